@@ -1,0 +1,32 @@
+"""The ``sdckit`` command: a thin layer over one library call per command.
+
+Bad input never shows a traceback: an :class:`~sdckit.core.errors.SdcError` is printed as one
+line on stderr and the exit status is 2 (typer reports usage errors with status 2 as well).
+"""
+
+from __future__ import annotations
+
+import sys
+
+from sdckit.cli import protect as _protect  # noqa: F401  (registers commands)
+from sdckit.cli.app import app
+from sdckit.core.errors import SdcError
+
+__all__ = ["app", "main"]
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point of the console script; exits with 0, 1 (a bug) or 2 (bad input)."""
+    try:
+        app(args=argv, prog_name="sdckit")
+    except SdcError as exc:
+        fail(str(exc))
+    except OSError as exc:  # e.g. disk full or permission denied while writing
+        fail(f"{exc.strerror or exc}: {exc.filename or ''}".strip(": "))
+
+
+def fail(message: str, status: int = 2) -> None:
+    """Print ``message`` as one line on stderr and exit with ``status``."""
+    one_line = " ".join(str(message).split())
+    print(f"sdckit: error: {one_line}", file=sys.stderr)
+    sys.exit(status)

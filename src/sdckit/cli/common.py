@@ -1,0 +1,42 @@
+"""What the commands share: consoles, progress bars and JSON output."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+from sdckit.io import write_text_atomic
+
+console = Console()
+err_console = Console(stderr=True)
+
+
+@contextmanager
+def progress_bar(description: str, total: int) -> Iterator[Any]:
+    """A rich progress bar on stderr; yields ``advance(done, total, *_)`` for library callbacks."""
+    with Progress(
+        TextColumn("[progress.description]{task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total}"),
+        TimeElapsedColumn(),
+        console=err_console,
+        transient=True,
+        disable=not err_console.is_terminal,
+    ) as bar:
+        task = bar.add_task(description, total=total)
+
+        def advance(done: int, total_: int, *_: Any) -> None:
+            bar.update(task, completed=done, total=total_)
+
+        yield advance
+
+
+def write_json(path: Path, payload: Any) -> None:
+    """Write ``payload`` as indented JSON, atomically."""
+    write_text_atomic(Path(path), json.dumps(payload, indent=2, default=str) + "\n")

@@ -1,0 +1,219 @@
+"""Methods are values (DESIGN.md section 2).
+
+Every protection method is a frozen dataclass whose fields are its parameters. The class
+declares, once:
+
+* ``name`` — the snake_case name a recipe uses (the class is registered under it);
+* ``constraints`` — a rule for each parameter, checked at construction by one validator;
+* ``kinds`` and ``roles`` — the column kinds it accepts and the roles it works on by default;
+* ``nan_policy`` — ``"error"`` (NaN in a used column is refused) or ``"pass"`` (NaN cells are
+  left as NaN); each method documents which.
+
+and implements ``transform(frame, columns, schema, rng)``. Its one public entry point is
+:meth:`Method.apply`; :meth:`Method.run` also returns the method's report (information loss,
+suppressed records, ...) and the schema of its output, which the pipeline records.
+Because the fields are the parameters, the manifest is derived from them and cannot forget one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+import pandas as pd
+
+from sdckit.core.errors import DataError, ParameterError, SchemaError
+from sdckit.core.params import IsNone, Rule, StrList, to_tuple, validate_params
+from sdckit.core.random import RandomState, as_generator
+from sdckit.core.schema import Kind, Role, Schema
+
+_REGISTRY: dict[str, type[Method]] = {}
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a method returns to the pipeline: the data, its schema and a report for the manifest."""
+
+    data: pd.DataFrame
+    schema: Schema
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Method:
+    """Base class of every protection method; see the module docstring for the contract."""
+
+    columns: tuple[str, ...] | None = field(default=None, kw_only=True)
+
+    name: ClassVar[str] = ""
+    constraints: ClassVar[Mapping[str, Rule]] = {}
+    kinds: ClassVar[frozenset[Kind]] = frozenset({Kind.NUMERIC})
+    roles: ClassVar[frozenset[Role]] = frozenset({Role.QUASI, Role.CONFIDENTIAL})
+    nan_policy: ClassVar[str] = "error"
+
+    # ----------------------------------------------------------------- construction
+    def __post_init__(self) -> None:
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, list | tuple):
+                object.__setattr__(self, f.name, to_tuple(value))
+        rules: dict[str, Rule] = {"columns": [IsNone(), StrList()], **self.constraints}
+        validate_params(type(self).__name__, self.params(plain=False), rules)
+        self.check()
+
+    def check(self) -> None:
+        """Cross-parameter rules; override and raise :class:`ParameterError` (via
+        :meth:`param_error`) when parameters are inconsistent with each other."""
+
+    def param_error(self, name: str, requirement: str) -> ParameterError:
+        """An error in the shared template for parameter ``name``."""
+        return ParameterError(
+            f"The {name!r} parameter of {type(self).__name__} must be {requirement}. "
+            f"Got {getattr(self, name)!r} instead."
+        )
+
+    # ----------------------------------------------------------------- parameters
+    def params(self, plain: bool = True) -> dict[str, Any]:
+        """Every parameter with its value; ``plain`` makes them JSON-friendly."""
+        values = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        return {k: _plain(v) for k, v in values.items()} if plain else values
+
+    def to_manifest(self) -> dict[str, Any]:
+        """The method as the manifest records it: registered name, class and all parameters."""
+        return {"name": self.name, "class": type(self).__name__, "params": self.params()}
+
+    # ----------------------------------------------------------------- application
+    def apply(
+        self, frame: pd.DataFrame, schema: Schema | None = None, rng: RandomState = None
+    ) -> pd.DataFrame:
+        """Return a protected copy of ``frame``; the input is never modified."""
+        return self.run(frame, schema, rng).data
+
+    def run(
+        self, frame: pd.DataFrame, schema: Schema | None = None, rng: RandomState = None
+    ) -> Outcome:
+        """Like :meth:`apply`, also returning the output schema and the method's report."""
+        if not isinstance(frame, pd.DataFrame):
+            raise DataError(f"{type(self).__name__} expects a pandas DataFrame, got {type(frame).__name__}.")
+        if len(frame) == 0:
+            raise DataError(f"{type(self).__name__} got an empty data set (0 records).")
+        schema = schema if schema is not None else Schema.infer(frame)
+        columns = self.target_columns(schema)
+        if self.nan_policy == "error":
+            require_no_nan(frame, columns, type(self).__name__)
+        result = self.transform(frame.copy(), columns, schema, as_generator(rng))
+        if isinstance(result, Outcome):
+            return result
+        return Outcome(result, schema)
+
+    def transform(
+        self, frame: pd.DataFrame, columns: tuple[str, ...], schema: Schema, rng: np.random.Generator
+    ) -> pd.DataFrame | Outcome:  # pragma: no cover - interface
+        """Protect ``columns`` of ``frame`` (a copy the method may change in place)."""
+        raise NotImplementedError
+
+    def target_columns(self, schema: Schema) -> tuple[str, ...]:
+        """The columns this method works on: ``columns`` if given (checked), else the
+        columns whose role and kind the method accepts."""
+        owner = type(self).__name__
+        if self.columns is not None:
+            for name in self.columns:
+                col = schema[name]  # raises SchemaError naming the column
+                if col.kind not in self.kinds:
+                    allowed = ", ".join(sorted(k.value for k in self.kinds))
+                    raise SchemaError(
+                        f"{owner} cannot protect column {name!r}: its kind is {col.kind.value!r}, "
+                        f"and {owner} works on {allowed} columns. Choose other columns or "
+                        "declare the column's kind."
+                    )
+                if col.role is Role.IDENTIFIER:
+                    raise SchemaError(
+                        f"{owner} was asked to protect identifier column {name!r}; identifiers "
+                        "are dropped from releases, not masked. Give the column another role."
+                    )
+            return self.columns
+        chosen = schema.select(self.roles, self.kinds)
+        if not chosen:
+            roles = ", ".join(sorted(r.value for r in self.roles))
+            kinds = ", ".join(sorted(k.value for k in self.kinds))
+            raise SchemaError(
+                f"{owner} found no column to protect: it works on {kinds} columns with role "
+                f"{roles}. Name columns with columns=[...] or declare roles in the schema."
+            )
+        return chosen
+
+
+def require_no_nan(frame: pd.DataFrame, columns: tuple[str, ...], owner: str) -> None:
+    """Raise :class:`DataError` naming the first column and row that hold a missing value."""
+    for name in columns:
+        missing = frame[name].isna().to_numpy()
+        if missing.any():
+            row = frame.index[missing.argmax()]
+            raise DataError(
+                f"{owner} cannot handle missing values: column {name!r} is missing in "
+                f"{int(missing.sum())} record(s), first at row {row!r}. Impute or remove them first."
+            )
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, tuple | list):
+        return [_plain(v) for v in value]
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, np.ndarray):
+        return _plain(value.tolist())
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, Method):
+        return value.to_manifest()
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {"class": type(value).__name__, **{
+            f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)
+        }}
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    return repr(value)
+
+
+# --------------------------------------------------------------------------- registry
+def register(cls: type[Method]) -> type[Method]:
+    """Class decorator: register a method under its ``name`` so that recipes can use it."""
+    if not cls.name or cls.name != cls.name.lower() or " " in cls.name:
+        raise TypeError(f"{cls.__name__}.name must be a snake_case name, got {cls.name!r}")
+    if cls.name in _REGISTRY and _REGISTRY[cls.name] is not cls:
+        raise TypeError(f"method name {cls.name!r} is registered twice")
+    _REGISTRY[cls.name] = cls
+    return cls
+
+
+def registered() -> dict[str, type[Method]]:
+    """The registered methods by name (only those whose modules have been imported)."""
+    return dict(_REGISTRY)
+
+
+def method_from_params(name: str, params: Mapping[str, Any], registry: Mapping[str, type[Method]]) -> Method:
+    """Build the method registered as ``name`` from a parameter mapping (a recipe entry)."""
+    if name not in registry:
+        known = ", ".join(sorted(registry))
+        raise ParameterError(f"Unknown method {name!r}; the methods are: {known}.")
+    cls = registry[name]
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    unknown = sorted(set(params) - set(fields))
+    if unknown:
+        raise ParameterError(
+            f"Unknown parameter(s) {', '.join(map(repr, unknown))} for method {name!r}; its "
+            f"parameters are: {', '.join(fields)}."
+        )
+    required = [
+        n for n, f in fields.items()
+        if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+    ]
+    missing = [n for n in required if n not in params]
+    if missing:
+        raise ParameterError(
+            f"Method {name!r} needs parameter(s) {', '.join(map(repr, missing))}."
+        )
+    return cls(**params)

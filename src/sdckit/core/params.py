@@ -1,0 +1,166 @@
+"""Declared parameter rules and the one validator that checks them (DESIGN.md section 2).
+
+A method class declares its rules once, in a ``constraints`` table mapping each parameter to
+one rule or a list of alternatives. :func:`validate_params` checks them at construction and
+raises :class:`ParameterError` with one template::
+
+    The 'k' parameter of Microaggregation must be an int >= 2. Got 1 instead.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sdckit.core.errors import ParameterError
+
+
+class Constraint:
+    """A rule a parameter value must satisfy, with a phrase that describes it."""
+
+    def is_satisfied_by(self, value: Any) -> bool:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def describe(self) -> str:  # pragma: no cover - interface
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class Interval(Constraint):
+    """A real or integer number in an interval; ``None`` bounds are open-ended.
+
+    ``closed`` is one of "both", "left", "right", "neither".
+    """
+
+    kind: type  # int or float
+    low: float | None = None
+    high: float | None = None
+    closed: str = "both"
+
+    def is_satisfied_by(self, value: Any) -> bool:
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            return False
+        if self.kind is int and not isinstance(value, numbers.Integral):
+            return False
+        if isinstance(value, float) and math.isnan(value):
+            return False
+        lo_ok = self.low is None or (
+            value >= self.low if self.closed in ("both", "left") else value > self.low
+        )
+        hi_ok = self.high is None or (
+            value <= self.high if self.closed in ("both", "right") else value < self.high
+        )
+        return lo_ok and hi_ok
+
+    def describe(self) -> str:
+        name = "an int" if self.kind is int else "a float"
+        left = self.closed in ("both", "left")
+        right = self.closed in ("both", "right")
+        if self.low is not None and self.high is not None:
+            return f"{name} in {'[' if left else '('}{self.low}, {self.high}{']' if right else ')'}"
+        if self.low is not None:
+            return f"{name} {'>=' if left else '>'} {self.low}"
+        if self.high is not None:
+            return f"{name} {'<=' if right else '<'} {self.high}"
+        return name if self.kind is int else "a real number"
+
+
+@dataclass(frozen=True)
+class Options(Constraint):
+    """One of a fixed set of values."""
+
+    values: tuple[Any, ...]
+
+    def is_satisfied_by(self, value: Any) -> bool:
+        return any(value == v and type(value) is type(v) for v in self.values)
+
+    def describe(self) -> str:
+        return "one of {" + ", ".join(repr(v) for v in self.values) + "}"
+
+
+@dataclass(frozen=True)
+class IsNone(Constraint):
+    def is_satisfied_by(self, value: Any) -> bool:
+        return value is None
+
+    def describe(self) -> str:
+        return "None"
+
+
+@dataclass(frozen=True)
+class Boolean(Constraint):
+    def is_satisfied_by(self, value: Any) -> bool:
+        return isinstance(value, bool)
+
+    def describe(self) -> str:
+        return "a bool"
+
+
+@dataclass(frozen=True)
+class StrList(Constraint):
+    """A non-empty tuple of distinct strings (lists are turned into tuples on construction)."""
+
+    def is_satisfied_by(self, value: Any) -> bool:
+        return (
+            isinstance(value, tuple)
+            and len(value) > 0
+            and all(isinstance(v, str) for v in value)
+            and len(set(value)) == len(value)
+        )
+
+    def describe(self) -> str:
+        return "a non-empty list of distinct column names"
+
+
+@dataclass(frozen=True)
+class Satisfies(Constraint):
+    """Any rule given as a predicate with its description."""
+
+    predicate: Callable[[Any], bool]
+    description: str
+
+    def is_satisfied_by(self, value: Any) -> bool:
+        try:
+            return bool(self.predicate(value))
+        except Exception:
+            return False
+
+    def describe(self) -> str:
+        return self.description
+
+
+Rule = Constraint | Sequence[Constraint]
+
+
+def describe_rule(rule: Rule) -> str:
+    rules = [rule] if isinstance(rule, Constraint) else list(rule)
+    phrases = [r.describe() for r in rules]
+    if len(phrases) == 1:
+        return phrases[0]
+    return ", ".join(phrases[:-1]) + " or " + phrases[-1]
+
+
+def check_param(owner: str, name: str, value: Any, rule: Rule) -> None:
+    """Raise :class:`ParameterError` unless ``value`` satisfies ``rule`` (or one alternative)."""
+    rules = [rule] if isinstance(rule, Constraint) else list(rule)
+    if not any(r.is_satisfied_by(value) for r in rules):
+        raise ParameterError(
+            f"The {name!r} parameter of {owner} must be {describe_rule(rule)}. "
+            f"Got {value!r} instead."
+        )
+
+
+def validate_params(owner: str, values: Mapping[str, Any], constraints: Mapping[str, Rule]) -> None:
+    """Check every declared parameter of ``owner`` (a class name) against its rule."""
+    for name, rule in constraints.items():
+        check_param(owner, name, values[name], rule)
+
+
+def to_tuple(value: Any) -> Any:
+    """Lists (also nested) become tuples, so that frozen method values stay hashable."""
+    if isinstance(value, list | tuple):
+        return tuple(to_tuple(v) for v in value)
+    return value

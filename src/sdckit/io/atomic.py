@@ -1,0 +1,72 @@
+"""Atomic writes: nothing is ever half-written (DESIGN.md section 2).
+
+Output goes to a temporary file in the target's directory and is renamed into place only when
+complete; on any error the temporary file is removed and the target is untouched.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+from sdckit.core.errors import DataError
+
+#: Files read by :func:`sdckit.read` in this process; writes refuse to replace them.
+_INPUTS: set[Path] = set()
+
+
+def remember_input(path: Path) -> None:
+    """Record ``path`` as an input so that no write replaces it."""
+    _INPUTS.add(Path(path).resolve())
+
+
+def refuse_input_overwrite(target: Path, inputs: tuple[Path, ...] = ()) -> None:
+    """Raise :class:`DataError` if ``target`` is an input file (given or read by sdckit)."""
+    resolved = Path(target).resolve()
+    protected = _INPUTS | {Path(p).resolve() for p in inputs}
+    if resolved in protected:
+        raise DataError(
+            f"Refusing to overwrite the input file {str(target)!r}; write the release to "
+            "another path or directory."
+        )
+
+
+@contextlib.contextmanager
+def atomic_path(target: Path, *, copy_existing: bool = False) -> Iterator[Path]:
+    """Yield a temporary path beside ``target``; rename it onto ``target`` on success.
+
+    With ``copy_existing`` the temporary file starts as a copy of ``target`` (for formats
+    such as DuckDB where a write adds a table to an existing file).
+    """
+    target = Path(target)
+    directory = target.parent if str(target.parent) else Path(".")
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise DataError(f"Cannot create the output directory {str(directory)!r}: {exc.strerror}.") from None
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
+    os.close(fd)
+    tmp = Path(tmp_name)
+    try:
+        if copy_existing and target.exists():
+            tmp.write_bytes(target.read_bytes())
+        else:
+            tmp.unlink()  # writers create the file themselves
+        yield tmp
+        os.replace(tmp, target)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+        # a DuckDB write may leave a write-ahead log beside the temporary file
+        with contextlib.suppress(FileNotFoundError):
+            Path(str(tmp) + ".wal").unlink()
+
+
+def write_text_atomic(target: Path, text: str, inputs: tuple[Path, ...] = ()) -> None:
+    """Write ``text`` (UTF-8) to ``target`` atomically, never over an input file."""
+    refuse_input_overwrite(target, inputs)
+    with atomic_path(Path(target)) as tmp:
+        tmp.write_text(text, encoding="utf-8")

@@ -1,0 +1,292 @@
+"""Read and write microdata files: CSV/TSV, Parquet, Stata, SPSS, SAS and DuckDB.
+
+:func:`read` and :func:`write` choose the format from the file extension unless ``format=``
+says otherwise. Every failure is a :class:`~sdckit.core.errors.DataError` that names the file
+and says what to do; writes are atomic and never replace an input file.
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from sdckit.core.errors import DataError, ParameterError
+from sdckit.io.atomic import atomic_path, refuse_input_overwrite, remember_input
+
+#: Format name -> file extensions.
+FORMATS: dict[str, tuple[str, ...]] = {
+    "csv": (".csv", ".txt"),
+    "tsv": (".tsv", ".tab"),
+    "parquet": (".parquet", ".pq"),
+    "stata": (".dta",),
+    "spss": (".sav", ".zsav"),
+    "sas": (".sas7bdat",),
+    "duckdb": (".duckdb", ".ddb", ".db"),
+}
+#: Formats sdckit can write (SAS files are read-only: pyreadstat cannot write them).
+WRITABLE = ("csv", "tsv", "parquet", "stata", "spss", "duckdb")
+_SNIFF_BYTES = 64 * 1024
+_DELIMITERS = ",;\t|"
+
+
+def detect_format(path: str | Path, format: str | None = None) -> str:
+    """The format named by ``format``, or the one the extension of ``path`` implies."""
+    if format is not None:
+        fmt = str(format).lower().lstrip(".")
+        aliases = {ext.lstrip("."): name for name, exts in FORMATS.items() for ext in exts}
+        fmt = aliases.get(fmt, fmt)
+        if fmt not in FORMATS:
+            raise ParameterError(
+                f"Unknown format {format!r}; use one of: {', '.join(FORMATS)}."
+            )
+        return fmt
+    suffix = Path(path).suffix.lower()
+    if suffix == ".gz":  # e.g. data.csv.gz
+        suffix = Path(Path(path).stem).suffix.lower()
+    for name, exts in FORMATS.items():
+        if suffix in exts:
+            return name
+    raise ParameterError(
+        f"Cannot tell the format of {str(path)!r} from its extension {suffix or '(none)'!r}; "
+        f"pass format= (one of: {', '.join(FORMATS)})."
+    )
+
+
+# =============================================================================== read
+def read(
+    path: str | Path,
+    *,
+    format: str | None = None,
+    sep: str | None = None,
+    encoding: str = "utf-8",
+    table: str | None = None,
+    query: str | None = None,
+    **options: Any,
+) -> pd.DataFrame:
+    """Read a data file into a DataFrame.
+
+    Parameters
+    ----------
+    path : str or Path
+        The file. Its extension picks the format unless ``format`` is given.
+    format : {"csv", "tsv", "parquet", "stata", "spss", "sas", "duckdb"}, optional
+    sep : str, optional
+        CSV delimiter; sniffed from the first 64 KiB among ``, ; TAB |`` when not given.
+    encoding : str
+        Text encoding of a CSV/TSV file (default UTF-8; a byte-order mark is skipped).
+    table, query : str, optional
+        For a DuckDB file: the table to read, or a SQL query to run. With neither, the file
+        must hold exactly one table.
+    **options
+        Passed to the underlying reader (pandas.read_csv, pandas.read_parquet, pyreadstat).
+
+    Raises
+    ------
+    DataError
+        The file is missing, empty, undecodable or malformed.
+    """
+    path = Path(path)
+    fmt = detect_format(path, format)
+    if not path.exists():
+        raise DataError(f"File not found: {str(path)!r}.")
+    if path.is_dir():
+        raise DataError(f"{str(path)!r} is a directory, not a data file.")
+    if path.stat().st_size == 0:
+        raise DataError(f"File {str(path)!r} is empty.")
+    if fmt not in ("csv", "tsv", "duckdb") and (table or query):
+        raise ParameterError("table= and query= apply to DuckDB files only.")
+    try:
+        if fmt in ("csv", "tsv"):
+            frame = _read_text(path, "\t" if fmt == "tsv" and sep is None else sep, encoding, options)
+        elif fmt == "parquet":
+            frame = pd.read_parquet(path, **options)
+        elif fmt in ("stata", "spss", "sas"):
+            frame = _read_stat(path, fmt, options)
+        else:
+            frame = _read_duckdb(path, table, query)
+    except (DataError, ParameterError):
+        raise
+    except Exception as exc:  # any reader failure becomes one clear message
+        raise DataError(
+            f"Cannot read {str(path)!r} as {fmt}: {_reason(exc)}. Check that the file is a "
+            f"valid {fmt} file, or pass format=."
+        ) from None
+    if frame.shape[1] == 0:
+        raise DataError(f"File {str(path)!r} has no columns.")
+    remember_input(path)
+    return frame
+
+
+def _reason(exc: Exception) -> str:
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return text[:300]
+
+
+def _read_text(path: Path, sep: str | None, encoding: str, options: dict[str, Any]) -> pd.DataFrame:
+    raw = path.read_bytes()
+    enc = "utf-8-sig" if encoding.lower().replace("_", "-") in ("utf-8", "utf8") else encoding
+    try:
+        text_head = raw[:_SNIFF_BYTES].decode(enc)
+        raw.decode(enc)
+    except UnicodeDecodeError as exc:
+        raise DataError(
+            f"Cannot decode {str(path)!r} as {encoding}: byte 0x{raw[exc.start]:02x} at "
+            f"position {exc.start} is invalid. Pass the file's encoding (e.g. encoding='latin-1')."
+        ) from None
+    except LookupError:
+        raise ParameterError(f"Unknown text encoding {encoding!r}.") from None
+    if not text_head.strip():
+        raise DataError(f"File {str(path)!r} holds no data (only whitespace).")
+    if sep is None:
+        sep = sniff_delimiter(text_head)
+    try:
+        return pd.read_csv(path, sep=sep, encoding=enc, **options)
+    except pd.errors.ParserError as exc:
+        raise DataError(
+            f"Malformed CSV in {str(path)!r} (delimiter {sep!r}): {_reason(exc)}. Check the "
+            "quoting, or pass sep= explicitly."
+        ) from None
+
+
+def sniff_delimiter(sample: str) -> str:
+    """The delimiter of a delimited text sample among ``, ; TAB |`` (default ``,``)."""
+    lines = [ln for ln in sample.splitlines() if ln.strip()][:50]
+    if len(lines) > 1 and not sample.endswith("\n"):
+        lines = lines[:-1]  # the last line may be cut off
+    try:
+        return csv.Sniffer().sniff("\n".join(lines), delimiters=_DELIMITERS).delimiter
+    except csv.Error:
+        pass
+    # fall back: the candidate that appears the same non-zero number of times in every line
+    best, best_count = ",", 0
+    for cand in _DELIMITERS:
+        counts = {ln.count(cand) for ln in lines}
+        if len(counts) == 1 and (n := counts.pop()) > best_count:
+            best, best_count = cand, n
+    return best
+
+
+def _read_stat(path: Path, fmt: str, options: dict[str, Any]) -> pd.DataFrame:
+    import pyreadstat
+
+    reader = {
+        "stata": pyreadstat.read_dta,
+        "spss": pyreadstat.read_sav,
+        "sas": pyreadstat.read_sas7bdat,
+    }[fmt]
+    frame, _meta = reader(str(path), **options)
+    return frame
+
+
+def _read_duckdb(path: Path, table: str | None, query: str | None) -> pd.DataFrame:
+    import duckdb
+
+    if table and query:
+        raise ParameterError("Give either table= or query= for a DuckDB file, not both.")
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        if query is None:
+            tables = [r[0] for r in con.execute("SHOW TABLES").fetchall()]
+            if table is None:
+                if len(tables) != 1:
+                    raise DataError(
+                        f"DuckDB file {str(path)!r} holds {len(tables)} tables "
+                        f"({', '.join(tables) or 'none'}); pass table= or query=."
+                    )
+                table = tables[0]
+            elif table not in tables:
+                raise DataError(
+                    f"DuckDB file {str(path)!r} has no table {table!r}; its tables are: "
+                    f"{', '.join(tables) or 'none'}."
+                )
+            return con.execute(f"SELECT * FROM {_quote_ident(table)}").df()
+        try:
+            return con.execute(query).df()
+        except duckdb.Error as exc:
+            raise DataError(f"The query on {str(path)!r} failed: {_reason(exc)}.") from None
+    finally:
+        con.close()
+
+
+def _quote_ident(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+# =============================================================================== write
+def write(
+    frame: pd.DataFrame,
+    path: str | Path,
+    *,
+    format: str | None = None,
+    sep: str | None = None,
+    table: str = "data",
+    inputs: tuple[str | Path, ...] = (),
+) -> Path:
+    """Write ``frame`` to ``path`` atomically (temporary file, then rename).
+
+    Parameters
+    ----------
+    frame : DataFrame
+    path : str or Path
+    format : str, optional
+        One of ``csv, tsv, parquet, stata, spss, duckdb``; default from the extension.
+    sep : str, optional
+        CSV delimiter (default ``,``; TSV always uses a tab).
+    table : str
+        Table name in a DuckDB file; an existing table of that name is replaced, other
+        tables are kept.
+    inputs : paths
+        Files that must not be overwritten (files read with :func:`read` are protected
+        already).
+
+    Returns
+    -------
+    Path
+        The written file.
+    """
+    if not isinstance(frame, pd.DataFrame):
+        raise DataError(f"write() expects a pandas DataFrame, got {type(frame).__name__}.")
+    path = Path(path)
+    fmt = detect_format(path, format)
+    if fmt not in WRITABLE:
+        raise ParameterError(
+            f"sdckit cannot write {fmt} files; choose one of: {', '.join(WRITABLE)}."
+        )
+    refuse_input_overwrite(path, tuple(Path(p) for p in inputs))
+    with atomic_path(path, copy_existing=(fmt == "duckdb")) as tmp:
+        try:
+            if fmt in ("csv", "tsv"):
+                frame.to_csv(tmp, sep="\t" if fmt == "tsv" else (sep or ","), index=False)
+            elif fmt == "parquet":
+                frame.to_parquet(tmp, index=False)
+            elif fmt == "stata":
+                import pyreadstat
+
+                pyreadstat.write_dta(frame, str(tmp))
+            elif fmt == "spss":
+                import pyreadstat
+
+                pyreadstat.write_sav(frame, str(tmp))
+            else:
+                _write_duckdb(frame, tmp, table)
+        except (DataError, ParameterError):
+            raise
+        except Exception as exc:
+            raise DataError(f"Cannot write {str(path)!r} as {fmt}: {_reason(exc)}.") from None
+    return path
+
+
+def _write_duckdb(frame: pd.DataFrame, path: Path, table: str) -> None:
+    import duckdb
+
+    con = duckdb.connect(str(path))
+    try:
+        con.register("_sdckit_frame", frame)
+        con.execute(f"CREATE OR REPLACE TABLE {_quote_ident(table)} AS SELECT * FROM _sdckit_frame")
+        con.unregister("_sdckit_frame")
+        con.execute("CHECKPOINT")
+    finally:
+        con.close()

@@ -1,0 +1,5 @@
+"""Perturbative and non-perturbative masking methods (seed 002 section 4.6.3, seed 001)."""
+
+from sdckit.masking.noise import AdditiveNoise
+
+__all__ = ["AdditiveNoise"]

@@ -1,0 +1,146 @@
+"""``protect()``: apply methods in order with one random generator and build the manifest.
+
+DESIGN.md section 2: one :class:`numpy.random.Generator` created from the user's seed is passed
+down every method; the provenance of each step is kept as an immutable list from which the
+manifest is derived; identifiers are dropped unless the caller insists.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from sdckit.core.errors import DataError, ParameterError
+from sdckit.core.method import Method
+from sdckit.core.random import RandomState, as_generator
+from sdckit.core.schema import Role, Schema
+from sdckit.report.manifest import Step, build_manifest, fingerprint
+
+#: Called after each step with (steps done, steps in all, method).
+ProgressCallback = Callable[[int, int, Method], None]
+
+
+@dataclass(frozen=True)
+class Release:
+    """A protected data set with its provenance.
+
+    Attributes
+    ----------
+    data : DataFrame
+        The protected data (identifiers dropped unless kept).
+    schema : Schema
+        The schema of ``data``.
+    steps : tuple of Step
+        One immutable record per applied method.
+    manifest : dict
+        The transparency manifest: version, input fingerprint, schema, every method with all
+        its parameters and report, output fingerprint. Never the seed.
+    """
+
+    data: pd.DataFrame
+    schema: Schema
+    steps: tuple[Step, ...]
+    manifest: dict[str, Any]
+
+
+def protect(
+    frame: pd.DataFrame,
+    methods: Method | Sequence[Method],
+    *,
+    schema: Schema | Mapping[str, Any] | None = None,
+    seed: RandomState = None,
+    keep_identifiers: bool = False,
+    progress: ProgressCallback | None = None,
+) -> Release:
+    """Apply ``methods`` to ``frame`` in order and return the :class:`Release`.
+
+    Parameters
+    ----------
+    frame : DataFrame
+        The original microdata; it is never modified.
+    methods : Method or sequence of Method
+        Method values (e.g. ``AdditiveNoise(alpha=0.1)``), applied in order.
+    schema : Schema or mapping, optional
+        Roles and kinds; a mapping is read with :meth:`Schema.from_dict`. Default: kinds
+        inferred, no roles (methods then work on every column of a kind they accept).
+    seed : int or Generator, optional
+        Seeds the one generator all methods share. Same data + same seed = same output.
+        The seed is never written to the manifest.
+    keep_identifiers : bool
+        Keep identifier columns in the release (they are dropped by default).
+    progress : callable, optional
+        ``progress(done, total, method)`` after each method.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from sdckit import protect, AdditiveNoise
+    >>> data = pd.DataFrame({"income": [10.0, 20.0, 30.0, 40.0]})
+    >>> release = protect(data, [AdditiveNoise(alpha=0.1)], seed=1)
+    >>> release.manifest["methods"][0]["params"]["alpha"]
+    0.1
+    """
+    if not isinstance(frame, pd.DataFrame):
+        raise DataError(f"protect() expects a pandas DataFrame, got {type(frame).__name__}.")
+    if len(frame) == 0:
+        raise DataError("protect() got an empty data set (0 records); nothing to protect.")
+    if isinstance(methods, Method):
+        methods = [methods]
+    methods = list(methods)
+    for i, m in enumerate(methods):
+        if not isinstance(m, Method):
+            raise ParameterError(
+                f"methods[{i}] must be a method value such as AdditiveNoise(alpha=0.1); "
+                f"got {m!r}."
+            )
+    if not isinstance(keep_identifiers, bool):
+        raise ParameterError(f"keep_identifiers must be a bool; got {keep_identifiers!r}.")
+    if any(not isinstance(c, str) for c in frame.columns):
+        frame = frame.rename(columns=str)
+    if schema is None:
+        schema = Schema.infer(frame)
+    elif isinstance(schema, Mapping):
+        schema = Schema.from_dict(schema, frame)
+    schema.validate(frame)
+
+    rng = as_generator(seed)
+    input_fp = fingerprint(frame)
+    dropped = [] if keep_identifiers else list(schema.with_role(Role.IDENTIFIER))
+    data = frame.drop(columns=dropped) if dropped else frame.copy()
+    current = schema.subset(data.columns)
+
+    steps: list[Step] = []
+    data_fp = fingerprint(data) if dropped else input_fp
+    for i, method in enumerate(methods):
+        outcome = method.run(data, current, rng)
+        out_fp = fingerprint(outcome.data)
+        info = dict(outcome.info)
+        warnings = tuple(info.pop("warnings", ()))
+        steps.append(
+            Step(
+                method=method.to_manifest(),
+                input_fingerprint=data_fp,
+                output_fingerprint=out_fp,
+                records_in=len(data),
+                records_out=len(outcome.data),
+                info=info,
+                warnings=warnings,
+            )
+        )
+        data, current, data_fp = outcome.data, outcome.schema, out_fp
+        if progress is not None:
+            progress(i + 1, len(methods), method)
+
+    manifest = build_manifest(
+        input_fingerprint=input_fp,
+        input_shape=frame.shape,
+        schema=schema,
+        steps=steps,
+        output_fingerprint=data_fp,
+        output_shape=data.shape,
+        dropped_identifiers=dropped,
+    )
+    return Release(data=data, schema=current, steps=tuple(steps), manifest=manifest)

@@ -1,0 +1,227 @@
+"""Recipes: a TOML file that says what to protect, how, and where the release goes.
+
+The format is a contract the CLI and later features extend::
+
+    seed = 7                          # optional; never written to any output
+    keep_identifiers = false          # optional
+    [input]
+    path = "census.csv"               # relative to the recipe file
+    format = "csv"                    # optional; from the extension otherwise
+    [schema]                          # roles; kinds are inferred unless [schema.kinds] overrides
+    identifier = ["ID"]
+    quasi = ["AGE", "ZIP"]
+    confidential = ["INCOME"]
+    [[method]]                        # applied in order
+    name = "additive_noise"
+    alpha = 0.1
+    columns = ["INCOME"]              # optional
+    [output]
+    dir = "out"
+    format = "parquet"                # optional; the input's format otherwise
+
+Everything is checked — unknown keys, unknown methods, bad parameters — before any data is
+read, and nothing is written unless the whole run succeeds.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sdckit.core.errors import ParameterError, SdcError
+from sdckit.core.method import Method
+from sdckit.io import detect_format, read, write, write_text_atomic
+from sdckit.io.files import WRITABLE
+from sdckit.methods import get_method
+from sdckit.pipeline import ProgressCallback, Release, protect
+from sdckit.report.manifest import manifest_json
+
+_TOP_KEYS = {"seed", "keep_identifiers", "input", "schema", "method", "output"}
+_INPUT_KEYS = {"path", "format", "sep", "encoding", "table", "query"}
+_OUTPUT_KEYS = {"dir", "format", "name", "table"}
+MANIFEST_NAME = "manifest.json"
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """A parsed, checked recipe. Paths are absolute."""
+
+    source: Path
+    input_path: Path
+    input_options: dict[str, Any]
+    schema: dict[str, Any]
+    methods: tuple[Method, ...]
+    output_dir: Path
+    output_format: str | None = None
+    output_name: str | None = None
+    output_table: str = "data"
+    seed: int | None = None
+    keep_identifiers: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RecipeResult:
+    """What running a recipe produced."""
+
+    release: Release
+    data_path: Path
+    manifest_path: Path
+
+
+def _fail(source: Path, message: str) -> ParameterError:
+    return ParameterError(f"{source}: {message}")
+
+
+def _check_keys(source: Path, table: Mapping[str, Any], allowed: set[str], where: str) -> None:
+    unknown = sorted(set(table) - allowed)
+    if unknown:
+        raise _fail(
+            source,
+            f"unknown key(s) {', '.join(map(repr, unknown))} in {where}; allowed: "
+            f"{', '.join(sorted(allowed))}.",
+        )
+
+
+def load_recipe(path: str | Path) -> Recipe:
+    """Read and check a recipe file (see the module docstring for its format)."""
+    source = Path(path)
+    if not source.exists():
+        raise ParameterError(f"Recipe file not found: {str(source)!r}.")
+    if source.is_dir():
+        raise ParameterError(f"{str(source)!r} is a directory, not a recipe file.")
+    try:
+        data = tomllib.loads(source.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise ParameterError(f"Recipe {str(source)!r} is not UTF-8 text.") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ParameterError(f"Malformed TOML in recipe {str(source)!r}: {exc}.") from None
+    return parse_recipe(data, source)
+
+
+def parse_recipe(data: Mapping[str, Any], source: Path) -> Recipe:
+    """Check a recipe already parsed from TOML; relative paths are taken from ``source``'s folder."""
+    base = source.resolve().parent
+    _check_keys(source, data, _TOP_KEYS, "the recipe")
+    seed = data.get("seed")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
+        raise _fail(source, f"'seed' must be a non-negative integer; got {seed!r}.")
+    keep = data.get("keep_identifiers", False)
+    if not isinstance(keep, bool):
+        raise _fail(source, f"'keep_identifiers' must be true or false; got {keep!r}.")
+
+    inp = data.get("input")
+    if not isinstance(inp, Mapping) or "path" not in inp:
+        raise _fail(source, "the recipe needs an [input] table with a 'path'.")
+    _check_keys(source, inp, _INPUT_KEYS, "[input]")
+    input_path = (base / str(inp["path"])).resolve()
+    input_options = {k: v for k, v in inp.items() if k != "path"}
+    detect_format(input_path, input_options.get("format"))
+
+    schema = data.get("schema", {})
+    if not isinstance(schema, Mapping):
+        raise _fail(source, "[schema] must be a table.")
+
+    entries = data.get("method", [])
+    if isinstance(entries, Mapping):
+        entries = [entries]
+    if not entries:
+        raise _fail(source, "the recipe applies no method; add at least one [[method]] table.")
+    methods = []
+    for i, entry in enumerate(entries, start=1):
+        if not isinstance(entry, Mapping) or "name" not in entry:
+            raise _fail(source, f"[[method]] number {i} needs a 'name'.")
+        params = {k: v for k, v in entry.items() if k != "name"}
+        try:
+            methods.append(get_method(str(entry["name"]), params))
+        except SdcError as exc:
+            raise _fail(source, f"[[method]] number {i}: {exc}") from None
+
+    out = data.get("output", {})
+    if not isinstance(out, Mapping):
+        raise _fail(source, "[output] must be a table.")
+    _check_keys(source, out, _OUTPUT_KEYS, "[output]")
+    out_format = out.get("format")
+    if out_format is not None:
+        out_format = detect_format("x", out_format)
+        if out_format not in WRITABLE:
+            raise _fail(source, f"sdckit cannot write {out_format}; use one of {', '.join(WRITABLE)}.")
+    return Recipe(
+        source=source.resolve(),
+        input_path=input_path,
+        input_options=input_options,
+        schema=dict(schema),
+        methods=tuple(methods),
+        output_dir=(base / str(out.get("dir", "sdckit-out"))).resolve(),
+        output_format=out_format,
+        output_name=out.get("name"),
+        output_table=str(out.get("table", "data")),
+        seed=seed,
+        keep_identifiers=keep,
+    )
+
+
+def run_recipe(
+    recipe: Recipe,
+    *,
+    output_dir: str | Path | None = None,
+    output_format: str | None = None,
+    progress: ProgressCallback | None = None,
+) -> RecipeResult:
+    """Read the input, protect it, and write the release and ``manifest.json``.
+
+    ``output_dir`` and ``output_format`` override the recipe's. The release is written in the
+    input's format unless one is given (SAS input is written as Parquet: SAS cannot be written).
+    """
+    frame = read(recipe.input_path, **recipe.input_options)
+    release = protect(
+        frame,
+        list(recipe.methods),
+        schema=recipe.schema,
+        seed=recipe.seed,
+        keep_identifiers=recipe.keep_identifiers,
+        progress=progress,
+    )
+    fmt = output_format or recipe.output_format
+    if fmt is None:
+        fmt = detect_format(recipe.input_path, recipe.input_options.get("format"))
+        if fmt not in WRITABLE:
+            fmt = "parquet"
+    else:
+        fmt = detect_format("x", fmt)
+    out_dir = Path(output_dir).resolve() if output_dir is not None else recipe.output_dir
+    stem = recipe.output_name or f"{recipe.input_path.name.split('.')[0]}_protected"
+    data_path = out_dir / f"{stem}.{_EXTENSION[fmt]}"
+    manifest_path = out_dir / MANIFEST_NAME
+
+    manifest = dict(release.manifest)
+    manifest["input"] = {
+        **manifest["input"],
+        "file": recipe.input_path.name,
+        "file_sha256": hashlib.sha256(recipe.input_path.read_bytes()).hexdigest(),
+    }
+    manifest["output"] = {**manifest["output"], "file": data_path.name, "format": fmt}
+    text = manifest_json(manifest)
+    inputs = (recipe.input_path, recipe.source)
+    write(release.data, data_path, format=fmt, table=recipe.output_table, inputs=inputs)
+    try:
+        write_text_atomic(manifest_path, text, inputs)
+    except BaseException:
+        data_path.unlink(missing_ok=True)
+        raise
+    final = Release(release.data, release.schema, release.steps, manifest)
+    return RecipeResult(final, data_path, manifest_path)
+
+
+_EXTENSION = {
+    "csv": "csv",
+    "tsv": "tsv",
+    "parquet": "parquet",
+    "stata": "dta",
+    "spss": "sav",
+    "duckdb": "duckdb",
+}

@@ -1,0 +1,1 @@
+"""Transparency: the release manifest (and, later, plots and the HTML report)."""

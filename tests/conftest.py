@@ -1,0 +1,46 @@
+"""Shared fixtures: small frames and a helper to run the CLI in a subprocess."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import sdckit
+
+DATA = Path(__file__).parent / "data"
+
+
+def run_cli(*args: str, cwd: Path | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
+    """Run ``python -m sdckit ARGS`` in a subprocess with the package under test importable."""
+    env = dict(os.environ)
+    package_root = str(Path(sdckit.__file__).resolve().parents[1])
+    env["PYTHONPATH"] = package_root + os.pathsep + env.get("PYTHONPATH", "")
+    env["COLUMNS"] = "200"
+    return subprocess.run(
+        [sys.executable, "-m", "sdckit", *args],
+        cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout,
+    )
+
+
+@pytest.fixture
+def cli():
+    return run_cli
+
+
+@pytest.fixture
+def small_frame() -> pd.DataFrame:
+    rng = np.random.default_rng(0)
+    return pd.DataFrame(
+        {
+            "id": np.arange(1, 51),
+            "age": rng.integers(18, 90, 50),
+            "income": rng.normal(30_000, 8_000, 50).round(2),
+            "region": rng.choice(["north", "south", "east"], 50),
+        }
+    )
