@@ -1,0 +1,45 @@
+import math
+
+import pytest
+
+from sdckit import AdditiveNoise, ParameterError
+from sdckit.core.params import Interval, Options, check_param
+
+
+def test_template_message():
+    with pytest.raises(ParameterError) as err:
+        AdditiveNoise(alpha=-1)
+    assert str(err.value) == "The 'alpha' parameter of AdditiveNoise must be a float > 0. Got -1 instead."
+
+
+@pytest.mark.parametrize("bad", [0, 0.0, -0.5, math.nan, "0.1", None, True])
+def test_alpha_rejects(bad):
+    with pytest.raises(ParameterError, match="'alpha' parameter of AdditiveNoise"):
+        AdditiveNoise(alpha=bad)
+
+
+def test_columns_must_be_distinct_names():
+    assert AdditiveNoise(alpha=0.1, columns=["a", "b"]).columns == ("a", "b")  # list -> tuple
+    for bad in (["a", "a"], [], "a", [1]):
+        with pytest.raises(ParameterError, match="'columns' parameter of AdditiveNoise"):
+            AdditiveNoise(alpha=0.1, columns=bad)
+
+
+def test_interval_and_options_describe_themselves():
+    assert Interval(int, 2, None).describe() == "an int >= 2"
+    assert Interval(float, 0, 1, closed="right").describe() == "a float in (0, 1]"
+    with pytest.raises(ParameterError, match=r"The 'k' parameter of Microaggregation must be an int >= 2. Got 1 instead."):
+        check_param("Microaggregation", "k", 1, Interval(int, 2, None))
+    with pytest.raises(ParameterError, match=r"one of \{'mdav', 'univariate'\} or an int >= 2"):
+        check_param("M", "method", "x", [Options(("mdav", "univariate")), Interval(int, 2, None)])
+    check_param("M", "k", 2, Interval(int, 2, None))  # no error
+    with pytest.raises(ParameterError):
+        check_param("M", "k", 2.0, Interval(int, 2, None))  # a float is not an int
+
+
+def test_methods_are_frozen_values():
+    m = AdditiveNoise(alpha=0.1)
+    assert m == AdditiveNoise(alpha=0.1) and hash(m) == hash(AdditiveNoise(alpha=0.1))
+    with pytest.raises(Exception):
+        m.alpha = 0.2  # type: ignore[misc]
+    assert m.to_manifest() == {"name": "additive_noise", "class": "AdditiveNoise", "params": {"alpha": 0.1, "columns": None}}
