@@ -13,7 +13,7 @@ from typing import Any
 from sdckit.core.method import Method, method_from_params, registered
 
 #: Packages whose import registers methods. A new method package adds its name here.
-METHOD_PACKAGES = ("sdckit.masking",)
+METHOD_PACKAGES = ("sdckit.masking", "sdckit.synthetic", "sdckit.anonymity", "sdckit.dp")
 
 
 def available() -> dict[str, type[Method]]:

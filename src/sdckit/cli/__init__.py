@@ -6,13 +6,23 @@ line on stderr and the exit status is 2 (typer reports usage errors with status 
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 import sys
 
-from sdckit.cli import protect as _protect  # noqa: F401  (registers commands)
 from sdckit.cli.app import app
 from sdckit.core.errors import SdcError
 
 __all__ = ["app", "main"]
+
+#: Modules of this package that hold no command.
+_NOT_COMMANDS = {"app", "common"}
+
+# Every other module of this package attaches its commands to ``app`` when imported, so a new
+# command is a new module here and nothing else changes.
+for _module in pkgutil.iter_modules(__path__):
+    if _module.name not in _NOT_COMMANDS and not _module.name.startswith("_"):
+        importlib.import_module(f"{__name__}.{_module.name}")
 
 
 def main(argv: list[str] | None = None) -> None:

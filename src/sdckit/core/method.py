@@ -7,7 +7,9 @@ declares, once:
 * ``constraints`` — a rule for each parameter, checked at construction by one validator;
 * ``kinds`` and ``roles`` — the column kinds it accepts and the roles it works on by default;
 * ``nan_policy`` — ``"error"`` (NaN in a used column is refused) or ``"pass"`` (NaN cells are
-  left as NaN); each method documents which.
+  left as NaN); each method documents which;
+* ``example`` — valid parameters on the common test frame (``tests/test_common_checks.py``),
+  so that the checks every method owes run on every registered method.
 
 and implements ``transform(frame, columns, schema, rng)``. Its one public entry point is
 :meth:`Method.apply`; :meth:`Method.run` also returns the method's report (information loss,
@@ -53,6 +55,7 @@ class Method:
     kinds: ClassVar[frozenset[Kind]] = frozenset({Kind.NUMERIC})
     roles: ClassVar[frozenset[Role]] = frozenset({Role.QUASI, Role.CONFIDENTIAL})
     nan_policy: ClassVar[str] = "error"
+    example: ClassVar[Mapping[str, Any] | None] = None
 
     # ----------------------------------------------------------------- construction
     def __post_init__(self) -> None:

@@ -44,6 +44,7 @@ class AdditiveNoise(Method):
     alpha: float
     name: ClassVar[str] = "additive_noise"
     constraints: ClassVar = {"alpha": Interval(float, 0, None, closed="neither")}
+    example: ClassVar = {"alpha": 0.1}
 
     def transform(
         self, frame: pd.DataFrame, columns: tuple[str, ...], schema: Schema, rng: np.random.Generator

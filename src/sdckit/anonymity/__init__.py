@@ -1,0 +1,1 @@
+"""k-anonymity and its refinements: hierarchies, lattice search, Mondrian, criteria (seeds 003, 004)."""

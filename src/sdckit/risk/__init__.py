@@ -1,0 +1,1 @@
+"""Disclosure-risk measures (record linkage, uniqueness, permutation-paradigm summaries)."""

@@ -1,0 +1,1 @@
+"""Information-loss and utility measures."""
