@@ -178,10 +178,11 @@ def rank_space(
     schema: SchemaLike = None,
     ties: str = "random",
     random_state: RandomState = None,
+    min_original: int = 2,
 ) -> RankSpace:
     """Check both frames and build their :class:`RankSpace` (the shared first step)."""
     check_ties(ties)
-    check_frame(original, "original")
+    check_frame(original, "original", min_original)
     check_frame(released, "released")
     rng = as_generator(random_state)
     names = resolve_columns(original, released, columns)

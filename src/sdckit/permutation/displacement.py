@@ -16,7 +16,7 @@ import pandas as pd
 from sdckit.core.random import RandomState
 from sdckit.core.ranks import rank_matrix
 from sdckit.permutation.columns import SchemaLike, check_same_size, check_truth, rank_space
-from sdckit.permutation.privacy import WindowVariance
+from sdckit.permutation.privacy import window_variances
 
 
 def rank_displacement(
@@ -55,6 +55,6 @@ def rank_displacement(
     shift = np.abs(rank_x - space.rank_y[true_pos])
     displacement = shift.max(axis=1)
     out = pd.DataFrame({"displacement": displacement}, index=space.original_index)
-    for j, name in enumerate(space.names):
-        out[f"var_{name}"] = WindowVariance(space.y_sorted[j])(rank_x[:, j], displacement)
+    for name, values in window_variances(space, rank_x, displacement).items():
+        out[name] = values
     return out

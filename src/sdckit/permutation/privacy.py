@@ -22,7 +22,7 @@ import pandas as pd
 from sdckit.core.errors import ParameterError
 from sdckit.core.params import Interval, check_param
 from sdckit.core.random import RandomState
-from sdckit.permutation.columns import SchemaLike, rank_space
+from sdckit.permutation.columns import RankSpace, SchemaLike, rank_space
 from sdckit.permutation.distance import Progress, distances_and_matches
 from sdckit.permutation.results import Result
 
@@ -36,6 +36,8 @@ class WindowVariance:
         self.n = len(s)
         self.s1 = np.concatenate(([0.0], np.cumsum(centred)))
         self.s2 = np.concatenate(([0.0], np.cumsum(centred * centred)))
+        # below this, a window variance is rounding error of the prefix sums
+        self.floor = 1e-12 * (self.s2[-1] / max(self.n, 1))
 
     def __call__(self, centre: np.ndarray, radius: np.ndarray | int) -> np.ndarray:
         """Variance of the values of ranks ``[centre - radius, centre + radius]`` (1-based)."""
@@ -44,7 +46,8 @@ class WindowVariance:
         hi = np.minimum(centre + radius, self.n)
         count = hi - lo + 1
         mean = (self.s1[hi] - self.s1[lo - 1]) / count
-        return np.maximum((self.s2[hi] - self.s2[lo - 1]) / count - mean * mean, 0.0)
+        var = (self.s2[hi] - self.s2[lo - 1]) / count - mean * mean
+        return np.where(var > self.floor, var, 0.0)
 
 
 @dataclass(frozen=True)
@@ -75,6 +78,19 @@ class PermutedPrivacy(Result):
     dataset_distance: int
     dataset_variances: pd.Series
     records: pd.DataFrame
+
+
+def minimum_variances(records: pd.DataFrame, names: Sequence[str]) -> pd.Series:
+    """Data-set-level variance per column: the minimum of the records' ``var_{c}``."""
+    return pd.Series([float(records[f"var_{c}"].min()) for c in names], index=list(names),
+                     name="dataset_variances")
+
+
+def window_variances(space: RankSpace, centre: np.ndarray, radius: np.ndarray | int,
+                     prefix: str = "var_") -> dict[str, np.ndarray]:
+    """Per column ``c``, ``{prefix}{c}``: variance of sorted ``Y_c`` within ``radius`` of ``centre``."""
+    return {f"{prefix}{name}": WindowVariance(space.y_sorted[j])(centre[:, j], radius)
+            for j, name in enumerate(space.names)}
 
 
 def check_thresholds(v: Any, names: Sequence[str]) -> pd.Series:
@@ -142,16 +158,15 @@ def permuted_privacy(
     records = pd.DataFrame({"distance": dist}, index=space.original_index)
     records["matches"] = pd.Series(matches, dtype=object).to_numpy()
     satisfied = dist >= d
+    at_level = window_variances(space, r, level)
+    own = window_variances(space, r, dist, "var_own_")
     for j, name in enumerate(space.names):
-        window = WindowVariance(space.y_sorted[j])
-        records[f"var_{name}"] = window(r[:, j], level)
-        records[f"var_own_{name}"] = window(r[:, j], dist)
-        satisfied &= window(r[:, j], d) > thresholds[name]
+        records[f"var_{name}"] = at_level[f"var_{name}"]
+        records[f"var_own_{name}"] = own[f"var_own_{name}"]
+    for name, values in window_variances(space, r, d).items():
+        satisfied &= values > thresholds[name[len("var_"):]]
     records.insert(2, "satisfied", satisfied)
-    dataset_variances = pd.Series(
-        [records[f"var_{c}"].min() for c in space.names], index=space.names,
-        name="dataset_variances",
-    )
+    dataset_variances = minimum_variances(records, space.names)
     return PermutedPrivacy(
         satisfied=bool(satisfied.all()), d=int(d), v=thresholds, dataset_distance=level,
         dataset_variances=dataset_variances, records=records,

@@ -119,8 +119,12 @@ def rank_correlation(
     space = rank_space(original, released, columns, schema=schema, ties=ties,
                        random_state=random_state)
     check_same_size(space, "rank_correlation")
+    return spearman_xz(space)
+
+
+def spearman_xz(space: RankSpace) -> pd.Series:
+    """Spearman correlation of ``X_j`` and ``Z_j`` per column (equal record counts)."""
     z = space.z_values()
-    values = {}
-    for j, name in enumerate(space.names):
-        values[name] = pd.Series(space.x[:, j]).corr(pd.Series(z[:, j]), method="spearman")
-    return pd.Series(values, name="rank_correlation", dtype=float)
+    return pd.Series(
+        {name: pd.Series(space.x[:, j]).corr(pd.Series(z[:, j]), method="spearman")
+         for j, name in enumerate(space.names)}, name="rank_correlation", dtype=float)
