@@ -163,3 +163,20 @@ def verify_subject(
         matches=tuple(matches[0]), variances=variances, p_random=p_random,
         plausibly_random=plausible,
     )
+
+
+def parse_record(text: str) -> dict[str, str]:
+    """Parse ``"col=value,col2=value2"`` (the CLI's ``--record``) into a mapping of strings."""
+    record: dict[str, str] = {}
+    for piece in str(text).split(","):
+        name, sep, value = piece.partition("=")
+        name, value = name.strip(), value.strip()
+        if not sep or not name or not value:
+            raise DataError(
+                f"Bad --record part {piece.strip()!r}: write the record as "
+                "'column=value,column=value' with a value for every column."
+            )
+        if name in record:
+            raise DataError(f"Column {name!r} is given twice in --record; give it once.")
+        record[name] = value
+    return record
