@@ -3,3 +3,5 @@
 from sdckit.masking.noise import AdditiveNoise
 
 __all__ = ["AdditiveNoise"]
+from sdckit.masking.microaggregation import Microaggregation, mdav_groups, univariate_groups
+__all__ += ["Microaggregation", "mdav_groups", "univariate_groups"]
