@@ -194,8 +194,8 @@ def test_univariate_method_aggregates_each_column_on_its_own():
     # {1,1}{1,1,4} (SSE 6).
     np.testing.assert_allclose(out.data["a"], [8 / 3, 8 / 3, 8 / 3, 9.5, 9.5])
     np.testing.assert_allclose(out.data["b"], [1, 1, 1, 2.5, 2.5])
-    # SSE/SST: a: (4/9 + 25/9 + 49/9 + 1/4 + 1/4) / 62.8 = 9.1667 / 62.8; b: 4.5 / 7.2
-    sst_a = ((frame["a"] - frame["a"].mean()) ** 2).sum()
+    # SSE/SST: a: (4/9 + 25/9 + 49/9 + 1/4 + 1/4) / 62.8 = 9.1667 / 65.2; b: 4.5 / 7.2
+    sst_a = 65.2  # a: mean 5.4; 0.16 + 19.36 + 11.56 + 12.96 + 21.16
     sse_a = (2 / 3) ** 2 + (5 / 3) ** 2 + (7 / 3) ** 2 + 0.25 + 0.25
     assert out.info["sse_ratio_by_column"]["a"] == pytest.approx(sse_a / sst_a)
     assert out.info["sse_ratio_by_column"]["b"] == pytest.approx(4.5 / 7.2)
