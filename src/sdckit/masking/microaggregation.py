@@ -207,7 +207,8 @@ def mdav_groups(
     sums = data.sum(axis=1)
     labels = np.full(n, -1, dtype=np.int64)
     nrem, group = n, 0
-    chunk = max(2, 2 * (20_000 // max(n // k, 1) + 1))  # about 50 progress calls on big data
+    # groups per compiled call: all at once without a progress callback, else about 50 calls
+    chunk = n if progress is None else max(2, (n // k) // 50 + 2)
     while nrem >= 3 * k:
         nrem, group = _mdav_steps(data, ids, sums, labels, nrem, group, k, chunk)
         if progress is not None:
