@@ -3,8 +3,8 @@
 Records are partitioned into groups of at least ``k`` similar records and each value is
 replaced by its group's mean. Two partitions are offered:
 
-* **MDAV** (Maximum Distance to Average Vector; Domingo-Ferrer & Mateo-Sanz 2002, the
-  "fixed-size heuristic" of seed 002's reference [87]) on standardized attributes — every group
+* **MDAV** (Maximum Distance to Average Vector; Domingo-Ferrer & Mateo-Sanz 2002, the fixed-size
+  heuristic for the microaggregation seed 002 describes) on standardized attributes — every group
   has exactly ``k`` records except one of ``k..2k-1``. :func:`mdav_groups` exposes the
   partition on its own (k-anonymity reuses it, seed 002: "microaggregation on the projection
   of records on their quasi-identifiers").
@@ -171,7 +171,7 @@ def mdav_groups(
 
     Notes
     -----
-    Domingo-Ferrer & Mateo-Sanz (2002), MDAV (seed 002 reference [87]): while ``3k`` or more
+    Domingo-Ferrer & Mateo-Sanz (2002), MDAV: while ``3k`` or more
     records remain, take the record ``r`` farthest from the centroid of the remaining ones and
     the record ``s`` farthest from ``r``; form a group of ``r`` and its ``k-1`` nearest
     records, then of ``s`` and its ``k-1`` nearest among the rest. With ``2k..3k-1`` left, one

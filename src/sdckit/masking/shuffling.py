@@ -1,4 +1,4 @@
-"""Data shuffling (Muralidhar & Sarathy 2006; seed 001 section 2, seed 002 section 4.6.3)."""
+"""Data shuffling (Muralidhar & Sarathy 2006; seed 001 "Permutation model"; seed 002 section 4.6.3)."""
 
 from __future__ import annotations
 
@@ -86,8 +86,8 @@ class DataShuffling(Method):
     References
     ----------
     Muralidhar & Sarathy (2006), "Data shuffling — a new masking approach for numerical data",
-    Management Science 52(5); seed 001 (Domingo-Ferrer, Muralidhar, Bras-Amorós), section 2
-    (permutation model); seed 002, section 4.6.3.
+    Management Science 52(5); seed 001 (Domingo-Ferrer & Muralidhar, slides), "Permutation model:
+    reverse mapping"; seed 002, section 4.6.3.
     """
 
     name: ClassVar[str] = "data_shuffling"
