@@ -207,6 +207,9 @@ class Pram(Method):
     nan_policy: ClassVar[str] = "pass"
     example: ClassVar = {"p_keep": 0.8}
 
+    def __hash__(self) -> int:  # the matrix is a mapping, so hash the plain parameters
+        return hash(repr(self.params()))
+
     def check(self) -> None:
         if (self.matrix is None) == (self.p_keep is None):
             raise self.param_error(
