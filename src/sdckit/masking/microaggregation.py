@@ -194,7 +194,9 @@ def mdav_groups(
     if values.ndim == 1:
         values = values[:, None]
     if values.ndim != 2:
-        raise DataError(f"mdav_groups needs a 2-D array of records x attributes; got shape {values.shape}.")
+        raise DataError(
+            f"mdav_groups needs a 2-D array of records x attributes; got shape {values.shape}."
+        )
     n = len(values)
     if n < k:
         raise DataError(f"mdav_groups needs at least k={k} records to form a group; got {n}.")
@@ -269,7 +271,9 @@ def univariate_groups(values: np.ndarray, k: int) -> np.ndarray:
     check_param("univariate_groups", "k", k, Interval(int, 1, None))
     values = np.asarray(values, dtype=float)
     if values.ndim != 1 or len(values) < k:
-        raise DataError(f"univariate_groups needs a 1-D array of at least k={k} values; got shape {values.shape}.")
+        raise DataError(
+            f"univariate_groups needs a 1-D array of at least k={k} values; got shape {values.shape}."
+        )
     if not np.isfinite(values).all():
         raise DataError("univariate_groups needs finite values.")
     order = np.argsort(values, kind="stable")

@@ -146,8 +146,9 @@ class RankSwapping(Method):
     References
     ----------
     Seed 002 (Domingo-Ferrer, Sánchez, Soria-Comas), section 4.6.3, "Data swapping"; seed 001
-    (Domingo-Ferrer & Muralidhar, slides), "Evaluation of methods: rank swapping"; Moore (1996), "Controlled data-swapping techniques for masking public use
-    microdata sets", U.S. Census Bureau.
+    (Domingo-Ferrer & Muralidhar, slides), "Evaluation of methods: rank swapping"; Moore
+    (1996), "Controlled data-swapping techniques for masking public use microdata sets",
+    U.S. Census Bureau.
     """
 
     p: float
