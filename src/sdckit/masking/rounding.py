@@ -28,7 +28,7 @@ class Rounding(Method):
 
     Parameters
     ----------
-    base : float > 0
+    base : float in (0, inf)
         The rounding base (e.g. 1000 for incomes, 5 for ages, 0.1 for a measurement).
     columns : list of str, optional
         Numeric columns to round; default the numeric quasi-identifiers and confidential
@@ -54,7 +54,7 @@ class Rounding(Method):
 
     base: float
     name: ClassVar[str] = "rounding"
-    constraints: ClassVar = {"base": Interval(float, 0, None, closed="neither")}
+    constraints: ClassVar = {"base": Interval(float, 0, math.inf, closed="neither")}
     nan_policy: ClassVar[str] = "pass"
     example: ClassVar = {"base": 5.0}
 
