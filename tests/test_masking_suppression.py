@@ -119,9 +119,9 @@ def test_counts_agree_with_the_pairwise_oracle():
 
 def test_greedy_against_the_brute_force_optimum():
     # 50 random tables of 3-6 records, 1-3 quasi-identifiers, 2-3 categories, k in 2..3.
-    # Measured when written: the greedy equals the optimum on 78% of tables and is never
-    # more than twice it (worst ratio 2.0 on 2-cell optima, +10% cells overall), so the test
-    # asserts greedy <= 2 * optimum on each table and <= 1.25 * optimum in total.
+    # Measured when written: the greedy finds the optimum on 43 of the 50 tables and is never
+    # more than twice it (worst: 4 cells for an optimum of 2); 91 cells against 83 in all
+    # (+10%). The test asserts greedy <= 2 * optimum on each table and <= 1.15 * in total.
     rng = np.random.default_rng(20261123)
     total_greedy = total_optimum = 0
     for _ in range(50):
@@ -139,7 +139,7 @@ def test_greedy_against_the_brute_force_optimum():
         assert cells.sum() <= 2 * optimum
         total_greedy += int(cells.sum())
         total_optimum += optimum
-    assert total_optimum > 0 and total_greedy <= 1.25 * total_optimum
+    assert total_optimum > 0 and total_greedy <= 1.15 * total_optimum
 
 
 @pytest.mark.parametrize("k", [0, -1, 2.5, None])

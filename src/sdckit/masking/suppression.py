@@ -55,13 +55,19 @@ def greedy_suppression(codes: np.ndarray, k: int, priority: Sequence[int] | None
     """Cells to suppress so that every class count (wildcard rule) is at least ``k``.
 
     Greedy, in the manner of sdcMicro's ``localSuppression``: while some record violates
-    (count < k), take the violating record with the smallest count (the lowest position
-    among equals) and suppress the one of its quasi-identifiers whose suppression removes the
-    most violations — that record's own, plus every record that was one short of ``k`` and
-    becomes compatible with it. Ties go to the larger new count of the record, then to the
-    column with the lower ``priority`` (the less important one), then to the first column.
-    Each step suppresses one cell of a violating record and a record with every cell
-    suppressed has count ``n``, so the loop ends after at most ``n * m`` steps.
+    (count < k), take the violating record ``r`` with the smallest count (the lowest position
+    among equals) and, among its unsuppressed quasi-identifiers ``j``, make the one
+    suppression that removes the most violations. The candidates for column ``j`` are ``r``
+    itself and each *twin* of ``r`` — a record identical to ``r`` except in column ``j`` (one
+    per value): suppressing column ``j`` of either gives the same pattern, but suppressing it
+    in a twin from a large, safe group lifts ``r``'s whole group by one, often the cheaper
+    repair. A candidate's score is the violations it removes — its own, plus every record
+    one short of ``k`` that becomes compatible with it; ties go to the larger new count, to
+    ``r`` itself, to the column with the lower ``priority`` (the less important one), then to
+    the first column. Suppressing never lowers a count and a fully suppressed record has
+    count ``n``, so each step suppresses one more cell and the loop ends after at most
+    ``n * m`` steps. A second pass then gives back, last suppression first, every cell whose
+    value can return without any count falling below ``k``.
 
     Finding the fewest suppressions is NP-hard (Meyerson & Williams 2004); this greedy is a
     heuristic, compared with the exact optimum on small tables in the tests.
@@ -78,7 +84,8 @@ def greedy_suppression(codes: np.ndarray, k: int, priority: Sequence[int] | None
     -------
     (n, m) bool array: the cells to suppress (pre-existing ``-1`` cells are not included).
     """
-    codes = np.array(codes, dtype=np.int64)
+    original = np.asarray(codes, dtype=np.int64)
+    codes = original.copy()
     n, m = codes.shape
     if n < k:
         raise DataError(
@@ -86,30 +93,55 @@ def greedy_suppression(codes: np.ndarray, k: int, priority: Sequence[int] | None
             "suppressed each record has only n compatible records. Lower k or add records."
         )
     priority = np.zeros(m) if priority is None else np.asarray(priority, dtype=float)
-    start = codes < 0
     counts = compatible_counts(codes)
     while True:
         violating = np.flatnonzero(counts < k)
         if len(violating) == 0:
             break
         r = violating[np.argmin(counts[violating])]
-        now = _compatible_with(codes[r], codes)
         best: tuple[Any, ...] | None = None
         for j in np.flatnonzero(codes[r] >= 0):
             candidate = codes[r].copy()
             candidate[j] = -1
-            after = _compatible_with(candidate, codes)
-            newly = after & ~now
-            new_count = int(after.sum())
-            gained = int(new_count >= k) + int(np.count_nonzero(counts[newly] == k - 1))
-            score = (gained, new_count, -priority[j], -j)
-            if best is None or score > best[0]:
-                best = (score, j, newly, new_count)
-        _, j, newly, new_count = best
-        codes[r, j] = -1
+            after = _compatible_with(candidate, codes)  # compatible with the new pattern
+            size = int(after.sum())
+            column = codes[:, j]
+            # records identical to r but (perhaps) in column j: suppressing column j of any
+            # of them yields the same pattern; r's own value first
+            twins = (np.delete(codes, j, axis=1) == np.delete(codes[r], j)).all(axis=1) & (column >= 0)
+            values, holder = np.unique(column[twins], return_index=True)
+            holders = np.flatnonzero(twins)[holder]
+            for v, s in zip(values, holders, strict=True):
+                s = r if v == codes[r, j] else s
+                newly = after & (column >= 0) & (column != v)
+                gained = int(counts[s] < k <= size) + int(np.count_nonzero(counts[newly] == k - 1))
+                score = (gained, size, s == r, -priority[j], -j)
+                if best is None or score > best[0]:
+                    best = (score, s, j, newly, size)
+        _, s, j, newly, size = best
+        codes[s, j] = -1
         counts[newly] += 1
-        counts[r] = new_count
-    return (codes < 0) & ~start
+        counts[s] = size
+    _restore_unneeded(codes, original, counts, k)
+    return (codes < 0) & (original >= 0)
+
+
+def _restore_unneeded(codes: np.ndarray, original: np.ndarray, counts: np.ndarray, k: int) -> None:
+    """Second pass: give back every suppressed cell whose value can return without any count
+    falling below ``k`` (the greedy may have suppressed a cell that later ones made redundant).
+    Works in place on ``codes`` and ``counts``; cells are tried in reverse order of position."""
+    suppressed = np.nonzero((codes < 0) & (original >= 0))
+    for r, j in reversed(list(zip(*suppressed, strict=True))):
+        now = _compatible_with(codes[r], codes)
+        candidate = codes[r].copy()
+        candidate[j] = original[r, j]
+        after = _compatible_with(candidate, codes)
+        lost = now & ~after
+        new_count = int(after.sum())
+        if new_count >= k and np.all(counts[lost] > k):
+            codes[r, j] = original[r, j]
+            counts[lost] -= 1
+            counts[r] = new_count
 
 
 @register
