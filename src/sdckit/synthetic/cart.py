@@ -8,7 +8,6 @@ from typing import ClassVar
 
 import numpy as np
 import pandas as pd
-from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
 from sdckit.core.errors import SchemaError
 from sdckit.core.method import register
@@ -97,6 +96,9 @@ class CartSynthesizer(Synthesizer):
     def synthesize(
         self, data: pd.DataFrame, schema: Schema, size: int, rng: np.random.Generator
     ) -> pd.DataFrame:
+        # imported here: scikit-learn takes seconds to import, which every CLI call would pay
+        from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
+
         sequence = self._sequence(tuple(data.columns))
         n = len(data)
         first = sequence[0]
