@@ -22,7 +22,7 @@ from sdckit.synthetic import CartSynthesizer, GaussianCopulaSynthesizer, Multiva
 
 
 def make_frame(n: int, seed: int = 0) -> tuple[pd.DataFrame, Schema]:
-    """5 correlated numeric columns, one integer column and two nominal columns."""
+    """5 correlated numeric columns, an integer and two nominal columns, 4 skewed codes."""
     rng = np.random.default_rng(seed)
     cov = 0.5 * np.ones((5, 5)) + 0.5 * np.eye(5)
     x = rng.multivariate_normal(np.zeros(5), cov, size=n)
@@ -30,7 +30,11 @@ def make_frame(n: int, seed: int = 0) -> tuple[pd.DataFrame, Schema]:
     frame["age"] = rng.integers(18, 90, n)
     frame["region"] = rng.choice(["north", "south", "east", "west"], n)
     frame["sex"] = rng.choice(["F", "M"], n)
-    return frame, Schema.infer(frame)
+    # skewed (Zipf) categories: many rare combinations, the hard case for local suppression
+    for name, size in (("z70", 70), ("z4", 4), ("z2", 2), ("z10", 10)):
+        weights = 1 / np.arange(1, size + 1)
+        frame[name] = rng.choice(size, n, p=weights / weights.sum())
+    return frame, Schema.infer(frame, kinds={c: "nominal" for c in ("z70", "z4", "z2", "z10")})
 
 
 def measure(label: str, run, repeats: int) -> None:
@@ -58,8 +62,9 @@ def main() -> None:
         ("MultivariateNormalSynthesizer, 5 numeric", MultivariateNormalSynthesizer(columns=numeric)),
         ("GaussianCopulaSynthesizer, 5 numeric + int", GaussianCopulaSynthesizer(columns=[*numeric, "age"])),
         ("CartSynthesizer, 5 numeric", CartSynthesizer(columns=numeric)),
-        ("CartSynthesizer, 5 numeric + int + 2 nominal", CartSynthesizer()),
-        ("LocalSuppression k=5 on (age, region, sex)", LocalSuppression(k=5, columns=["age", "region", "sex"])),
+        ("CartSynthesizer, 5 numeric + int + 2 nominal", CartSynthesizer(columns=[*numeric, "age", "region", "sex"])),
+        ("LocalSuppression k=5, (age, region, sex) uniform", LocalSuppression(k=5, columns=["age", "region", "sex"])),
+        ("LocalSuppression k=5, 4 Zipf QIs (70x4x2x10)", LocalSuppression(k=5, columns=["z70", "z4", "z2", "z10"])),
     ]
     for i, (label, method) in enumerate(cases):
         measure(label, lambda m=method, i=i: m.apply(frame, schema, i), args.repeats)

@@ -76,6 +76,29 @@ def test_importance_decides_between_equally_good_suppressions(importance, suppre
     assert brute_force_minimum(np.column_stack([pd.factorize(data[c])[0] for c in data]), 2) == 2
 
 
+def test_a_twin_from_a_safe_group_is_the_cheaper_repair():
+    # (1,1) occurs twice, k=3. Suppressing b in one (1,0) record gives (1,*), compatible with
+    # all five records: both (1,1) records reach 3 with ONE suppression, where suppressing
+    # in the (1,1) records themselves would need two.
+    data = pd.DataFrame({"a": [1, 1, 1, 1, 1], "b": [0, 1, 0, 1, 0]})
+    out = LocalSuppression(k=3).run(data)
+    assert out.info["suppressed_total"] == 1 and out.info["suppressed"] == {"a": 0, "b": 1}
+    assert min(oracle_counts(out.data)) >= 3
+    assert out.data["b"].isna().tolist() == [True, False, False, False, False]
+
+
+def test_many_duplicates_skewed_values():
+    rng = np.random.default_rng(5)
+    p = np.array([0.6, 0.25, 0.1, 0.04, 0.01])
+    frame = pd.DataFrame({f"q{j}": rng.choice(list("abcde"), 250, p=p) for j in range(3)})
+    out = LocalSuppression(k=4).run(frame)
+    counts = oracle_counts(out.data)
+    assert min(counts) >= 4 and out.info["min_class_count"] == min(counts)
+    changed = out.data.isna().to_numpy()
+    assert changed.sum() == out.info["suppressed_total"] > 0
+    assert (out.data.to_numpy()[~changed] == frame.to_numpy()[~changed]).all()
+
+
 def test_numeric_quasi_identifiers_and_roles():
     frame = pd.DataFrame({"age": [30, 30, 30, 41], "sex": ["F", "F", "F", "F"], "income": [1.0, 2.0, 3.0, 4.0]})
     release = protect(frame, [LocalSuppression(k=2)], schema={"quasi": ["age", "sex"]}, seed=0)
@@ -119,7 +142,7 @@ def test_counts_agree_with_the_pairwise_oracle():
 
 def test_greedy_against_the_brute_force_optimum():
     # 50 random tables of 3-6 records, 1-3 quasi-identifiers, 2-3 categories, k in 2..3.
-    # Measured when written: the greedy finds the optimum on 43 of the 50 tables and is never
+    # Measured when written: the greedy finds the optimum on 45 of the 50 tables and is never
     # more than twice it (worst: 4 cells for an optimum of 2); 91 cells against 83 in all
     # (+10%). The test asserts greedy <= 2 * optimum on each table and <= 1.15 * in total.
     rng = np.random.default_rng(20261123)
