@@ -9,6 +9,7 @@ from sdckit.anonymity.criteria import (
 )
 from sdckit.anonymity.fulldomain import FullDomainGeneralization
 from sdckit.anonymity.hierarchy import Hierarchy
+from sdckit.anonymity.mondrian import Mondrian
 from sdckit.anonymity.partition import Partition
 
 __all__ = [
@@ -17,6 +18,7 @@ __all__ = [
     "FullDomainGeneralization",
     "Hierarchy",
     "KAnonymity",
+    "Mondrian",
     "Partition",
     "RecursiveCLDiversity",
     "TCloseness",
