@@ -31,10 +31,10 @@ import pandas as pd
 
 from sdckit.anonymity.criteria import CRITERIA_RULE, Criterion, as_criteria
 from sdckit.anonymity.fulldomain import criteria_with_k
-from sdckit.anonymity.hierarchy import Hierarchies, Hierarchy, is_hierarchy_mapping
+from sdckit.anonymity.hierarchy import Hierarchies, Hierarchy, is_hierarchy_mapping, value_keys
 from sdckit.anonymity.lattice import sensitive_order
 from sdckit.anonymity.partition import Partition
-from sdckit.core.errors import DataError, ParameterError
+from sdckit.core.errors import DataError
 from sdckit.core.method import Method, Outcome, register
 from sdckit.core.params import Interval, IsNone, Satisfies, StrList
 from sdckit.core.ranks import order_values
@@ -86,8 +86,8 @@ class Mondrian(Method):
     criteria : list of criteria
         Further criteria every class must satisfy (checked on both halves of every cut).
     hierarchies : mapping column -> Hierarchy or CSV path, optional
-        Hierarchies for categorical quasi-identifiers (required for nominal ones; an ordinal
-        one without a hierarchy is cut by its order).
+        Hierarchies for categorical quasi-identifiers. A nominal one without a hierarchy gets
+        the flat one (each value, then ``*``); an ordinal one without is cut by its order.
 
     Notes
     -----
@@ -130,17 +130,12 @@ class Mondrian(Method):
         ordered, hier, values, ranks, spans, hs, hcodes = [], [], [], [], [], [], []
         for j, name in enumerate(quasi):
             column = schema[name]
-            if name in hierarchies:
-                h = hierarchies[name]
+            if name in hierarchies or column.kind is Kind.NOMINAL:
+                h = hierarchies[name] if name in hierarchies else _flat(frame[name])
                 row = h.index_of(frame[name], name)
                 hier.append(j)
                 hs.append(h)
                 hcodes.append(np.column_stack([h.codes(level)[row] for level in range(h.levels)]))
-            elif column.kind is Kind.NOMINAL:
-                raise ParameterError(
-                    f"Mondrian needs a hierarchy for nominal column {name!r}: give "
-                    f"hierarchies={{{name!r}: Hierarchy(...)}} or declare the column ordinal."
-                )
             else:
                 v = order_values(frame[name], column)
                 ordered.append(j)
@@ -323,6 +318,11 @@ class Mondrian(Method):
         for name in columns:
             out_schema = out_schema.replace_column(name, kind=Kind.NOMINAL, order=None)
         return Outcome(part.data, out_schema, part.info)
+
+
+def _flat(series: pd.Series) -> Hierarchy:
+    """The two-level hierarchy (value, ``*``) for a nominal column given none."""
+    return Hierarchy([[v, "*"] for v in pd.unique(value_keys(series))], add_top=False)
 
 
 def _leaves_vec(h: Hierarchy, levels: np.ndarray, codes: np.ndarray) -> np.ndarray:
