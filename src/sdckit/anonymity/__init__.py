@@ -1,5 +1,6 @@
 """k-anonymity and its refinements: hierarchies, lattice search, Mondrian, criteria (seeds 003, 004)."""
 
+from sdckit.anonymity.check import CheckReport, check
 from sdckit.anonymity.criteria import (
     DistinctLDiversity,
     EntropyLDiversity,
@@ -13,6 +14,7 @@ from sdckit.anonymity.mondrian import Mondrian
 from sdckit.anonymity.partition import Partition
 
 __all__ = [
+    "CheckReport",
     "DistinctLDiversity",
     "EntropyLDiversity",
     "FullDomainGeneralization",
@@ -22,4 +24,5 @@ __all__ = [
     "Partition",
     "RecursiveCLDiversity",
     "TCloseness",
+    "check",
 ]
