@@ -31,7 +31,7 @@ import pandas as pd
 
 from sdckit.anonymity.criteria import CRITERIA_RULE, Criterion, as_criteria
 from sdckit.anonymity.fulldomain import criteria_with_k
-from sdckit.anonymity.hierarchy import Hierarchies, Hierarchy, is_hierarchy_mapping, value_keys
+from sdckit.anonymity.hierarchy import Hierarchies, Hierarchy, format_number, is_hierarchy_mapping, value_keys
 from sdckit.anonymity.lattice import sensitive_order
 from sdckit.anonymity.partition import Partition
 from sdckit.core.errors import DataError
@@ -348,10 +348,6 @@ def _median_labels(ranks: np.ndarray, seg: np.ndarray) -> np.ndarray:
     return out
 
 
-def _fmt(x: float) -> str:
-    return str(int(x)) if float(x).is_integer() else f"{x:g}"
-
-
 def _range_labels(series: pd.Series, column, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     """``"[lo-hi]"`` per class (one value when equal), in the column's own terms."""
     if column.kind is Kind.DATE or pd.api.types.is_datetime64_any_dtype(series.dtype):
@@ -362,4 +358,4 @@ def _range_labels(series: pd.Series, column, lo: np.ndarray, hi: np.ndarray) -> 
         order = [str(v) for v in column.order]
         return np.array([order[int(a)] if a == b else f"[{order[int(a)]}..{order[int(b)]}]"
                          for a, b in zip(lo, hi)], dtype=object)
-    return np.array([_fmt(a) if a == b else f"[{_fmt(a)}-{_fmt(b)}]" for a, b in zip(lo, hi)], dtype=object)
+    return np.array([format_number(a) if a == b else f"[{format_number(a)}-{format_number(b)}]" for a, b in zip(lo, hi)], dtype=object)
