@@ -328,4 +328,10 @@ class LocalSuppression(Method):
             "missing_before": {c: int((codes[:, j] < 0).sum()) for j, c in enumerate(columns)},
             "min_class_count": int(compatible_counts(after).min()),
         }
+        share = cells.sum() / cells.size
+        if share > 0.1:
+            info["warnings"] = [
+                f"LocalSuppression suppressed {share:.0%} of the quasi-identifier cells; "
+                "recode the quasi-identifiers globally first (GlobalRecoding) to lose less."
+            ]
         return Outcome(frame, schema, info)
