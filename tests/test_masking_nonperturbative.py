@@ -117,6 +117,11 @@ def test_recoding_with_labels_and_equal_width_bins():
     assert any("maximum" in w for w in out.info["warnings"])
 
 
+def test_default_labels_write_the_breaks_exactly():
+    out = GlobalRecoding(bins=[1_000_000, 1_000_001, 2.5e6]).apply(pd.DataFrame({"x": [1_000_000.5, 2e6]}))
+    assert out["x"].tolist() == ["[1000000, 1000001)", "[1000001, 2500000]"]
+
+
 def test_equal_width_bins_on_a_constant_column():
     out = GlobalRecoding(bins=3).apply(pd.DataFrame({"x": [2.0, 2.0]}))
     assert out["x"].nunique() == 1

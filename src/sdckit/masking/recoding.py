@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from sdckit.anonymity.hierarchy import Hierarchy, as_hierarchy
+from sdckit.anonymity.hierarchy import Hierarchy, as_hierarchy, format_number
 from sdckit.core.errors import DataError, SchemaError
 from sdckit.core.method import Method, Outcome, register
 from sdckit.core.params import Interval, IsNone, Satisfies
@@ -78,7 +78,7 @@ class GlobalRecoding(Method):
         The grouping of categorical values.
     labels : list of str, optional
         Names of the intervals (one per interval); default ``"[b_i, b_{i+1})"`` with the
-        breaks written in the shortest form (``%g``).
+        breaks written exactly (integers without ``.0``).
     hierarchy : Hierarchy or str (CSV path), optional
         A value-generalization hierarchy; not together with ``bins`` or ``mapping``.
     level : int >= 0, optional
@@ -235,7 +235,8 @@ class GlobalRecoding(Method):
                 )
         m = len(breaks) - 1
         labels = self.labels or tuple(
-            f"[{breaks[i]:g}, {breaks[i + 1]:g}{']' if i == m - 1 else ')'}" for i in range(m)
+            f"[{format_number(breaks[i])}, {format_number(breaks[i + 1])}{']' if i == m - 1 else ')'}"
+            for i in range(m)
         )
         codes = np.clip(np.searchsorted(breaks, values, side="right") - 1, 0, m - 1)
         codes = np.where(present, codes, -1)
