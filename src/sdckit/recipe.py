@@ -36,7 +36,7 @@ from sdckit.core.errors import ParameterError, SdcError
 from sdckit.core.method import Method
 from sdckit.io import detect_format, read, write, write_text_atomic
 from sdckit.io.files import WRITABLE
-from sdckit.methods import get_method
+from sdckit.methods import available, get_method
 from sdckit.pipeline import ProgressCallback, Release, protect
 from sdckit.report.manifest import manifest_json
 
@@ -137,6 +137,7 @@ def parse_recipe(data: Mapping[str, Any], source: Path) -> Recipe:
             raise _fail(source, f"[[method]] number {i} needs a 'name'.")
         params = {k: v for k, v in entry.items() if k != "name"}
         try:
+            params = resolve_paths(str(entry["name"]), params, base)
             methods.append(get_method(str(entry["name"]), params))
         except SdcError as exc:
             raise _fail(source, f"[[method]] number {i}: {exc}") from None
@@ -163,6 +164,26 @@ def parse_recipe(data: Mapping[str, Any], source: Path) -> Recipe:
         seed=seed,
         keep_identifiers=keep,
     )
+
+
+def resolve_paths(name: str, params: Mapping[str, Any], base: Path) -> dict[str, Any]:
+    """``params`` with the method's path parameters made absolute from the recipe folder ``base``.
+
+    A path parameter holds a path string or a mapping whose string values are paths (e.g.
+    ``hierarchies = { age = "age.csv" }``); other values (built objects) are left as they are.
+    """
+    cls = available().get(name)
+    if cls is None:
+        return dict(params)
+
+    def resolve(value: Any) -> Any:
+        if isinstance(value, str):
+            return str((base / value).resolve())
+        if isinstance(value, Mapping):
+            return {k: resolve(v) for k, v in value.items()}
+        return value
+
+    return {k: resolve(v) if k in cls.path_params else v for k, v in params.items()}
 
 
 def run_recipe(

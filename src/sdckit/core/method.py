@@ -8,6 +8,8 @@ declares, once:
 * ``kinds`` and ``roles`` — the column kinds it accepts and the roles it works on by default;
 * ``nan_policy`` — ``"error"`` (NaN in a used column is refused) or ``"pass"`` (NaN cells are
   left as NaN); each method documents which;
+* ``path_params`` — parameters that may hold file paths (a path, or a mapping whose values are
+  paths, e.g. hierarchies by column); a recipe resolves them relative to its own folder;
 * ``example`` — valid parameters on the common test frame (``tests/test_common_checks.py``),
   so that the checks every method owes run on every registered method.
 
@@ -56,6 +58,7 @@ class Method:
     roles: ClassVar[frozenset[Role]] = frozenset({Role.QUASI, Role.CONFIDENTIAL})
     nan_policy: ClassVar[str] = "error"
     example: ClassVar[Mapping[str, Any] | None] = None
+    path_params: ClassVar[frozenset[str]] = frozenset()
 
     # ----------------------------------------------------------------- construction
     def __post_init__(self) -> None:

@@ -110,8 +110,9 @@ def sort_order(
     """Positions that sort ``values`` ascending; ``order[r]`` holds the record of rank ``r+1``."""
     check_ties(ties)
     values = np.asarray(values, dtype=float)
-    if ties == "first":
-        return np.argsort(values, kind="stable")
+    order = np.argsort(values, kind="stable")
+    if ties == "first" or not np.any(values[order[1:]] == values[order[:-1]]):
+        return order  # without ties every rule gives this one order, and no draw is needed
     shuffle = as_generator(random_state).permutation(len(values))
     return shuffle[np.argsort(values[shuffle], kind="stable")]
 

@@ -126,6 +126,7 @@ class GlobalRecoding(Method):
     roles: ClassVar = frozenset({Role.QUASI})
     nan_policy: ClassVar[str] = "pass"
     example: ClassVar = {"bins": [0, 30, 50, 70, 120]}
+    path_params: ClassVar = frozenset({"hierarchy"})
 
     def __post_init__(self) -> None:
         if isinstance(self.mapping, Mapping):
