@@ -98,7 +98,7 @@ CRITERIA = [(), (DistinctLDiversity(2, "s"),), (EntropyLDiversity(1.8, "s"),),
 def test_optimal_and_samarati_agree_with_the_exhaustive_oracle(metric):
     rng = np.random.default_rng(2024)
     checked = 0
-    for trial in range(40):
+    for trial in range(20):
         frame, h = random_case(rng)
         k = int(rng.integers(2, 4))
         sup = float(rng.choice([0.0, 0.1, 0.25]))
@@ -126,7 +126,7 @@ def test_optimal_and_samarati_agree_with_the_exhaustive_oracle(metric):
             assert report.satisfied, trial
         assert part.info["suppressed"] <= np.floor(sup * len(frame) + 1e-9)
         checked += 1
-    assert checked >= 20
+    assert checked >= 10
 
 
 def test_transform_through_protect_records_the_node():
@@ -198,7 +198,7 @@ def adult_case(adult, k, sup):
     return part
 
 
-@pytest.mark.parametrize(("k", "sup"), [(5, 0.0), (10, 0.05)])
+@pytest.mark.parametrize(("k", "sup"), [(5, 0.0), (50, 0.05)])
 def test_adult_k_anonymous(adult, k, sup):
     adult_case(adult, k, sup)
 
