@@ -313,13 +313,13 @@ class Mondrian(Method):
         cls, levels = self._cut(dims, criteria, sens, progress)
         data = frame.copy()
         losses = {}
+        by_class = np.argsort(cls, kind="stable")
+        class_starts = np.searchsorted(cls[by_class], np.arange(cls.max() + 1))
         for pos_o, j in enumerate(dims.ordered):
             name = quasi[j]
-            v = dims.values[:, pos_o]
-            lo = np.full(cls.max() + 1, np.inf)
-            hi = np.full(cls.max() + 1, -np.inf)
-            np.minimum.at(lo, cls, v)
-            np.maximum.at(hi, cls, v)
+            v = dims.values[by_class, pos_o]
+            lo = np.minimum.reduceat(v, class_starts)
+            hi = np.maximum.reduceat(v, class_starts)
             span = dims.spans[pos_o]
             losses[name] = float(np.mean((hi - lo)[cls] / span)) if span > 0 else 0.0
             labels = _range_labels(frame[name], schema[name], lo, hi)
