@@ -216,3 +216,15 @@ def test_adult_k5_is_the_exhaustive_optimum_on_four_attributes(adult):
     best = FullDomainGeneralization(5, sub, max_suppression=0.01).search(frame)
     oracle = FullDomainGeneralization(5, sub, max_suppression=0.01, algorithm="exhaustive").search(frame)
     assert best.node == oracle.node and set(best.minimal) == set(oracle.minimal)
+
+
+def test_date_and_numeric_columns_through_builders():
+    rng = np.random.default_rng(9)
+    days = pd.to_datetime("2015-01-01") + pd.to_timedelta(rng.integers(0, 3000, 200), unit="D")
+    frame = pd.DataFrame({"born": days, "age": rng.integers(18, 90, 200).astype(float)})
+    h = {"born": Hierarchy.dates(frame["born"]), "age": Hierarchy.intervals(range(0, 100), widths=(10, 20))}
+    part = FullDomainGeneralization(5, h, max_suppression=0.05).partition(frame)
+    assert check(part.data, ["born", "age"], [KAnonymity(5)]).satisfied
+    level = part.info["node"]["born"]
+    if level == 2:
+        assert part.data["born"].str.fullmatch(r"\d{4}").all()
