@@ -228,3 +228,25 @@ def test_date_and_numeric_columns_through_builders():
     level = part.info["node"]["born"]
     if level == 2:
         assert part.data["born"].str.fullmatch(r"\d{4}").all()
+
+
+def test_fig1_metrics_by_hand():
+    # GT[0,1] of Fig. 1 keeps classes asian/9414* (2), asian/9413* (3), black/9413* (2) and
+    # suppresses the two white records (n = 9, s = 2).
+    frame, h = fig1()
+    metrics = FullDomainGeneralization(2, h, max_suppression=2 / 9).partition(frame).info["metrics"]
+    assert metrics["discernibility"] == 4 + 9 + 4 + 2 * 9
+    assert metrics["aecs"] == pytest.approx(7 / 3)
+    # non-uniform entropy: ZIP counts 94142:1 94141:2 94139:5 94138:1, 9414*:3 9413*:6.
+    # kept: log2(3/1) + log2(3/2) + 4 log2(6/5) + log2(6/1) (race kept at level 0 costs 0);
+    # suppressed white/94139 and white/94141: race 2 log2(9/2), zip log2(9/5) + log2(9/2).
+    log2 = np.log2
+    expected = (log2(3) + log2(1.5) + 4 * log2(1.2) + log2(6)) + 2 * log2(4.5) + log2(1.8) + log2(4.5)
+    assert metrics["entropy"] == pytest.approx(expected)
+
+
+def test_too_large_a_lattice_is_refused():
+    from sdckit.anonymity.lattice import Lattice
+
+    with pytest.raises(DataError, match="more than the 2,000,000 a full-domain search handles"):
+        Lattice([10] * 7)
