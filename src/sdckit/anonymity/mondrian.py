@@ -31,7 +31,7 @@ import pandas as pd
 
 from sdckit.anonymity.criteria import CRITERIA_RULE, Criterion, as_criteria
 from sdckit.anonymity.fulldomain import criteria_with_k
-from sdckit.anonymity.hierarchy import Hierarchies, Hierarchy, format_number, is_hierarchy_mapping, value_keys
+from sdckit.anonymity.hierarchy import Hierarchies, Hierarchy, is_hierarchy_mapping, value_keys
 from sdckit.anonymity.lattice import sensitive_order
 from sdckit.anonymity.partition import Partition
 from sdckit.core.errors import DataError
@@ -50,6 +50,7 @@ class _Dims:
     values: np.ndarray  # records x ordered dims (floats)
     ranks: np.ndarray  # records x ordered dims (dense ranks)
     spans: np.ndarray  # ordered dims: table range
+    uniques: list[np.ndarray]  # ordered dims: sorted distinct values (indexed by rank)
     hier: list[int]  # positions of hierarchical dims
     hierarchies: list[Hierarchy]
     hcodes: list[np.ndarray]  # per hierarchical dim: records x levels codes
@@ -127,7 +128,7 @@ class Mondrian(Method):
     # ------------------------------------------------------------------ encoding
     def _dims(self, frame: pd.DataFrame, quasi: tuple[str, ...], schema: Schema) -> _Dims:
         hierarchies = self.hierarchies or {}
-        ordered, hier, values, ranks, spans, hs, hcodes = [], [], [], [], [], [], []
+        ordered, hier, values, ranks, spans, hs, hcodes, uniques = [], [], [], [], [], [], [], []
         for j, name in enumerate(quasi):
             column = schema[name]
             if name in hierarchies or column.kind is Kind.NOMINAL:
@@ -140,14 +141,16 @@ class Mondrian(Method):
                 v = order_values(frame[name], column)
                 ordered.append(j)
                 values.append(v)
-                ranks.append(np.unique(v, return_inverse=True)[1].astype(np.int64))
+                distinct, rank = np.unique(v, return_inverse=True)
+                uniques.append(distinct)
+                ranks.append(rank.astype(np.int64))
                 spans.append(float(v.max() - v.min()))
         n = len(frame)
         return _Dims(
             quasi, ordered,
             np.column_stack(values) if values else np.zeros((n, 0)),
             np.column_stack(ranks) if ranks else np.zeros((n, 0), dtype=np.int64),
-            np.asarray(spans), hier, hs, hcodes,
+            np.asarray(spans), uniques, hier, hs, hcodes,
         )
 
     # ------------------------------------------------------------------ search
@@ -161,6 +164,15 @@ class Mondrian(Method):
         bounds = np.array([0, n])
         levels = np.array([[h.height for h in dims.hierarchies]], dtype=np.int64).reshape(1, n_hier)
         done_rec, done_cls, done_levels = [], [], []
+        is_hier = np.zeros(m, dtype=bool)
+        is_hier[dims.hier] = True
+        ordered_pos = np.full(m, -1)
+        ordered_pos[dims.ordered] = np.arange(len(dims.ordered))
+        # The ordered dims' ranks travel with ``rec`` (dims x active records), so every access
+        # is local to a region rather than a random gather over the table; values are looked
+        # up from the ranks (dense ranks index the sorted distinct values).
+        cur_ranks = np.ascontiguousarray(dims.ranks.T, dtype=np.int32)
+        uniques = dims.uniques
         classes = 0
         rounds = 0
         while len(bounds) > 1:
@@ -170,9 +182,10 @@ class Mondrian(Method):
             seg = np.repeat(np.arange(nseg), sizes)
             width = np.zeros((nseg, m))
             if dims.ordered:
-                vals = dims.values[rec]
-                lo = np.minimum.reduceat(vals, bounds[:-1], axis=0)
-                hi = np.maximum.reduceat(vals, bounds[:-1], axis=0)
+                rlo = np.minimum.reduceat(cur_ranks, bounds[:-1], axis=1)
+                rhi = np.maximum.reduceat(cur_ranks, bounds[:-1], axis=1)
+                lo = np.column_stack([u[r] for u, r in zip(uniques, rlo)])
+                hi = np.column_stack([u[r] for u, r in zip(uniques, rhi)])
                 width[:, dims.ordered] = np.divide(hi - lo, dims.spans, out=np.zeros_like(hi), where=dims.spans > 0)
             first = rec[bounds[:-1]]
             for c, (j, h) in enumerate(zip(dims.hier, dims.hierarchies)):
@@ -186,30 +199,50 @@ class Mondrian(Method):
             split = np.zeros(nseg, dtype=bool)
             descend = np.zeros((nseg, n_hier), dtype=bool)
             split_dim = np.full(nseg, -1)
-            is_hier = np.zeros(m, dtype=bool)
-            is_hier[dims.hier] = True
             for attempt in range(m):
                 dim = order[:, attempt]
                 tryable = undecided & (width[np.arange(nseg), dim] > 0)
                 if not tryable.any():
                     break
                 in_try = tryable[seg]
-                labels = np.full(len(rec), -1, dtype=np.int64)
-                for pos_o, j in enumerate(dims.ordered):
-                    sel = in_try & (dim[seg] == j)
-                    if sel.any():
-                        labels[sel] = _median_labels(dims.ranks[rec[sel], pos_o], seg[sel])
-                for c, j in enumerate(dims.hier):
-                    sel = in_try & (dim[seg] == j)
-                    if sel.any():
-                        lv = levels[seg[sel], c] - 1
-                        labels[sel] = dims.hcodes[c][rec[sel], lv]
                 sel = np.flatnonzero(in_try)
-                gkey, ginv = np.unique(seg[sel] * (labels[sel].max() + 1) + labels[sel], return_inverse=True)
-                gseg = gkey // (labels[sel].max() + 1)
-                gsize = np.bincount(ginv)
-                gbad = _criteria_fail(criteria, {s: (v[0][rec[sel]], v[1], v[2]) for s, v in sens.items()},
+                s_seg, s_rec, s_dim = seg[sel], rec[sel], dim[seg[sel]]
+                s_lab = np.empty(len(sel), dtype=np.int64)
+                if dims.ordered:
+                    opos = ordered_pos[s_dim]
+                    mo = opos >= 0
+                    if mo.any():
+                        if mo.all():
+                            r = (cur_ranks[opos, sel] if len(dims.ordered) > 1 else cur_ranks[0, sel]).astype(np.int64)
+                            s_lab, order_mo = _median_labels(r, s_seg)
+                        else:
+                            s_lab[mo], order_mo = _median_labels(cur_ranks[opos[mo], sel[mo]].astype(np.int64), s_seg[mo])
+                for c, j in enumerate(dims.hier):
+                    mh = s_dim == j
+                    if mh.any():
+                        s_lab[mh] = dims.hcodes[c][s_rec[mh], levels[s_seg[mh], c] - 1]
+                radix = int(s_lab.max()) + 1
+                key = s_seg * radix + s_lab
+                if nseg * radix <= 4 * len(key) + 1_000_000:
+                    counts = np.bincount(key, minlength=nseg * radix)
+                    gkey = np.flatnonzero(counts)
+                    gsize = counts[gkey]
+                    lookup = np.zeros(nseg * radix, dtype=np.int64)
+                    lookup[gkey] = np.arange(len(gkey))
+                    ginv = lookup[key]
+                else:
+                    ginv, gkey = pd.factorize(key)
+                    gsize = np.bincount(ginv)
+                gseg = gkey // radix
+                gbad = _criteria_fail(criteria, {s: (v[0][s_rec], v[1], v[2]) for s, v in sens.items()},
                                       ginv, len(gkey), gsize)
+                labels = np.zeros(len(rec), dtype=np.int64)
+                labels[sel] = s_lab
+                if len(sel) == len(rec) and dims.ordered and mo.all():
+                    # every region was cut by value: take the (region, value) order of the
+                    # median search, so the regions' halves are already contiguous
+                    rec, seg, labels = rec[order_mo], seg[order_mo], labels[order_mo]
+                    cur_ranks = np.take(cur_ranks, order_mo, axis=1)
                 ngroups = np.bincount(gseg, minlength=nseg)
                 anybad = np.bincount(gseg, weights=gbad, minlength=nseg) > 0
                 ok = tryable & (ngroups >= 2) & ~anybad
@@ -237,11 +270,14 @@ class Mondrian(Method):
                 classes += len(fseg)
             keep = ~final[seg]
             rec, seg_k, lab_k = rec[keep], seg[keep], new_label[keep]
+            cur_ranks = np.compress(keep, cur_ranks, axis=1)
             if len(rec) == 0:
                 break
             key = seg_k * (lab_k.max() + 1) + lab_k
-            o = np.argsort(key, kind="stable")
-            rec, key, seg_k = rec[o], key[o], seg_k[o]
+            if not np.all(key[1:] >= key[:-1]):
+                o = np.argsort(key, kind="stable")
+                rec, key, seg_k = rec[o], key[o], seg_k[o]
+                cur_ranks = np.take(cur_ranks, o, axis=1)
             starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
             bounds = np.r_[starts, len(rec)]
             parent = seg_k[starts]
@@ -277,13 +313,13 @@ class Mondrian(Method):
         cls, levels = self._cut(dims, criteria, sens, progress)
         data = frame.copy()
         losses = {}
+        by_class = np.argsort(cls, kind="stable")
+        class_starts = np.searchsorted(cls[by_class], np.arange(cls.max() + 1))
         for pos_o, j in enumerate(dims.ordered):
             name = quasi[j]
-            v = dims.values[:, pos_o]
-            lo = np.full(cls.max() + 1, np.inf)
-            hi = np.full(cls.max() + 1, -np.inf)
-            np.minimum.at(lo, cls, v)
-            np.maximum.at(hi, cls, v)
+            v = dims.values[by_class, pos_o]
+            lo = np.minimum.reduceat(v, class_starts)
+            hi = np.maximum.reduceat(v, class_starts)
             span = dims.spans[pos_o]
             losses[name] = float(np.mean((hi - lo)[cls] / span)) if span > 0 else 0.0
             labels = _range_labels(frame[name], schema[name], lo, hi)
@@ -334,7 +370,8 @@ def _leaves_vec(h: Hierarchy, levels: np.ndarray, codes: np.ndarray) -> np.ndarr
 
 
 def _median_labels(ranks: np.ndarray, seg: np.ndarray) -> np.ndarray:
-    """0 for records at or below their region's (lower) median rank, 1 above it."""
+    """0 for records at or below their region's (lower) median rank, 1 above it; and the
+    order that sorts the records by (region, rank)."""
     key = seg * (int(ranks.max()) + 1) + ranks
     o = np.argsort(key, kind="stable")
     sk = key[o]
@@ -345,7 +382,7 @@ def _median_labels(ranks: np.ndarray, seg: np.ndarray) -> np.ndarray:
     med = np.repeat(med_key, counts)
     out = np.empty(len(ranks), dtype=np.int64)
     out[o] = (sk > med).astype(np.int64)
-    return out
+    return out, o
 
 
 def _range_labels(series: pd.Series, column, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
@@ -358,4 +395,11 @@ def _range_labels(series: pd.Series, column, lo: np.ndarray, hi: np.ndarray) -> 
         order = [str(v) for v in column.order]
         return np.array([order[int(a)] if a == b else f"[{order[int(a)]}..{order[int(b)]}]"
                          for a, b in zip(lo, hi)], dtype=object)
-    return np.array([format_number(a) if a == b else f"[{format_number(a)}-{format_number(b)}]" for a, b in zip(lo, hi)], dtype=object)
+    a, b = _number_text(lo), _number_text(hi)
+    return np.array([x if x == y else f"[{x}-{y}]" for x, y in zip(a, b)], dtype=object)
+
+
+def _number_text(x: np.ndarray) -> list[str]:
+    """:func:`~sdckit.anonymity.hierarchy.format_number` of every value (integers without
+    ``.0``, others in their shortest exact form)."""
+    return [str(int(v)) if v.is_integer() and abs(v) < 2.0**53 else repr(v) for v in x.tolist()]
