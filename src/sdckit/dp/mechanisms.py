@@ -134,9 +134,9 @@ class Laplace:
     Parameters
     ----------
     epsilon : float > 0
-        Privacy parameter (no default).
+        Privacy parameter. Required: leaving it out raises :class:`ParameterError`.
     sensitivity : float > 0
-        Largest change of the released value caused by one record (no default). For one
+        Largest change of the released value caused by one record. Required. For one
         record's own value in ``[lo, hi]`` it is the diameter ``hi - lo`` (seed 004 eq. 3).
 
     Notes
@@ -152,8 +152,8 @@ class Laplace:
     (2,)
     """
 
-    epsilon: float
-    sensitivity: float
+    epsilon: float | None = None
+    sensitivity: float | None = None
     constraints: ClassVar = {"epsilon": POSITIVE, "sensitivity": POSITIVE}
 
     def __post_init__(self) -> None:
@@ -192,9 +192,9 @@ class Geometric:
     Parameters
     ----------
     epsilon : float > 0
-        Privacy parameter (no default).
+        Privacy parameter. Required: leaving it out raises :class:`ParameterError`.
     sensitivity : int >= 1
-        Largest change of the released integer caused by one record (no default).
+        Largest change of the released integer caused by one record. Required.
 
     Notes
     -----
@@ -203,8 +203,8 @@ class Geometric:
     Outputs are integers, so Mironov's low-bit attack does not apply.
     """
 
-    epsilon: float
-    sensitivity: int
+    epsilon: float | None = None
+    sensitivity: int | None = None
     constraints: ClassVar = {"epsilon": POSITIVE, "sensitivity": Interval(int, 1, None)}
 
     def __post_init__(self) -> None:
