@@ -1,1 +1,23 @@
 """k-anonymity and its refinements: hierarchies, lattice search, Mondrian, criteria (seeds 003, 004)."""
+
+from sdckit.anonymity.criteria import (
+    DistinctLDiversity,
+    EntropyLDiversity,
+    KAnonymity,
+    RecursiveCLDiversity,
+    TCloseness,
+)
+from sdckit.anonymity.fulldomain import FullDomainGeneralization
+from sdckit.anonymity.hierarchy import Hierarchy
+from sdckit.anonymity.partition import Partition
+
+__all__ = [
+    "DistinctLDiversity",
+    "EntropyLDiversity",
+    "FullDomainGeneralization",
+    "Hierarchy",
+    "KAnonymity",
+    "Partition",
+    "RecursiveCLDiversity",
+    "TCloseness",
+]
