@@ -1,6 +1,7 @@
 """Differential privacy: mechanisms, budget accounting, (k,epsilon)-anonymity (seeds 002, 004)."""
 
 from sdckit.dp.accountant import BudgetAccountant, BudgetExceeded
+from sdckit.dp.kepsilon import KEpsilonAnonymity
 from sdckit.dp.confidence import ConfidenceSuppression, confidence_suppression
 from sdckit.dp.measures import ErrorPrediction, expected_relative_error, linking_risk
 from sdckit.dp.mechanisms import Geometric, Laplace
@@ -11,6 +12,7 @@ __all__ = [
     "ConfidenceSuppression",
     "ErrorPrediction",
     "Geometric",
+    "KEpsilonAnonymity",
     "Laplace",
     "confidence_suppression",
     "expected_relative_error",

@@ -126,11 +126,11 @@ class ParallelGroup:
         """What the group has cost the budget: the largest epsilon spent in it."""
         return float(self._max)
 
-    def spend(self, epsilon: float, label: str = "part") -> None:
-        """Spend ``epsilon`` on one part (disjoint from the others)."""
+    def spend(self, epsilon: float, label: str = "part", parts: int = 1) -> None:
+        """Spend ``epsilon`` on each of ``parts`` parts (disjoint from each other and the rest)."""
         check_param("BudgetAccountant.spend", "epsilon", epsilon, POSITIVE)
         amount = Fraction(epsilon)
         if amount > self._max:
             self.accountant._charge(amount - self._max, f"{self.label}: {label}")
             self._max = amount
-        self.parts += 1
+        self.parts += parts

@@ -68,12 +68,13 @@ POSITIVE = Satisfies(_positive_finite, "a finite float > 0")
 CONFIDENCE = Interval(float, 0, 1, closed="neither")
 
 
-def confidence_radius(scale: float, alpha: float) -> float:
+def confidence_radius(scale: Any, alpha: float) -> Any:
     """Half-width ``r`` with ``P(|Y| <= r) = alpha`` for ``Y ~ Laplace(0, scale)``.
 
-    ``1 - exp(-r/scale) = alpha`` gives ``r = scale * ln(1 / (1 - alpha))`` (seed 004 section V-C).
+    ``1 - exp(-r/scale) = alpha`` gives ``r = scale * ln(1 / (1 - alpha))`` (seed 004 section
+    V-C). ``scale`` is a number or an array.
     """
-    return float(scale) * -math.log1p(-alpha)
+    return scale * -math.log1p(-alpha)
 
 
 def _as_finite_array(values: Any, owner: str) -> np.ndarray:
