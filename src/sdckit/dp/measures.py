@@ -135,14 +135,32 @@ def expected_relative_error(values: Any, classes: Any, epsilon: float) -> ErrorP
     return ErrorPrediction(per_class, total)
 
 
+def _count_at_most(codes: np.ndarray, x: np.ndarray, qcodes: np.ndarray, q: np.ndarray, inclusive: bool) -> np.ndarray:
+    """For each query (c, v): the number of points with code < c, or code == c and x <= v
+    (x < v when not ``inclusive``), by one merge sort of points and queries."""
+    n = len(x)
+    kind = np.concatenate([np.zeros(n), np.ones(len(q))])  # points first on ties: x <= v
+    if not inclusive:
+        kind = 1.0 - kind
+    order = np.lexsort((kind, np.concatenate([x, q]), np.concatenate([codes, qcodes])))
+    before = np.cumsum(order < n)
+    position = np.empty(len(order), dtype=np.int64)
+    position[order] = np.arange(len(order))
+    return before[position[n:]]
+
+
 def count_within(
     centres: np.ndarray, points: np.ndarray, codes: np.ndarray, radius: np.ndarray
 ) -> np.ndarray:
     """For each record i, how many records j of its own class have
     ``max_c |points[j, c] - centres[i, c]| <= radius[i]`` (Chebyshev ball, bounds included).
 
-    A KD-tree per class (scipy's cKDTree with ``p=inf``), never an all-pairs scan.
+    One column: a merge sort, O(n log n) (the bounds ``centre -/+ radius`` are rounded to
+    doubles). Several: a KD-tree per class (scipy's cKDTree with ``p=inf``), never all pairs.
     """
+    if centres.shape[1] == 1:
+        x, c, r = points[:, 0], centres[:, 0], np.asarray(radius, dtype=float)
+        return _count_at_most(codes, x, codes, c + r, True) - _count_at_most(codes, x, codes, c - r, False)
     counts = np.zeros(len(centres), dtype=np.int64)
     order = np.argsort(codes, kind="stable")
     bounds = np.flatnonzero(np.diff(codes[order])) + 1
@@ -181,11 +199,34 @@ def linking_risk(original: Any, released: Any, classes: Any) -> dict[str, Any]:
     y = _as_matrix(released, "released")
     if x.shape != y.shape:
         raise DataError(f"original and released must have the same shape; got {x.shape} and {y.shape}.")
-    span = np.ptp(x, axis=0)
-    span[span == 0] = 1.0
-    xs, ys = x / span, y / span
-    own = np.max(np.abs(ys - xs), axis=1)
-    counts = count_within(ys, xs, class_codes(classes, len(x)), own)
-    # Own original is always within ``own`` (a count of 0 can only come from rounding).
-    linked = (counts <= 1).astype(np.int64)
+    codes = class_codes(classes, len(x))
+    if x.shape[1] == 1:
+        linked = _linked_1d(x[:, 0], y[:, 0], codes)
+    else:
+        span = np.ptp(x, axis=0)
+        span[span == 0] = 1.0
+        xs, ys = x / span, y / span
+        own = np.max(np.abs(ys - xs), axis=1)
+        # The tree computes the same max |difference| as ``own``, so each record counts itself;
+        # linked when nobody else is as close.
+        linked = count_within(ys, xs, codes, own) <= 1
+    linked = linked.astype(np.int64)
     return {"linked": linked, "count": int(linked.sum()), "risk": float(linked.mean())}
+
+
+def _linked_1d(x: np.ndarray, y: np.ndarray, codes: np.ndarray) -> np.ndarray:
+    """Exact test ``|y_i - x_i| < min_{j != i, same class} |y_i - x_j|`` for one column.
+
+    The nearest other original is next to ``y_i`` in the class's sorted values: among the two
+    positions below and the two above where ``y_i`` would be inserted.
+    """
+    n = len(x)
+    order = np.lexsort((x, codes))
+    xs, cs = x[order], codes[order]
+    pos = _count_at_most(codes, x, codes, y, True)
+    nearest_other = np.full(n, np.inf)
+    for shift in (-2, -1, 0, 1):
+        idx = np.clip(pos + shift, 0, n - 1)
+        valid = (cs[idx] == codes) & (order[idx] != np.arange(n)) & (pos + shift >= 0) & (pos + shift < n)
+        nearest_other = np.where(valid, np.minimum(nearest_other, np.abs(y - xs[idx])), nearest_other)
+    return np.abs(y - x) < nearest_other
