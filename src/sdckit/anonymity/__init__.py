@@ -1,5 +1,6 @@
 """k-anonymity and its refinements: hierarchies, lattice search, Mondrian, criteria (seeds 003, 004)."""
 
+from sdckit.anonymity.check import CheckReport, check
 from sdckit.anonymity.criteria import (
     DistinctLDiversity,
     EntropyLDiversity,
@@ -9,15 +10,19 @@ from sdckit.anonymity.criteria import (
 )
 from sdckit.anonymity.fulldomain import FullDomainGeneralization
 from sdckit.anonymity.hierarchy import Hierarchy
+from sdckit.anonymity.mondrian import Mondrian
 from sdckit.anonymity.partition import Partition
 
 __all__ = [
+    "CheckReport",
     "DistinctLDiversity",
     "EntropyLDiversity",
     "FullDomainGeneralization",
     "Hierarchy",
     "KAnonymity",
+    "Mondrian",
     "Partition",
     "RecursiveCLDiversity",
     "TCloseness",
+    "check",
 ]

@@ -116,7 +116,7 @@ class Hierarchy:
         values, counts = np.unique(table[:, 0].astype(str), return_counts=True)
         if (counts > 1).any():
             raise DataError(
-                f"Value {values[counts > 1][0]!r} appears {counts[counts > 1][0]} times at level 0"
+                f"Value {str(values[counts > 1][0])!r} appears {counts[counts > 1][0]} times at level 0"
                 f"{where}; each original value needs exactly one row."
             )
         for level in range(table.shape[1] - 1):
@@ -193,6 +193,7 @@ class Hierarchy:
             first = int((codes == bad).argmax())
             where = f" (from {self.source})" if self.source else ""
             row = series.index[first]
+            row = row.item() if isinstance(row, np.generic) else row
             missing = int(np.isin(codes, np.flatnonzero(found < 0)).sum())
             raise DataError(
                 f"The hierarchy of column {column!r}{where} has no row for value {keys[bad]!r} "

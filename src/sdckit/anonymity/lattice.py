@@ -188,10 +188,14 @@ class Evaluator:
         finer table (the bottom table at worst)."""
         if source is None:
             source = self.bottom
-            target = np.asarray(node)
-            for cached in self._tables.values():
-                if len(cached.codes) < len(source.codes) and np.all(np.asarray(cached.node) <= target):
-                    source = cached
+            if self._tables:
+                tables = list(self._tables.values())
+                finer = np.all(np.array([t.node for t in tables]) <= np.asarray(node), axis=1)
+                if finer.any():
+                    rows = np.array([len(t.codes) for t in tables])
+                    best = int(np.argmin(np.where(finer, rows, np.iinfo(np.int64).max)))
+                    if rows[best] < len(source.codes):
+                        source = tables[best]
         if source.node == node:
             return source
         cols = np.empty_like(source.codes)

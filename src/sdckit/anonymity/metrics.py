@@ -19,9 +19,25 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from sdckit.anonymity.lattice import Evaluator, GroupTable
+from sdckit.anonymity.lattice import Evaluator, GroupTable, NodeStats
 
 METRICS = ("loss", "discernibility", "aecs", "entropy")
+
+
+def quick_metric(stats: NodeStats, heights: np.ndarray, n: int, metric: str) -> float | None:
+    """``metric`` from a node's class sizes alone (None for ``"entropy"``, which needs values)."""
+    bad = stats.violating.any(axis=1)
+    s = int(stats.sizes[bad].sum())
+    kept = stats.sizes[~bad]
+    if metric == "loss":
+        h = heights.astype(float)
+        ratio = np.divide(np.asarray(stats.node, float), h, out=np.zeros(len(h)), where=h > 0)
+        return ((n - s) * (ratio.mean() if len(h) else 0.0) + s) / n
+    if metric == "discernibility":
+        return float((kept.astype(float) ** 2).sum() + s * n)
+    if metric == "aecs":
+        return float((n - s) / len(kept)) if len(kept) else float("inf")
+    return None
 
 
 def node_metrics(ev: Evaluator, node: Sequence[int]) -> dict[str, float]:

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from sdckit.anonymity.lattice import Evaluator, Lattice
-from sdckit.anonymity.metrics import node_metrics
+from sdckit.anonymity.metrics import node_metrics, quick_metric
 from sdckit.core.errors import DataError
 
 Progress = Callable[[int, int, str], None] | None
@@ -44,11 +44,15 @@ class SearchResult:
 
 def _best(ev: Evaluator, candidates, metric: str) -> tuple[tuple[int, ...], dict[str, float]]:
     scored = []
+    n, heights = ev.enc.n, ev.enc.heights
     for node in candidates:
-        values = node_metrics(ev, node)
-        scored.append((values[metric], int(sum(node)), tuple(node), values))
-    scored.sort(key=lambda t: t[:3])
-    return scored[0][2], scored[0][3]
+        value = quick_metric(ev.evaluate(node), heights, n, metric)
+        if value is None:
+            value = node_metrics(ev, node)[metric]
+        scored.append((value, int(sum(node)), tuple(node)))
+    scored.sort()
+    best = scored[0][2]
+    return best, node_metrics(ev, best)
 
 
 def _no_solution(ev: Evaluator) -> DataError:
