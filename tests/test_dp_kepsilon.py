@@ -172,6 +172,18 @@ def test_mondrian_release_is_k_anonymous_on_the_k_quasis(adult):
     assert out.schema["age"].kind.value == "nominal"
 
 
+def test_predict_error_before_noise(adult):
+    frame, schema = adult
+    m = KEpsilonAnonymity(k=len(frame), epsilon=1.0, k_quasi=["age"], epsilon_quasi=["height"], algorithm="mondrian")
+    table = m.predict_error(frame, schema, epsilons=[0.5, 2.0])
+    # k = n: one class, the whole data set's diameter; eq. 8 is proportional to 1/epsilon.
+    whole = expected_relative_error(frame["height"], None, 1.0).total
+    assert table["height"].tolist() == pytest.approx([2 * whole, whole / 2])
+    assert table["classes"].tolist() == [1, 1]
+    with pytest.raises(ParameterError, match="'epsilons' parameter of KEpsilonAnonymity.predict_error"):
+        m.predict_error(frame, schema, epsilons=[0.0])
+
+
 # --------------------------------------------------------------------------- recipes
 def test_recipe_builds_the_method_and_refuses_a_missing_epsilon(tmp_path):
     m = get_method("k_epsilon_anonymity", {

@@ -23,7 +23,7 @@ from sdckit.anonymity.hierarchy import Hierarchies, Hierarchy, is_hierarchy_mapp
 from sdckit.anonymity.partition import Partition
 from sdckit.core.errors import SchemaError
 from sdckit.core.method import Method, Outcome, register
-from sdckit.core.params import Boolean, Interval, IsNone, Options, Satisfies, StrList
+from sdckit.core.params import Boolean, Interval, IsNone, Options, Satisfies, StrList, check_param
 from sdckit.core.schema import Kind, Role, Schema
 from sdckit.dp.accountant import BudgetAccountant
 from sdckit.dp.confidence import confidence_suppression
@@ -184,6 +184,32 @@ class KEpsilonAnonymity(Method):
     def partition(self, frame: pd.DataFrame, schema: Schema) -> Partition:
         """Equivalence classes of the k-quasis (issue 5's searches)."""
         return self.anonymizer().partition(frame, schema)
+
+    def predict_error(
+        self, frame: pd.DataFrame, schema: Schema | None = None, epsilons: Any = None
+    ) -> pd.DataFrame:
+        """Expected average relative error of each epsilon-quasi (seed 004 eq. 8), before any
+        noise is drawn, for ``epsilons`` (default: this method's epsilon).
+
+        Runs only the k-anonymity search, so that epsilon can be chosen for a target utility.
+        Returns one row per epsilon with columns ``epsilon``, ``records``, ``classes`` and one
+        column per epsilon-quasi (``inf`` where the column holds a 0).
+        """
+        schema = schema if schema is not None else Schema.infer(frame)
+        self.target_columns(schema)
+        epsilons = [self.epsilon] if epsilons is None else list(epsilons)
+        for value in epsilons:
+            check_param("KEpsilonAnonymity.predict_error", "epsilons", value, POSITIVE)
+        part = self.partition(frame, schema)
+        x = part.data[list(self.epsilon_quasi)].to_numpy(dtype=float)
+        m = len(self.epsilon_quasi)
+        rows = []
+        for value in epsilons:
+            row: dict[str, Any] = {"epsilon": value, "records": len(x), "classes": part.n_classes}
+            for j, name in enumerate(self.epsilon_quasi):
+                row[name] = expected_relative_error(x[:, j], part.classes, value / m).total if len(x) else 0.0
+            rows.append(row)
+        return pd.DataFrame(rows)
 
     def transform(
         self, frame: pd.DataFrame, columns: tuple[str, ...], schema: Schema, rng: np.random.Generator
