@@ -43,6 +43,8 @@ def test_bounds_from_the_data_only_on_request_and_recorded():
     assert entry["info"]["bounds_from_data"] is True
     assert entry["info"]["bounds"]["age"] == [int(frame["age"].min()), int(frame["age"].max())]
     assert any("taken from the data" in w for w in entry["warnings"])
+    assert entry["info"]["budget"]["spent"] == pytest.approx(1.0)
+    assert [s["label"] for s in entry["info"]["budget"]["spends"]] == ["age", "height"]
 
 
 @pytest.mark.parametrize("bounds", [None, {}, {"height": [2, 1]}, {"height": [0, math.inf]},

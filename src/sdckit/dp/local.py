@@ -22,6 +22,7 @@ import pandas as pd
 from sdckit.core.method import Method, Outcome, register
 from sdckit.core.params import Options, Satisfies
 from sdckit.core.schema import Schema
+from sdckit.dp.accountant import BudgetAccountant
 from sdckit.dp.mechanisms import POSITIVE, Geometric, laplace_randomise
 
 DATA_BOUNDS_WARNING = (
@@ -97,7 +98,9 @@ class LaplaceNoise(Method):
             if missing:
                 raise self.param_error("bounds", f"a mapping with bounds for every protected column (missing: {missing})")
         per_column = self.epsilon / len(columns)
+        accountant = BudgetAccountant(self.epsilon)
         for name in columns:
+            accountant.spend(per_column, name)
             values = frame[name].to_numpy()
             lo, hi = (values.min(), values.max()) if self.bounds == "data" else self.bounds[name]
             info["bounds"][name] = [_plain_number(lo), _plain_number(hi)]
@@ -110,7 +113,7 @@ class LaplaceNoise(Method):
                 frame[name] = Geometric(epsilon=per_column, sensitivity=int(hi - lo)).randomise(clamped, rng)
             else:
                 frame[name] = laplace_randomise(clamped.astype(float), float(hi - lo), per_column, rng)
-        info["budget"] = {"epsilon": self.epsilon, "per_column": per_column, "composition": "sequential over columns"}
+        info["budget"] = accountant.to_manifest()
         return Outcome(frame, schema, info)
 
 
