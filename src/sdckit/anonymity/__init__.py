@@ -10,6 +10,7 @@ from sdckit.anonymity.criteria import (
 )
 from sdckit.anonymity.fulldomain import FullDomainGeneralization
 from sdckit.anonymity.hierarchy import Hierarchy
+from sdckit.anonymity.microaggregation import MicroaggregationAnonymity
 from sdckit.anonymity.mondrian import Mondrian
 from sdckit.anonymity.partition import Partition
 
@@ -20,6 +21,7 @@ __all__ = [
     "FullDomainGeneralization",
     "Hierarchy",
     "KAnonymity",
+    "MicroaggregationAnonymity",
     "Mondrian",
     "Partition",
     "RecursiveCLDiversity",

@@ -283,9 +283,9 @@ class Hierarchy:
         for w in widths:
             low = origin + np.floor((numbers - origin) / w) * w
             if integral:
-                labels = [f"[{_num(a)}-{_num(a + w - 1)}]" for a in low]
+                labels = [f"[{format_number(a)}-{format_number(a + w - 1)}]" for a in low]
             else:
-                labels = [f"[{_num(a)}-{_num(a + w)})" for a in low]
+                labels = [f"[{format_number(a)}-{format_number(a + w)})" for a in low]
             columns.append(np.array(labels, dtype=object))
         return cls(np.column_stack(columns), add_top=True)
 
@@ -380,8 +380,10 @@ class Hierarchy:
         return cls(np.column_stack(columns), add_top=True)
 
 
-def _num(x: float) -> str:
-    return str(int(x)) if float(x).is_integer() else f"{x:g}"
+def format_number(x: float) -> str:
+    """A number as a label: integers without ``.0``, others in their shortest exact form."""
+    x = float(x)
+    return str(int(x)) if x.is_integer() else repr(x)
 
 
 HierarchyLike = Hierarchy | str | Path
