@@ -60,6 +60,10 @@ def test_one_epsilon_quasi_gets_scale_exactly_diameter_over_epsilon():
     assert np.abs(noise["b"]).mean() == pytest.approx(2.0, rel=0.15)
     assert np.all(noise["c"] == 0)
     assert outcome.info["k_anonymity"]["node"] == {"g": 0}
+    # The released heights of class a lie on its sampler grid 2**-37 (scale 10 in [8, 16)),
+    # whatever the inputs: no low-bit signature (Mironov 2012).
+    released_a = outcome.data.loc[outcome.data["g"] == "a", "height"].to_numpy()
+    assert np.all(np.fmod(released_a, 2.0**-37) == 0)
 
 
 def test_several_epsilon_quasis_split_epsilon_equally():
