@@ -48,3 +48,14 @@ def test_missing_hierarchy_file_is_named(cli, tmp_path):
     result = cli("protect", str(project / "recipe.toml"), cwd=tmp_path)
     assert result.returncode == 2
     assert "region.csv" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_every_method_taking_hierarchies_declares_them_as_paths():
+    import dataclasses
+
+    from sdckit.methods import available
+
+    for name, cls in available().items():
+        fields = {f.name for f in dataclasses.fields(cls)}
+        for field in fields & {"hierarchy", "hierarchies"}:
+            assert field in cls.path_params, f"{name}.{field} is not resolved from the recipe folder"

@@ -91,6 +91,7 @@ class FullDomainGeneralization(Method):
     }
     kinds: ClassVar = frozenset(Kind)
     roles: ClassVar = frozenset({Role.QUASI})
+    path_params: ClassVar = frozenset({"hierarchies"})
     example: ClassVar = {
         "k": 3,
         "hierarchies": {

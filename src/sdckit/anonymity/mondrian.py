@@ -111,6 +111,7 @@ class Mondrian(Method):
     }
     kinds: ClassVar = frozenset(Kind)
     roles: ClassVar = frozenset({Role.QUASI})
+    path_params: ClassVar = frozenset({"hierarchies"})
     example: ClassVar = {"k": 4, "quasi": ("age", "education", "sex")}
 
     def __post_init__(self) -> None:

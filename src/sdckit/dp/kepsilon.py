@@ -120,6 +120,7 @@ class KEpsilonAnonymity(Method):
     }
     kinds: ClassVar = frozenset(Kind)
     roles: ClassVar = frozenset({Role.QUASI})
+    path_params: ClassVar = frozenset({"hierarchies"})
     example: ClassVar = {
         "k": 3,
         "epsilon": 1.0,

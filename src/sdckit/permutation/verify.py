@@ -26,7 +26,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from scipy.special import ndtr, ndtri
-from scipy.stats import rankdata
 
 from sdckit.core.params import Interval, Options, check_param
 from sdckit.core.random import RandomState
@@ -74,6 +73,8 @@ def _hellinger_dense(p: np.ndarray, q: np.ndarray) -> np.ndarray:
 
 def copula_correlation(values: np.ndarray) -> np.ndarray:
     """Correlation of the normal scores ``Phi^-1((rank - 1/2) / n)`` of each column."""
+    from scipy.stats import rankdata  # scipy.stats is slow to import; only this needs it
+
     n, m = values.shape
     scores = ndtri((rankdata(values, axis=0) - 0.5) / n)
     if m == 1:
