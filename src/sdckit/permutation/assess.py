@@ -1,0 +1,124 @@
+"""One call for the protector: every permutation-paradigm measure of a release (seed 000 §§2-5).
+
+:func:`assess` ranks the data once and reports the data-set-level permutation distance and
+variances (Definition 2), the rank correlations of reverse mapping (section 2), the intruder's
+linkage counts (Table 5) and the verification of his linkages (section 5.2, with DESIGN.md's
+corrections). ``sdckit assess`` and the HTML report are thin layers over it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from sdckit.core.random import RandomState
+from sdckit.permutation.columns import SchemaLike, rank_space
+from sdckit.permutation.distance import Progress, nearest_distances
+from sdckit.permutation.intruder import Linkage, linkage_from
+from sdckit.permutation.privacy import minimum_variances, window_variances
+from sdckit.permutation.results import Result
+from sdckit.permutation.reverse import spearman_xz
+from sdckit.permutation.verify import Verification, check_verify_params, verification_from
+
+
+@dataclass(frozen=True)
+class Assessment(Result):
+    """Outcome of :func:`assess`.
+
+    Attributes
+    ----------
+    columns : tuple of str
+        The columns compared.
+    n_original, n_released : int
+        Record counts.
+    dataset_distance : int
+        ``min_x d(x)`` against the release (Definition 2).
+    dataset_variances : Series
+        Per column, the minimum window variance at ``dataset_distance``.
+    rank_correlation : Series or None
+        Spearman correlation of ``X_j`` and ``Z_j`` (``None`` when record counts differ).
+    linkage : Linkage or None
+        The intruder's linkage counts (``None`` when record counts differ and no truth given).
+    verification : Verification
+        Hellinger distance, null baseline, p-value and per-record ``p_random``.
+    """
+
+    columns: tuple
+    n_original: int
+    n_released: int
+    dataset_distance: int
+    dataset_variances: pd.Series
+    rank_correlation: pd.Series | None
+    linkage: Linkage | None
+    verification: Verification
+
+    def summary(self) -> list[tuple[str, str]]:
+        """Label/value pairs of the headline figures (for the CLI and the report)."""
+        v = self.verification
+        rows = [
+            ("records (original / released)", f"{self.n_original} / {self.n_released}"),
+            ("data-set-level permutation distance", str(self.dataset_distance)),
+        ]
+        if self.linkage is not None:
+            link = self.linkage
+            rows += [
+                ("intruder links: correct / multiple / wrong",
+                 f"{link.correct} / {link.multiple} / {link.wrong}"),
+                ("released records matched by several / none",
+                 f"{link.released_matched_by_several} / {link.released_unmatched}"),
+            ]
+        rows += [
+            (f"Hellinger distance H(P, Q) ({v.null} null)", f"{v.hellinger:.3f}"),
+            ("null baseline of H", f"{v.hellinger_null:.3f}"),
+            ("p-value", f"{v.p_value:.3f}"),
+            ("records whose match is not plausibly random (5%)", f"{v.nonrandom_share:.1%}"),
+        ]
+        return rows
+
+
+def assess(
+    original: pd.DataFrame,
+    released: pd.DataFrame,
+    columns: Any = None,
+    *,
+    truth: Any = None,
+    null: str = "copula",
+    n_random: int = 100_000,
+    exhaustive_limit: int = 1_000_000,
+    n_null: int = 50,
+    schema: SchemaLike = None,
+    ties: str = "random",
+    random_state: RandomState = None,
+    progress: Progress = None,
+) -> Assessment:
+    """Every permutation-paradigm measure of a release, computed on one ranking.
+
+    Parameters are those of :func:`~sdckit.permutation.intruder_linkage` and
+    :func:`~sdckit.permutation.verify_linkage`.
+
+    Returns
+    -------
+    Assessment
+    """
+    check_verify_params(null, n_random, exhaustive_limit, n_null)
+    space = rank_space(original, released, columns, schema=schema, ties=ties,
+                       random_state=random_state)
+    r = space.ranks_in(space.y_sorted, space.x)
+    dist = nearest_distances(space, r, progress, "distances")
+    level = int(dist.min())
+    variances = minimum_variances(pd.DataFrame(window_variances(space, r, level)), space.names)
+    same_size = len(space.x) == len(space.y)
+    correlation = spearman_xz(space) if same_size else None
+    linkage = linkage_from(space, truth, progress) if same_size or truth is not None else None
+    original_d = None if linkage is None else linkage.records["distance"].to_numpy(np.int64)
+    verification = verification_from(space, null=null, n_random=n_random,
+                                     exhaustive_limit=exhaustive_limit, n_null=n_null,
+                                     original_distances=original_d, progress=progress)
+    return Assessment(
+        columns=tuple(space.names), n_original=len(space.x), n_released=len(space.y),
+        dataset_distance=level, dataset_variances=variances, rank_correlation=correlation,
+        linkage=linkage, verification=verification,
+    )

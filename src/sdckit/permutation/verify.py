@@ -1,0 +1,255 @@
+"""Verification of the intruder's linkage (seed 000 section 5.2; seed 001; DESIGN.md section 3).
+
+The intruder builds a random data set ``T`` whose records belong to nobody and computes the
+permutation distance of each ``t`` against ``Z``. ``P`` is the distribution of ``d(x)`` over
+the original records, ``Q`` that of ``d(t)`` over ``T``; the Hellinger distance
+
+    H(P, Q) = sqrt(sum_d (sqrt(p_d) - sqrt(q_d))^2) / sqrt(2)   in [0, 1]
+
+says how far the true linkages are from chance. Two corrections (DESIGN.md section 3):
+
+1. ``null="copula"`` (default) draws ``T`` from a Gaussian copula fitted to the normal scores
+   of ``X``, mapped back through ``X``'s empirical marginals, so ``T`` keeps ``X``'s dependence;
+   ``null="independent"`` is the paper's rule (each attribute drawn independently; all ``n^m``
+   combinations when ``n^m <= exhaustive_limit``).
+2. ``H`` of a finite sample has a floor, so ``H`` is reported with its null baseline (mean
+   ``H`` between ``Q`` and ``n_null`` samples of ``n`` records drawn from ``T``) and a p-value
+   (share of those null ``H`` at or above the observed one).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy.special import ndtr, ndtri
+from scipy.stats import rankdata
+
+from sdckit.core.params import Interval, Options, check_param
+from sdckit.core.random import RandomState
+from sdckit.core.ranks import nearest_rank
+from sdckit.permutation.columns import RankSpace, SchemaLike, rank_space
+from sdckit.permutation.distance import Progress, nearest_distances
+from sdckit.permutation.intruder import intruder_query
+from sdckit.permutation.results import Result
+
+NULLS = ("copula", "independent")
+#: Significance level used for the share of records whose match is not plausibly random.
+ALPHA = 0.05
+
+
+def hellinger(p: Any, q: Any) -> float:
+    """Hellinger distance between two discrete distributions, in ``[0, 1]``.
+
+    ``p`` and ``q`` are Series (or mappings) from outcome to probability; missing outcomes
+    have probability 0 (seed 001, "data set-level privacy measure").
+
+    Examples
+    --------
+    >>> hellinger({0: 0.5, 1: 0.5}, {0: 0.5, 1: 0.5})
+    0.0
+    >>> hellinger({0: 1.0}, {1: 1.0})
+    1.0
+    """
+    p, q = pd.Series(p, dtype=float), pd.Series(q, dtype=float)
+    p, q = p.align(q, fill_value=0.0)
+    value = np.sqrt(np.sum((np.sqrt(p.to_numpy()) - np.sqrt(q.to_numpy())) ** 2) / 2.0)
+    return float(min(value, 1.0))
+
+
+def distribution(distances: np.ndarray) -> pd.Series:
+    """Relative frequencies of the distances (a Series indexed by distance, summing to 1)."""
+    values, counts = np.unique(distances, return_counts=True)
+    return pd.Series(counts / counts.sum(), index=pd.Index(values, name="distance"),
+                     name="frequency")
+
+
+def _hellinger_dense(p: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """Row-wise Hellinger distance of histograms ``p`` (``B x K`` or ``K``) to ``q`` (``K``)."""
+    return np.minimum(np.sqrt(np.sum((np.sqrt(p) - np.sqrt(q)) ** 2, axis=-1) / 2.0), 1.0)
+
+
+def copula_correlation(values: np.ndarray) -> np.ndarray:
+    """Correlation of the normal scores ``Phi^-1((rank - 1/2) / n)`` of each column."""
+    n, m = values.shape
+    scores = ndtri((rankdata(values, axis=0) - 0.5) / n)
+    if m == 1:
+        return np.ones((1, 1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        corr = np.corrcoef(scores, rowvar=False)
+    corr = np.nan_to_num(corr, nan=0.0)  # a constant column is independent of the rest
+    np.fill_diagonal(corr, 1.0)
+    w, v = np.linalg.eigh(corr)  # make it positive semi-definite
+    corr = (v * np.clip(w, 1e-10, None)) @ v.T
+    d = np.sqrt(np.diag(corr))
+    return corr / np.outer(d, d)
+
+
+def random_positions(
+    values: np.ndarray, null: str, n_random: int, exhaustive_limit: int, rng: np.random.Generator
+) -> tuple[np.ndarray, bool]:
+    """Positions in each sorted column of ``values`` for the records of ``T``.
+
+    Returns the ``N x m`` positions and whether all ``n^m`` combinations were enumerated.
+    """
+    n, m = values.shape
+    if null == "independent":
+        if float(n) ** m <= exhaustive_limit:
+            grids = np.indices((n,) * m).reshape(m, -1).T
+            return grids, True
+        return rng.integers(0, n, size=(n_random, m)), False
+    corr = copula_correlation(values)
+    chol = np.linalg.cholesky(corr + 1e-12 * np.eye(m))
+    u = ndtr(rng.standard_normal((n_random, m)) @ chol.T)
+    return np.clip(np.ceil(u * n).astype(np.int64) - 1, 0, n - 1), False
+
+
+def random_query(
+    source: Sequence[np.ndarray], reference: Sequence[np.ndarray], positions: np.ndarray
+) -> np.ndarray:
+    """Algorithm 2's ``r_j`` of the records of ``T``: ``t_j = source_j[pos]`` against ``reference``."""
+    out = np.empty(positions.shape, dtype=np.int64)
+    for j, (src, ref) in enumerate(zip(source, reference)):
+        out[:, j] = nearest_rank(ref, src)[positions[:, j]]
+    return out
+
+
+@dataclass(frozen=True)
+class Verification(Result):
+    """Outcome of :func:`verify_linkage`.
+
+    Attributes
+    ----------
+    null : str
+        ``"copula"`` or ``"independent"``: how the random set ``T`` was drawn.
+    n_random : int
+        Number of random records in ``T``.
+    exhaustive : bool
+        Whether ``T`` holds all ``n^m`` combinations (independent null only).
+    original_distribution, random_distribution : Series
+        ``P`` and ``Q``: relative frequency of each distance for the original and random records.
+    hellinger : float
+        ``H(P, Q)`` in ``[0, 1]``.
+    hellinger_null : float
+        Mean ``H`` between ``Q`` and the distances of ``n_null`` samples of ``n`` records of ``T``.
+    p_value : float
+        Share of the null ``H`` values at or above ``hellinger``. Small: the linkages are not
+        plausibly random (the release is not plausibly deniable).
+    nonrandom_share : float
+        Share of original records with ``p_random < 0.05``.
+    records : DataFrame
+        Per original record: ``distance`` and ``p_random`` = ``Q(D <= d(x))``, the share of
+        random records that match at least as closely.
+    """
+
+    null: str
+    n_random: int
+    exhaustive: bool
+    original_distribution: pd.Series
+    random_distribution: pd.Series
+    hellinger: float
+    hellinger_null: float
+    p_value: float
+    nonrandom_share: float
+    records: pd.DataFrame
+
+
+def check_verify_params(null: str, n_random: int, exhaustive_limit: int, n_null: int) -> None:
+    check_param("verify_linkage", "null", null, Options(NULLS))
+    check_param("verify_linkage", "n_random", n_random, Interval(int, 1, None))
+    check_param("verify_linkage", "exhaustive_limit", exhaustive_limit, Interval(int, 0, None))
+    check_param("verify_linkage", "n_null", n_null, Interval(int, 1, None))
+
+
+def null_hellinger(random_d: np.ndarray, q: np.ndarray, n: int, n_null: int,
+                   rng: np.random.Generator) -> np.ndarray:
+    """``H`` between ``Q`` and each of ``n_null`` samples of ``n`` random distances."""
+    out = np.empty(n_null)
+    for b in range(n_null):
+        sample = random_d[rng.integers(0, len(random_d), size=n)]
+        out[b] = _hellinger_dense(np.bincount(sample, minlength=len(q)) / n, q)
+    return out
+
+
+def verification_from(
+    space: RankSpace,
+    *,
+    null: str = "copula",
+    n_random: int = 100_000,
+    exhaustive_limit: int = 1_000_000,
+    n_null: int = 50,
+    original_distances: np.ndarray | None = None,
+    progress: Progress = None,
+) -> Verification:
+    """:class:`Verification` of the records of ``space`` (shared by :func:`verify_linkage`)."""
+    check_verify_params(null, n_random, exhaustive_limit, n_null)
+    if original_distances is None:
+        original_distances = nearest_distances(space, intruder_query(space), progress, "linking")
+    positions, exhaustive = random_positions(space.x, null, n_random, exhaustive_limit, space.rng)
+    query = random_query(space.x_sorted, space.z_sorted, positions)
+    random_d = nearest_distances(space, query, progress, "random records")
+    top = int(max(random_d.max(), original_distances.max())) + 1
+    q = np.bincount(random_d, minlength=top) / len(random_d)
+    p = np.bincount(original_distances, minlength=top) / len(original_distances)
+    observed = float(_hellinger_dense(p, q))
+    null_h = null_hellinger(random_d, q, len(original_distances), n_null, space.rng)
+    cumulative = np.cumsum(q)
+    p_random = np.minimum(cumulative[original_distances], 1.0)
+    records = pd.DataFrame({"distance": original_distances, "p_random": p_random},
+                           index=space.original_index)
+    return Verification(
+        null=null, n_random=int(len(random_d)), exhaustive=exhaustive,
+        original_distribution=distribution(original_distances),
+        random_distribution=distribution(random_d),
+        hellinger=observed, hellinger_null=float(null_h.mean()),
+        p_value=float(np.mean(null_h >= observed - 1e-12)),
+        nonrandom_share=float(np.mean(p_random < ALPHA)), records=records,
+    )
+
+
+def verify_linkage(
+    original: pd.DataFrame,
+    released: pd.DataFrame,
+    columns: Any = None,
+    *,
+    null: str = "copula",
+    n_random: int = 100_000,
+    exhaustive_limit: int = 1_000_000,
+    n_null: int = 50,
+    schema: SchemaLike = None,
+    ties: str = "random",
+    random_state: RandomState = None,
+    progress: Progress = None,
+) -> Verification:
+    """Can the intruder verify his linkages? (seed 000 section 5.2 with DESIGN.md's corrections).
+
+    Parameters
+    ----------
+    original, released : DataFrame
+        ``X`` and ``Y``.
+    columns, schema, ties, progress
+        As in :func:`~sdckit.permutation.permutation_distances`.
+    null : {"copula", "independent"}
+        How the random set ``T`` is drawn: a Gaussian copula fitted to ``X`` (keeps its
+        dependence; default) or each attribute independently (the paper's rule).
+    n_random : int
+        Number of random records (``>= 1``) when ``T`` is sampled.
+    exhaustive_limit : int
+        With ``null="independent"``, use all ``n^m`` combinations when ``n^m`` is at most this.
+    n_null : int
+        Number of null samples for the baseline and the p-value (``>= 1``).
+    random_state : int or Generator, optional
+        Seed for ties, the random set and the null samples.
+
+    Returns
+    -------
+    Verification
+    """
+    check_verify_params(null, n_random, exhaustive_limit, n_null)
+    space = rank_space(original, released, columns, schema=schema, ties=ties,
+                       random_state=random_state)
+    return verification_from(space, null=null, n_random=n_random,
+                             exhaustive_limit=exhaustive_limit, n_null=n_null, progress=progress)
