@@ -124,10 +124,11 @@ def test_pmse_hand_computed_single_binary_attribute():
     x = pd.DataFrame({"a": [0, 0, 0, 1]})
     y = pd.DataFrame({"a": [0, 1, 1, 1]})
     result = pmse(x, y)
-    assert result.pmse == pytest.approx(1 / 16, abs=1e-6)
+    # (the negligible ridge penalty, C = 1e4, moves it by less than 1e-4 on 8 records)
+    assert result.pmse == pytest.approx(1 / 16, abs=1e-4)
     assert result.n_parameters == 2
     assert result.null_pmse == pytest.approx(1 / 32)
-    assert result.ratio == pytest.approx(2.0, abs=1e-4)
+    assert result.ratio == pytest.approx(2.0, abs=1e-2)
 
 
 def test_pmse_identical_data_is_zero_and_separated_data_near_quarter():

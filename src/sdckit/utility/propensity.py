@@ -35,6 +35,11 @@ from sdckit.core.params import Boolean, Options, check_param
 from sdckit.core.random import RandomState, as_generator
 
 
+#: Inverse strength of the ridge penalty of the logistic model. On standardized features it is
+#: negligible, but it keeps the fit finite when original and release are (nearly) separable.
+RIDGE_C = 1e4
+
+
 @dataclass(frozen=True)
 class Propensity:
     """The pMSE of a release and, for logistic regression, its null expectation and ratio."""
@@ -90,7 +95,8 @@ def pmse(
     columns : sequence of str, optional
         Default: every column the two frames share.
     model : {"logistic", "tree"}
-        Unpenalized logistic regression (with the null expectation) or a CART tree
+        Logistic regression (with the null expectation; a negligible ridge penalty, see
+        :data:`RIDGE_C`, keeps separable cases finite) or a CART tree
         (``min_samples_leaf`` = max(5, 1% of the records)).
     interactions : bool
         Logistic model only: add squares and pairwise products of the numeric columns.
@@ -135,7 +141,7 @@ def pmse(
         if design.shape[1] == 0:
             p = np.full(n_total, c)
         else:
-            fit = LogisticRegression(C=np.inf, tol=1e-10, max_iter=5000).fit(design, labels)
+            fit = LogisticRegression(C=RIDGE_C, solver="newton-cholesky", tol=1e-10, max_iter=500).fit(design, labels)
             p = fit.predict_proba(design)[:, 1]
         k = design.shape[1] + 1
         null = (k - 1) * c * (1 - c) / n_total
