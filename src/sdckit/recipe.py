@@ -47,6 +47,7 @@ from sdckit.io import detect_format, read, write, write_text_atomic
 from sdckit.io.files import WRITABLE
 from sdckit.methods import get_method
 from sdckit.pipeline import ProgressCallback, Release, protect
+from sdckit.report.settings import check_settings
 from sdckit.report.manifest import manifest_json
 
 _TOP_KEYS = {"seed", "keep_identifiers", "input", "schema", "method", "output", "report"}
@@ -167,6 +168,10 @@ def parse_recipe(data: Mapping[str, Any], source: Path) -> Recipe:
     _check_keys(source, report, _REPORT_KEYS, "[report]")
     if not isinstance(report.get("enabled", True), bool):
         raise _fail(source, f"[report] 'enabled' must be true or false; got {report['enabled']!r}.")
+    try:
+        check_settings(report)
+    except SdcError as exc:
+        raise _fail(source, f"[report]: {exc}") from None
     return Recipe(
         source=source.resolve(),
         input_path=input_path,

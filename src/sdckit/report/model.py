@@ -26,6 +26,7 @@ from sdckit.core.errors import SdcError
 from sdckit.core.random import RandomState, as_generator
 from sdckit.core.schema import ORDERED_KINDS, Kind, Role, Schema
 from sdckit.report import figures
+from sdckit.report.settings import DEFAULTS, check_settings
 from sdckit.risk import categorical_quasi, distance_linkage, equivalence_classes, interval_disclosure, permutation_risk
 from sdckit.risk.permutation import PermutationRisk
 from sdckit.utility import correlation_difference, moment_differences, quantile_differences, utility_summary
@@ -33,9 +34,7 @@ from sdckit.utility.columns import shared_numeric_columns
 
 Progress = Callable[[int, int, str], Any]
 
-#: The report's own settings, shown in the transparency section (never the seed).
-DEFAULT_SETTINGS: dict[str, Any] = {"null": "copula", "n_random": 20_000, "n_null": 50, "alpha": 0.05,
-                                    "interval_p": 10.0}
+DEFAULT_SETTINGS = DEFAULTS
 
 
 @dataclass(frozen=True)
@@ -275,6 +274,7 @@ def build_report(
     progress : callable, optional
         ``progress(done, total, label)`` after each step.
     """
+    check_settings({"null": null, "n_random": n_random, "n_null": n_null, "alpha": alpha, "interval_p": interval_p})
     rng = as_generator(random_state)
     cols = list(columns) if columns is not None else assessed_columns(original, released, schema)
     numeric = [c for c in cols if c in shared_numeric_columns(original, released)]
