@@ -176,14 +176,12 @@ def test_bad_report_setting_fails_before_reading(project, old, new, message):
         build_report(census(20), census(20), n_random=0)
 
 
-def test_cli_protect_writes_report_and_json(cli, project):
-    result = cli("protect", str(project / "recipe.toml"), "--json", str(project / "p.json"))
+def test_cli_protect_no_report_and_json(cli, project):
+    # (the CLI writing the report is checked by tests/test_report_browser.py through `sdckit demo`)
+    result = cli("protect", str(project / "recipe.toml"), "--no-report", "--json", str(project / "p.json"))
     assert result.returncode == 0, result.stderr
-    payload = json.loads((project / "p.json").read_text())
-    assert payload["report_path"].endswith("report.html")
-    assert "report:" in result.stdout
-    result = cli("protect", str(project / "recipe.toml"), "--no-report", "--out", str(project / "nr"))
-    assert result.returncode == 0 and not (project / "nr" / "report.html").exists()
+    assert json.loads((project / "p.json").read_text())["report_path"] is None
+    assert not (project / "out" / "report.html").exists() and "report:" not in result.stdout
 
 
 def test_cli_assess_html(cli, project, tmp_path):
@@ -198,6 +196,23 @@ def test_cli_assess_html(cli, project, tmp_path):
     html = (tmp_path / "a.html").read_text()
     assert html.count("<svg") >= 5 and "additive_noise" in html
     assert disclosed_values(html, original, rel.data) == []
-    bad = cli("assess", str(tmp_path / "orig.csv"), str(tmp_path / "rel.csv"), "--html", str(tmp_path / "b.html"),
-              "--manifest", str(tmp_path / "nope.json"))
-    assert bad.returncode == 2 and "nope.json" in bad.stderr
+
+
+def test_assess_manifest_bad_inputs(tmp_path):
+    from sdckit.cli.assess import _read_manifest
+    from sdckit.core.errors import DataError
+    from sdckit.report.assess import schema_from_manifest
+
+    with pytest.raises(DataError, match="nope.json"):
+        _read_manifest(tmp_path / "nope.json")
+    (tmp_path / "bad.json").write_text("{not json")
+    with pytest.raises(DataError, match="not valid JSON"):
+        _read_manifest(tmp_path / "bad.json")
+    (tmp_path / "list.json").write_text("[1, 2]")
+    with pytest.raises(DataError, match="JSON object"):
+        _read_manifest(tmp_path / "list.json")
+    with pytest.raises(ParameterError, match="malformed"):
+        schema_from_manifest({"schema": {"columns": [{"kind": "numeric"}]}}, census(5))
+    assert schema_from_manifest({}, census(5)) is None
+    schema = schema_from_manifest(release(census(30)).manifest, census(30).drop(columns="ID"))
+    assert schema["SEX"].role.value == "quasi" and "ID" not in schema
