@@ -72,9 +72,14 @@ def test_console_errors_are_detected(tmp_path):
     assert any("boom" in line for line in console)
 
 
-def test_demo_report_renders_its_figures_in_chromium(cli, tmp_path):
-    result = cli("demo", "--out", str(tmp_path / "demo"))
-    assert result.returncode == 0, result.stderr
+def test_demo_report_renders_its_figures_in_chromium(tmp_path):
+    from typer.testing import CliRunner
+
+    from sdckit.cli import app
+
+    # in-process (tests/test_cli.py runs the demo as a subprocess already)
+    result = CliRunner().invoke(app, ["demo", "--out", str(tmp_path / "demo")], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
     report = tmp_path / "demo" / "report.html"
     last = [line for line in result.stdout.splitlines() if line.strip()][-1]
     assert "report:" in last and str(report) in last  # the demo ends with the report
