@@ -49,11 +49,11 @@ def check_frame(frame: Any, what: str, min_records: int = 2) -> pd.DataFrame:
 def resolve_columns(original: pd.DataFrame, released: pd.DataFrame, columns: Any) -> list[str]:
     """The columns to use: ``columns`` (all of them in both frames) or all of the original's."""
     if columns is None:
-        names = [str(c) for c in original.columns]
+        names = list(original.columns)
     elif isinstance(columns, str):
         names = [columns]
     else:
-        names = [str(c) for c in columns]
+        names = list(columns)
     if not names:
         raise SchemaError("No columns to compare; name at least one column in 'columns'.")
     if len(set(names)) != len(names):
@@ -134,7 +134,7 @@ class RankSpace:
     or its quantiles when the sizes differ); the ranks of ``Z`` are those of ``Y``.
     """
 
-    names: list[str]
+    names: list[Any]
     specs: list[tuple]
     x: np.ndarray
     y: np.ndarray

@@ -74,14 +74,17 @@ def coerce_record(record: Any, released: pd.DataFrame, columns: Any) -> pd.DataF
                 f"Column {name!r} is not in the released data; its columns are: "
                 f"{', '.join(map(str, released.columns))}."
             )
-        row[name] = pd.Series([_coerce(name, record[name], released[name].dtype)])
-        if isinstance(released[name].dtype, pd.CategoricalDtype):
-            row[name] = row[name].astype(released[name].dtype)
-            if row[name].isna().any():
+        dtype = released[name].dtype
+        value = _coerce(name, record[name], dtype)
+        if isinstance(dtype, pd.CategoricalDtype):
+            if value not in set(dtype.categories):
                 raise SchemaError(
                     f"Column {name!r}: the record's value {record[name]!r} is not one of its "
-                    f"categories ({', '.join(map(str, released[name].cat.categories))})."
+                    f"categories ({', '.join(map(str, dtype.categories))})."
                 )
+            row[name] = pd.Series(pd.Categorical([value], dtype=dtype))
+        else:
+            row[name] = pd.Series([value])
     return pd.DataFrame(row)
 
 

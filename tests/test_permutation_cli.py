@@ -1,0 +1,72 @@
+"""``sdckit assess`` and ``sdckit verify-record``."""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+
+@pytest.fixture
+def files(tmp_path):
+    rng = np.random.default_rng(0)
+    x = pd.DataFrame(rng.normal(size=(300, 3)), columns=["a", "b", "c"])
+    y = x + rng.normal(scale=0.001, size=x.shape)  # barely masked: linkable
+    x.to_csv(tmp_path / "orig.csv", index=False)
+    y.to_csv(tmp_path / "rel.csv", index=False)
+    return tmp_path, x, y
+
+
+def test_assess_prints_summary_and_writes_json(cli, files):
+    path, x, _ = files
+    out = path / "assess.json"
+    result = cli("assess", str(path / "orig.csv"), str(path / "rel.csv"), "--seed", "1",
+                 "--random", "5000", "--json", str(out))
+    assert result.returncode == 0, result.stderr
+    for label in ("permutation distance", "correct / multiple / wrong", "Hellinger",
+                  "null baseline", "p-value", "not plausibly random"):
+        assert label in result.stdout
+    data = json.loads(out.read_text())
+    assert data["columns"] == ["a", "b", "c"] and data["n_original"] == 300
+    v = data["verification"]
+    assert v["n_random"] == 5000 and v["null"] == "copula"
+    assert v["hellinger"] > 0.9 and v["p_value"] == 0.0
+    assert len(v["records"]) == 300 and {"record", "distance", "p_random"} <= set(v["records"][0])
+    link = data["linkage"]
+    assert link["correct"] + link["multiple"] + link["wrong"] == 300
+    assert link["correct"] > 250
+    assert isinstance(link["records"][0]["matches"], list)
+
+
+def test_assess_columns_and_bad_input(cli, files):
+    path, _, _ = files
+    orig, rel = str(path / "orig.csv"), str(path / "rel.csv")
+    ok = cli("assess", orig, rel, "--columns", "a,b", "--random", "2000", "--null",
+             "independent", "--seed", "3", "--json", str(path / "ab.json"))
+    assert ok.returncode == 0, ok.stderr
+    assert json.loads((path / "ab.json").read_text())["columns"] == ["a", "b"]
+    bad = cli("assess", orig, rel, "--columns", "a,zz")
+    assert bad.returncode == 2
+    assert bad.stderr.count("\n") == 1 and "'zz'" in bad.stderr and "Traceback" not in bad.stderr
+    bad_null = cli("assess", orig, rel, "--null", "uniform")
+    assert bad_null.returncode == 2 and "'null' parameter" in bad_null.stderr
+    missing = cli("assess", str(path / "nope.csv"), rel)
+    assert missing.returncode == 2 and "nope.csv" in missing.stderr
+
+
+def test_verify_record(cli, files):
+    path, x, _ = files
+    record = ",".join(f"{c}={float(x.loc[5, c])!r}" for c in x.columns)
+    out = path / "me.json"
+    result = cli("verify-record", str(path / "rel.csv"), "--record", record, "--permutation",
+                 "--random", "2000", "--seed", "1", "--json", str(out))
+    assert result.returncode == 0, result.stderr
+    assert "permutation distance" in result.stdout
+    data = json.loads(out.read_text())
+    # the release barely moved her record: found at distance 0-1, not plausibly random
+    assert data["distance"] <= 1 and 5 in data["matches"]
+    assert data["plausibly_random"] is False
+    bad = cli("verify-record", str(path / "rel.csv"), "--record", "a=1,b")
+    assert bad.returncode == 2 and "Bad --record part 'b'" in bad.stderr
+    unknown = cli("verify-record", str(path / "rel.csv"), "--record", "a=1,zz=2")
+    assert unknown.returncode == 2 and "'zz'" in unknown.stderr

@@ -1,0 +1,171 @@
+"""Every bad input of sdckit.permutation gives a clear SdcError naming the culprit."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from sdckit import DataError, ParameterError, SchemaError
+from sdckit.permutation import (
+    assess,
+    assign_linkage,
+    decompose,
+    intruder_linkage,
+    permutation_distances,
+    permuted_privacy,
+    rank_correlation,
+    rank_displacement,
+    reverse_map,
+    verify_linkage,
+    verify_subject,
+)
+from sdckit.permutation.subject import parse_record
+
+X = pd.DataFrame({"a": [1.0, 2.0, 3.0], "b": [3.0, 1.0, 2.0]})
+Y = pd.DataFrame({"a": [1.5, 2.5, 0.5], "b": [2.0, 3.0, 1.0]})
+PAIRWISE = [reverse_map, decompose, rank_correlation, permutation_distances, intruder_linkage,
+            assign_linkage, verify_linkage, rank_displacement, assess,
+            lambda x, y, *a, **k: permuted_privacy(x, y, 0, [0, 0], *a, **k)]
+
+
+@pytest.mark.parametrize("func", PAIRWISE)
+@pytest.mark.parametrize("which", ["original", "released"])
+def test_missing_value_names_column_and_frame(func, which):
+    bad = (X if which == "original" else Y).copy()
+    bad.loc[1, "b"] = np.nan
+    args = (bad, Y) if which == "original" else (X, bad)
+    with pytest.raises(DataError, match=rf"{which} data.*'b'.*row 1"):
+        func(*args)
+
+
+@pytest.mark.parametrize("func", PAIRWISE)
+def test_too_few_records(func):
+    with pytest.raises(DataError, match="original data has 1 record"):
+        func(X.iloc[:1], Y)
+    with pytest.raises(DataError, match="released data has 0 record"):
+        func(X, Y.iloc[:0])
+
+
+@pytest.mark.parametrize("func", PAIRWISE)
+def test_not_a_frame(func):
+    with pytest.raises(DataError, match="must be a pandas DataFrame"):
+        func(X.to_numpy(), Y)
+
+
+@pytest.mark.parametrize("func", PAIRWISE)
+def test_mismatched_columns(func):
+    with pytest.raises(SchemaError, match="Column 'b' is not in the released data"):
+        func(X, Y.rename(columns={"b": "c"}))
+    with pytest.raises(SchemaError, match="Column 'zz' is not in the original data"):
+        func(X, Y, columns=["a", "zz"])
+
+
+def test_duplicate_and_empty_column_lists():
+    with pytest.raises(SchemaError, match="Column 'a' is named twice"):
+        permutation_distances(X, Y, ["a", "a"])
+    with pytest.raises(SchemaError, match="No columns"):
+        permutation_distances(X, Y, [])
+
+
+@pytest.mark.parametrize("func", PAIRWISE)
+def test_nominal_column_without_order(func):
+    x = X.assign(city=["x", "y", "z"])
+    y = Y.assign(city=["z", "y", "x"])
+    with pytest.raises(SchemaError, match="'city'.*nominal"):
+        func(x, y)
+
+
+def test_ordinal_value_outside_order_and_bad_schema_type():
+    x = X.assign(g=["lo", "hi", "lo"])
+    y = Y.assign(g=["lo", "mid", "hi"])
+    with pytest.raises(SchemaError, match="released data.*'g' holds 'mid'"):
+        permutation_distances(x, y, schema={"g": ["lo", "hi"]})
+    with pytest.raises(SchemaError, match="'schema' argument"):
+        permutation_distances(X, Y, schema=["a"])
+
+
+@pytest.mark.parametrize("kwargs, name", [
+    ({"ties": "last"}, "ties"),
+    ({"random_state": -1}, "seed"),
+])
+def test_bad_common_parameters(kwargs, name):
+    with pytest.raises(ParameterError, match=name):
+        permutation_distances(X, Y, **kwargs)
+
+
+@pytest.mark.parametrize("d, v, match", [
+    (-1, [0, 0], "'d' parameter of permuted_privacy must be an int >= 0. Got -1"),
+    (1.5, [0, 0], "'d' parameter"),
+    (1, [0], "'v' parameter of permuted_privacy must be a sequence of 2"),
+    (1, [0, -1], r"'v\[b\]' parameter of permuted_privacy must be a float >= 0. Got -1"),
+    (1, {"a": 0, "c": 1}, "unknown column 'c'"),
+    (1, {"a": 0}, "no value for column 'b'"),
+    (1, "ab", "'v' parameter"),
+])
+def test_bad_permuted_privacy_parameters(d, v, match):
+    with pytest.raises(ParameterError, match=match):
+        permuted_privacy(X, Y, d, v)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"null": "uniform"}, "'null' parameter of verify_linkage must be one of"),
+    ({"n_random": 0}, "'n_random' parameter of verify_linkage must be an int >= 1. Got 0"),
+    ({"n_null": 0}, "'n_null' parameter"),
+    ({"exhaustive_limit": -1}, "'exhaustive_limit' parameter"),
+])
+def test_bad_verify_parameters(kwargs, match):
+    with pytest.raises(ParameterError, match=match):
+        verify_linkage(X, Y, **kwargs)
+    with pytest.raises(ParameterError, match=match):
+        assess(X, Y, **kwargs)
+
+
+def test_bad_truth_and_sizes():
+    with pytest.raises(ParameterError, match="'truth' parameter must be an int array of 3"):
+        intruder_linkage(X, Y, truth=[0, 1])
+    with pytest.raises(ParameterError, match=r"'truth' parameter must hold positions in \[0, 2\]"):
+        intruder_linkage(X, Y, truth=np.array([0, 1, 3]))
+    y4 = pd.concat([Y, Y.iloc[:1]], ignore_index=True)
+    with pytest.raises(DataError, match="give 'truth'"):
+        intruder_linkage(X, y4)
+    with pytest.raises(DataError, match="rank_correlation pairs original and released"):
+        rank_correlation(X, y4)
+    with pytest.raises(DataError, match="rank_displacement pairs"):
+        rank_displacement(X, y4)
+    with pytest.raises(DataError, match="assign_linkage pairs"):
+        assign_linkage(X, y4)
+    with pytest.raises(ParameterError, match="'k' parameter of assign_linkage must be an int >= 1"):
+        assign_linkage(X, Y, k=0)
+
+
+def test_bad_subject_records():
+    with pytest.raises(SchemaError, match="Column 'zz' is not in the released data"):
+        verify_subject({"zz": 1}, Y)
+    with pytest.raises(SchemaError, match="Column 'b' has no value in the record"):
+        verify_subject({"a": 1}, Y, ["a", "b"])
+    with pytest.raises(DataError, match="non-empty mapping"):
+        verify_subject({}, Y)
+    with pytest.raises(DataError, match="Column 'a': the record's value 'abc' is not a valid"):
+        verify_subject({"a": "abc"}, Y)
+    cat = Y.assign(g=pd.Categorical(["lo", "hi", "lo"], categories=["lo", "hi"], ordered=True))
+    with pytest.raises(SchemaError, match="Column 'g': the record's value 'mid' is not one of"):
+        verify_subject({"g": "mid"}, cat)
+    with pytest.raises(DataError, match="record's value|missing"):
+        verify_subject({"a": float("nan")}, Y)
+    with pytest.raises(ParameterError, match="'permutation' parameter"):
+        verify_subject({"a": 1}, Y, permutation="yes")
+
+
+@pytest.mark.parametrize("text, match", [
+    ("a", "Bad --record part 'a'"),
+    ("a=", "Bad --record part 'a='"),
+    ("=1", "Bad --record part '=1'"),
+    ("a=1,,b=2", "Bad --record part ''"),
+    ("a=1,a=2", "Column 'a' is given twice"),
+])
+def test_bad_record_strings(text, match):
+    with pytest.raises(DataError, match=match):
+        parse_record(text)
+
+
+def test_good_record_string():
+    assert parse_record(" a = 1 , b=x y") == {"a": "1", "b": "x y"}
