@@ -3,3 +3,13 @@
 from sdckit.masking.noise import AdditiveNoise
 
 __all__ = ["AdditiveNoise"]
+from sdckit.masking.microaggregation import Microaggregation, mdav_groups, univariate_groups
+__all__ += ["Microaggregation", "mdav_groups", "univariate_groups"]
+from sdckit.masking.noise import CorrelatedNoise, MultiplicativeNoise
+__all__ += ["CorrelatedNoise", "MultiplicativeNoise"]
+from sdckit.masking.rankswap import RankSwapping
+__all__ += ["RankSwapping"]
+from sdckit.masking.shuffling import DataShuffling
+__all__ += ["DataShuffling"]
+from sdckit.masking.pram import Pram
+__all__ += ["Pram"]

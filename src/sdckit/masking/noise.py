@@ -1,4 +1,4 @@
-"""Noise addition (seed 002 section 4.6.3; seed 001 section 3)."""
+"""Noise addition: additive, correlated and multiplicative (seed 002 section 4.6.3; seed 001 section 3)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from sdckit.core.method import Method, register
-from sdckit.core.params import Interval
+from sdckit.core.params import Boolean, Interval, Options
 from sdckit.core.schema import Schema
 
 
@@ -49,9 +49,154 @@ class AdditiveNoise(Method):
     def transform(
         self, frame: pd.DataFrame, columns: tuple[str, ...], schema: Schema, rng: np.random.Generator
     ) -> pd.DataFrame:
-        values = frame.loc[:, list(columns)].to_numpy(dtype=float)
-        sd = np.sqrt(self.alpha * values.var(axis=0, ddof=1 if len(values) > 1 else 0))
-        noise = rng.standard_normal(values.shape) * sd
-        for j, name in enumerate(columns):
-            frame[name] = values[:, j] + noise[:, j]
-        return frame
+        values = numeric_block(frame, columns)
+        sd = np.sqrt(self.alpha * values.var(axis=0, ddof=_ddof(values)))
+        return write_block(frame, columns, values + rng.standard_normal(values.shape) * sd)
+
+
+def numeric_block(frame: pd.DataFrame, columns: tuple[str, ...]) -> np.ndarray:
+    """The ``columns`` of ``frame`` as one float array (records x columns)."""
+    return frame.loc[:, list(columns)].to_numpy(dtype=float)
+
+
+def write_block(frame: pd.DataFrame, columns: tuple[str, ...], values: np.ndarray) -> pd.DataFrame:
+    """Put the columns of ``values`` back into ``frame`` (a copy owned by the method)."""
+    for j, name in enumerate(columns):
+        frame[name] = values[:, j]
+    return frame
+
+
+def _ddof(values: np.ndarray) -> int:
+    """Sample (co)variances use ddof=1; a single record has variance 0 (ddof=0)."""
+    return 1 if len(values) > 1 else 0
+
+
+def covariance_root(sigma: np.ndarray) -> np.ndarray:
+    """A matrix ``L`` with ``L @ L.T == sigma`` for a symmetric positive semi-definite ``sigma``.
+
+    Taken from the eigen-decomposition (negative rounding-error eigenvalues clipped to 0), so
+    that singular covariance matrices — a constant column, collinear columns — still work.
+    """
+    w, v = np.linalg.eigh(sigma)
+    return v * np.sqrt(np.clip(w, 0.0, None))
+
+
+@register
+@dataclass(frozen=True)
+class CorrelatedNoise(Method):
+    """Correlated additive noise: ``Y = X + E`` with each row of ``E ~ N(0, alpha * Sigma)``.
+
+    ``Sigma`` is the sample covariance matrix (ddof=1) of the perturbed columns, so the noise
+    has the data's correlation structure: the expected covariance of ``Y`` is
+    ``(1 + alpha) * Sigma`` and its correlation matrix is that of ``X`` (seed 002: "means and
+    correlations of original data can be preserved").
+
+    Parameters
+    ----------
+    alpha : float > 0
+        Noise covariance as a multiple of ``Sigma``.
+    preserve_covariance : bool, default False
+        Follow the noise with the linear transformation of Kim (1986) that seed 002 mentions
+        ("additional linear transformations ... to ensure that the sample covariance matrix of
+        the masked attributes is an unbiased estimator for Sigma"):
+        ``y_j = c * z_j + (1 - c) * mean(x_j)`` with ``z = x + e`` and ``c = 1 / sqrt(1 + alpha)``.
+        Because ``E[cov(Z)] = (1 + alpha) * Sigma`` for ``Sigma`` the ddof=1 sample covariance,
+        ``E[cov(Y)] = c**2 * (1 + alpha) * Sigma = Sigma`` and the mean is kept in expectation.
+        (``c`` is derived here for the ddof=1 sample covariance; texts that state Kim's
+        transformation with other covariance conventions give constants that differ from it
+        by ``O(alpha / n)``.)
+    columns : list of str, optional
+        Columns to perturb together; default: the numeric quasi-identifiers and confidential
+        columns (every numeric column when no roles are declared).
+
+    Notes
+    -----
+    Missing values are refused (``nan_policy="error"``). Integer columns come out as floats.
+    A singular ``Sigma`` (constant or collinear columns) is allowed: the noise then lies in the
+    data's own subspace (constant columns stay constant).
+
+    References
+    ----------
+    Seed 002 (Domingo-Ferrer, Sánchez, Soria-Comas), section 4.6.3, "Noise addition";
+    Kim (1986), "A method for limiting disclosure in microdata based on random noise and
+    transformation", ASA Proceedings of the Section on Survey Research Methods.
+    """
+
+    alpha: float
+    preserve_covariance: bool = False
+    name: ClassVar[str] = "correlated_noise"
+    constraints: ClassVar = {
+        "alpha": Interval(float, 0, None, closed="neither"),
+        "preserve_covariance": Boolean(),
+    }
+    example: ClassVar = {"alpha": 0.1}
+
+    def transform(
+        self, frame: pd.DataFrame, columns: tuple[str, ...], schema: Schema, rng: np.random.Generator
+    ) -> pd.DataFrame:
+        values = numeric_block(frame, columns)
+        sigma = np.atleast_2d(np.cov(values, rowvar=False, ddof=_ddof(values)))
+        root = covariance_root(self.alpha * sigma)
+        masked = values + rng.standard_normal(values.shape) @ root.T
+        if self.preserve_covariance:
+            c = 1.0 / np.sqrt(1.0 + self.alpha)
+            masked = c * masked + (1.0 - c) * values.mean(axis=0)
+        return write_block(frame, columns, masked)
+
+
+@register
+@dataclass(frozen=True)
+class MultiplicativeNoise(Method):
+    """Multiplicative noise: ``y_ij = x_ij * e_ij`` with independent factors of mean 1.
+
+    Parameters
+    ----------
+    a : float > 0
+        Spread of the factors. ``distribution="uniform"``: ``e ~ U(1 - a, 1 + a)`` (seed 001),
+        which needs ``a <= 1`` so that no factor is negative. ``distribution="lognormal"``:
+        ``e = exp(s * N(0, 1) - s**2 / 2)`` with ``s**2 = log(1 + a**2 / 3)``: a log-normal
+        factor with mean 1 and the same variance ``a**2 / 3`` as the uniform one, always
+        positive (so signs are kept), any ``a > 0``.
+    distribution : {"uniform", "lognormal"}, default "uniform"
+    columns : list of str, optional
+        Columns to perturb; default: the numeric quasi-identifiers and confidential columns
+        (every numeric column when no roles are declared).
+
+    Notes
+    -----
+    Means are kept in expectation (``E[e] = 1``, independent of ``x``); each value's noise is
+    proportional to its size, so zeros stay zero. Missing values are refused
+    (``nan_policy="error"``). Integer columns come out as floats.
+
+    References
+    ----------
+    Seed 001 (Domingo-Ferrer, Muralidhar, Bras-Amorós), section 3, "Evaluation of methods:
+    multiplicative noise"; seed 002, section 4.6.3, "Noise addition".
+    """
+
+    a: float
+    distribution: str = "uniform"
+    name: ClassVar[str] = "multiplicative_noise"
+    constraints: ClassVar = {
+        "a": Interval(float, 0, None, closed="neither"),
+        "distribution": Options(("uniform", "lognormal")),
+    }
+    example: ClassVar = {"a": 0.1}
+
+    def check(self) -> None:
+        if self.distribution == "uniform" and self.a > 1:
+            raise self.param_error(
+                "a", "<= 1 with distribution='uniform' (factors U(1-a, 1+a) must not be negative); "
+                "use distribution='lognormal' for larger noise"
+            )
+
+    def transform(
+        self, frame: pd.DataFrame, columns: tuple[str, ...], schema: Schema, rng: np.random.Generator
+    ) -> pd.DataFrame:
+        values = numeric_block(frame, columns)
+        if self.distribution == "uniform":
+            factors = rng.uniform(1.0 - self.a, 1.0 + self.a, values.shape)
+        else:
+            s = np.sqrt(np.log1p(self.a**2 / 3.0))
+            factors = np.exp(s * rng.standard_normal(values.shape) - s * s / 2.0)
+        return write_block(frame, columns, values * factors)

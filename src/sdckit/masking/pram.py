@@ -1,0 +1,290 @@
+"""Post-randomisation, PRAM (Gouweleeuw et al. 1998; seed 002 section 4.6.3)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+import pandas as pd
+
+from sdckit.core.errors import DataError
+from sdckit.core.method import Method, Outcome, register
+from sdckit.core.params import Boolean, Interval, IsNone, Satisfies
+from sdckit.core.schema import CATEGORICAL_KINDS, Kind, Schema
+
+#: Largest number of categories whose transition matrix is written into the report.
+REPORT_MAX_CATEGORIES = 20
+_ROW_SUM_TOLERANCE = 1e-6
+
+
+# --------------------------------------------------------------------------- matrix specs
+def _is_number(x: Any) -> bool:
+    return isinstance(x, int | float | np.number) and not isinstance(x, bool) and np.isfinite(x)
+
+
+def _spec_rows(spec: Any) -> list[tuple[Any, list[float]]] | None:
+    """The rows of one column's matrix as ``(from_category or row number, probabilities)``,
+    or None when ``spec`` is neither a square nested list nor a category mapping."""
+    if isinstance(spec, Mapping):
+        keys = list(spec)
+        if not keys or not all(isinstance(row, Mapping) for row in spec.values()):
+            return None
+        position = {k: i for i, k in enumerate(keys)}
+        rows = []
+        for key, row in spec.items():
+            if not all(t in position and _is_number(p) for t, p in row.items()):
+                return None
+            probs = [0.0] * len(keys)
+            for t, p in row.items():
+                probs[position[t]] = float(p)
+            rows.append((key, probs))
+        return rows
+    if isinstance(spec, Sequence) and not isinstance(spec, str) and len(spec) > 0:
+        size = len(spec)
+        if not all(
+            isinstance(row, Sequence) and not isinstance(row, str) and len(row) == size
+            and all(_is_number(p) for p in row) for row in spec
+        ):
+            return None
+        return [(i, [float(p) for p in row]) for i, row in enumerate(spec)]
+    return None
+
+
+def _is_matrix_mapping(value: Any) -> bool:
+    return (
+        isinstance(value, Mapping) and len(value) > 0
+        and all(isinstance(k, str) and _spec_rows(v) is not None for k, v in value.items())
+    )
+
+
+def transition_matrix(spec: Any) -> tuple[list[Any] | None, np.ndarray]:
+    """One column's matrix spec as ``(categories or None for a nested list, matrix)``."""
+    rows = _spec_rows(spec)
+    if rows is None:  # pragma: no cover - the constraints refuse such specs first
+        raise DataError(f"not a transition matrix: {spec!r}")
+    matrix = np.array([probs for _, probs in rows], dtype=float)
+    categories = [key for key, _ in rows] if isinstance(spec, Mapping) else None
+    return categories, matrix
+
+
+def keep_matrix(size: int, p_keep: float) -> np.ndarray:
+    """Keep a category with probability ``p_keep``, else move uniformly to another one."""
+    if size == 1:
+        return np.ones((1, 1))
+    off = (1.0 - p_keep) / (size - 1)
+    return np.full((size, size), off) + np.eye(size) * (p_keep - off)
+
+
+def invariant_matrix(p: np.ndarray, frequencies: np.ndarray) -> np.ndarray:
+    """Invariant PRAM matrix ``R = P Q`` for the distribution ``frequencies`` (Gouweleeuw et al.
+    1998, section 3): ``Q[k, l] = P[l, k] pi_l / sum_j P[j, k] pi_j`` is the backward
+    transition, so ``pi R = pi``: the expected distribution after PRAM is the observed one.
+    Categories that no observed one reaches (``sum_j P[j, k] pi_j = 0``) map to themselves in Q.
+    """
+    pi = frequencies / frequencies.sum()
+    reach = pi @ p
+    q = np.eye(len(pi))
+    ok = reach > 0
+    q[ok] = (p[:, ok] * pi[:, None]).T / reach[ok, None]
+    return p @ q
+
+
+def _categories_of(series: pd.Series, column: Any) -> list[Any]:
+    """The category order of a column: its ordinal order, else its sorted distinct values."""
+    if column is not None and column.kind is Kind.ORDINAL and column.order is not None:
+        return list(column.order)
+    values = pd.unique(series.dropna())
+    try:
+        return sorted(values)
+    except TypeError:
+        return sorted(values, key=str)
+
+
+def _codes(series: pd.Series, categories: list[Any], name: str) -> np.ndarray:
+    """Index of each value in ``categories`` (-1 for a missing value); a value matches a
+    category equal to it or, failing that, to its text (recipe keys are strings)."""
+    index: dict[Any, int] = {}
+    for i, c in enumerate(categories):
+        index.setdefault(str(c), i)
+    for i, c in enumerate(categories):
+        index[c] = i
+    missing = series.isna().to_numpy()
+    codes = np.full(len(series), -1, dtype=np.int64)
+    inverse, uniques = pd.factorize(series, use_na_sentinel=True)
+    mapped = np.empty(len(uniques), dtype=np.int64)
+    for u, value in enumerate(uniques):
+        i = index.get(value, index.get(str(value)))
+        if i is None:
+            shown = ", ".join(map(repr, categories[:10]))
+            raise DataError(
+                f"Pram has no transition for value {value!r} of column {name!r}; its matrix "
+                f"covers the categories {shown}{', ...' if len(categories) > 10 else ''}. Add "
+                "the category to the matrix."
+            )
+        mapped[u] = i
+    codes[~missing] = mapped[inverse[~missing]]
+    return codes
+
+
+def apply_transitions(codes: np.ndarray, matrix: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Draw each record's new category from the row of ``matrix`` of its category (-1 stays)."""
+    out = codes.copy()
+    cumulative = np.cumsum(matrix, axis=1)
+    cumulative[:, -1] = np.inf  # rounding must never push a draw past the last category
+    draws = rng.random(len(codes))
+    for k in np.unique(codes[codes >= 0]):
+        rows = codes == k
+        out[rows] = np.searchsorted(cumulative[k], draws[rows], side="right")
+    return out
+
+
+# --------------------------------------------------------------------------- method
+@register
+@dataclass(frozen=True)
+class Pram(Method):
+    """PRAM: each categorical value changed at random according to a Markov matrix.
+
+    Record ``i``'s value of category ``k`` becomes category ``l`` with probability ``P[k, l]``,
+    independently across records and columns (Gouweleeuw, Kooiman, Willenborg & de Wolf 1998).
+
+    Parameters
+    ----------
+    matrix : mapping, optional
+        Transition matrix per column: ``{column: spec}``, where ``spec`` is either a mapping
+        ``{from_category: {to_category: probability}}`` (missing entries are 0; every
+        to-category must also be a from-category) or a square nested list whose categories are
+        the column's ordinal order, or for a nominal column its distinct observed values in
+        sorted order. Without ``columns``, the columns are the matrix's keys.
+    p_keep : float in [0, 1], optional
+        Instead of ``matrix``: keep each value with probability ``p_keep``, else change it to
+        one of the column's other categories, chosen uniformly (categories: the ordinal order,
+        or the distinct observed values).
+    invariant : bool, default False
+        Apply the invariant matrix ``R = P Q`` built from ``P`` and the column's observed
+        distribution (Gouweleeuw et al. 1998, section 3), so that the expected frequencies after
+        PRAM equal the observed ones.
+    columns : list of str, optional
+        Columns to randomise; default: the matrix's columns, or (with ``p_keep``) the nominal
+        and ordinal quasi-identifiers and confidential columns.
+
+    Notes
+    -----
+    Exactly one of ``matrix`` and ``p_keep`` must be given, and every matrix row must be
+    non-negative and sum to 1. Missing values are passed through unchanged
+    (``nan_policy="pass"``): NaN is not a category. A value outside a column's matrix is an
+    error naming the value. The report holds, per column, the share of values changed and, for
+    up to 20 categories, the matrix applied (``info["transitions"]``), which analysts need to
+    correct their estimates.
+
+    References
+    ----------
+    Seed 002 (Domingo-Ferrer, Sánchez, Soria-Comas), section 4.6.3, "Post-randomisation"
+    (its reference [133]); Gouweleeuw, Kooiman, Willenborg & de Wolf (1998), "Post
+    randomisation for statistical disclosure control: theory and implementation", Journal of
+    Official Statistics 14(4).
+    """
+
+    matrix: Mapping[str, Any] | None = None
+    p_keep: float | None = None
+    invariant: bool = False
+    name: ClassVar[str] = "pram"
+    constraints: ClassVar = {
+        "matrix": [
+            IsNone(),
+            Satisfies(
+                _is_matrix_mapping,
+                "a mapping from column name to a square transition matrix (a nested list, or a "
+                "mapping from category to a mapping from category to probability)",
+            ),
+        ],
+        "p_keep": [IsNone(), Interval(float, 0, 1)],
+        "invariant": Boolean(),
+    }
+    kinds: ClassVar = CATEGORICAL_KINDS
+    nan_policy: ClassVar[str] = "pass"
+    example: ClassVar = {"p_keep": 0.8}
+
+    def check(self) -> None:
+        if (self.matrix is None) == (self.p_keep is None):
+            raise self.param_error(
+                "p_keep", "given when 'matrix' is not, and only then (give exactly one of the two)"
+            )
+        for column, spec in (self.matrix or {}).items():
+            _, p = transition_matrix(spec)
+            bad = np.flatnonzero((p < 0).any(axis=1) | (np.abs(p.sum(axis=1) - 1) > _ROW_SUM_TOLERANCE))
+            if len(bad):
+                row = list(spec)[bad[0]] if isinstance(spec, Mapping) else int(bad[0])
+                raise self.param_error(
+                    "matrix",
+                    f"made of non-negative rows that sum to 1 (row {row!r} of column {column!r} "
+                    f"sums to {p[bad[0]].sum():g})",
+                )
+
+    def target_columns(self, schema: Schema) -> tuple[str, ...]:
+        if self.columns is None and self.matrix is not None:
+            return dataclasses.replace(self, columns=tuple(self.matrix)).target_columns(schema)
+        return super().target_columns(schema)
+
+    def _column_matrix(self, series: pd.Series, column: Any) -> tuple[list[Any], np.ndarray]:
+        name = series.name
+        if self.matrix is None:
+            categories = _categories_of(series, column)
+            return categories, keep_matrix(len(categories), float(self.p_keep))
+        if name not in self.matrix:
+            raise DataError(
+                f"Pram has no transition matrix for column {name!r}; add one to 'matrix' or "
+                "leave the column out of 'columns'."
+            )
+        categories, p = transition_matrix(self.matrix[name])
+        if categories is None:
+            categories = _categories_of(series, column)
+            if len(categories) != len(p):
+                raise DataError(
+                    f"Pram's matrix for column {name!r} is {len(p)} x {len(p)}, but the column "
+                    f"has {len(categories)} categories ({', '.join(map(repr, categories[:10]))}"
+                    f"{', ...' if len(categories) > 10 else ''}). Give one row per category, or "
+                    "give the matrix as a mapping from category to category."
+                )
+        return categories, p
+
+    def transform(
+        self, frame: pd.DataFrame, columns: tuple[str, ...], schema: Schema, rng: np.random.Generator
+    ) -> Outcome:
+        transitions: dict[str, Any] = {}
+        for name in columns:
+            series = frame[name]
+            categories, p = self._column_matrix(series, schema[name] if name in schema else None)
+            codes = _codes(series, categories, name)
+            if self.invariant:
+                p = invariant_matrix(p, np.bincount(codes[codes >= 0], minlength=len(categories)))
+            new = apply_transitions(codes, p, rng)
+            frame[name] = _decode(series, categories, codes, new)
+            present = codes >= 0
+            changed = float(np.mean(new[present] != codes[present])) if present.any() else 0.0
+            entry: dict[str, Any] = {"changed_share": changed}
+            if len(categories) <= REPORT_MAX_CATEGORIES:
+                entry["categories"] = [c.item() if isinstance(c, np.generic) else c for c in categories]
+                entry["matrix"] = p.round(12).tolist()
+            transitions[name] = entry
+        return Outcome(frame, schema, {"transitions": transitions})
+
+
+def _decode(series: pd.Series, categories: list[Any], codes: np.ndarray, new: np.ndarray) -> pd.Series:
+    """The new categories as values of the column's own type (each category is written as the
+    column's own value that matched it, when one did); missing values stay missing."""
+    labels = np.empty(len(categories), dtype=object)
+    labels[:] = categories
+    present = codes >= 0
+    labels[codes[present]] = series.to_numpy(dtype=object)[present]  # the column's own spelling
+    values = np.empty(len(series), dtype=object)
+    values[:] = None
+    values[present] = labels[new[present]]
+    out = pd.Series(values, index=series.index, name=series.name)
+    out[~present] = series[~present]
+    try:
+        return out.astype(series.dtype)
+    except (TypeError, ValueError):
+        return out
