@@ -1,0 +1,185 @@
+"""Full-domain generalization with tuple suppression (seed 003's AG_TS, sections 2 and 4.1)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+import pandas as pd
+
+from sdckit.anonymity.criteria import CRITERIA_RULE, Criterion, KAnonymity, as_criteria
+from sdckit.anonymity.hierarchy import Hierarchies, Hierarchy, is_hierarchy_mapping
+from sdckit.anonymity.lattice import Evaluator, GroupTable, encode
+from sdckit.anonymity.metrics import METRICS
+from sdckit.anonymity.partition import Partition
+from sdckit.anonymity.search import ALGORITHMS, SearchResult
+from sdckit.core.errors import ParameterError
+from sdckit.core.method import Method, Outcome, register
+from sdckit.core.params import Interval, Options, Satisfies
+from sdckit.core.schema import Kind, Role, Schema
+
+_COMMON_ZIPS = ("13053", "13068", "14850", "14853", "13055")
+
+
+def suppression_allowed(max_suppression: float, n: int) -> int:
+    """MaxSup as a number of records: ``floor(max_suppression * n)``."""
+    return int(np.floor(max_suppression * n + 1e-9))
+
+
+def criteria_with_k(k: int, criteria: tuple[Criterion, ...]) -> tuple[Criterion, ...]:
+    """``KAnonymity(k)`` followed by the other criteria."""
+    return (KAnonymity(k),) + tuple(c for c in criteria if c != KAnonymity(k))
+
+
+@register
+@dataclass(frozen=True)
+class FullDomainGeneralization(Method):
+    """k-anonymity (and l-diversity, t-closeness) by full-domain generalization and tuple
+    suppression: every value of a quasi-identifier is generalized to the same level of its
+    hierarchy, and the records of classes that still violate a criterion are removed, at most
+    ``max_suppression`` of them (seed 003, Definitions 4-5; the AG_TS model of section 3).
+
+    Parameters
+    ----------
+    k : int >= 2
+        Every released equivalence class holds at least ``k`` records.
+    hierarchies : mapping column -> Hierarchy or CSV path
+        The quasi-identifiers and their value-generalization hierarchies (ARX CSV layout).
+    max_suppression : float in [0, 1)
+        MaxSup as a share of the records (``floor(max_suppression * n)`` records).
+    criteria : list of criteria
+        Further criteria (:class:`DistinctLDiversity`, :class:`TCloseness`, ...); in a
+        recipe, tables such as ``{criterion = "distinct_l_diversity", l = 2, sensitive = "disease"}``.
+    metric : {"loss", "discernibility", "aecs", "entropy"}
+        How the best of the k-minimal generalizations is chosen (:mod:`.metrics`).
+    algorithm : {"optimal", "samarati", "exhaustive"}
+        The lattice search (:mod:`.search`): the metric-optimal k-minimal node with pruning,
+        Samarati's binary search on heights, or every node.
+    columns : list of str, optional
+        Restrict the quasi-identifiers to these columns of ``hierarchies``.
+
+    Notes
+    -----
+    Missing values in a quasi-identifier or sensitive column are refused
+    (``nan_policy="error"``). Generalized columns come out as strings (kind nominal);
+    columns left at level 0 keep their values. The manifest records the chosen node (level
+    per attribute), suppressed records, classes and every metric.
+
+    References
+    ----------
+    Seed 003 (Ciriani et al., "k-Anonymity"), sections 2 and 4.1; seed 004 section III-A
+    (categorical precision).
+    """
+
+    k: int
+    hierarchies: Mapping[str, Hierarchy | str]
+    max_suppression: float = 0.0
+    criteria: tuple[Criterion, ...] = field(default=())
+    metric: str = "loss"
+    algorithm: str = "optimal"
+
+    name: ClassVar[str] = "full_domain_generalization"
+    constraints: ClassVar = {
+        "k": Interval(int, 2, None),
+        "hierarchies": Satisfies(is_hierarchy_mapping, "a mapping from column names to Hierarchy values or CSV paths"),
+        "max_suppression": Interval(float, 0, 1, closed="left"),
+        "criteria": CRITERIA_RULE,
+        "metric": Options(METRICS),
+        "algorithm": Options(tuple(ALGORITHMS)),
+    }
+    kinds: ClassVar = frozenset(Kind)
+    roles: ClassVar = frozenset({Role.QUASI})
+    example: ClassVar = {
+        "k": 3,
+        "hierarchies": {
+            "age": Hierarchy.intervals(range(0, 120), widths=(10, 20, 40)),
+            "zip": Hierarchy.masking(_COMMON_ZIPS),
+        },
+        "max_suppression": 0.05,
+    }
+
+    def __post_init__(self) -> None:
+        if is_hierarchy_mapping(self.hierarchies) and not isinstance(self.hierarchies, Hierarchies):
+            object.__setattr__(self, "hierarchies", Hierarchies(self.hierarchies))
+        object.__setattr__(self, "criteria", as_criteria(self.criteria))
+        super().__post_init__()
+
+    def target_columns(self, schema: Schema) -> tuple[str, ...]:
+        quasi = tuple(self.columns) if self.columns is not None else tuple(self.hierarchies)
+        for name in quasi:
+            schema[name]  # raises SchemaError naming an unknown column
+            if name not in self.hierarchies:
+                raise ParameterError(
+                    f"Column {name!r} has no hierarchy; give FullDomainGeneralization a hierarchy "
+                    "for every quasi-identifier."
+                )
+        return quasi
+
+    # ------------------------------------------------------------------ work
+    def _evaluator(self, frame: pd.DataFrame, quasi: tuple[str, ...], schema: Schema | None) -> Evaluator:
+        criteria = criteria_with_k(self.k, self.criteria)
+        enc = encode(frame, {q: self.hierarchies[q] for q in quasi}, criteria, schema)
+        allowed = suppression_allowed(self.max_suppression, len(frame))
+        flags = [c.monotone or (allowed == 0 and c.monotone_without_suppression) for c in criteria]
+        return Evaluator(enc, criteria, allowed, flags)
+
+    def search(self, frame: pd.DataFrame, schema: Schema | None = None,
+               progress: Callable[[int, int, str], None] | None = None) -> SearchResult:
+        """Search the lattice of ``frame``'s quasi-identifiers; see :mod:`.search`."""
+        schema = schema if schema is not None else Schema.infer(frame)
+        quasi = self.target_columns(schema)
+        ev = self._evaluator(frame, quasi, schema)
+        return ALGORITHMS[self.algorithm](ev, self.metric, progress)
+
+    def partition(self, frame: pd.DataFrame, schema: Schema | None = None,
+                  progress: Callable[[int, int, str], None] | None = None) -> Partition:
+        """The generalized, suppressed release and its equivalence classes."""
+        schema = schema if schema is not None else Schema.infer(frame)
+        quasi = self.target_columns(schema)
+        ev = self._evaluator(frame, quasi, schema)
+        result = ALGORITHMS[self.algorithm](ev, self.metric, progress)
+        node = result.node
+        enc = ev.enc
+        codes = np.column_stack([
+            enc.codes[:, j] if node[j] == 0 else ev.rollup(j, 0, node[j])[enc.codes[:, j]]
+            for j in range(len(node))
+        ])
+        sens = (np.column_stack([s.codes for s in enc.sensitive]) if enc.sensitive
+                else np.zeros((enc.n, 0), dtype=np.int64))
+        cls, _, violating = ev.class_stats(GroupTable(node, codes, sens, np.ones(enc.n, dtype=np.int64)))
+        kept = ~violating.any(axis=1)[cls]
+        data = frame.loc[kept].copy()
+        for j, name in enumerate(quasi):
+            if node[j] > 0:
+                labels = enc.hierarchies[j].labels(node[j])
+                data[name] = pd.Series(labels[codes[kept, j]], index=data.index, dtype=object)
+        classes = pd.factorize(cls[kept])[0].astype(np.int64)
+        info: dict[str, Any] = {
+            "algorithm": self.algorithm,
+            "node": {q: int(level) for q, level in zip(quasi, node)},
+            "heights": {q: int(h) for q, h in zip(quasi, enc.heights)},
+            "suppressed": int((~kept).sum()),
+            "suppression_allowed": ev.allowed,
+            "classes": int(classes.max()) + 1 if len(classes) else 0,
+            "metric": self.metric,
+            "metric_value": result.metrics[self.metric],
+            "metrics": {m: result.metrics[m] for m in METRICS},
+            "k_minimal_nodes": [list(v) for v in result.minimal],
+            "evaluated_nodes": result.evaluated,
+            "lattice_size": result.lattice_size,
+            "warnings": [],
+        }
+        if info["suppressed"]:
+            info["warnings"].append(f"{info['suppressed']} record(s) were suppressed (removed from the release).")
+        return Partition(data, classes, info)
+
+    def transform(self, frame: pd.DataFrame, columns: tuple[str, ...], schema: Schema,
+                  rng: np.random.Generator) -> Outcome:
+        part = self.partition(frame, schema)
+        out_schema = schema
+        for name, level in part.info["node"].items():
+            if level > 0 and name in schema:
+                out_schema = out_schema.replace_column(name, kind=Kind.NOMINAL, order=None)
+        return Outcome(part.data, out_schema, part.info)

@@ -1,0 +1,175 @@
+"""Searches of the generalization lattice for k-minimal generalizations (seed 003 section 4.1).
+
+A node *satisfies* when the records of the classes that violate some criterion — they are
+suppressed — number at most MaxSup. The k-minimal generalizations (seed 003 Definition 5)
+are the satisfying nodes with no satisfying node below them.
+
+* :func:`optimal` uses monotonicity (a satisfying node implies every node above satisfies;
+  a failing one, every node below fails). It visits nodes by height; from each unknown node
+  it walks a path to the top and binary-searches it for the lowest satisfying node, tagging
+  the whole up-set of every satisfying node and the whole down-set of every failing one, so
+  each node is evaluated at most once (the idea of Flash and OLA). Criteria that are not
+  monotone are then checked on every satisfying node, without pruning. Among the k-minimal
+  nodes it returns the one with the best metric (ties: lower height, then lexicographic).
+* :func:`samarati` is Samarati's binary search on heights: the lowest height with a
+  satisfying node, and the best node there by the metric.
+* :func:`exhaustive` evaluates every node; it is the oracle of the tests.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from sdckit.anonymity.lattice import Evaluator, Lattice
+from sdckit.anonymity.metrics import node_metrics, quick_metric
+from sdckit.core.errors import DataError
+
+Progress = Callable[[int, int, str], None] | None
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """The chosen node, its metrics, the k-minimal nodes found and the work done."""
+
+    node: tuple[int, ...]
+    metrics: dict[str, float]
+    minimal: tuple[tuple[int, ...], ...]
+    evaluated: int
+    lattice_size: int
+    extra: dict = field(default_factory=dict)
+
+
+def _best(ev: Evaluator, candidates, metric: str) -> tuple[tuple[int, ...], dict[str, float]]:
+    scored = []
+    n, heights = ev.enc.n, ev.enc.heights
+    for node in candidates:
+        value = quick_metric(ev.evaluate(node), heights, n, metric)
+        if value is None:
+            value = node_metrics(ev, node)[metric]
+        scored.append((value, int(sum(node)), tuple(node)))
+    scored.sort()
+    best = scored[0][2]
+    return best, node_metrics(ev, best)
+
+
+def _no_solution(ev: Evaluator) -> DataError:
+    top = ev.evaluate(tuple(int(h) for h in ev.enc.heights))
+    names = ", ".join(c.label() for c in ev.criteria)
+    return DataError(
+        f"No generalization satisfies {names} with at most {ev.allowed} suppressed record(s): even "
+        f"the fully generalized table needs {top.suppressed} suppressed. Relax the criteria or allow "
+        "more suppression."
+    )
+
+
+def _minimal_of(lat: Lattice, passing: np.ndarray) -> list[tuple[int, ...]]:
+    """Passing nodes with no other passing node below them (by height order)."""
+    minimal: list[np.ndarray] = []
+    for idx in lat.order[passing[lat.order]]:
+        v = lat.nodes[idx]
+        if minimal and np.any(np.all(np.asarray(minimal) <= v, axis=1)):
+            continue
+        minimal.append(v)
+    return [tuple(int(x) for x in v) for v in minimal]
+
+
+def _path_up(lat: Lattice, start: np.ndarray) -> list[np.ndarray]:
+    """From ``start`` to the top, one level at a time, raising the relatively lowest attribute."""
+    heights = lat.heights
+    path = [start.copy()]
+    v = start.copy()
+    while np.any(v < heights):
+        ratio = np.where(v < heights, v / np.maximum(heights, 1), np.inf)
+        v = v.copy()
+        v[int(np.argmin(ratio))] += 1
+        path.append(v)
+    return path
+
+
+def _tag_monotone(ev: Evaluator, lat: Lattice, progress: Progress) -> np.ndarray:
+    """Status of every node under the monotone criteria: +1 satisfies, -1 fails."""
+    status = np.zeros(len(lat), dtype=np.int8)
+    top = lat.nodes[lat.index(lat.heights)]
+    if not ev.passes(tuple(top), monotone_only=True):
+        raise _no_solution(ev)
+    status[lat.above(top)] = 1
+    done = 0
+    for idx in lat.order:
+        if status[idx]:
+            continue
+        path = _path_up(lat, lat.nodes[idx])
+        hi = next(i for i, v in enumerate(path) if status[lat.index(v)] == 1)
+        lo = 0
+        while lo < hi:
+            mid = (lo + hi) // 2
+            v = path[mid]
+            if ev.passes(tuple(v), monotone_only=True):
+                status[lat.above(v) & (status == 0)] = 1
+                hi = mid
+            else:
+                status[lat.below(v) & (status == 0)] = -1
+                lo = mid + 1
+        done += 1
+        if progress is not None:
+            progress(int((status != 0).sum()), len(lat), "lattice")
+    return status
+
+
+def optimal(ev: Evaluator, metric: str = "loss", progress: Progress = None) -> SearchResult:
+    """The k-minimal node with the best ``metric`` (see the module docstring)."""
+    lat = Lattice(ev.enc.heights)
+    status = _tag_monotone(ev, lat, progress)
+    passing = status == 1
+    if not ev.monotone.all():
+        for idx in np.flatnonzero(passing):
+            passing[idx] = ev.passes(tuple(lat.nodes[idx]))
+        if not passing.any():
+            raise _no_solution(ev)
+    minimal = _minimal_of(lat, passing)
+    node, values = _best(ev, minimal, metric)
+    return SearchResult(node, values, tuple(minimal), len(ev.results), len(lat))
+
+
+def samarati(ev: Evaluator, metric: str = "loss", progress: Progress = None) -> SearchResult:
+    """Samarati's binary search on heights (seed 003 section 4.1)."""
+    lat = Lattice(ev.enc.heights)
+    top = int(lat.height.max())
+
+    def satisfying(h: int) -> list[tuple[int, ...]]:
+        return [tuple(int(x) for x in v) for v in lat.nodes[lat.height == h] if ev.passes(tuple(v))]
+
+    if not satisfying(top):
+        raise _no_solution(ev)
+    lo, hi = 0, top
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if progress is not None:
+            progress(lo, top, "heights")
+        if satisfying(mid):
+            hi = mid
+        else:
+            lo = mid + 1
+    found = satisfying(lo)
+    node, values = _best(ev, found, metric)
+    return SearchResult(node, values, tuple(found), len(ev.results), len(lat), {"height": lo})
+
+
+def exhaustive(ev: Evaluator, metric: str = "loss", progress: Progress = None) -> SearchResult:
+    """Evaluate every node (each rolled up from the bottom table); the tests' oracle."""
+    lat = Lattice(ev.enc.heights)
+    passing = np.zeros(len(lat), dtype=bool)
+    for i, v in enumerate(lat.nodes):
+        passing[i] = ev.evaluate(tuple(v), source=ev.bottom).suppressed <= ev.allowed
+        if progress is not None:
+            progress(i + 1, len(lat), "lattice")
+    if not passing.any():
+        raise _no_solution(ev)
+    minimal = _minimal_of(lat, passing)
+    node, values = _best(ev, minimal, metric)
+    return SearchResult(node, values, tuple(minimal), len(ev.results), len(lat))
+
+
+ALGORITHMS = {"optimal": optimal, "samarati": samarati, "exhaustive": exhaustive}
