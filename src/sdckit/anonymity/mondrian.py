@@ -31,7 +31,7 @@ import pandas as pd
 
 from sdckit.anonymity.criteria import CRITERIA_RULE, Criterion, as_criteria
 from sdckit.anonymity.fulldomain import criteria_with_k
-from sdckit.anonymity.hierarchy import Hierarchies, Hierarchy, format_number, is_hierarchy_mapping, value_keys
+from sdckit.anonymity.hierarchy import Hierarchies, Hierarchy, is_hierarchy_mapping, value_keys
 from sdckit.anonymity.lattice import sensitive_order
 from sdckit.anonymity.partition import Partition
 from sdckit.core.errors import DataError
@@ -161,6 +161,10 @@ class Mondrian(Method):
         bounds = np.array([0, n])
         levels = np.array([[h.height for h in dims.hierarchies]], dtype=np.int64).reshape(1, n_hier)
         done_rec, done_cls, done_levels = [], [], []
+        is_hier = np.zeros(m, dtype=bool)
+        is_hier[dims.hier] = True
+        ordered_pos = np.full(m, -1)
+        ordered_pos[dims.ordered] = np.arange(len(dims.ordered))
         classes = 0
         rounds = 0
         while len(bounds) > 1:
@@ -186,30 +190,45 @@ class Mondrian(Method):
             split = np.zeros(nseg, dtype=bool)
             descend = np.zeros((nseg, n_hier), dtype=bool)
             split_dim = np.full(nseg, -1)
-            is_hier = np.zeros(m, dtype=bool)
-            is_hier[dims.hier] = True
             for attempt in range(m):
                 dim = order[:, attempt]
                 tryable = undecided & (width[np.arange(nseg), dim] > 0)
                 if not tryable.any():
                     break
                 in_try = tryable[seg]
-                labels = np.full(len(rec), -1, dtype=np.int64)
-                for pos_o, j in enumerate(dims.ordered):
-                    sel = in_try & (dim[seg] == j)
-                    if sel.any():
-                        labels[sel] = _median_labels(dims.ranks[rec[sel], pos_o], seg[sel])
-                for c, j in enumerate(dims.hier):
-                    sel = in_try & (dim[seg] == j)
-                    if sel.any():
-                        lv = levels[seg[sel], c] - 1
-                        labels[sel] = dims.hcodes[c][rec[sel], lv]
                 sel = np.flatnonzero(in_try)
-                gkey, ginv = np.unique(seg[sel] * (labels[sel].max() + 1) + labels[sel], return_inverse=True)
-                gseg = gkey // (labels[sel].max() + 1)
-                gsize = np.bincount(ginv)
-                gbad = _criteria_fail(criteria, {s: (v[0][rec[sel]], v[1], v[2]) for s, v in sens.items()},
+                s_seg, s_rec, s_dim = seg[sel], rec[sel], dim[seg[sel]]
+                s_lab = np.empty(len(sel), dtype=np.int64)
+                if dims.ordered:
+                    opos = ordered_pos[s_dim]
+                    mo = opos >= 0
+                    if mo.any():
+                        s_lab[mo], order_mo = _median_labels(dims.ranks[s_rec[mo], opos[mo]], s_seg[mo])
+                for c, j in enumerate(dims.hier):
+                    mh = s_dim == j
+                    if mh.any():
+                        s_lab[mh] = dims.hcodes[c][s_rec[mh], levels[s_seg[mh], c] - 1]
+                radix = int(s_lab.max()) + 1
+                key = s_seg * radix + s_lab
+                if nseg * radix <= 4 * len(key) + 1_000_000:
+                    counts = np.bincount(key, minlength=nseg * radix)
+                    gkey = np.flatnonzero(counts)
+                    gsize = counts[gkey]
+                    lookup = np.zeros(nseg * radix, dtype=np.int64)
+                    lookup[gkey] = np.arange(len(gkey))
+                    ginv = lookup[key]
+                else:
+                    ginv, gkey = pd.factorize(key)
+                    gsize = np.bincount(ginv)
+                gseg = gkey // radix
+                gbad = _criteria_fail(criteria, {s: (v[0][s_rec], v[1], v[2]) for s, v in sens.items()},
                                       ginv, len(gkey), gsize)
+                labels = np.zeros(len(rec), dtype=np.int64)
+                labels[sel] = s_lab
+                if len(sel) == len(rec) and dims.ordered and mo.all():
+                    # every region was cut by value: take the (region, value) order of the
+                    # median search, so the regions' halves are already contiguous
+                    rec, seg, labels = rec[order_mo], seg[order_mo], labels[order_mo]
                 ngroups = np.bincount(gseg, minlength=nseg)
                 anybad = np.bincount(gseg, weights=gbad, minlength=nseg) > 0
                 ok = tryable & (ngroups >= 2) & ~anybad
@@ -240,8 +259,9 @@ class Mondrian(Method):
             if len(rec) == 0:
                 break
             key = seg_k * (lab_k.max() + 1) + lab_k
-            o = np.argsort(key, kind="stable")
-            rec, key, seg_k = rec[o], key[o], seg_k[o]
+            if not np.all(key[1:] >= key[:-1]):
+                o = np.argsort(key, kind="stable")
+                rec, key, seg_k = rec[o], key[o], seg_k[o]
             starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
             bounds = np.r_[starts, len(rec)]
             parent = seg_k[starts]
@@ -334,7 +354,8 @@ def _leaves_vec(h: Hierarchy, levels: np.ndarray, codes: np.ndarray) -> np.ndarr
 
 
 def _median_labels(ranks: np.ndarray, seg: np.ndarray) -> np.ndarray:
-    """0 for records at or below their region's (lower) median rank, 1 above it."""
+    """0 for records at or below their region's (lower) median rank, 1 above it; and the
+    order that sorts the records by (region, rank)."""
     key = seg * (int(ranks.max()) + 1) + ranks
     o = np.argsort(key, kind="stable")
     sk = key[o]
@@ -345,7 +366,7 @@ def _median_labels(ranks: np.ndarray, seg: np.ndarray) -> np.ndarray:
     med = np.repeat(med_key, counts)
     out = np.empty(len(ranks), dtype=np.int64)
     out[o] = (sk > med).astype(np.int64)
-    return out
+    return out, o
 
 
 def _range_labels(series: pd.Series, column, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
@@ -358,4 +379,11 @@ def _range_labels(series: pd.Series, column, lo: np.ndarray, hi: np.ndarray) -> 
         order = [str(v) for v in column.order]
         return np.array([order[int(a)] if a == b else f"[{order[int(a)]}..{order[int(b)]}]"
                          for a, b in zip(lo, hi)], dtype=object)
-    return np.array([format_number(a) if a == b else f"[{format_number(a)}-{format_number(b)}]" for a, b in zip(lo, hi)], dtype=object)
+    a, b = _number_text(lo), _number_text(hi)
+    return np.array([x if x == y else f"[{x}-{y}]" for x, y in zip(a, b)], dtype=object)
+
+
+def _number_text(x: np.ndarray) -> list[str]:
+    """:func:`~sdckit.anonymity.hierarchy.format_number` of every value (integers without
+    ``.0``, others in their shortest exact form)."""
+    return [str(int(v)) if v.is_integer() and abs(v) < 2.0**53 else repr(v) for v in x.tolist()]
