@@ -99,44 +99,54 @@ def _check_keys(source: Path, table: Mapping[str, Any], allowed: set[str], where
         )
 
 
-def load_recipe(path: str | Path) -> Recipe:
-    """Read and check a recipe file (see the module docstring for its format)."""
+def read_toml(path: str | Path, what: str = "Recipe") -> tuple[dict[str, Any], Path]:
+    """Read a TOML file (a recipe of any kind), with errors that name the file."""
     source = Path(path)
     if not source.exists():
-        raise ParameterError(f"Recipe file not found: {str(source)!r}.")
+        raise ParameterError(f"{what} file not found: {str(source)!r}.")
     if source.is_dir():
-        raise ParameterError(f"{str(source)!r} is a directory, not a recipe file.")
+        raise ParameterError(f"{str(source)!r} is a directory, not a {what.lower()} file.")
     try:
         data = tomllib.loads(source.read_text(encoding="utf-8"))
     except UnicodeDecodeError:
-        raise ParameterError(f"Recipe {str(source)!r} is not UTF-8 text.") from None
+        raise ParameterError(f"{what} {str(source)!r} is not UTF-8 text.") from None
     except tomllib.TOMLDecodeError as exc:
-        raise ParameterError(f"Malformed TOML in recipe {str(source)!r}: {exc}.") from None
-    return parse_recipe(data, source)
+        raise ParameterError(f"Malformed TOML in {what.lower()} {str(source)!r}: {exc}.") from None
+    return data, source
+
+
+def load_recipe(path: str | Path) -> Recipe:
+    """Read and check a recipe file (see the module docstring for its format)."""
+    return parse_recipe(*read_toml(path))
+
+
+def parse_data_source(data: Mapping[str, Any], source: Path) -> tuple[int | None, Path, dict[str, Any], dict[str, Any]]:
+    """The parts every recipe kind shares: ``seed``, ``[input]`` (path and options) and
+    ``[schema]``, checked; the input path is taken from ``source``'s folder."""
+    seed = data.get("seed")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
+        raise _fail(source, f"'seed' must be a non-negative integer; got {seed!r}.")
+    inp = data.get("input")
+    if not isinstance(inp, Mapping) or "path" not in inp:
+        raise _fail(source, "the recipe needs an [input] table with a 'path'.")
+    _check_keys(source, inp, _INPUT_KEYS, "[input]")
+    input_path = (source.resolve().parent / str(inp["path"])).resolve()
+    input_options = {k: v for k, v in inp.items() if k != "path"}
+    detect_format(input_path, input_options.get("format"))
+    schema = data.get("schema", {})
+    if not isinstance(schema, Mapping):
+        raise _fail(source, "[schema] must be a table.")
+    return seed, input_path, input_options, dict(schema)
 
 
 def parse_recipe(data: Mapping[str, Any], source: Path) -> Recipe:
     """Check a recipe already parsed from TOML; relative paths are taken from ``source``'s folder."""
     base = source.resolve().parent
     _check_keys(source, data, _TOP_KEYS, "the recipe")
-    seed = data.get("seed")
-    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
-        raise _fail(source, f"'seed' must be a non-negative integer; got {seed!r}.")
+    seed, input_path, input_options, schema = parse_data_source(data, source)
     keep = data.get("keep_identifiers", False)
     if not isinstance(keep, bool):
         raise _fail(source, f"'keep_identifiers' must be true or false; got {keep!r}.")
-
-    inp = data.get("input")
-    if not isinstance(inp, Mapping) or "path" not in inp:
-        raise _fail(source, "the recipe needs an [input] table with a 'path'.")
-    _check_keys(source, inp, _INPUT_KEYS, "[input]")
-    input_path = (base / str(inp["path"])).resolve()
-    input_options = {k: v for k, v in inp.items() if k != "path"}
-    detect_format(input_path, input_options.get("format"))
-
-    schema = data.get("schema", {})
-    if not isinstance(schema, Mapping):
-        raise _fail(source, "[schema] must be a table.")
 
     entries = data.get("method", [])
     if isinstance(entries, Mapping):
@@ -176,7 +186,7 @@ def parse_recipe(data: Mapping[str, Any], source: Path) -> Recipe:
         source=source.resolve(),
         input_path=input_path,
         input_options=input_options,
-        schema=dict(schema),
+        schema=schema,
         methods=tuple(methods),
         output_dir=(base / str(out.get("dir", "sdckit-out"))).resolve(),
         output_format=out_format,

@@ -42,17 +42,16 @@ data are read.
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from sdckit.compare.core import Candidate, Comparison, check_settings, compare
-from sdckit.core.errors import ParameterError, SdcError
-from sdckit.io import detect_format, read
+from sdckit.core.errors import SdcError
+from sdckit.io import read
 from sdckit.methods import get_method
-from sdckit.recipe import _INPUT_KEYS, _check_keys, _fail
+from sdckit.recipe import _check_keys, _fail, parse_data_source, read_toml
 
 _TOP_KEYS = {"seed", "seeds", "input", "schema", "compare", "output", "candidate", "sweep"}
 _COMPARE_KEYS = {"columns", "null", "n_random", "n_null", "alpha", "utility"}
@@ -84,34 +83,14 @@ def _method(source: Path, where: str, name: Any, params: Mapping[str, Any]):
 
 def load_compare_recipe(path: str | Path) -> CompareRecipe:
     """Read and check a compare recipe (see the module docstring)."""
-    source = Path(path)
-    if not source.is_file():
-        raise ParameterError(f"Compare recipe not found: {str(source)!r}.")
-    try:
-        data = tomllib.loads(source.read_text(encoding="utf-8"))
-    except UnicodeDecodeError:
-        raise ParameterError(f"Compare recipe {str(source)!r} is not UTF-8 text.") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ParameterError(f"Malformed TOML in compare recipe {str(source)!r}: {exc}.") from None
-    return parse_compare_recipe(data, source)
+    return parse_compare_recipe(*read_toml(path, "Compare recipe"))
 
 
 def parse_compare_recipe(data: Mapping[str, Any], source: Path) -> CompareRecipe:
     """Check a compare recipe already parsed from TOML."""
     base = source.resolve().parent
     _check_keys(source, data, _TOP_KEYS, "the compare recipe")
-    seed = data.get("seed")
-    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
-        raise _fail(source, f"'seed' must be a non-negative integer; got {seed!r}.")
-    inp = data.get("input")
-    if not isinstance(inp, Mapping) or "path" not in inp:
-        raise _fail(source, "the compare recipe needs an [input] table with a 'path'.")
-    _check_keys(source, inp, _INPUT_KEYS, "[input]")
-    input_path = (base / str(inp["path"])).resolve()
-    detect_format(input_path, inp.get("format"))
-    schema = data.get("schema", {})
-    if not isinstance(schema, Mapping):
-        raise _fail(source, "[schema] must be a table.")
+    seed, input_path, input_options, schema = parse_data_source(data, source)
     settings = data.get("compare", {})
     if not isinstance(settings, Mapping):
         raise _fail(source, "[compare] must be a table.")
@@ -172,8 +151,7 @@ def parse_compare_recipe(data: Mapping[str, Any], source: Path) -> CompareRecipe
         raise _fail(source, "[output] must be a table.")
     _check_keys(source, out, {"dir"}, "[output]")
     return CompareRecipe(
-        source=source.resolve(), input_path=input_path,
-        input_options={k: v for k, v in inp.items() if k != "path"}, schema=dict(schema),
+        source=source.resolve(), input_path=input_path, input_options=input_options, schema=schema,
         candidates=tuple(candidates), settings=dict(settings),
         output_dir=(base / str(out.get("dir", "sdckit-compare"))).resolve(), seed=seed, seeds=seeds,
     )
