@@ -48,10 +48,6 @@ def test_assess_columns_and_bad_input(cli, files):
     bad = cli("assess", orig, rel, "--columns", "a,zz")
     assert bad.returncode == 2
     assert bad.stderr.count("\n") == 1 and "'zz'" in bad.stderr and "Traceback" not in bad.stderr
-    bad_null = cli("assess", orig, rel, "--null", "uniform")
-    assert bad_null.returncode == 2 and "'null' parameter" in bad_null.stderr
-    missing = cli("assess", str(path / "nope.csv"), rel)
-    assert missing.returncode == 2 and "nope.csv" in missing.stderr
 
 
 def test_verify_record(cli, files):
@@ -70,3 +66,18 @@ def test_verify_record(cli, files):
     assert bad.returncode == 2 and "Bad --record part 'b'" in bad.stderr
     unknown = cli("verify-record", str(path / "rel.csv"), "--record", "a=1,zz=2")
     assert unknown.returncode == 2 and "'zz'" in unknown.stderr
+
+
+def test_ordinal_columns_with_order(cli, tmp_path):
+    rng = np.random.default_rng(1)
+    grades = np.array(["low", "mid", "high"])
+    x = pd.DataFrame({"grade": grades[rng.integers(0, 3, 60)], "age": rng.integers(20, 70, 60)})
+    x.to_csv(tmp_path / "o.csv", index=False)
+    x.sample(frac=1, random_state=2).to_csv(tmp_path / "r.csv", index=False)
+    o, r = str(tmp_path / "o.csv"), str(tmp_path / "r.csv")
+    ok = cli("assess", o, r, "--random", "500", "--order", "grade=low|mid|high", "--seed", "1")
+    assert ok.returncode == 0, ok.stderr
+    mine = cli("verify-record", r, "--record", "grade=mid,age=40", "--order", "grade=low|mid|high")
+    assert mine.returncode == 0, mine.stderr
+    bad = cli("assess", o, r, "--order", "grade=low")
+    assert bad.returncode == 2 and "Bad --order 'grade=low'" in bad.stderr

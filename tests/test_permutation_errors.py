@@ -169,3 +169,28 @@ def test_bad_record_strings(text, match):
 
 def test_good_record_string():
     assert parse_record(" a = 1 , b=x y") == {"a": "1", "b": "x y"}
+
+
+@pytest.mark.parametrize("text", [",", "a,,b", " "])
+def test_bad_columns_option(text):
+    from sdckit.cli.assess import parse_columns
+
+    with pytest.raises(DataError, match="Bad --columns"):
+        parse_columns(text)
+
+
+def test_progress_callback_and_json_friendly_result():
+    import json
+
+    calls = []
+    x = pd.DataFrame({"a": np.arange(100.0), "b": np.ones(100)})  # b is constant
+    y = x + 0.5
+    result = assess(x, y, n_random=300, n_null=3, random_state=0, ties="first",
+                    progress=lambda done, total, label: calls.append((done, total, label)))
+    labels = {label for _, _, label in calls}
+    assert {"distances", "linking", "random records"} <= labels
+    assert all(done <= total for done, total, _ in calls)
+    assert ("random records" in labels) and calls[-1][0] == calls[-1][1]
+    data = json.loads(json.dumps(result.to_dict(), allow_nan=False))
+    assert data["rank_correlation"]["b"] is None  # undefined for a constant column
+    assert data["linkage"]["records"][0]["matches"] == [0]

@@ -168,3 +168,16 @@ def test_verify_subject_ordinal_record():
     # released ranks (ties first): (1, 1), (4, 4), (2, 2), (3, 3) -> record 2 at distance 0
     s = verify_subject({"grade": "mid", "age": "31"}, released, ties="first")
     assert s.distance == 0 and s.matches == (2,)
+
+
+def test_subject_sees_what_the_protector_sees():
+    # a subject's own computation (her record only) gives the protector's d(x) and matches
+    from sdckit.permutation import permutation_distances
+
+    rng = np.random.default_rng(4)
+    x = pd.DataFrame(rng.integers(0, 8, (40, 3)).astype(float), columns=list("abc"))
+    y = pd.DataFrame(rng.integers(0, 8, (35, 3)).astype(float), columns=list("abc"))
+    protector = permutation_distances(x, y, ties="first")
+    for i in range(0, 40, 7):
+        s = verify_subject(x.iloc[i], y, ties="first")
+        assert (s.distance, s.matches) == (protector["distance"][i], protector["matches"][i])

@@ -26,6 +26,23 @@ def parse_columns(text: Optional[str]) -> Optional[list[str]]:
     return names
 
 
+def parse_orders(items: Optional[list[str]]) -> Optional[dict[str, list[str]]]:
+    """``["grade=low|mid|high"]`` -> ``{"grade": ["low", "mid", "high"]}`` (category orders)."""
+    if not items:
+        return None
+    orders: dict[str, list[str]] = {}
+    for item in items:
+        name, sep, values = item.partition("=")
+        categories = [v.strip() for v in values.split("|")]
+        if not sep or not name.strip() or len(categories) < 2 or not all(categories):
+            raise DataError(
+                f"Bad --order {item!r}: write 'column=first|second|...' with at least two "
+                "categories, lowest first."
+            )
+        orders[name.strip()] = categories
+    return orders
+
+
 def _table(title: str, rows: list[tuple[str, str]]) -> Table:
     table = Table(title=title, show_header=False)
     table.add_column("measure")
@@ -39,6 +56,8 @@ SEED = typer.Option("--seed", help="Seed for ties and random records (reproducib
 RANDOM = typer.Option("--random", help="Number of random records for the verification.")
 JSON = typer.Option("--json", help="Write the full result as JSON here.")
 COLUMNS = typer.Option("--columns", help="Columns to use, comma-separated (default: all).")
+ORDER = typer.Option("--order", help="Category order of an ordinal column, lowest first: "
+                     "'grade=low|mid|high' (repeat for several columns).")
 
 
 @app.command()
@@ -48,6 +67,7 @@ def assess(
     columns: Annotated[Optional[str], COLUMNS] = None,
     n_random: Annotated[int, RANDOM] = 100_000,
     null: Annotated[str, typer.Option("--null", help="Null model: copula (default) or independent.")] = "copula",
+    order: Annotated[Optional[list[str]], ORDER] = None,
     seed: Annotated[Optional[int], SEED] = None,
     json_out: Annotated[Optional[Path], JSON] = None,
     html_out: Annotated[Optional[Path], typer.Option("--html", help="Also write the self-contained HTML report (risk, utility, transparency) here.")] = None,
@@ -58,7 +78,8 @@ def assess(
     recorded = _read_manifest(manifest) if manifest is not None else None
     with progress_bar("assessing", 1) as advance:
         result = assess_release(x, y, parse_columns(columns), null=null, n_random=n_random,
-                                random_state=seed, progress=advance)
+                                schema=parse_orders(order), random_state=seed,
+                                progress=advance)
     console.print(_table(f"Permutation assessment of {released.name}", result.summary()))
     if json_out is not None:
         write_json(json_out, result.to_dict())
@@ -93,12 +114,13 @@ def verify_record(
     record: Annotated[str, typer.Option("--record", help="Your record: 'col=value,col=value'.")],
     permutation: Annotated[bool, typer.Option("--permutation", help="The release is a pure permutation: also test whether your match is plausibly random.")] = False,
     n_random: Annotated[int, RANDOM] = 100_000,
+    order: Annotated[Optional[list[str]], ORDER] = None,
     seed: Annotated[Optional[int], SEED] = None,
     json_out: Annotated[Optional[Path], JSON] = None,
 ) -> None:
     """Check, as a data subject, how well the release hides YOUR record."""
     result = verify_subject(parse_record(record), read(released), permutation=permutation,
-                            n_random=n_random, random_state=seed)
+                            n_random=n_random, schema=parse_orders(order), random_state=seed)
     rows = [("permutation distance", str(result.distance)),
             ("matching released records", ", ".join(map(str, result.matches)))]
     rows += [(f"variance of {c} within the distance", f"{v:.4g}") for c, v in result.variances.items()]

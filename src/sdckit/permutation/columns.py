@@ -162,7 +162,9 @@ class RankSpace:
         values = np.atleast_2d(values)
         out = np.empty(values.shape, dtype=np.int64)
         for j, s in enumerate(sorted_cols):
-            out[:, j] = nearest_rank(s, values[:, j])
+            # binary searches of sorted queries stay in cache: several times faster at 10^6
+            order = np.argsort(values[:, j], kind="stable")
+            out[order, j] = nearest_rank(s, values[order, j])
         return out
 
     def z_values(self) -> np.ndarray:

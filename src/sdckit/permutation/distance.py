@@ -29,22 +29,39 @@ Progress = Callable[[int, int, str], Any] | None
 CHUNK = 65_536
 
 
-def _chunks(total: int, progress: Progress, label: str):
+def locality_order(query: np.ndarray, n_ranks: int) -> np.ndarray:
+    """An order of the query rows that visits nearby rank vectors together (grid cells).
+
+    Queries close in rank space walk the same KD-tree nodes, so processing them together
+    keeps the tree in cache (about twice as fast for 10^5-10^6 random-order queries).
+    """
+    m = query.shape[1]
+    bits = max(1, min(8, 60 // max(m, 1)))
+    key = np.zeros(len(query), dtype=np.int64)
+    for j in range(min(m, 60 // bits)):
+        cell = ((query[:, j].astype(np.int64) - 1) << bits) // max(n_ranks, 1)
+        key = (key << bits) | np.clip(cell, 0, (1 << bits) - 1)
+    return np.argsort(key, kind="stable")
+
+
+def _batches(query: np.ndarray, space: RankSpace, progress: Progress, label: str):
+    """Rows of ``query`` in locality order, in batches: yields (row numbers, their queries)."""
+    order = locality_order(query, len(space.rank_y))
+    total = len(order)
     for start in range(0, total, CHUNK):
-        stop = min(start + CHUNK, total)
-        yield slice(start, stop)
+        rows = order[start:start + CHUNK]
+        yield rows, query[rows].astype(float)
         if progress is not None:
-            progress(stop, total, label)
+            progress(min(start + CHUNK, total), total, label)
 
 
 def nearest_distances(space: RankSpace, query: np.ndarray, progress: Progress = None,
                       label: str = "distances") -> np.ndarray:
     """Chebyshev distance from each query rank vector to the nearest released rank vector."""
     out = np.empty(len(query), dtype=np.int64)
-    tree = space.tree
-    for part in _chunks(len(query), progress, label):
-        dist, _ = tree.query(query[part].astype(float), k=1, p=np.inf, workers=-1)
-        out[part] = np.rint(dist).astype(np.int64)
+    for rows, q in _batches(query, space, progress, label):
+        dist, _ = space.tree.query(q, k=1, p=np.inf, workers=-1)
+        out[rows] = np.rint(dist).astype(np.int64)
     return out
 
 
@@ -55,24 +72,21 @@ def distances_and_matches(space: RankSpace, query: np.ndarray, progress: Progres
     The two nearest neighbours are found first; only where the second is as close as the
     first (a tie) is the whole ball of radius ``d(x)`` collected.
     """
-    n = len(query)
     tree = space.tree  # the released data has >= 2 records, so two neighbours exist
-    dist = np.empty(n, dtype=np.int64)
-    matches: list[tuple[int, ...]] = [()] * n
-    for part in _chunks(n, progress, label):
-        q = query[part].astype(float)
+    dist = np.empty(len(query), dtype=np.int64)
+    matches: list[tuple[int, ...]] = [()] * len(query)
+    for rows, q in _batches(query, space, progress, label):
         d, idx = tree.query(q, k=2, p=np.inf, workers=-1)
         d = np.rint(d).astype(np.int64)
-        dist[part] = d[:, 0]
+        dist[rows] = d[:, 0]
         tied = d[:, 1] == d[:, 0]
-        base = part.start
-        for i, j in zip((base + np.flatnonzero(~tied)).tolist(), idx[~tied, 0].tolist()):
+        for i, j in zip(rows[~tied].tolist(), idx[~tied, 0].tolist()):
             matches[i] = (j,)
         where = np.flatnonzero(tied)
         if len(where):
             balls = tree.query_ball_point(q[where], r=d[where, 0].astype(float), p=np.inf,
                                           workers=-1, return_sorted=True)
-            for i, ball in zip((base + where).tolist(), balls):
+            for i, ball in zip(rows[where].tolist(), balls):
                 matches[i] = tuple(ball)
     return dist, matches
 

@@ -68,8 +68,10 @@ def linkage_from(space: RankSpace, truth: Any, progress: Progress = None) -> Lin
     first = np.fromiter((t[0] for t in matches), dtype=np.int64, count=len(matches))
     single = count == 1
     outcome = np.where(~single, "multiple", np.where(first == true_pos, "correct", "wrong"))
-    with_true = sum(int(t) in set(m) for t, m, c in zip(true_pos, matches, count) if c > 1)
-    flat = np.concatenate([np.asarray(t, dtype=np.int64) for t in matches])
+    several = np.flatnonzero(~single).tolist()
+    with_true = sum(int(true_pos[i]) in matches[i] for i in several)
+    flat = np.concatenate([first[single], np.fromiter(
+        (j for i in several for j in matches[i]), dtype=np.int64)])
     hits = np.bincount(flat, minlength=len(space.y))
     records = pd.DataFrame({"distance": dist}, index=space.original_index)
     records["matches"] = pd.Series(matches, dtype=object).to_numpy()

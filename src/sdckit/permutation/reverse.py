@@ -123,8 +123,14 @@ def rank_correlation(
 
 
 def spearman_xz(space: RankSpace) -> pd.Series:
-    """Spearman correlation of ``X_j`` and ``Z_j`` per column (equal record counts)."""
+    """Spearman correlation of ``X_j`` and ``Z_j`` per column (equal record counts).
+
+    Undefined (NaN) for a constant column.
+    """
     z = space.z_values()
-    return pd.Series(
-        {name: pd.Series(space.x[:, j]).corr(pd.Series(z[:, j]), method="spearman")
-         for j, name in enumerate(space.names)}, name="rank_correlation", dtype=float)
+    values = {}
+    for j, name in enumerate(space.names):
+        xj, zj = space.x[:, j], z[:, j]
+        constant = np.ptp(xj) == 0 or np.ptp(zj) == 0
+        values[name] = np.nan if constant else pd.Series(xj).corr(pd.Series(zj), method="spearman")
+    return pd.Series(values, name="rank_correlation", dtype=float)
