@@ -93,6 +93,11 @@ def test_missing_values_pass_through_and_categorical_dtype_is_kept():
     assert pd.isna(y["c"][1]) and y["c"].tolist()[::2] == ["b", "a"]  # p_keep 0: always the other
 
 
+def test_methods_are_hashable_values():
+    assert hash(Pram(matrix={"x": P})) == hash(Pram(matrix={"x": [list(r) for r in P]}))
+    assert Pram(matrix={"x": P}) == Pram(matrix={"x": P}) != Pram(matrix={"x": P}, invariant=True)
+
+
 def test_matrix_in_the_manifest():
     x = frame_with({"a": 5, "b": 5, "c": 5})
     release = protect(x, [Pram(matrix={"x": P})], seed=1)

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import spearmanr
 
-from sdckit import DataError, ParameterError, Schema, protect
+from sdckit import DataError, ParameterError, Schema, SchemaError, protect
 from sdckit.core.ranks import ranks
 from sdckit.masking import DataShuffling, RankSwapping
 from sdckit.masking.rankswap import rank_swap_source
@@ -108,7 +108,7 @@ def test_p_rejected(bad):
 def test_rank_swapping_refuses_missing_and_nominal():
     with pytest.raises(DataError, match="column 'x' is missing"):
         RankSwapping(p=10).apply(pd.DataFrame({"x": [1.0, np.nan, 2.0]}), rng=0)
-    with pytest.raises(Exception, match="'s'.*nominal"):
+    with pytest.raises(SchemaError, match=r"RankSwapping cannot protect column 's': its kind is 'nominal'"):
         RankSwapping(p=10, columns=["s"]).apply(pd.DataFrame({"s": ["a", "b"]}), rng=0)
 
 
@@ -187,3 +187,14 @@ def test_shuffling_refuses_missing_conditioning_value():
 def test_shuffling_of_a_single_record_changes_nothing():
     frame = pd.DataFrame({"a": [3.0]})
     pd.testing.assert_frame_equal(DataShuffling().apply(frame, rng=0), frame)
+
+
+def test_shuffling_refuses_nominal_and_needs_a_confidential_column():
+    frame, schema = shuffle_frame(n=30)
+    with pytest.raises(SchemaError, match=r"DataShuffling cannot protect column 'region': its kind is 'nominal'"):
+        DataShuffling(columns=["region"]).apply(frame, schema, 0)
+    quasi_only = Schema.infer(frame, quasi=["age"], non_confidential=["hours"])
+    with pytest.raises(SchemaError, match=r"DataShuffling found no column to protect: it works on .* role confidential"):
+        DataShuffling().apply(frame, quasi_only, 0)
+    with pytest.raises(SchemaError, match="no_such"):
+        DataShuffling(columns=["no_such"]).apply(frame, schema, 0)

@@ -3,8 +3,8 @@
 Records are partitioned into groups of at least ``k`` similar records and each value is
 replaced by its group's mean. Two partitions are offered:
 
-* **MDAV** (Maximum Distance to Average Vector; Domingo-Ferrer & Mateo-Sanz 2002, the
-  "fixed-size heuristic" of seed 002's reference [87]) on standardized attributes — every group
+* **MDAV** (Maximum Distance to Average Vector; Domingo-Ferrer & Mateo-Sanz 2002, the fixed-size
+  heuristic for the microaggregation seed 002 describes) on standardized attributes — every group
   has exactly ``k`` records except one of ``k..2k-1``. :func:`mdav_groups` exposes the
   partition on its own (k-anonymity reuses it, seed 002: "microaggregation on the projection
   of records on their quasi-identifiers").
@@ -171,7 +171,7 @@ def mdav_groups(
 
     Notes
     -----
-    Domingo-Ferrer & Mateo-Sanz (2002), MDAV (seed 002 reference [87]): while ``3k`` or more
+    Domingo-Ferrer & Mateo-Sanz (2002), MDAV: while ``3k`` or more
     records remain, take the record ``r`` farthest from the centroid of the remaining ones and
     the record ``s`` farthest from ``r``; form a group of ``r`` and its ``k-1`` nearest
     records, then of ``s`` and its ``k-1`` nearest among the rest. With ``2k..3k-1`` left, one
@@ -194,7 +194,9 @@ def mdav_groups(
     if values.ndim == 1:
         values = values[:, None]
     if values.ndim != 2:
-        raise DataError(f"mdav_groups needs a 2-D array of records x attributes; got shape {values.shape}.")
+        raise DataError(
+            f"mdav_groups needs a 2-D array of records x attributes; got shape {values.shape}."
+        )
     n = len(values)
     if n < k:
         raise DataError(f"mdav_groups needs at least k={k} records to form a group; got {n}.")
@@ -207,7 +209,8 @@ def mdav_groups(
     sums = data.sum(axis=1)
     labels = np.full(n, -1, dtype=np.int64)
     nrem, group = n, 0
-    chunk = max(2, 2 * (20_000 // max(n // k, 1) + 1))  # about 50 progress calls on big data
+    # groups per compiled call: all at once without a progress callback, else about 50 calls
+    chunk = n if progress is None else max(2, (n // k) // 50 + 2)
     while nrem >= 3 * k:
         nrem, group = _mdav_steps(data, ids, sums, labels, nrem, group, k, chunk)
         if progress is not None:
@@ -268,7 +271,9 @@ def univariate_groups(values: np.ndarray, k: int) -> np.ndarray:
     check_param("univariate_groups", "k", k, Interval(int, 1, None))
     values = np.asarray(values, dtype=float)
     if values.ndim != 1 or len(values) < k:
-        raise DataError(f"univariate_groups needs a 1-D array of at least k={k} values; got shape {values.shape}.")
+        raise DataError(
+            f"univariate_groups needs a 1-D array of at least k={k} values; got shape {values.shape}."
+        )
     if not np.isfinite(values).all():
         raise DataError("univariate_groups needs finite values.")
     order = np.argsort(values, kind="stable")

@@ -170,8 +170,8 @@ class MultiplicativeNoise(Method):
 
     References
     ----------
-    Seed 001 (Domingo-Ferrer, Muralidhar, Bras-Amorós), section 3, "Evaluation of methods:
-    multiplicative noise"; seed 002, section 4.6.3, "Noise addition".
+    Seed 001 (Domingo-Ferrer & Muralidhar, slides), "Evaluation of methods: multiplicative
+    noise"; seed 002, section 4.6.3, "Noise addition".
     """
 
     a: float

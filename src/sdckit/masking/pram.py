@@ -80,7 +80,7 @@ def keep_matrix(size: int, p_keep: float) -> np.ndarray:
 
 def invariant_matrix(p: np.ndarray, frequencies: np.ndarray) -> np.ndarray:
     """Invariant PRAM matrix ``R = P Q`` for the distribution ``frequencies`` (Gouweleeuw et al.
-    1998, section 3): ``Q[k, l] = P[l, k] pi_l / sum_j P[j, k] pi_j`` is the backward
+    1998): ``Q[k, l] = P[l, k] pi_l / sum_j P[j, k] pi_j`` is the backward
     transition, so ``pi R = pi``: the expected distribution after PRAM is the observed one.
     Categories that no observed one reaches (``sum_j P[j, k] pi_j = 0``) map to themselves in Q.
     """
@@ -164,7 +164,7 @@ class Pram(Method):
         or the distinct observed values).
     invariant : bool, default False
         Apply the invariant matrix ``R = P Q`` built from ``P`` and the column's observed
-        distribution (Gouweleeuw et al. 1998, section 3), so that the expected frequencies after
+        distribution (Gouweleeuw et al. 1998), so that the expected frequencies after
         PRAM equal the observed ones.
     columns : list of str, optional
         Columns to randomise; default: the matrix's columns, or (with ``p_keep``) the nominal
@@ -206,6 +206,9 @@ class Pram(Method):
     kinds: ClassVar = CATEGORICAL_KINDS
     nan_policy: ClassVar[str] = "pass"
     example: ClassVar = {"p_keep": 0.8}
+
+    def __hash__(self) -> int:  # the matrix is a mapping, so hash the plain parameters
+        return hash(repr(self.params()))
 
     def check(self) -> None:
         if (self.matrix is None) == (self.p_keep is None):

@@ -1,4 +1,4 @@
-"""Rank swapping (Moore 1996; seed 002 section 4.6.3, seed 001 section 3)."""
+"""Rank swapping (Moore 1996; seed 002 section 4.6.3; seed 001, "Evaluation of methods: rank swapping")."""
 
 from __future__ import annotations
 
@@ -146,9 +146,9 @@ class RankSwapping(Method):
     References
     ----------
     Seed 002 (Domingo-Ferrer, Sánchez, Soria-Comas), section 4.6.3, "Data swapping"; seed 001
-    (Domingo-Ferrer, Muralidhar, Bras-Amorós), section 3, "Evaluation of methods: rank
-    swapping"; Moore (1996), "Controlled data-swapping techniques for masking public use
-    microdata sets", U.S. Census Bureau.
+    (Domingo-Ferrer & Muralidhar, slides), "Evaluation of methods: rank swapping"; Moore
+    (1996), "Controlled data-swapping techniques for masking public use microdata sets",
+    U.S. Census Bureau.
     """
 
     p: float

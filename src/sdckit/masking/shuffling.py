@@ -1,4 +1,4 @@
-"""Data shuffling (Muralidhar & Sarathy 2006; seed 001 section 2, seed 002 section 4.6.3)."""
+"""Data shuffling (Muralidhar & Sarathy 2006; seed 001 "Permutation model"; seed 002 section 4.6.3)."""
 
 from __future__ import annotations
 
@@ -10,35 +10,42 @@ import pandas as pd
 from scipy.special import ndtri
 
 from sdckit.core.method import Method, Outcome, register
-from sdckit.core.ranks import inverse_permutation, sort_order
+from sdckit.core.ranks import sort_order
 from sdckit.core.schema import ORDERED_KINDS, Role, Schema
 from sdckit.masking.reorder import column_order_values, take_column
 
 
-def normal_scores(order: np.ndarray) -> np.ndarray:
-    """Normal scores ``Phi^-1((rank - 0.5) / n)`` of the values sorted by ``order``."""
-    n = len(order)
-    return ndtri((inverse_permutation(order) + 0.5) / n)
+def normal_scores(orders: list[np.ndarray]) -> np.ndarray:
+    """Normal scores ``Phi^-1((rank - 0.5) / n)``, one column per sort order (``order[r]`` is
+    the record of rank ``r + 1``). Every column holds the same ``n`` scores, in its own order."""
+    n = len(orders[0]) if orders else 0
+    table = ndtri((np.arange(n) + 0.5) / n)
+    scores = np.empty((n, len(orders)))
+    for j, order in enumerate(orders):
+        scores[order, j] = table
+    return scores
 
 
-def conditional_normal_draw(
-    confidential: np.ndarray, conditioning: np.ndarray, rng: np.random.Generator
-) -> np.ndarray:
-    """Draws of the confidential normal scores from their normal distribution given the
-    conditioning ones: ``S beta + e`` with ``beta = R_SS^-1 R_SC`` and
-    ``e ~ N(0, R_CC - R_CS R_SS^-1 R_SC)`` (correlations ``R`` of the normal scores)."""
-    c = confidential.shape[1]
-    corr = np.atleast_2d(np.corrcoef(np.hstack([confidential, conditioning]), rowvar=False))
+def conditional_normal_draw(scores: np.ndarray, c: int, rng: np.random.Generator) -> np.ndarray:
+    """Draws of the first ``c`` columns of ``scores`` (the confidential normal scores) from
+    their normal distribution given the other columns (the conditioning scores):
+    ``S beta + e`` with ``beta = R_SS^-1 R_SC`` and ``e ~ N(0, R_CC - R_CS R_SS^-1 R_SC)``,
+    ``R`` the correlation matrix of the scores. All columns hold the same set of scores, so
+    they share one mean (0 up to rounding) and one variance and ``R = S'S / (n var)``."""
+    n = len(scores)
+    centred_var = float(np.var(scores[:, 0])) * n
+    gram = scores.T @ scores - np.outer(scores.sum(axis=0), scores.sum(axis=0)) / n
+    corr = gram / centred_var if centred_var > 0 else np.eye(scores.shape[1])
     r_cc = corr[:c, :c]
-    if conditioning.shape[1] == 0:
+    if scores.shape[1] == c:
         mean, cov = 0.0, r_cc
     else:
         beta = np.linalg.pinv(corr[c:, c:]) @ corr[c:, :c]  # pinv: collinear columns allowed
-        mean = conditioning @ beta
+        mean = scores[:, c:] @ beta
         cov = r_cc - corr[:c, c:] @ beta
     w, v = np.linalg.eigh((cov + cov.T) / 2.0)
     root = v * np.sqrt(np.clip(w, 0.0, None))
-    return mean + rng.standard_normal(confidential.shape) @ root.T
+    return mean + rng.standard_normal((n, c)) @ root.T
 
 
 @register
@@ -79,8 +86,8 @@ class DataShuffling(Method):
     References
     ----------
     Muralidhar & Sarathy (2006), "Data shuffling — a new masking approach for numerical data",
-    Management Science 52(5); seed 001 (Domingo-Ferrer, Muralidhar, Bras-Amorós), section 2
-    (permutation model); seed 002, section 4.6.3.
+    Management Science 52(5); seed 001 (Domingo-Ferrer & Muralidhar, slides), "Permutation model:
+    reverse mapping"; seed 002, section 4.6.3.
     """
 
     name: ClassVar[str] = "data_shuffling"
@@ -106,18 +113,14 @@ class DataShuffling(Method):
         n = len(frame)
         if n < 2:
             return Outcome(frame, schema, info)
-        orders = {
-            name: sort_order(column_order_values(frame, name, schema), random_state=rng)
+        orders = [
+            sort_order(column_order_values(frame, name, schema), random_state=rng)
             for name in (*columns, *conditioning)
-        }
-        scores = {name: normal_scores(order) for name, order in orders.items()}
-        perturbed = conditional_normal_draw(
-            np.column_stack([scores[name] for name in columns]),
-            np.column_stack([scores[name] for name in conditioning]) if conditioning else np.empty((n, 0)),
-            rng,
-        )
+        ]
+        perturbed = conditional_normal_draw(normal_scores(orders), len(columns), rng)
         for j, name in enumerate(columns):
             source = np.empty(n, dtype=np.int64)
-            source[np.argsort(perturbed[:, j], kind="stable")] = orders[name]
+            # continuous draws have no ties, so the fast unstable sort gives the rank order
+            source[np.argsort(perturbed[:, j])] = orders[j]
             take_column(frame, name, source)
         return Outcome(frame, schema, info)
