@@ -4,6 +4,7 @@ every bad-input path (seed 002 section 4.6.3)."""
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -12,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sdckit import DataError, ParameterError, Schema, SchemaError, protect
+from sdckit.anonymity import Hierarchy
 from sdckit.masking import GlobalRecoding, Rounding, Sampling, TopBottomCoding
 from sdckit.masking.sampling import sample_size
 
@@ -113,6 +115,11 @@ def test_recoding_with_labels_and_equal_width_bins():
     # breaks 0, 5, 10: 5 falls in the upper interval
     assert out.data["x"].tolist() == ["low", "high", "low", "high", "high"]
     assert any("maximum" in w for w in out.info["warnings"])
+
+
+def test_default_labels_write_the_breaks_exactly():
+    out = GlobalRecoding(bins=[1_000_000, 1_000_001, 2.5e6]).apply(pd.DataFrame({"x": [1_000_000.5, 2e6]}))
+    assert out["x"].tolist() == ["[1000000, 1000001)", "[1000001, 2500000]"]
 
 
 def test_equal_width_bins_on_a_constant_column():
@@ -224,3 +231,50 @@ def test_sampling_is_uniform_over_records():
 def test_sampling_bad_fraction(fraction):
     with pytest.raises(ParameterError, match=r"The 'fraction' parameter of Sampling must be a float in \(0, 1\]"):
         Sampling(fraction=fraction)
+
+
+# ----------------------------------------------------------------------------- hierarchy levels
+ZIPS = Hierarchy(
+    [["13053", "1305*", "130**", "*"], ["13068", "1306*", "130**", "*"], ["14850", "1485*", "148**", "*"]]
+)
+
+
+def test_recoding_to_a_hierarchy_level():
+    frame = pd.DataFrame({"zip": ["13053", "13068", "14850", None], "x": [1.0, 2.0, 3.0, 4.0]})
+    out = GlobalRecoding(hierarchy=ZIPS, level=2, columns=["zip"]).run(frame)
+    assert out.data["zip"].tolist()[:3] == ["130**", "130**", "148**"] and pd.isna(out.data["zip"].iloc[3])
+    assert out.schema["zip"].kind.value == "nominal"
+    assert out.info["categories_after"] == {"zip": 2}
+    top = GlobalRecoding(hierarchy=ZIPS, level=3, columns=["zip"]).apply(frame)
+    assert top["zip"].dropna().tolist() == ["*", "*", "*"]
+
+
+def test_recoding_with_a_hierarchy_file():
+    # tests/data/adult/adult_hierarchy_age.csv.gz (ARX): 1 -> 0-4 -> 0-9 -> 0-19 -> *
+    path = str(Path(__file__).parent / "data" / "adult" / "adult_hierarchy_age.csv.gz")
+    method = GlobalRecoding(hierarchy=path, level=2, columns=["age"])
+    assert isinstance(method.hierarchy, Hierarchy)
+    out = method.apply(pd.DataFrame({"age": [1, 3, 12]}))
+    assert out["age"].tolist() == ["0-9", "0-9", "10-19"]
+
+
+@pytest.mark.parametrize(
+    ("params", "name"),
+    [
+        ({"hierarchy": ZIPS, "level": 1, "bins": 3, "columns": ["zip"]}, "hierarchy"),
+        ({"hierarchy": ZIPS, "level": 4, "columns": ["zip"]}, "level"),
+        ({"hierarchy": ZIPS, "columns": ["zip"]}, "level"),
+        ({"hierarchy": ZIPS, "level": 1}, "columns"),
+        ({"bins": 3, "level": 1}, "level"),
+        ({"hierarchy": "no/such/hierarchy.csv", "level": 1, "columns": ["zip"]}, "hierarchy"),
+        ({"hierarchy": ZIPS, "level": -1, "columns": ["zip"]}, "level"),
+    ],
+)
+def test_recoding_bad_hierarchy_parameters(params, name):
+    with pytest.raises(ParameterError, match=rf"The '{name}' parameter of GlobalRecoding must be"):
+        GlobalRecoding(**params)
+
+
+def test_recoding_refuses_a_value_missing_from_the_hierarchy():
+    with pytest.raises(DataError, match=r"'zip'.*'99999'"):
+        GlobalRecoding(hierarchy=ZIPS, level=1, columns=["zip"]).apply(pd.DataFrame({"zip": ["13053", "99999"]}))

@@ -50,6 +50,8 @@ def test_hand_worked_single_unique_record():
     assert out.info["suppressed"] == {"sex": 1, "zip": 0}
     assert out.info["suppressed_total"] == 1 and out.info["records_suppressed"] == 1
     assert out.info["min_class_count"] == 3
+    # 1 of 6 cells (17%) suppressed: more than 10%, so the report advises global recoding
+    assert "GlobalRecoding" in out.info["warnings"][0]
 
 
 def test_missing_input_is_a_wildcard_never_a_category():

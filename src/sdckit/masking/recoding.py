@@ -5,12 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from types import MappingProxyType
 from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
 
+from sdckit.anonymity.hierarchy import Hierarchy, as_hierarchy, format_number
 from sdckit.core.errors import DataError, SchemaError
 from sdckit.core.method import Method, Outcome, register
 from sdckit.core.params import Interval, IsNone, Satisfies
@@ -59,8 +61,14 @@ class GlobalRecoding(Method):
     column stays ordinal when each group is a run of consecutive categories (the groups then
     keep the order); otherwise it becomes nominal and the report warns.
 
-    The same ``bins`` (or ``mapping``) apply to every column protected: recode columns with
-    different codings in separate steps (``columns=[...]``).
+    *Any column* (``hierarchy`` and ``level``): every value is replaced by its ancestor at
+    ``level`` of a value-generalization hierarchy (:class:`sdckit.anonymity.Hierarchy`, or
+    the path of one in ARX's CSV layout; seed 003 section 2). Values are matched as the
+    hierarchy's strings; a value missing from the hierarchy is refused. The column becomes
+    nominal (a hierarchy level carries no order). Give ``columns`` with a hierarchy.
+
+    The same ``bins`` (``mapping``, ``hierarchy``) apply to every column protected: recode
+    columns with different codings in separate steps (``columns=[...]``).
 
     Parameters
     ----------
@@ -70,7 +78,12 @@ class GlobalRecoding(Method):
         The grouping of categorical values.
     labels : list of str, optional
         Names of the intervals (one per interval); default ``"[b_i, b_{i+1})"`` with the
-        breaks written in the shortest form (``%g``).
+        breaks written exactly (integers without ``.0``).
+    hierarchy : Hierarchy or str (CSV path), optional
+        A value-generalization hierarchy; not together with ``bins`` or ``mapping``.
+    level : int >= 0, optional
+        The hierarchy level to recode to (0 = the values themselves); needed with
+        ``hierarchy`` and only with it, at most the hierarchy's height.
     columns : list of str, optional
         Columns to recode; default the quasi-identifiers that the given parameters apply to
         (numeric ones when ``bins`` is given, categorical ones when ``mapping`` is given).
@@ -99,11 +112,15 @@ class GlobalRecoding(Method):
     bins: int | tuple[float, ...] | None = None
     mapping: Mapping[Any, Any] | None = None
     labels: tuple[str, ...] | None = None
+    hierarchy: Hierarchy | str | None = None
+    level: int | None = None
     name: ClassVar[str] = "global_recoding"
     constraints: ClassVar = {
         "bins": [IsNone(), Interval(int, 2, None), Satisfies(_is_breaks, "a list of increasing numbers")],
         "mapping": [IsNone(), Satisfies(_is_mapping, "a non-empty mapping value -> group")],
         "labels": [IsNone(), Satisfies(_is_labels, "a list of distinct strings")],
+        "hierarchy": [IsNone(), Satisfies(lambda v: isinstance(v, Hierarchy), "a Hierarchy or the path of a hierarchy CSV file")],
+        "level": [IsNone(), Interval(int, 0, None)],
     }
     kinds: ClassVar = frozenset({Kind.NUMERIC, Kind.ORDINAL, Kind.NOMINAL})
     roles: ClassVar = frozenset({Role.QUASI})
@@ -113,11 +130,23 @@ class GlobalRecoding(Method):
     def __post_init__(self) -> None:
         if isinstance(self.mapping, Mapping):
             object.__setattr__(self, "mapping", MappingProxyType(dict(self.mapping)))
+        if isinstance(self.hierarchy, str | Path) and Path(self.hierarchy).is_file():
+            object.__setattr__(self, "hierarchy", as_hierarchy(self.hierarchy, "the recoded column"))
         super().__post_init__()
 
     def check(self) -> None:
+        if self.hierarchy is not None:
+            if self.bins is not None or self.mapping is not None:
+                raise self.param_error("hierarchy", "None when 'bins' or 'mapping' is given (one coding per step)")
+            if self.level is None or self.level > self.hierarchy.height:
+                raise self.param_error("level", f"an int in [0, {self.hierarchy.height}] (the hierarchy's levels)")
+            if self.columns is None:
+                raise self.param_error("columns", "a list of the columns the hierarchy describes")
+            return
+        if self.level is not None:
+            raise self.param_error("level", "None when 'hierarchy' is None")
         if self.bins is None and self.mapping is None:
-            raise self.param_error("bins", "given when 'mapping' is None (give bins, a mapping or both)")
+            raise self.param_error("bins", "given when 'mapping' and 'hierarchy' are None (give a coding)")
         if self.labels is not None:
             if self.bins is None:
                 raise self.param_error("labels", "None when 'bins' is None (labels name intervals)")
@@ -127,7 +156,7 @@ class GlobalRecoding(Method):
 
     # ----------------------------------------------------------------- columns
     def _usable(self, kind: Kind) -> bool:
-        return (kind is Kind.NUMERIC and self.bins is not None) or (
+        return self.hierarchy is not None or (kind is Kind.NUMERIC and self.bins is not None) or (
             kind in CATEGORICAL_KINDS and self.mapping is not None
         )
 
@@ -157,7 +186,10 @@ class GlobalRecoding(Method):
         for name in columns:
             column = schema[name]
             info["categories_before"][name] = int(frame[name].nunique())
-            if column.kind is Kind.NUMERIC:
+            if self.hierarchy is not None:
+                frame[name] = self._generalize(frame[name])
+                schema = schema.replace_column(name, kind=Kind.NOMINAL, order=None)
+            elif column.kind is Kind.NUMERIC:
                 frame[name], order = self._intervals(frame[name], info["warnings"])
                 schema = schema.replace_column(name, kind=Kind.ORDINAL, order=order)
             else:
@@ -170,6 +202,12 @@ class GlobalRecoding(Method):
                 schema = schema.replace_column(name, kind=kind, order=order)
             info["categories_after"][name] = int(frame[name].nunique())
         return Outcome(frame, schema, info)
+
+    def _generalize(self, series: pd.Series) -> pd.Series:
+        present = series.notna().to_numpy()
+        out = pd.Series(np.full(len(series), np.nan, dtype=object), index=series.index)
+        out[present] = self.hierarchy.generalize(series[present], self.level, column=str(series.name))
+        return out
 
     def _intervals(self, series: pd.Series, warnings: list[str]) -> tuple[pd.Categorical, tuple[str, ...]]:
         values = series.to_numpy(dtype=float)
@@ -197,7 +235,8 @@ class GlobalRecoding(Method):
                 )
         m = len(breaks) - 1
         labels = self.labels or tuple(
-            f"[{breaks[i]:g}, {breaks[i + 1]:g}{']' if i == m - 1 else ')'}" for i in range(m)
+            f"[{format_number(breaks[i])}, {format_number(breaks[i + 1])}{']' if i == m - 1 else ')'}"
+            for i in range(m)
         )
         codes = np.clip(np.searchsorted(breaks, values, side="right") - 1, 0, m - 1)
         codes = np.where(present, codes, -1)

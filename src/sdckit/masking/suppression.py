@@ -269,8 +269,9 @@ class LocalSuppression(Method):
         suppressions the less important column is suppressed (columns not listed are the
         least important). Default: column order decides ties.
     columns : list of str, optional
-        The quasi-identifiers; default the columns with role ``quasi`` (every column when no
-        roles are declared). Any kind: values are compared for equality only.
+        The quasi-identifiers (the issue's ``quasi=``); default the columns with role
+        ``quasi`` (every column when no roles are declared). Any kind: values are compared
+        for equality only.
 
     Notes
     -----
@@ -278,8 +279,12 @@ class LocalSuppression(Method):
     a wildcard that matches any value — never as a category of its own; it stays missing and
     is reported apart (``missing_before``), not counted among the method's suppressions.
     The report gives the suppressed cells per column, the records touched and the smallest
-    class count after. Exact minimum suppression is NP-hard; the greedy's distance from the
-    optimum on small tables is measured in ``tests/test_masking_suppression.py``.
+    class count after, and warns when more than 10% of the cells were suppressed. Exact
+    minimum suppression is NP-hard; against the brute-force optimum on 50 random tables of
+    3-6 records (``tests/test_masking_suppression.py``) the greedy was optimal on 45, never
+    above twice the optimum, and used 91 cells where 83 sufficed in all. Work grows with
+    the number of distinct quasi-identifier combinations, not of records: 10^5 records
+    take about 1 to 7 s (``benchmarks/bench_synthetic.py``).
 
     References
     ----------
@@ -319,7 +324,7 @@ class LocalSuppression(Method):
         cells = greedy_suppression(codes, self.k, priority)
         for j, name in enumerate(columns):
             if cells[:, j].any():
-                frame[name] = frame[name].mask(pd.Series(cells[:, j], index=frame.index))
+                frame[name] = frame[name].mask(cells[:, j])
         after = np.where(cells, -1, codes)
         info = {
             "suppressed": {c: int(cells[:, j].sum()) for j, c in enumerate(columns)},
@@ -328,4 +333,10 @@ class LocalSuppression(Method):
             "missing_before": {c: int((codes[:, j] < 0).sum()) for j, c in enumerate(columns)},
             "min_class_count": int(compatible_counts(after).min()),
         }
+        share = cells.sum() / cells.size
+        if share > 0.1:
+            info["warnings"] = [
+                f"LocalSuppression suppressed {share:.0%} of the quasi-identifier cells; "
+                "recode the quasi-identifiers globally first (GlobalRecoding) to lose less."
+            ]
         return Outcome(frame, schema, info)
