@@ -5,6 +5,10 @@ from __future__ import annotations
 import json
 
 import pandas as pd
+import pytest
+
+from sdckit import ParameterError
+from sdckit.cli.check import build_criteria
 
 
 def write(tmp_path):
@@ -42,14 +46,48 @@ def test_check_bad_input(tmp_path, cli):
     path = write(tmp_path)
     for args, message in [
         (("--quasi", "zip", "--l", "2"), "need --sensitive"),
-        (("--quasi", "zip"), "at least one criterion"),
         (("--quasi", "nope", "--k", "2"), "'nope' is not in the data"),
-        (("--quasi", "zip", "--k", "1"), "'k' parameter of KAnonymity"),
-        (("--quasi", "zip", "--l", "2", "--l-kind", "recursive", "--sensitive", "disease"), "needs --c"),
-        (("--quasi", "zip", "--l", "2", "--l-kind", "weird", "--sensitive", "disease"), "--l-kind"),
     ]:
         result = cli("check", str(path), *args)
         assert result.returncode == 2, (args, result.stderr)
         assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1
-    result = cli("check", str(tmp_path / "missing.csv"), "--quasi", "zip", "--k", "2")
-    assert result.returncode == 2 and "not found" in result.stderr
+
+
+def test_criteria_options_are_checked():
+    for args, message in [
+        ((None, None, "distinct", None, None, "equal", None), "at least one criterion"),
+        ((1, None, "distinct", None, None, "equal", None), "'k' parameter of KAnonymity"),
+        ((None, 2, "recursive", None, None, "equal", "disease"), "needs --c"),
+        ((None, 2, "weird", None, None, "equal", "disease"), "--l-kind"),
+        ((None, None, "distinct", None, 0.3, "nearest", "disease"), "'distance' parameter of TCloseness"),
+    ]:
+        with pytest.raises(ParameterError, match=message):
+            build_criteria(*args)
+    assert [type(c).__name__ for c in build_criteria(3, 2, "entropy", None, 0.2, "ordered", "d")] == [
+        "KAnonymity", "EntropyLDiversity", "TCloseness"]
+    assert build_criteria(None, 2, "recursive", 3.0, None, "equal", "d")[0].c == 3.0
+
+
+def test_recipe_with_hierarchy_files_and_criteria(tmp_path, cli):
+    from pathlib import Path
+
+    adult = Path(__file__).parent / "data" / "adult"
+    frame = pd.read_csv(adult / "adult.csv.gz", sep=";").head(3000)
+    frame.to_csv(tmp_path / "adult.csv", index=False)
+    hier = {q: str(adult / f"adult_hierarchy_{q}.csv.gz") for q in ("age", "sex", "race", "education")}
+    (tmp_path / "recipe.toml").write_text(
+        '[input]\npath = "adult.csv"\n'
+        '[schema]\nquasi = ["age", "sex", "race", "education"]\nconfidential = ["occupation"]\n'
+        '[[method]]\nname = "full_domain_generalization"\nk = 5\nmax_suppression = 0.02\n'
+        'criteria = [{criterion = "distinct_l_diversity", l = 2, sensitive = "occupation"}]\n'
+        "[method.hierarchies]\n" + "".join(f'{q} = "{p}"\n' for q, p in hier.items()) +
+        '[output]\ndir = "out"\n'
+    )
+    result = cli("protect", str(tmp_path / "recipe.toml"))
+    assert result.returncode == 0, result.stderr
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    step = manifest["methods"][0]
+    assert step["params"]["hierarchies"]["age"]["levels"] == 5
+    assert step["params"]["criteria"][0]["class"] == "DistinctLDiversity"
+    info = json.dumps(manifest)
+    assert '"node"' in info and '"suppressed"' in info

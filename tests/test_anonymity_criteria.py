@@ -132,3 +132,11 @@ def test_monotonicity_declarations_hold_on_random_merges():
             cost = (sizes[keep] * bad)
             if keep.all():
                 assert cost[2] <= cost[0] + cost[1]
+
+
+def test_t_closeness_hierarchy_from_a_csv_path(tmp_path):
+    path = tmp_path / "disease.csv"
+    path.write_text("asthma;respiratory;*\nflu;respiratory;*\ncancer;tumour;*\nnone;healthy;*\n")
+    crit = TCloseness(0.2, "disease", distance="hierarchical", hierarchy=str(path))
+    assert isinstance(crit.hierarchy, Hierarchy)
+    assert measures(crit)[0] == pytest.approx([3 / 16, 3 / 16])

@@ -97,3 +97,12 @@ def test_bad_inputs():
         Mondrian(2, ("x",), criteria=[DistinctLDiversity(3, "s")]).partition(frame)
     with pytest.raises(DataError, match="'x'"):
         Mondrian(2, ("x",)).apply(frame.assign(x=[1.0, np.nan, 3.0]))
+
+
+def test_dates_come_out_as_iso_ranges():
+    days = pd.to_datetime("2020-01-01") + pd.to_timedelta(np.arange(40) * 9, unit="D")
+    frame = pd.DataFrame({"day": days})
+    part = Mondrian(4, ("day",)).partition(frame)
+    assert check(part.data, ["day"], [KAnonymity(4)]).satisfied
+    first = part.data["day"].iloc[0]
+    assert first.startswith("[2020-01-01-") and first.endswith("]")

@@ -98,7 +98,7 @@ CRITERIA = [(), (DistinctLDiversity(2, "s"),), (EntropyLDiversity(1.8, "s"),),
 def test_optimal_and_samarati_agree_with_the_exhaustive_oracle(metric):
     rng = np.random.default_rng(2024)
     checked = 0
-    for trial in range(40):
+    for trial in range(20):
         frame, h = random_case(rng)
         k = int(rng.integers(2, 4))
         sup = float(rng.choice([0.0, 0.1, 0.25]))
@@ -126,7 +126,7 @@ def test_optimal_and_samarati_agree_with_the_exhaustive_oracle(metric):
             assert report.satisfied, trial
         assert part.info["suppressed"] <= np.floor(sup * len(frame) + 1e-9)
         checked += 1
-    assert checked >= 20
+    assert checked >= 10
 
 
 def test_transform_through_protect_records_the_node():
@@ -198,7 +198,7 @@ def adult_case(adult, k, sup):
     return part
 
 
-@pytest.mark.parametrize(("k", "sup"), [(5, 0.0), (10, 0.05)])
+@pytest.mark.parametrize(("k", "sup"), [(5, 0.0), (50, 0.05)])
 def test_adult_k_anonymous(adult, k, sup):
     adult_case(adult, k, sup)
 
@@ -216,3 +216,37 @@ def test_adult_k5_is_the_exhaustive_optimum_on_four_attributes(adult):
     best = FullDomainGeneralization(5, sub, max_suppression=0.01).search(frame)
     oracle = FullDomainGeneralization(5, sub, max_suppression=0.01, algorithm="exhaustive").search(frame)
     assert best.node == oracle.node and set(best.minimal) == set(oracle.minimal)
+
+
+def test_date_and_numeric_columns_through_builders():
+    rng = np.random.default_rng(9)
+    days = pd.to_datetime("2015-01-01") + pd.to_timedelta(rng.integers(0, 3000, 200), unit="D")
+    frame = pd.DataFrame({"born": days, "age": rng.integers(18, 90, 200).astype(float)})
+    h = {"born": Hierarchy.dates(frame["born"]), "age": Hierarchy.intervals(range(0, 100), widths=(10, 20))}
+    part = FullDomainGeneralization(5, h, max_suppression=0.05).partition(frame)
+    assert check(part.data, ["born", "age"], [KAnonymity(5)]).satisfied
+    level = part.info["node"]["born"]
+    if level == 2:
+        assert part.data["born"].str.fullmatch(r"\d{4}").all()
+
+
+def test_fig1_metrics_by_hand():
+    # GT[0,1] of Fig. 1 keeps classes asian/9414* (2), asian/9413* (3), black/9413* (2) and
+    # suppresses the two white records (n = 9, s = 2).
+    frame, h = fig1()
+    metrics = FullDomainGeneralization(2, h, max_suppression=2 / 9).partition(frame).info["metrics"]
+    assert metrics["discernibility"] == 4 + 9 + 4 + 2 * 9
+    assert metrics["aecs"] == pytest.approx(7 / 3)
+    # non-uniform entropy: ZIP counts 94142:1 94141:2 94139:5 94138:1, 9414*:3 9413*:6.
+    # kept: log2(3/1) + log2(3/2) + 4 log2(6/5) + log2(6/1) (race kept at level 0 costs 0);
+    # suppressed white/94139 and white/94141: race 2 log2(9/2), zip log2(9/5) + log2(9/2).
+    log2 = np.log2
+    expected = (log2(3) + log2(1.5) + 4 * log2(1.2) + log2(6)) + 2 * log2(4.5) + log2(1.8) + log2(4.5)
+    assert metrics["entropy"] == pytest.approx(expected)
+
+
+def test_too_large_a_lattice_is_refused():
+    from sdckit.anonymity.lattice import Lattice
+
+    with pytest.raises(DataError, match="more than the 2,000,000 a full-domain search handles"):
+        Lattice([10] * 7)

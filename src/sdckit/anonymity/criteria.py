@@ -179,6 +179,8 @@ class TCloseness(Criterion):
                        "distance": Options(("equal", "ordered", "hierarchical"))}
 
     def __post_init__(self) -> None:
+        if isinstance(self.hierarchy, str):  # a CSV path, e.g. from a recipe
+            object.__setattr__(self, "hierarchy", Hierarchy.from_csv(self.hierarchy))
         super().__post_init__()
         if (self.distance == "hierarchical") != isinstance(self.hierarchy, Hierarchy):
             check_param("TCloseness", "hierarchy", self.hierarchy, [Satisfies(

@@ -148,7 +148,7 @@ class FullDomainGeneralization(Method):
         ])
         sens = (np.column_stack([s.codes for s in enc.sensitive]) if enc.sensitive
                 else np.zeros((enc.n, 0), dtype=np.int64))
-        cls, _, violating = ev.class_stats(GroupTable(node, codes, sens, np.ones(enc.n, dtype=np.int64)))
+        cls, _, violating = ev.class_stats(GroupTable(node, codes, sens, np.ones(enc.n, dtype=np.int64), grouped=False))
         kept = ~violating.any(axis=1)[cls]
         data = frame.loc[kept].copy()
         for j, name in enumerate(quasi):

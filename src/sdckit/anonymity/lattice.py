@@ -127,6 +127,7 @@ class GroupTable:
     codes: np.ndarray  # rows x quasi
     sens: np.ndarray  # rows x sensitive
     counts: np.ndarray
+    grouped: bool = True  # rows are distinct (False: one row per record, not regrouped)
 
 
 @dataclass(frozen=True)
@@ -211,11 +212,17 @@ class Evaluator:
     def class_stats(self, table: GroupTable) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Class of each table row, class sizes and the classes x criteria violation matrix."""
         node = table.node
-        key = combine_codes([table.codes[:, j] for j in range(len(node))],
-                            [self.level_sizes[j][node[j]] for j in range(len(node))])
-        cls, uniques = pd.factorize(key)
-        g = len(uniques)
-        sizes = np.bincount(cls, weights=table.counts, minlength=g).astype(np.int64)
+        if table.grouped and table.sens.shape[1] == 0:
+            # a grouped table without sensitive columns: its rows are the classes
+            cls = np.arange(len(table.counts))
+            g = len(cls)
+            sizes = table.counts
+        else:
+            key = combine_codes([table.codes[:, j] for j in range(len(node))],
+                                [self.level_sizes[j][node[j]] for j in range(len(node))])
+            cls, uniques = pd.factorize(key)
+            g = len(uniques)
+            sizes = np.bincount(cls, weights=table.counts, minlength=g).astype(np.int64)
         violating = np.zeros((g, len(self.criteria)), dtype=bool)
         hists: dict[int, np.ndarray] = {}
         for i, (c, si) in enumerate(zip(self.criteria, self.sens_index)):

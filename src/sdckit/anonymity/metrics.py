@@ -48,7 +48,7 @@ def node_metrics(ev: Evaluator, node: Sequence[int]) -> dict[str, float]:
         bottom.codes[:, j] if node[j] == 0 else ev.rollup(j, 0, node[j])[bottom.codes[:, j]]
         for j in range(len(node))
     ]) if node else bottom.codes
-    cls, sizes, violating = ev.class_stats(GroupTable(node, codes, bottom.sens, bottom.counts))
+    cls, sizes, violating = ev.class_stats(GroupTable(node, codes, bottom.sens, bottom.counts, grouped=False))
     bad_class = violating.any(axis=1)
     n = int(bottom.counts.sum())
     s = int(sizes[bad_class].sum())

@@ -50,6 +50,7 @@ class _Dims:
     values: np.ndarray  # records x ordered dims (floats)
     ranks: np.ndarray  # records x ordered dims (dense ranks)
     spans: np.ndarray  # ordered dims: table range
+    uniques: list[np.ndarray]  # ordered dims: sorted distinct values (indexed by rank)
     hier: list[int]  # positions of hierarchical dims
     hierarchies: list[Hierarchy]
     hcodes: list[np.ndarray]  # per hierarchical dim: records x levels codes
@@ -127,7 +128,7 @@ class Mondrian(Method):
     # ------------------------------------------------------------------ encoding
     def _dims(self, frame: pd.DataFrame, quasi: tuple[str, ...], schema: Schema) -> _Dims:
         hierarchies = self.hierarchies or {}
-        ordered, hier, values, ranks, spans, hs, hcodes = [], [], [], [], [], [], []
+        ordered, hier, values, ranks, spans, hs, hcodes, uniques = [], [], [], [], [], [], [], []
         for j, name in enumerate(quasi):
             column = schema[name]
             if name in hierarchies or column.kind is Kind.NOMINAL:
@@ -140,14 +141,16 @@ class Mondrian(Method):
                 v = order_values(frame[name], column)
                 ordered.append(j)
                 values.append(v)
-                ranks.append(np.unique(v, return_inverse=True)[1].astype(np.int64))
+                distinct, rank = np.unique(v, return_inverse=True)
+                uniques.append(distinct)
+                ranks.append(rank.astype(np.int64))
                 spans.append(float(v.max() - v.min()))
         n = len(frame)
         return _Dims(
             quasi, ordered,
             np.column_stack(values) if values else np.zeros((n, 0)),
             np.column_stack(ranks) if ranks else np.zeros((n, 0), dtype=np.int64),
-            np.asarray(spans), hier, hs, hcodes,
+            np.asarray(spans), uniques, hier, hs, hcodes,
         )
 
     # ------------------------------------------------------------------ search
@@ -165,6 +168,11 @@ class Mondrian(Method):
         is_hier[dims.hier] = True
         ordered_pos = np.full(m, -1)
         ordered_pos[dims.ordered] = np.arange(len(dims.ordered))
+        # The ordered dims' ranks travel with ``rec`` (dims x active records), so every access
+        # is local to a region rather than a random gather over the table; values are looked
+        # up from the ranks (dense ranks index the sorted distinct values).
+        cur_ranks = np.ascontiguousarray(dims.ranks.T, dtype=np.int32)
+        uniques = dims.uniques
         classes = 0
         rounds = 0
         while len(bounds) > 1:
@@ -174,9 +182,10 @@ class Mondrian(Method):
             seg = np.repeat(np.arange(nseg), sizes)
             width = np.zeros((nseg, m))
             if dims.ordered:
-                vals = dims.values[rec]
-                lo = np.minimum.reduceat(vals, bounds[:-1], axis=0)
-                hi = np.maximum.reduceat(vals, bounds[:-1], axis=0)
+                rlo = np.minimum.reduceat(cur_ranks, bounds[:-1], axis=1)
+                rhi = np.maximum.reduceat(cur_ranks, bounds[:-1], axis=1)
+                lo = np.column_stack([u[r] for u, r in zip(uniques, rlo)])
+                hi = np.column_stack([u[r] for u, r in zip(uniques, rhi)])
                 width[:, dims.ordered] = np.divide(hi - lo, dims.spans, out=np.zeros_like(hi), where=dims.spans > 0)
             first = rec[bounds[:-1]]
             for c, (j, h) in enumerate(zip(dims.hier, dims.hierarchies)):
@@ -203,7 +212,11 @@ class Mondrian(Method):
                     opos = ordered_pos[s_dim]
                     mo = opos >= 0
                     if mo.any():
-                        s_lab[mo], order_mo = _median_labels(dims.ranks[s_rec[mo], opos[mo]], s_seg[mo])
+                        if mo.all():
+                            r = (cur_ranks[opos, sel] if len(dims.ordered) > 1 else cur_ranks[0, sel]).astype(np.int64)
+                            s_lab, order_mo = _median_labels(r, s_seg)
+                        else:
+                            s_lab[mo], order_mo = _median_labels(cur_ranks[opos[mo], sel[mo]].astype(np.int64), s_seg[mo])
                 for c, j in enumerate(dims.hier):
                     mh = s_dim == j
                     if mh.any():
@@ -229,6 +242,7 @@ class Mondrian(Method):
                     # every region was cut by value: take the (region, value) order of the
                     # median search, so the regions' halves are already contiguous
                     rec, seg, labels = rec[order_mo], seg[order_mo], labels[order_mo]
+                    cur_ranks = np.take(cur_ranks, order_mo, axis=1)
                 ngroups = np.bincount(gseg, minlength=nseg)
                 anybad = np.bincount(gseg, weights=gbad, minlength=nseg) > 0
                 ok = tryable & (ngroups >= 2) & ~anybad
@@ -256,12 +270,14 @@ class Mondrian(Method):
                 classes += len(fseg)
             keep = ~final[seg]
             rec, seg_k, lab_k = rec[keep], seg[keep], new_label[keep]
+            cur_ranks = np.compress(keep, cur_ranks, axis=1)
             if len(rec) == 0:
                 break
             key = seg_k * (lab_k.max() + 1) + lab_k
             if not np.all(key[1:] >= key[:-1]):
                 o = np.argsort(key, kind="stable")
                 rec, key, seg_k = rec[o], key[o], seg_k[o]
+                cur_ranks = np.take(cur_ranks, o, axis=1)
             starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
             bounds = np.r_[starts, len(rec)]
             parent = seg_k[starts]
@@ -297,13 +313,13 @@ class Mondrian(Method):
         cls, levels = self._cut(dims, criteria, sens, progress)
         data = frame.copy()
         losses = {}
+        by_class = np.argsort(cls, kind="stable")
+        class_starts = np.searchsorted(cls[by_class], np.arange(cls.max() + 1))
         for pos_o, j in enumerate(dims.ordered):
             name = quasi[j]
-            v = dims.values[:, pos_o]
-            lo = np.full(cls.max() + 1, np.inf)
-            hi = np.full(cls.max() + 1, -np.inf)
-            np.minimum.at(lo, cls, v)
-            np.maximum.at(hi, cls, v)
+            v = dims.values[by_class, pos_o]
+            lo = np.minimum.reduceat(v, class_starts)
+            hi = np.maximum.reduceat(v, class_starts)
             span = dims.spans[pos_o]
             losses[name] = float(np.mean((hi - lo)[cls] / span)) if span > 0 else 0.0
             labels = _range_labels(frame[name], schema[name], lo, hi)
