@@ -1,0 +1,196 @@
+"""The exact samplers and the Laplace / geometric mechanisms (sdckit.dp.sampling, .mechanisms)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import stats
+
+from sdckit import DataError, ParameterError
+from sdckit.dp import Geometric, Laplace
+from sdckit.dp.mechanisms import confidence_radius, laplace_randomise
+from sdckit.dp.sampling import bernoulli_exp_neg, discrete_laplace
+
+
+def discrete_laplace_pmf(values: np.ndarray, scale: float) -> np.ndarray:
+    q = math.exp(-1.0 / scale)
+    return (1 - q) / (1 + q) * q ** np.abs(values)
+
+
+# --------------------------------------------------------------------------- exact samplers
+def test_bernoulli_exp_neg_has_the_right_mean():
+    # exp(-3/10) = 0.7408; 40,000 draws: standard error sqrt(p(1-p)/n) = 0.0022.
+    draws = bernoulli_exp_neg(np.full(40_000, 3), 10, np.random.default_rng(1))
+    assert abs(draws.mean() - math.exp(-0.3)) < 4 * 0.0022
+    # gamma = 0 always succeeds; gamma = 1 gives exp(-1) = 0.3679.
+    assert bernoulli_exp_neg(np.zeros(100, dtype=int), 7, np.random.default_rng(2)).all()
+    ones = bernoulli_exp_neg(np.full(40_000, 5), 5, np.random.default_rng(3))
+    assert abs(ones.mean() - math.exp(-1)) < 4 * 0.0024
+
+
+@pytest.mark.parametrize(("s", "r"), [(2, 1), (5, 2), (1, 3)])
+def test_discrete_laplace_matches_its_pmf(s, r):
+    draws = discrete_laplace(30_000, s, r, np.random.default_rng(s * 10 + r))
+    support = np.arange(-6, 7)
+    expected = discrete_laplace_pmf(support, s / r) * len(draws)
+    observed = np.array([(draws == v).sum() for v in support])
+    tail = len(draws) - observed.sum()
+    expected_tail = len(draws) - expected.sum()
+    chi2 = stats.chisquare(np.append(observed, tail), np.append(expected, expected_tail))
+    assert chi2.pvalue > 1e-3
+    assert abs(draws.mean()) < 4 * draws.std() / math.sqrt(len(draws))
+
+
+def test_discrete_laplace_takes_one_scale_per_draw():
+    scales = np.repeat([1, 50], 20_000)
+    draws = discrete_laplace(len(scales), scales, 1, np.random.default_rng(4))
+    # E|Y| = 2q / (1 - q^2) for the discrete Laplace; q = exp(-1/scale).
+    for scale, part in ((1, draws[:20_000]), (50, draws[20_000:])):
+        q = math.exp(-1 / scale)
+        assert np.abs(part).mean() == pytest.approx(2 * q / (1 - q**2), rel=0.04)
+
+
+# --------------------------------------------------------------------------- Laplace
+def test_laplace_noise_has_the_laplace_distribution():
+    mech = Laplace(epsilon=0.5, sensitivity=1.5)  # scale 3
+    noise = mech.noise(20_000, rng=5)
+    assert mech.scale == 3.0
+    assert stats.kstest(noise, stats.laplace(scale=3.0).cdf).pvalue > 1e-3
+    assert np.abs(noise).mean() == pytest.approx(3.0, rel=0.03)  # E|Y| = b
+    assert noise.var() == pytest.approx(2 * 9.0, rel=0.06)  # Var Y = 2 b^2
+
+
+def test_laplace_is_reproducible_under_a_seed_and_keeps_the_shape():
+    mech = Laplace(epsilon=1.0, sensitivity=1.0)
+    values = np.arange(12.0).reshape(3, 4)
+    first = mech.randomise(values, rng=9)
+    assert first.shape == (3, 4)
+    np.testing.assert_array_equal(first, mech.randomise(values, rng=9))
+    assert not np.array_equal(first, mech.randomise(values, rng=10))
+
+
+def test_zero_sensitivity_elements_are_left_unchanged():
+    rng = np.random.default_rng(0)
+    out = laplace_randomise(np.array([1.5, 2.5, 3.5]), np.array([0.0, 1.0, 0.0]), 1.0, rng)
+    assert out[0] == 1.5 and out[2] == 3.5 and out[1] != 2.5
+
+
+def off_grid_share(values: np.ndarray, step: float) -> float:
+    """Share of values that are not exact multiples of ``step`` (a power of two)."""
+    return float(np.mean(np.fmod(values, step) != 0))
+
+
+def test_textbook_sampling_shows_the_attack_signature():
+    # Mironov (2012): textbook x + b*log(U) noise. From input 1 every output near 0 is
+    # 1 + n with n near -1, an exact (Sterbenz) subtraction: a multiple of 2**-53. From input
+    # 0 the output is n itself, which near 0 has far finer low bits. So an output off the 2**-53
+    # grid proves the input was 0: the low bits reveal the input.
+    rng = np.random.default_rng(6)
+    from_zero = 0.0 + rng.laplace(0.0, 1.0, 200_000)
+    from_one = 1.0 + rng.laplace(0.0, 1.0, 200_000)
+    near_zero = lambda y: y[np.abs(y) < 0.25]  # noqa: E731
+    assert off_grid_share(near_zero(from_one), 2.0**-53) == 0.0
+    assert off_grid_share(near_zero(from_zero), 2.0**-53) > 0.5
+
+
+def test_sdckit_sampler_has_no_attack_signature():
+    # The same experiment with sdckit's sampler: every output, from either input, is a
+    # multiple of the grid g = 2**-40 (scale 1), so the low bits carry nothing about the input.
+    mech = Laplace(epsilon=1.0, sensitivity=1.0)
+    from_zero = mech.randomise(np.zeros(200_000), rng=7)
+    from_one = mech.randomise(np.ones(200_000), rng=8)
+    assert mech.grid == 2.0**-40
+    for outputs in (from_zero, from_one):
+        assert off_grid_share(outputs, mech.grid) == 0.0
+        assert off_grid_share(outputs[np.abs(outputs) < 0.25], 2.0**-53) == 0.0
+    # The lowest grid bits are uniform for both inputs (chi-square against uniform on 16 cells).
+    for outputs in (from_zero, from_one):
+        low = (np.rint(outputs / mech.grid).astype(np.int64) % 16)
+        assert stats.chisquare(np.bincount(low, minlength=16)).pvalue > 1e-3
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    x=st.floats(-1e6, 1e6, allow_nan=False),
+    sensitivity=st.floats(1e-3, 1e3),
+    epsilon=st.floats(0.01, 10.0),
+    seed=st.integers(0, 2**32),
+)
+def test_every_output_lies_on_the_input_independent_grid(x, sensitivity, epsilon, seed):
+    mech = Laplace(epsilon=epsilon, sensitivity=sensitivity)
+    outputs = mech.randomise(np.full(50, x), rng=seed)
+    # Below 2**53 grid steps the output is an exact grid point; above, every double is one.
+    assert np.all(np.fmod(outputs, mech.grid) == 0)
+    assert mech.grid <= mech.scale * 2.0**-40 < 2 * mech.grid
+
+
+def test_confidence_radius_hand_worked():
+    # P(|Y| <= r) = 1 - exp(-r/b) = alpha  =>  r = b ln(1/(1-alpha)); b = 2, alpha = 0.99:
+    # r = 2 ln 100 = 9.2103.
+    assert confidence_radius(2.0, 0.99) == pytest.approx(2 * math.log(100))
+    assert Laplace(epsilon=0.5, sensitivity=1.0).radius(0.5) == pytest.approx(2 * math.log(2))
+    noise = Laplace(epsilon=1.0, sensitivity=2.0).noise(20_000, rng=3)
+    assert np.mean(np.abs(noise) <= confidence_radius(2.0, 0.9)) == pytest.approx(0.9, abs=0.01)
+
+
+# --------------------------------------------------------------------------- geometric
+def test_geometric_noise_matches_the_discrete_laplace():
+    mech = Geometric(epsilon=0.5, sensitivity=1)  # scale 2
+    out = mech.randomise(np.full(30_000, 7), rng=11)
+    assert out.dtype == np.int64
+    support = np.arange(-5, 6)
+    observed = np.array([(out - 7 == v).sum() for v in support])
+    expected = discrete_laplace_pmf(support, 2.0) * len(out)
+    chi2 = stats.chisquare(
+        np.append(observed, len(out) - observed.sum()),
+        np.append(expected, len(out) - expected.sum()),
+    )
+    assert chi2.pvalue > 1e-3
+
+
+def test_geometric_refuses_non_integers():
+    with pytest.raises(DataError, match="integer"):
+        Geometric(epsilon=1.0, sensitivity=1).randomise([1.5], rng=0)
+
+
+# --------------------------------------------------------------------------- bad inputs
+@pytest.mark.parametrize("cls", [Laplace, Geometric])
+@pytest.mark.parametrize("epsilon", [0, 0.0, -1.0, math.inf, math.nan, "1", True, None])
+def test_bad_epsilon_is_refused(cls, epsilon):
+    with pytest.raises(ParameterError, match=rf"The 'epsilon' parameter of {cls.__name__} must be"):
+        cls(epsilon=epsilon, sensitivity=1)
+
+
+@pytest.mark.parametrize("cls", [Laplace, Geometric])
+def test_missing_sensitivity_is_refused(cls):
+    with pytest.raises(ParameterError, match=rf"The 'sensitivity' parameter of {cls.__name__} .*Got None"):
+        cls(epsilon=1.0)
+
+
+@pytest.mark.parametrize("sensitivity", [0, -2.0, math.inf, math.nan, "2"])
+def test_bad_laplace_sensitivity_is_refused(sensitivity):
+    with pytest.raises(ParameterError, match="'sensitivity' parameter of Laplace"):
+        Laplace(epsilon=1.0, sensitivity=sensitivity)
+
+
+@pytest.mark.parametrize("sensitivity", [0, 1.5, -1])
+def test_bad_geometric_sensitivity_is_refused(sensitivity):
+    with pytest.raises(ParameterError, match="'sensitivity' parameter of Geometric must be an int >= 1"):
+        Geometric(epsilon=1.0, sensitivity=sensitivity)
+
+
+def test_epsilon_too_small_to_sample_exactly_is_refused():
+    with pytest.raises(ParameterError, match="epsilon"):
+        Laplace(epsilon=2.0**-60, sensitivity=1.0)
+    with pytest.raises(ParameterError, match="epsilon"):
+        Geometric(epsilon=2.0**-40, sensitivity=1)
+
+
+@pytest.mark.parametrize("value", [math.nan, math.inf])
+def test_missing_or_infinite_values_are_refused(value):
+    with pytest.raises(DataError, match="missing or infinite"):
+        Laplace(epsilon=1.0, sensitivity=1.0).randomise([1.0, value], rng=0)
