@@ -168,9 +168,13 @@ def test_cli_compare_recipe_and_example(cli, project):
     assert list(table.index) == ["noise", "swap p=5", "swap p=50"]
     html = (project / "cmp" / "compare.html").read_text()
     assert "<svg" in html and "rank_swapping(columns=None, p=50)" in html and "<script" not in html
-    example = cli("compare", "--example", "methods", "--n", "100", "--seeds", "1", "--random", "1000",
-                  "--json", str(project / "e.json"))
-    assert example.returncode == 0, example.stderr
+    from typer.testing import CliRunner
+
+    from sdckit.cli import app
+
+    example = CliRunner().invoke(app, ["compare", "--example", "methods", "--n", "100", "--seeds", "1", "--random",
+                                       "1000", "--json", str(project / "e.json")])
+    assert example.exit_code == 0, example.output
     assert set(json.loads((project / "e.json").read_text())["methods"]) == {
         "additive_noise_1pct", "multiplicative_noise_5pct", "rank_swapping_15pct", "synthetic_mvn"}
 

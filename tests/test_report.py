@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 from report_helpers import census, census_schema, disclosed_values, release
+from sdckit import protect
 from sdckit.core.errors import ParameterError
 from sdckit.recipe import load_recipe, run_recipe
 from sdckit.report import assess_report, build_report, render_report
@@ -216,3 +217,20 @@ def test_assess_manifest_bad_inputs(tmp_path):
     assert schema_from_manifest({}, census(5)) is None
     schema = schema_from_manifest(release(census(30)).manifest, census(30).drop(columns="ID"))
     assert schema["SEX"].role.value == "quasi" and "ID" not in schema
+
+
+# ----------------------------------------------------------------------------- every method
+from test_common_checks import METHODS, build, common_frame  # noqa: E402
+
+
+@pytest.mark.parametrize(("name", "cls"), METHODS)
+def test_report_builds_for_every_registered_method(name, cls):
+    # protect() now ends with the report, so the report must cope with every method's output:
+    # other record counts (sampling, suppression, synthesis), NaN cells, generalized strings.
+    frame, schema = common_frame()
+    rel = protect(frame, [build(cls)], schema=schema, seed=3)
+    report = build_report(frame, rel.data, schema=rel.schema, manifest=rel.manifest, n_random=300, n_null=3,
+                          random_state=1)
+    html = render_report(report)
+    assert '<section id="transparency">' in html and name in html
+    assert disclosed_values(html, frame, rel.data) == []

@@ -136,5 +136,9 @@ def test_cli_tune(cli, tmp_path, data):
     assert payload["param"] == "alpha" and payload["found"] and len(payload["curve"]) <= 5
     assert "Least-perturbing plausibly deniable value" in result.stdout
     assert "<svg" in (tmp_path / "t.html").read_text()
-    bad = cli("tune", str(tmp_path / "r.toml"), "--step", "2")
-    assert bad.returncode == 2 and "--step must be between 1 and 1" in bad.stderr
+    from typer.testing import CliRunner
+
+    from sdckit.cli import app
+
+    bad = CliRunner().invoke(app, ["tune", str(tmp_path / "r.toml"), "--step", "2"])
+    assert isinstance(bad.exception, ParameterError) and "--step must be between 1 and 1" in str(bad.exception)
