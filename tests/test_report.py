@@ -38,6 +38,9 @@ def test_report_has_every_section_and_figure(made):
     assert html.count("<svg") == 7
     assert report.data["permutation"]["hellinger"] > 0
     assert report.data["classes"]["quasi"] == ["SEX", "REGION"]
+    # 8 classes (2 sexes x 4 regions) partition 300 records: discernibility = sum of squared sizes
+    sizes = made[0].groupby(["SEX", "REGION"]).size()
+    assert report.data["classes"]["discernibility"] == int((sizes**2).sum())
 
 
 def test_report_is_self_contained(made):

@@ -133,6 +133,7 @@ def test_equivalence_classes_hand_worked_and_missing_values():
     r = equivalence_classes(f, ["sex", "zip"])
     # classes: (f,1)x2, (m,1)x1, (m,2)x2, (None,2)x2
     assert r.sizes.tolist() == [2, 2, 1, 2, 2, 2, 2]
+    assert r.labels.tolist() == [0, 0, 1, 2, 2, 3, 3]
     assert r.size_counts.to_dict() == {1: 1, 2: 3}
     assert (r.n_classes, r.uniques, r.k, r.below(3)) == (4, 1, 1, 7)
     assert r.share_unique == pytest.approx(1 / 7)

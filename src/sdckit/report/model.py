@@ -29,7 +29,13 @@ from sdckit.report import figures
 from sdckit.report.settings import DEFAULTS, check_settings
 from sdckit.risk import categorical_quasi, distance_linkage, equivalence_classes, interval_disclosure, permutation_risk
 from sdckit.risk.permutation import PermutationRisk
-from sdckit.utility import correlation_difference, moment_differences, quantile_differences, utility_summary
+from sdckit.utility import (
+    correlation_difference,
+    discernibility,
+    moment_differences,
+    quantile_differences,
+    utility_summary,
+)
 from sdckit.utility.columns import shared_numeric_columns
 
 Progress = Callable[[int, int, str], Any]
@@ -178,21 +184,25 @@ def _utility_section(original: pd.DataFrame, released: pd.DataFrame, cols: list[
     return Section("utility.html", "Utility: what the release preserves", "utility", ctx), summary
 
 
-def _classes_section(released: pd.DataFrame, schema: Schema | None) -> tuple[Section, dict[str, Any] | None]:
+def _classes_section(original: pd.DataFrame, released: pd.DataFrame, schema: Schema | None) -> tuple[Section, dict[str, Any] | None]:
     quasi = categorical_quasi(schema) if schema is not None else ()
     quasi = tuple(q for q in quasi if q in released.columns)
     if not quasi:
         return Section("classes.html", "Equivalence classes on categorical quasi-identifiers", "classes", {},
                        note="The schema declares no nominal or ordinal quasi-identifier in the release, so there are no equivalence classes to count."), None
     risk = equivalence_classes(released, quasi)
+    suppressed = max(len(original) - len(released), 0)
+    cost = discernibility(risk.labels.to_numpy(), n_suppressed=suppressed, n_total=max(len(original), len(released)))
     ctx = {
         "figure": svg(figures.class_sizes(risk.size_counts)),
         "quasi": ", ".join(quasi),
         "rows": [("records", _fmt(len(risk.sizes))), ("equivalence classes", _fmt(risk.n_classes)),
                  ("sample uniques (class of size 1)", f"{_fmt(risk.uniques)} ({_fmt(100 * risk.share_unique, 3)}%)"),
-                 ("smallest class (k)", _fmt(risk.k)), ("records in classes smaller than 5", _fmt(risk.below(5)))],
+                 ("smallest class (k)", _fmt(risk.k)), ("records in classes smaller than 5", _fmt(risk.below(5))),
+                 ("discernibility (classes' squared sizes, n per missing record)", _fmt(cost))],
     }
-    return Section("classes.html", "Equivalence classes on categorical quasi-identifiers", "classes", ctx), risk.to_dict()
+    return Section("classes.html", "Equivalence classes on categorical quasi-identifiers", "classes", ctx), {
+        **risk.to_dict(), "discernibility": cost, "records_missing": suppressed}
 
 
 def transparency_section(manifest: Mapping[str, Any] | None, settings: Mapping[str, Any]) -> Section:
@@ -334,7 +344,7 @@ def build_report(
     sections.append(section)
     step("utility")
     # --- equivalence classes
-    section, classes = _classes_section(released, schema)
+    section, classes = _classes_section(original, released, schema)
     sections.append(section)
     data["classes"] = classes
     step("equivalence classes")

@@ -28,12 +28,15 @@ class ClassRisk:
         The quasi-identifiers used.
     sizes : Series
         Size of each record's class (index of the data).
+    labels : Series
+        Each record's class number (0, 1, ... in order of first appearance).
     size_counts : Series
         Number of classes of each size (index: size, ascending).
     """
 
     quasi: tuple[str, ...]
     sizes: pd.Series
+    labels: pd.Series
 
     @property
     def size_counts(self) -> pd.Series:
@@ -103,6 +106,7 @@ def equivalence_classes(
     for name in quasi:
         if name not in frame.columns:
             raise SchemaError(f"Quasi-identifier {name!r} is not in the data; the columns are: {', '.join(map(str, frame.columns))}.")
-    sizes = frame.groupby(quasi, dropna=False, sort=False, observed=True)[quasi[0]].transform("size")
-    sizes = pd.Series(np.asarray(sizes, dtype=np.int64), index=frame.index, name="class_size")
-    return ClassRisk(tuple(quasi), sizes)
+    groups = frame.groupby(quasi, dropna=False, sort=False, observed=True)
+    labels = pd.Series(np.asarray(groups.ngroup(), dtype=np.int64), index=frame.index, name="class")
+    sizes = pd.Series(np.bincount(labels.to_numpy())[labels.to_numpy()], index=frame.index, name="class_size")
+    return ClassRisk(tuple(quasi), sizes, labels)
