@@ -164,3 +164,22 @@ def test_equivalence_classes_from_schema_and_bad_inputs():
         equivalence_classes(f.iloc[:0], ["sex"])
     with pytest.raises(DataError, match="DataFrame"):
         equivalence_classes([1, 2], ["sex"])
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 10_000), st.integers(2, 30), st.sampled_from([1.0, 10.0, 25.0, 60.0, 100.0]))
+def test_interval_disclosure_matches_brute_force(seed, n, p):
+    # oracle: for each record, collect the released values whose rank position lies within w of
+    # any position holding the record's released value, and test the original against their range
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 6, n).astype(float)  # many ties on purpose
+    x = y + rng.normal(scale=1.0, size=n)
+    w = int(np.floor(p / 100 * n / 2))
+    s = np.sort(y)
+    expected = []
+    for i in range(n):
+        positions = np.flatnonzero(s == y[i])
+        window = s[max(positions.min() - w, 0): min(positions.max() + w, n - 1) + 1]
+        expected.append(window.min() <= x[i] <= window.max())
+    got = interval_disclosure(pd.DataFrame({"a": x}), pd.DataFrame({"a": y}), p=p).share
+    assert got == pytest.approx(np.mean(expected))
