@@ -146,10 +146,12 @@ class NodeStats:
 
 
 class Evaluator:
-    """Evaluates lattice nodes by rolling up group tables; caches results and a few tables."""
+    """Evaluates lattice nodes by rolling up group tables; caches every result and the most
+    recent tables up to ``cache_rows`` rows in all, and rolls each node up from the smallest
+    cached table of a finer node."""
 
     def __init__(self, encoded: Encoded, criteria: Sequence[Criterion], allowed: int,
-                 monotone_flags: Sequence[bool], cache_size: int = 48):
+                 monotone_flags: Sequence[bool], cache_rows: int = 2_000_000):
         self.enc = encoded
         self.criteria = tuple(criteria)
         self.allowed = int(allowed)
@@ -165,7 +167,10 @@ class Evaluator:
                                   if encoded.sensitive else np.zeros((encoded.n, 0), dtype=np.int64),
                                   np.ones(encoded.n, dtype=np.int64))
         self._tables: OrderedDict[tuple[int, ...], GroupTable] = OrderedDict()
-        self._cache_size = cache_size
+        self._cache_rows = cache_rows
+        self._cached_total = 0
+        self._cached_nodes: np.ndarray | None = None
+        self._cached_rows: np.ndarray | None = None
         self.results: dict[tuple[int, ...], NodeStats] = {}
 
     # -------------------------------------------------------------- tables
@@ -190,23 +195,31 @@ class Evaluator:
         if source is None:
             source = self.bottom
             if self._tables:
-                tables = list(self._tables.values())
-                finer = np.all(np.array([t.node for t in tables]) <= np.asarray(node), axis=1)
+                if self._cached_nodes is None:
+                    self._cached_nodes = np.array(list(self._tables), dtype=np.int64)
+                    self._cached_rows = np.array([len(t.counts) for t in self._tables.values()])
+                finer = np.all(self._cached_nodes <= np.asarray(node), axis=1)
                 if finer.any():
-                    rows = np.array([len(t.codes) for t in tables])
-                    best = int(np.argmin(np.where(finer, rows, np.iinfo(np.int64).max)))
-                    if rows[best] < len(source.codes):
-                        source = tables[best]
+                    best = int(np.argmin(np.where(finer, self._cached_rows, np.iinfo(np.int64).max)))
+                    if self._cached_rows[best] < len(source.counts):
+                        source = self._tables[tuple(int(x) for x in self._cached_nodes[best])]
         if source.node == node:
             return source
         cols = np.empty_like(source.codes)
         for j, (low, high) in enumerate(zip(source.node, node)):
             cols[:, j] = source.codes[:, j] if low == high else self.rollup(j, low, high)[source.codes[:, j]]
         table = self._group(node, cols, source.sens, source.counts)
-        self._tables[node] = table
-        if len(self._tables) > self._cache_size:
-            self._tables.popitem(last=False)
+        self._remember(table)
         return table
+
+    def _remember(self, table: GroupTable) -> None:
+        """Cache ``table`` for later roll-ups; the oldest go once the cached rows exceed the budget."""
+        self._tables[table.node] = table
+        self._cached_total += len(table.counts)
+        while self._cached_total > self._cache_rows and len(self._tables) > 1:
+            _, old = self._tables.popitem(last=False)
+            self._cached_total -= len(old.counts)
+        self._cached_nodes = None
 
     # -------------------------------------------------------------- classes
     def class_stats(self, table: GroupTable) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -32,7 +32,12 @@ Progress = Callable[[int, int, str], None] | None
 
 @dataclass(frozen=True)
 class SearchResult:
-    """The chosen node, its metrics, the k-minimal nodes found and the work done."""
+    """The chosen node, its metrics, the k-minimal nodes found and the work done.
+
+    ``minimal`` holds every k-minimal node for ``optimal`` and ``exhaustive``; for
+    ``samarati`` the satisfying nodes at the lowest satisfying height (all k-minimal, but
+    not necessarily all of them). ``evaluated`` counts the nodes whose classes were computed.
+    """
 
     node: tuple[int, ...]
     metrics: dict[str, float]
