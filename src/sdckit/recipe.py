@@ -18,6 +18,13 @@ The format is a contract the CLI and later features extend::
     [output]
     dir = "out"
     format = "parquet"                # optional; the input's format otherwise
+    [report]                          # optional: the HTML report written beside the release
+    enabled = true                    # default true: write report.html
+    n_random = 20000                  # random records of the verification
+    n_null = 50                       # null samples for its baseline and p-value
+    null = "copula"                   # or "independent" (seed 000's rule)
+    alpha = 0.05                      # level of "plausibly deniable" / "plausibly random"
+    interval_p = 10.0                 # interval-disclosure width, percent
 
 Everything is checked — unknown keys, unknown methods, bad parameters — before any data is
 read, and nothing is written unless the whole run succeeds.
@@ -27,10 +34,12 @@ from __future__ import annotations
 
 import hashlib
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from sdckit.core.errors import ParameterError, SdcError
 from sdckit.core.method import Method
@@ -38,11 +47,13 @@ from sdckit.io import detect_format, read, write, write_text_atomic
 from sdckit.io.files import WRITABLE
 from sdckit.methods import available, get_method
 from sdckit.pipeline import ProgressCallback, Release, protect
+from sdckit.report.settings import check_settings
 from sdckit.report.manifest import manifest_json
 
-_TOP_KEYS = {"seed", "keep_identifiers", "input", "schema", "method", "output"}
+_TOP_KEYS = {"seed", "keep_identifiers", "input", "schema", "method", "output", "report"}
 _INPUT_KEYS = {"path", "format", "sep", "encoding", "table", "query"}
 _OUTPUT_KEYS = {"dir", "format", "name", "table"}
+_REPORT_KEYS = {"enabled", "n_random", "n_null", "null", "alpha", "interval_p"}
 MANIFEST_NAME = "manifest.json"
 
 
@@ -71,6 +82,7 @@ class RecipeResult:
     release: Release
     data_path: Path
     manifest_path: Path
+    report_path: Path | None = None
 
 
 def _fail(source: Path, message: str) -> ParameterError:
@@ -87,44 +99,54 @@ def _check_keys(source: Path, table: Mapping[str, Any], allowed: set[str], where
         )
 
 
-def load_recipe(path: str | Path) -> Recipe:
-    """Read and check a recipe file (see the module docstring for its format)."""
+def read_toml(path: str | Path, what: str = "Recipe") -> tuple[dict[str, Any], Path]:
+    """Read a TOML file (a recipe of any kind), with errors that name the file."""
     source = Path(path)
     if not source.exists():
-        raise ParameterError(f"Recipe file not found: {str(source)!r}.")
+        raise ParameterError(f"{what} file not found: {str(source)!r}.")
     if source.is_dir():
-        raise ParameterError(f"{str(source)!r} is a directory, not a recipe file.")
+        raise ParameterError(f"{str(source)!r} is a directory, not a {what.lower()} file.")
     try:
         data = tomllib.loads(source.read_text(encoding="utf-8"))
     except UnicodeDecodeError:
-        raise ParameterError(f"Recipe {str(source)!r} is not UTF-8 text.") from None
+        raise ParameterError(f"{what} {str(source)!r} is not UTF-8 text.") from None
     except tomllib.TOMLDecodeError as exc:
-        raise ParameterError(f"Malformed TOML in recipe {str(source)!r}: {exc}.") from None
-    return parse_recipe(data, source)
+        raise ParameterError(f"Malformed TOML in {what.lower()} {str(source)!r}: {exc}.") from None
+    return data, source
+
+
+def load_recipe(path: str | Path) -> Recipe:
+    """Read and check a recipe file (see the module docstring for its format)."""
+    return parse_recipe(*read_toml(path))
+
+
+def parse_data_source(data: Mapping[str, Any], source: Path) -> tuple[int | None, Path, dict[str, Any], dict[str, Any]]:
+    """The parts every recipe kind shares: ``seed``, ``[input]`` (path and options) and
+    ``[schema]``, checked; the input path is taken from ``source``'s folder."""
+    seed = data.get("seed")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
+        raise _fail(source, f"'seed' must be a non-negative integer; got {seed!r}.")
+    inp = data.get("input")
+    if not isinstance(inp, Mapping) or "path" not in inp:
+        raise _fail(source, "the recipe needs an [input] table with a 'path'.")
+    _check_keys(source, inp, _INPUT_KEYS, "[input]")
+    input_path = (source.resolve().parent / str(inp["path"])).resolve()
+    input_options = {k: v for k, v in inp.items() if k != "path"}
+    detect_format(input_path, input_options.get("format"))
+    schema = data.get("schema", {})
+    if not isinstance(schema, Mapping):
+        raise _fail(source, "[schema] must be a table.")
+    return seed, input_path, input_options, dict(schema)
 
 
 def parse_recipe(data: Mapping[str, Any], source: Path) -> Recipe:
     """Check a recipe already parsed from TOML; relative paths are taken from ``source``'s folder."""
     base = source.resolve().parent
     _check_keys(source, data, _TOP_KEYS, "the recipe")
-    seed = data.get("seed")
-    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
-        raise _fail(source, f"'seed' must be a non-negative integer; got {seed!r}.")
+    seed, input_path, input_options, schema = parse_data_source(data, source)
     keep = data.get("keep_identifiers", False)
     if not isinstance(keep, bool):
         raise _fail(source, f"'keep_identifiers' must be true or false; got {keep!r}.")
-
-    inp = data.get("input")
-    if not isinstance(inp, Mapping) or "path" not in inp:
-        raise _fail(source, "the recipe needs an [input] table with a 'path'.")
-    _check_keys(source, inp, _INPUT_KEYS, "[input]")
-    input_path = (base / str(inp["path"])).resolve()
-    input_options = {k: v for k, v in inp.items() if k != "path"}
-    detect_format(input_path, input_options.get("format"))
-
-    schema = data.get("schema", {})
-    if not isinstance(schema, Mapping):
-        raise _fail(source, "[schema] must be a table.")
 
     entries = data.get("method", [])
     if isinstance(entries, Mapping):
@@ -151,11 +173,21 @@ def parse_recipe(data: Mapping[str, Any], source: Path) -> Recipe:
         out_format = detect_format("x", out_format)
         if out_format not in WRITABLE:
             raise _fail(source, f"sdckit cannot write {out_format}; use one of {', '.join(WRITABLE)}.")
+    report = data.get("report", {})
+    if not isinstance(report, Mapping):
+        raise _fail(source, "[report] must be a table.")
+    _check_keys(source, report, _REPORT_KEYS, "[report]")
+    if not isinstance(report.get("enabled", True), bool):
+        raise _fail(source, f"[report] 'enabled' must be true or false; got {report['enabled']!r}.")
+    try:
+        check_settings(report)
+    except SdcError as exc:
+        raise _fail(source, f"[report]: {exc}") from None
     return Recipe(
         source=source.resolve(),
         input_path=input_path,
         input_options=input_options,
-        schema=dict(schema),
+        schema=schema,
         methods=tuple(methods),
         output_dir=(base / str(out.get("dir", "sdckit-out"))).resolve(),
         output_format=out_format,
@@ -163,6 +195,7 @@ def parse_recipe(data: Mapping[str, Any], source: Path) -> Recipe:
         output_table=str(out.get("table", "data")),
         seed=seed,
         keep_identifiers=keep,
+        extra={"report": dict(report)},
     )
 
 
@@ -192,11 +225,16 @@ def run_recipe(
     output_dir: str | Path | None = None,
     output_format: str | None = None,
     progress: ProgressCallback | None = None,
+    report: bool | None = None,
+    report_progress: Callable[[int, int, str], Any] | None = None,
 ) -> RecipeResult:
-    """Read the input, protect it, and write the release and ``manifest.json``.
+    """Read the input, protect it, and write the release, ``manifest.json`` and ``report.html``.
 
     ``output_dir`` and ``output_format`` override the recipe's. The release is written in the
     input's format unless one is given (SAS input is written as Parquet: SAS cannot be written).
+    ``report`` overrides the recipe's ``[report] enabled`` (default: write the report); the
+    report's settings come from ``[report]``; ``report_progress(done, total, label)`` follows
+    its steps. The report's randomness is derived from the recipe's seed (never shown).
     """
     frame = read(recipe.input_path, **recipe.input_options)
     release = protect(
@@ -228,14 +266,39 @@ def run_recipe(
     manifest["output"] = {**manifest["output"], "file": data_path.name, "format": fmt}
     text = manifest_json(manifest)
     inputs = (recipe.input_path, recipe.source)
+    settings = {k: v for k, v in recipe.extra.get("report", {}).items() if k != "enabled"}
+    enabled = recipe.extra.get("report", {}).get("enabled", True) if report is None else report
+    html = None
+    if enabled:  # computed before anything is written: nothing is written half
+        from sdckit.report.model import build_report
+        from sdckit.report.render import render_report
+
+        seed = None if recipe.seed is None else np.random.SeedSequence([recipe.seed, _REPORT_STREAM])
+        model = build_report(frame, release.data, schema=release.schema, manifest=manifest,
+                             random_state=seed, progress=report_progress, **settings)
+        html = render_report(model)
+    report_path = out_dir / _report_name() if html is not None else None
     write(release.data, data_path, format=fmt, table=recipe.output_table, inputs=inputs)
     try:
         write_text_atomic(manifest_path, text, inputs)
+        if report_path is not None:
+            write_text_atomic(report_path, html, inputs)
     except BaseException:
         data_path.unlink(missing_ok=True)
+        manifest_path.unlink(missing_ok=True)
         raise
     final = Release(release.data, release.schema, release.steps, manifest)
-    return RecipeResult(final, data_path, manifest_path)
+    return RecipeResult(final, data_path, manifest_path, report_path)
+
+
+def _report_name() -> str:
+    from sdckit.report.render import REPORT_NAME
+
+    return REPORT_NAME
+
+
+#: Stream number that separates the report's random draws from the protection's.
+_REPORT_STREAM = 72026
 
 
 _EXTENSION = {

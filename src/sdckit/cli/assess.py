@@ -70,9 +70,12 @@ def assess(
     order: Annotated[Optional[list[str]], ORDER] = None,
     seed: Annotated[Optional[int], SEED] = None,
     json_out: Annotated[Optional[Path], JSON] = None,
+    html_out: Annotated[Optional[Path], typer.Option("--html", help="Also write the self-contained HTML report (risk, utility, transparency) here.")] = None,
+    manifest: Annotated[Optional[Path], typer.Option("--manifest", help="The release's manifest.json: its schema and methods go into the HTML report.")] = None,
 ) -> None:
     """Verify a release as a maximum-knowledge intruder would (permutation paradigm)."""
     x, y = read(original), read(released)
+    recorded = _read_manifest(manifest) if manifest is not None else None
     with progress_bar("assessing", 1) as advance:
         result = assess_release(x, y, parse_columns(columns), null=null, n_random=n_random,
                                 schema=parse_orders(order), random_state=seed,
@@ -80,6 +83,29 @@ def assess(
     console.print(_table(f"Permutation assessment of {released.name}", result.summary()))
     if json_out is not None:
         write_json(json_out, result.to_dict())
+    if html_out is not None:
+        from sdckit.report.assess import assess_report, schema_from_manifest
+
+        schema = schema_from_manifest(recorded, y) if recorded is not None else None
+        with progress_bar("writing the report", 4) as advance:
+            assess_report(x, y, html_out, schema=schema, manifest=recorded, columns=parse_columns(columns),
+                          null=null, n_random=n_random, random_state=seed, progress=advance,
+                          inputs=(original, released))
+        console.print(f"report: {html_out}  (open it in a browser)")
+
+
+def _read_manifest(path: Path) -> dict:
+    import json
+
+    if not path.is_file():
+        raise DataError(f"Manifest file not found: {str(path)!r}; give the manifest.json written with the release.")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise DataError(f"Manifest {str(path)!r} is not valid JSON: {exc}.") from None
+    if not isinstance(data, dict):
+        raise DataError(f"Manifest {str(path)!r} must hold a JSON object.")
+    return data
 
 
 @app.command("verify-record")

@@ -15,10 +15,13 @@ from sdckit.cli.common import console, progress_bar, write_json
 from sdckit.recipe import RecipeResult, load_recipe, run_recipe
 
 
-def _run(recipe_path: Path, out: Optional[Path], fmt: Optional[str]) -> RecipeResult:
+def _run(recipe_path: Path, out: Optional[Path], fmt: Optional[str], report: Optional[bool] = None) -> RecipeResult:
     recipe = load_recipe(recipe_path)
-    with progress_bar("protecting", len(recipe.methods)) as advance:
-        return run_recipe(recipe, output_dir=out, output_format=fmt, progress=advance)
+    steps = len(recipe.methods)
+    with progress_bar("protecting and assessing", steps + 4) as advance:
+        return run_recipe(recipe, output_dir=out, output_format=fmt, report=report,
+                          progress=lambda done, _total, *_: advance(done, steps + 4),
+                          report_progress=lambda done, _total, *_: advance(steps + done, steps + 4))
 
 
 def _report_written(result: RecipeResult) -> None:
@@ -29,6 +32,8 @@ def _report_written(result: RecipeResult) -> None:
     )
     console.print(f"  data:     {result.data_path}")
     console.print(f"  manifest: {result.manifest_path}")
+    if result.report_path is not None:
+        console.print(f"  report:   {result.report_path}  (open it in a browser)")
 
 
 @app.command()
@@ -37,14 +42,16 @@ def protect(
     out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Output directory (overrides the recipe's).")] = None,
     format: Annotated[Optional[str], typer.Option("--format", "-f", help="Output format (csv, tsv, parquet, stata, spss, duckdb).")] = None,
     json_out: Annotated[Optional[Path], typer.Option("--json", help="Also write the manifest and output paths as JSON here.")] = None,
+    report: Annotated[Optional[bool], typer.Option("--report/--no-report", help="Write report.html beside the release (default: as the recipe's [report] says, on).")] = None,
 ) -> None:
-    """Protect a data set as a RECIPE says; write the release and manifest.json."""
-    result = _run(recipe, out, format)
+    """Protect a data set as a RECIPE says; write the release, manifest.json and report.html."""
+    result = _run(recipe, out, format, report)
     _report_written(result)
     if json_out is not None:
         write_json(json_out, {
             "data": str(result.data_path),
             "manifest_path": str(result.manifest_path),
+            "report_path": None if result.report_path is None else str(result.report_path),
             "manifest": result.release.manifest,
         })
 
@@ -53,7 +60,7 @@ def protect(
 def demo(
     out: Annotated[Path, typer.Option("--out", "-o", help="Output directory.")] = Path("sdckit-demo"),
 ) -> None:
-    """Protect the bundled CASC census file (1080 x 13) and print a summary."""
+    """Protect the bundled CASC census file (1080 x 13), print a summary and write the HTML report."""
     result = _run(datasets.path("demo.toml"), out, None)
     original = datasets.load_casc()
     released = result.release.data

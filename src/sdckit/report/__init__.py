@@ -1,1 +1,33 @@
-"""Transparency: the release manifest (and, later, plots and the HTML report)."""
+"""Transparency and reporting: the release manifest and the self-contained HTML report.
+
+:func:`build_report` computes the risk and utility measures of a release and describes the
+report's sections (compute -> model); :func:`render_report` / :func:`write_report` render it
+through Jinja2 templates with autoescape (one template per section in ``templates/``);
+:func:`assess_report` does both for an original and a released data set.
+
+The names are loaded on first use, so that ``import sdckit`` (whose pipeline needs only the
+manifest) does not pull in Jinja2, matplotlib and the measures.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_LAZY = {
+    "REPORT_NAME": "sdckit.report.render",
+    "render_report": "sdckit.report.render",
+    "write_report": "sdckit.report.render",
+    "Report": "sdckit.report.model",
+    "Section": "sdckit.report.model",
+    "build_report": "sdckit.report.model",
+    "assess_report": "sdckit.report.assess",
+}
+
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'sdckit.report' has no attribute {name!r}")

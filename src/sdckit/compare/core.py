@@ -1,0 +1,210 @@
+"""Compare methods or parameter values on the same data and seed: risk against utility loss.
+
+Risk is the maximum-knowledge intruder's verification (seed 000 section 5.2 with the two
+corrections of DESIGN.md section 3): the Hellinger distance between the permutation-distance
+distributions of the original records and of random records drawn from the null model, its
+null baseline (what a release carrying no link would give) and its p-value. Utility loss is a
+measure of :data:`sdckit.utility.MEASURES` (IL1s by default). Every candidate is run on the
+same data with the same seed, and verified with the same random records, so that differences
+come from the methods alone (seed 001's comparison).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from sdckit.core.errors import ParameterError
+from sdckit.core.method import Method
+from sdckit.core.params import Interval, Options, check_param
+from sdckit.core.random import RandomState, as_generator
+from sdckit.pipeline import protect
+from sdckit.report.settings import RULES as REPORT_RULES
+from sdckit.utility.summary import MEASURES, utility_loss
+
+#: Called after each evaluated (candidate, seed) with (done, total, label).
+Progress = Callable[[int, int, str], Any]
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One entry of a comparison: a label and the methods applied in order."""
+
+    label: str
+    methods: tuple[Method, ...]
+
+
+@dataclass(frozen=True)
+class CandidateResult:
+    """Risk and utility of one candidate: means over the seeds, and each seed's values."""
+
+    label: str
+    methods: tuple[dict[str, Any], ...]
+    hellinger: float
+    hellinger_null: float
+    p_value: float
+    utility_loss: float
+    alpha: float
+    runs: tuple[dict[str, float], ...] = field(default_factory=tuple)
+
+    @property
+    def plausibly_deniable(self) -> bool:
+        """The mean p-value over the seeds is above ``alpha``."""
+        return self.p_value > self.alpha
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "label": self.label,
+            "methods": list(self.methods),
+            "hellinger": self.hellinger,
+            "hellinger_null": self.hellinger_null,
+            "excess_hellinger": self.hellinger - self.hellinger_null,
+            "p_value": self.p_value,
+            "flagged_share": float(np.mean([r["p_value"] <= self.alpha for r in self.runs])) if self.runs else None,
+            "utility_loss": self.utility_loss,
+            "plausibly_deniable": self.plausibly_deniable,
+            "runs": list(self.runs),
+        }
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """The risk-utility table of a comparison."""
+
+    results: tuple[CandidateResult, ...]
+    records: int
+    seeds: int
+    settings: dict[str, Any] = field(default_factory=dict)
+
+    def table(self) -> pd.DataFrame:
+        """One row per candidate: hellinger, hellinger_null, excess, p_value, utility_loss, verdict."""
+        rows = [r.to_dict() for r in self.results]
+        return pd.DataFrame(rows).drop(columns=["methods", "runs"]).set_index("label")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "records": self.records,
+            "seeds": self.seeds,
+            "settings": self.settings,
+            "methods": {r.label: r.to_dict() for r in self.results},
+        }
+
+
+def check_settings(*, null: str, n_random: int, n_null: int, alpha: float, utility: str, seeds: int) -> None:
+    """Check a comparison's (or a tuning's) settings with the shared parameter template."""
+    for name, value in (("null", null), ("n_random", n_random), ("n_null", n_null), ("alpha", alpha)):
+        check_param("compare", name, value, REPORT_RULES[name])
+    check_param("compare", "utility", utility, Options(tuple(MEASURES)))
+    check_param("compare", "seeds", seeds, Interval(int, 1, None))
+
+
+def evaluate_release(
+    original: pd.DataFrame,
+    released: pd.DataFrame,
+    *,
+    columns: Sequence[str] | None = None,
+    null: str = "copula",
+    n_random: int = 20_000,
+    n_null: int = 50,
+    utility: str = "il1",
+    schema: Any = None,
+    random_state: RandomState = None,
+) -> dict[str, float]:
+    """Risk (the verification) and utility loss of one release of ``original``.
+
+    Returns ``hellinger``, ``hellinger_null``, ``p_value`` and ``utility_loss``.
+    """
+    from sdckit.permutation import verify_linkage
+
+    cols = list(columns) if columns is not None else [c for c in released.columns if c in original.columns]
+    verification = verify_linkage(original, released, cols, null=null, n_random=n_random, n_null=n_null,
+                                  schema=schema, random_state=random_state)
+    return {
+        "hellinger": float(verification.hellinger),
+        "hellinger_null": float(verification.hellinger_null),
+        "p_value": float(verification.p_value),
+        "utility_loss": utility_loss(original, released, cols, measure=utility),
+    }
+
+
+def compare(
+    data: pd.DataFrame | Callable[[np.random.Generator], pd.DataFrame],
+    candidates: Sequence[Candidate],
+    *,
+    seeds: int = 1,
+    schema: Any = None,
+    columns: Sequence[str] | None = None,
+    null: str = "copula",
+    n_random: int = 20_000,
+    n_null: int = 50,
+    alpha: float = 0.05,
+    utility: str = "il1",
+    random_state: RandomState = None,
+    progress: Progress | None = None,
+) -> Comparison:
+    """Run every candidate on the same data and seeds; measure risk and utility loss.
+
+    Parameters
+    ----------
+    data : DataFrame or callable
+        The original data, or a function of a Generator that simulates it (then each seed
+        draws new data, the same for every candidate).
+    candidates : sequence of Candidate
+        Distinct labels; each candidate's methods are applied in order with :func:`protect`.
+    seeds : int
+        Repetitions; the table holds means over them (each run is kept in ``runs``).
+    schema : Schema or mapping, optional
+        Passed to :func:`protect` (roles choose the columns the methods work on).
+    columns : sequence of str, optional
+        Columns verified and measured; default every column the release shares with the data.
+    null, n_random, n_null
+        The verification's settings (:func:`sdckit.permutation.verify_linkage`).
+    alpha : float
+        A candidate is plausibly deniable when its mean p-value exceeds ``alpha``.
+    utility : str
+        The utility-loss measure (:data:`sdckit.utility.MEASURES`).
+    random_state : int or Generator
+        Seeds everything: simulated data, methods and verification (never recorded).
+    """
+    check_settings(null=null, n_random=n_random, n_null=n_null, alpha=alpha, utility=utility, seeds=seeds)
+    if not candidates:
+        raise ParameterError("compare() needs at least one candidate.")
+    labels = [c.label for c in candidates]
+    if len(set(labels)) != len(labels):
+        dup = next(x for x in labels if labels.count(x) > 1)
+        raise ParameterError(f"Candidate labels must be distinct; {dup!r} is used twice.")
+    master = as_generator(random_state)
+    run_seeds = master.integers(0, 2**63 - 1, size=(seeds, 3))
+    runs: dict[str, list[dict[str, float]]] = {c.label: [] for c in candidates}
+    total, done, n_records = seeds * len(candidates), 0, 0
+    for s in range(seeds):
+        data_seed, method_seed, verify_seed = (int(v) for v in run_seeds[s])
+        original = data(np.random.default_rng(data_seed)) if callable(data) else data
+        n_records = len(original)
+        for cand in candidates:
+            release = protect(original, list(cand.methods), schema=schema, seed=method_seed)
+            runs[cand.label].append(evaluate_release(
+                original, release.data, columns=columns, null=null, n_random=n_random, n_null=n_null,
+                utility=utility, schema=release.schema, random_state=verify_seed,
+            ))
+            done += 1
+            if progress is not None:
+                progress(done, total, cand.label)
+    results = tuple(
+        CandidateResult(
+            label=cand.label,
+            methods=tuple(m.to_manifest() for m in cand.methods),
+            **{key: float(np.mean([r[key] for r in runs[cand.label]]))
+               for key in ("hellinger", "hellinger_null", "p_value", "utility_loss")},
+            alpha=float(alpha),
+            runs=tuple(runs[cand.label]),
+        )
+        for cand in candidates
+    )
+    settings = {"null": null, "n_random": n_random, "n_null": n_null, "alpha": alpha, "utility": utility,
+                "columns": None if columns is None else list(columns)}
+    return Comparison(results, n_records, seeds, settings)

@@ -1,0 +1,361 @@
+"""The report's model: compute every measure, then describe each section for its template.
+
+Reports are built compute -> model -> render (DESIGN.md section 2). This module does the first
+two steps: :func:`build_report` runs the risk and utility measures on an original and a
+released data set and returns a :class:`Report` — a title, an ordered list of
+:class:`Section` values (a template name and the aggregates it shows) and a JSON-ready
+summary. Rendering is :mod:`sdckit.report.render`'s job.
+
+Non-disclosive by default: a section holds only aggregates (distributions, per-column
+statistics, counts, the manifest) — never a record of the original data. A measure that cannot
+be computed for a release (e.g. record linkage on a release with other records) leaves a note
+in its section instead of failing the whole report.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from markupsafe import Markup
+
+from sdckit.core.errors import SdcError
+from sdckit.core.random import RandomState, as_generator
+from sdckit.core.schema import ORDERED_KINDS, Kind, Role, Schema
+from sdckit.report import figures
+from sdckit.report.settings import DEFAULTS, check_settings
+from sdckit.risk import categorical_quasi, distance_linkage, equivalence_classes, interval_disclosure, permutation_risk
+from sdckit.risk.permutation import PermutationRisk
+from sdckit.utility import (
+    correlation_difference,
+    discernibility,
+    moment_differences,
+    quantile_differences,
+    utility_summary,
+)
+from sdckit.utility.columns import shared_numeric_columns
+
+Progress = Callable[[int, int, str], Any]
+
+DEFAULT_SETTINGS = DEFAULTS
+
+
+@dataclass(frozen=True)
+class Section:
+    """One section of the report: its template, title, anchor and what it shows."""
+
+    template: str
+    title: str
+    anchor: str
+    context: dict[str, Any] = field(default_factory=dict)
+    note: str | None = None
+
+
+@dataclass(frozen=True)
+class Report:
+    """A report ready to render: title, sections in order, and the JSON-ready figures."""
+
+    title: str
+    subtitle: str
+    sections: tuple[Section, ...]
+    data: dict[str, Any]
+
+
+def svg(text: str) -> Markup:
+    """Mark an SVG drawn by :mod:`sdckit.report.figures` as safe to inline (matplotlib escapes
+    every text it writes)."""
+    return Markup(text)
+
+
+def _fmt(value: Any, digits: int = 3) -> str:
+    if value is None:
+        return "n/a"
+    if isinstance(value, bool | np.bool_):
+        return "yes" if value else "no"
+    if isinstance(value, int | np.integer):
+        return f"{int(value):,}"
+    if isinstance(value, float | np.floating):
+        v = float(value)
+        if not np.isfinite(v):
+            return "inf" if v > 0 else ("-inf" if v < 0 else "n/a")
+        return f"{v:.{digits}g}" if abs(v) < 1e-3 and v != 0 else f"{v:,.{digits}f}"
+    return str(value)
+
+
+def assessed_columns(original: pd.DataFrame, released: pd.DataFrame, schema: Schema | None) -> list[str]:
+    """Columns for the permutation assessment: shared, ordered kind; the quasi-identifiers and
+    confidential ones when the schema declares roles."""
+    shared = [c for c in released.columns if c in original.columns]
+    if schema is None:
+        return [c for c in shared if c in shared_numeric_columns(original, released)]
+    roles = {Role.QUASI, Role.CONFIDENTIAL}
+    chosen = set(schema.select(roles, ORDERED_KINDS))
+    return [c for c in shared if c in chosen]
+
+
+# ----------------------------------------------------------------------------- sections
+def _permutation_sections(risk: PermutationRisk) -> list[Section]:
+    p, q = risk.original_distribution, risk.random_distribution
+    verdict = "plausibly deniable" if risk.plausibly_deniable else "not plausibly deniable"
+    dist = Section("distances.html", "Permutation distances: original vs random records", "distances", {
+        "figure": svg(figures.distance_distributions(p, q)),
+        "rows": [
+            ("Hellinger distance H(P, Q)", _fmt(risk.hellinger)),
+            ("null baseline of H (no link at all)", _fmt(risk.hellinger_null)),
+            ("excess over the baseline", _fmt(risk.excess_hellinger)),
+            (f"p-value ({risk.null} null)", _fmt(risk.p_value)),
+            ("verdict", verdict),
+            ("data-set-level permutation distance", _fmt(risk.dataset_distance)),
+        ],
+        "null": risk.null, "deniable": risk.plausibly_deniable,
+    })
+    plaus = Section("plausibility.html", "Per-record plausibility of the intruder's matches", "plausibility", {
+        "figure": svg(figures.plausibility(risk.p_random, risk.alpha)),
+        "share": _fmt(100 * risk.share_not_random, 3), "alpha": _fmt(risk.alpha),
+        "count": int((risk.p_random < risk.alpha).sum()), "records": len(risk.p_random),
+    })
+    sections = [dist, plaus]
+    if risk.displacement is not None:
+        d = risk.displacement
+        sections.append(Section("displacement.html", "Rank displacement (record-level identity disclosure)", "displacement", {
+            "figure": svg(figures.integer_histogram(d, xlabel="rank displacement max_j |rank(x_ij) - rank(y_ij)|")),
+            "rows": [("median displacement", _fmt(float(d.median()))), ("records displaced by at most 1 rank", _fmt(int((d <= 1).sum()))),
+                     ("records not displaced at all", _fmt(int((d == 0).sum())))],
+            "linkage": [(k.replace("_", " "), _fmt(v)) for k, v in (risk.linkage or {}).items()],
+        }))
+    return sections
+
+
+def _linkage_section(original: pd.DataFrame, released: pd.DataFrame, cols: list[str], p: float) -> tuple[Section, dict[str, Any]]:
+    rows, data, notes = [], {}, []
+    try:
+        dbrl = distance_linkage(original, released, cols)
+        rows.append(("distance-based record linkage: released records linked to their original", f"{_fmt(100 * dbrl.rate, 3)}%"))
+        data["distance_linkage"] = dbrl.to_dict()
+    except SdcError as exc:
+        notes.append(f"Distance-based record linkage not computed: {exc}")
+    for method in ("rank", "sd"):
+        try:
+            inter = interval_disclosure(original, released, cols, p=p, method=method)
+            label = f"interval disclosure ({'rank' if method == 'rank' else 'standard-deviation'} intervals, p = {p:g}%)"
+            rows.append((label, f"{_fmt(100 * inter.share, 3)}%"))
+            data[f"interval_disclosure_{method}"] = inter.to_dict()
+        except SdcError as exc:
+            notes.append(f"Interval disclosure ({method}) not computed: {exc}")
+    section = Section("linkage.html", "Record linkage and interval disclosure", "linkage", {"rows": rows},
+                      note=" ".join(notes) or None)
+    return section, data
+
+
+def _utility_section(original: pd.DataFrame, released: pd.DataFrame, cols: list[str]) -> tuple[Section, dict[str, Any]]:
+    summary = utility_summary(original, released, cols)
+    moments = moment_differences(original, released, cols)
+    bars = pd.DataFrame({
+        "standardized mean difference": moments["standardized_mean_difference"],
+        "log variance ratio": np.log(moments["var_ratio"].replace(0, np.nan)),
+    }).replace([np.inf, -np.inf], np.nan).fillna(0.0)
+    sd = np.sqrt(moments["var_original"].to_numpy(float))
+    quant = quantile_differences(original, released, cols).div(np.where(sd > 0, sd, 1.0), axis=0)
+    quant.columns = [f"q{int(round(100 * q))}" for q in quant.columns]
+    ctx: dict[str, Any] = {
+        "moments_figure": svg(figures.column_bars(bars, ylabel="released vs original")),
+        "quantile_figure": svg(figures.column_bars(quant, ylabel="quantile difference / sd")),
+        "table": [
+            (c, _fmt(r.standardized_mean_difference), _fmt(r.var_ratio), *(_fmt(v) for v in quant.loc[c]))
+            for c, r in moments.iterrows()
+        ],
+        "quantile_names": list(quant.columns),
+        "rows": [
+            ("IL1s (scaled mean absolute deviation)", _fmt(summary["il1"])),
+            ("mean |standardized mean difference|", _fmt(summary["mean_abs_standardized_mean_difference"])),
+            ("mean |log variance ratio|", _fmt(summary["mean_abs_log_var_ratio"])),
+            ("mean |correlation difference|", _fmt(summary["correlation"])),
+            ("propensity pMSE (logistic)", _fmt(summary["pmse"]["pmse"])),
+            ("pMSE / its null expectation", _fmt(summary["pmse"]["ratio"])),
+        ],
+        "corr_figure": None,
+    }
+    if len(cols) > 1:
+        ctx["corr_figure"] = svg(figures.heatmap(correlation_difference(original, released, cols),
+                                                 title="released minus original correlation"))
+    return Section("utility.html", "Utility: what the release preserves", "utility", ctx), summary
+
+
+def _classes_section(original: pd.DataFrame, released: pd.DataFrame, schema: Schema | None) -> tuple[Section, dict[str, Any] | None]:
+    quasi = categorical_quasi(schema) if schema is not None else ()
+    quasi = tuple(q for q in quasi if q in released.columns)
+    if not quasi:
+        return Section("classes.html", "Equivalence classes on categorical quasi-identifiers", "classes", {},
+                       note="The schema declares no nominal or ordinal quasi-identifier in the release, so there are no equivalence classes to count."), None
+    risk = equivalence_classes(released, quasi)
+    suppressed = max(len(original) - len(released), 0)
+    cost = discernibility(risk.labels.to_numpy(), n_suppressed=suppressed, n_total=max(len(original), len(released)))
+    ctx = {
+        "figure": svg(figures.class_sizes(risk.size_counts)),
+        "quasi": ", ".join(quasi),
+        "rows": [("records", _fmt(len(risk.sizes))), ("equivalence classes", _fmt(risk.n_classes)),
+                 ("sample uniques (class of size 1)", f"{_fmt(risk.uniques)} ({_fmt(100 * risk.share_unique, 3)}%)"),
+                 ("smallest class (k)", _fmt(risk.k)), ("records in classes smaller than 5", _fmt(risk.below(5))),
+                 ("discernibility (classes' squared sizes, n per missing record)", _fmt(cost))],
+    }
+    return Section("classes.html", "Equivalence classes on categorical quasi-identifiers", "classes", ctx), {
+        **risk.to_dict(), "discernibility": cost, "records_missing": suppressed}
+
+
+def transparency_section(manifest: Mapping[str, Any] | None, settings: Mapping[str, Any]) -> Section:
+    """The manifest as the transparency section: every method with every parameter, no seed."""
+    if manifest is None:
+        return Section("transparency.html", "Transparency: how the release was made", "transparency",
+                       {"manifest": None, "settings": dict(settings)},
+                       note="No manifest was given: the methods and parameters that produced this release are not known to the report.")
+    methods = []
+    for m in manifest.get("methods", []):
+        methods.append({
+            "name": m.get("name"), "cls": m.get("class"),
+            "params": [(k, _plain(v)) for k, v in (m.get("params") or {}).items()],
+            "info": [(k, _plain(v)) for k, v in (m.get("info") or {}).items()],
+            "warnings": list(m.get("warnings") or []),
+            "records": f"{m.get('records_in', '?')} -> {m.get('records_out', '?')}",
+        })
+    schema_cols = (manifest.get("schema") or {}).get("columns", [])
+    ctx = {
+        "manifest": manifest,
+        "methods": methods,
+        "schema": [(c.get("name"), c.get("role") or "-", c.get("kind")) for c in schema_cols],
+        "input": manifest.get("input", {}),
+        "output": manifest.get("output", {}),
+        "dropped": manifest.get("dropped_identifiers", []),
+        "settings": dict(settings),
+    }
+    return Section("transparency.html", "Transparency: how the release was made", "transparency", ctx)
+
+
+def _plain(value: Any) -> str:
+    if isinstance(value, Mapping):
+        return ", ".join(f"{k}={_plain(v)}" for k, v in value.items()) or "{}"
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_plain(v) for v in value) + "]"
+    if value is None:
+        return "none (default)"
+    return str(value)
+
+
+# ----------------------------------------------------------------------------- build
+def build_report(
+    original: pd.DataFrame,
+    released: pd.DataFrame,
+    *,
+    schema: Schema | None = None,
+    manifest: Mapping[str, Any] | None = None,
+    columns: Sequence[str] | None = None,
+    null: str = DEFAULT_SETTINGS["null"],
+    n_random: int = DEFAULT_SETTINGS["n_random"],
+    n_null: int = DEFAULT_SETTINGS["n_null"],
+    alpha: float = DEFAULT_SETTINGS["alpha"],
+    interval_p: float = DEFAULT_SETTINGS["interval_p"],
+    title: str | None = None,
+    random_state: RandomState = None,
+    progress: Progress | None = None,
+) -> Report:
+    """Compute the risk and utility of a release and describe the report's sections.
+
+    Parameters
+    ----------
+    original, released : DataFrame
+        The original data and the release (row i of the release is the masked row i of the
+        original when they have the same number of records).
+    schema : Schema, optional
+        The release's schema (roles choose the assessed columns; categorical
+        quasi-identifiers give the equivalence classes).
+    manifest : mapping, optional
+        The release's manifest, shown as the transparency section.
+    columns : sequence of str, optional
+        Columns for the permutation and linkage measures (default: the quasi-identifiers and
+        confidential columns of an ordered kind, or every shared numeric column).
+    null, n_random, n_null, alpha
+        The verification's settings (:func:`sdckit.risk.permutation_risk`).
+    interval_p : float
+        Width of the interval-disclosure intervals, in percent.
+    random_state : int or Generator
+        Seeds the verification's random records (not shown anywhere in the report).
+    progress : callable, optional
+        ``progress(done, total, label)`` after each step.
+    """
+    check_settings({"null": null, "n_random": n_random, "n_null": n_null, "alpha": alpha, "interval_p": interval_p})
+    rng = as_generator(random_state)
+    cols = list(columns) if columns is not None else assessed_columns(original, released, schema)
+    numeric = [c for c in cols if c in shared_numeric_columns(original, released)]
+    settings = {"null": null, "n_random": n_random, "n_null": n_null, "alpha": alpha, "interval_p": interval_p,
+                "columns": ", ".join(cols)}
+    total, done = 4, 0
+
+    def step(label: str) -> None:
+        nonlocal done
+        done += 1
+        if progress is not None:
+            progress(done, total, label)
+
+    sections: list[Section] = []
+    data: dict[str, Any] = {"columns": cols, "settings": settings}
+    headline: list[tuple[str, str]] = []
+    # --- risk: the permutation paradigm
+    try:
+        if not cols:
+            raise SdcError("no numeric, ordinal or date column is shared by the original and the release")
+        risk = permutation_risk(original, released, cols, schema=schema, null=null, n_random=n_random,
+                                n_null=n_null, alpha=alpha, random_state=rng)
+        sections += _permutation_sections(risk)
+        data["permutation"] = risk.to_dict()
+        headline += [
+            ("verification", "plausibly deniable" if risk.plausibly_deniable else "NOT plausibly deniable"),
+            ("Hellinger distance (null baseline)", f"{_fmt(risk.hellinger)} ({_fmt(risk.hellinger_null)})"),
+            ("p-value", _fmt(risk.p_value)),
+            ("records whose match is not plausibly random", f"{_fmt(100 * risk.share_not_random, 3)}%"),
+        ]
+        deniable = risk.plausibly_deniable
+    except SdcError as exc:
+        sections.append(Section("distances.html", "Permutation distances: original vs random records", "distances", {},
+                                note=f"The permutation-paradigm verification was not computed: {exc}"))
+        deniable = None
+    step("permutation paradigm")
+    # --- risk: linkage and interval disclosure
+    section, linkage_data = _linkage_section(original, released, numeric, interval_p) if numeric else (
+        Section("linkage.html", "Record linkage and interval disclosure", "linkage", {"rows": []},
+                note="No numeric column is shared by the original and the release."), {})
+    sections.append(section)
+    data.update(linkage_data)
+    if "distance_linkage" in linkage_data:
+        headline.append(("distance-based record linkage", f"{_fmt(100 * linkage_data['distance_linkage']['rate'], 3)}%"))
+    step("record linkage")
+    # --- utility
+    try:
+        if not numeric:
+            raise SdcError("no numeric column is shared by the original and the release")
+        section, summary = _utility_section(original, released, numeric)
+        data["utility"] = summary
+        if summary["il1"] is not None:
+            headline.append(("information loss IL1s", _fmt(summary["il1"])))
+        headline.append(("propensity pMSE / null", _fmt(summary["pmse"]["ratio"])))
+    except SdcError as exc:
+        section = Section("utility.html", "Utility: what the release preserves", "utility", {}, note=f"Utility not computed: {exc}")
+    sections.append(section)
+    step("utility")
+    # --- equivalence classes
+    section, classes = _classes_section(original, released, schema)
+    sections.append(section)
+    data["classes"] = classes
+    step("equivalence classes")
+    sections.append(transparency_section(manifest, settings))
+    summary_section = Section("summary.html", "Summary", "summary", {
+        "rows": headline, "deniable": deniable,
+        "records": f"{len(original):,} original, {len(released):,} released",
+    })
+    return Report(
+        title=title or "sdckit disclosure-risk and utility report",
+        subtitle=f"{len(original):,} original and {len(released):,} released records; {len(cols)} assessed column(s)",
+        sections=(summary_section, *sections),
+        data=data,
+    )

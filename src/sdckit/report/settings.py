@@ -1,0 +1,27 @@
+"""The report's settings: defaults and their checks (light to import, so recipes check them
+before any data is read)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from sdckit.core.params import Interval, Options, check_param
+
+#: Default settings of the report's measures (shown in its transparency section; never the seed).
+DEFAULTS: dict[str, Any] = {"null": "copula", "n_random": 20_000, "n_null": 50, "alpha": 0.05, "interval_p": 10.0}
+
+RULES = {
+    "null": Options(("copula", "independent")),
+    "n_random": Interval(int, 1, None),
+    "n_null": Interval(int, 1, None),
+    "alpha": Interval(float, 0, 1, closed="neither"),
+    "interval_p": Interval(float, 0, 100, closed="right"),
+}
+
+
+def check_settings(settings: Mapping[str, Any]) -> None:
+    """Raise :class:`~sdckit.core.errors.ParameterError` for a bad report setting."""
+    for name, value in settings.items():
+        if name in RULES:
+            check_param("the report", name, value, RULES[name])
