@@ -108,7 +108,7 @@ def test_bad_permuted_privacy_parameters(d, v, match):
 
 @pytest.mark.parametrize("kwargs, match", [
     ({"null": "uniform"}, "'null' parameter of verify_linkage must be one of"),
-    ({"n_random": 0}, "'n_random' parameter of verify_linkage must be an int >= 1. Got 0"),
+    ({"n_random": 1}, "'n_random' parameter of verify_linkage must be an int >= 2. Got 1"),
     ({"n_null": 0}, "'n_null' parameter"),
     ({"exhaustive_limit": -1}, "'exhaustive_limit' parameter"),
 ])

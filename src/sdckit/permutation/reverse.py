@@ -132,5 +132,7 @@ def spearman_xz(space: RankSpace) -> pd.Series:
     for j, name in enumerate(space.names):
         xj, zj = space.x[:, j], z[:, j]
         constant = np.ptp(xj) == 0 or np.ptp(zj) == 0
-        values[name] = np.nan if constant else pd.Series(xj).corr(pd.Series(zj), method="spearman")
+        # Spearman = Pearson on average ranks (pandas' method="spearman" imports scipy.stats)
+        values[name] = np.nan if constant else float(np.corrcoef(
+            pd.Series(xj).rank().to_numpy(), pd.Series(zj).rank().to_numpy())[0, 1])
     return pd.Series(values, name="rank_correlation", dtype=float)
