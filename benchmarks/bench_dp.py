@@ -7,7 +7,7 @@ Prints:
 3. seed 004's experiment: predicted (eq. 8) and measured relative error, linking risk and
    99%-confident suppression for several epsilon.
 
-Run: PYTHONPATH=src python benchmarks/dp_kepsilon.py [--repeats 5]
+Run: PYTHONPATH=src python benchmarks/bench_dp.py [--repeats 5]
 """
 
 from __future__ import annotations
