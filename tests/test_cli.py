@@ -1,6 +1,5 @@
 import json
 import time
-from pathlib import Path
 
 import pandas as pd
 import pytest

@@ -6,8 +6,6 @@ from __future__ import annotations
 import json
 import re
 
-import numpy as np
-import pandas as pd
 import pytest
 
 from report_helpers import census, census_schema, disclosed_values, release

@@ -10,14 +10,18 @@ import numpy as np
 import pandas as pd
 
 from sdckit.anonymity.criteria import CRITERIA_RULE, Criterion, KAnonymity, as_criteria
-from sdckit.anonymity.hierarchy import Hierarchies, Hierarchy, is_hierarchy_mapping
+from sdckit.anonymity.hierarchy import (
+    HIERARCHY_MAPPING,
+    Hierarchy,
+    freeze_hierarchies,
+)
 from sdckit.anonymity.lattice import Evaluator, GroupTable, encode
 from sdckit.anonymity.metrics import METRICS
 from sdckit.anonymity.partition import Partition
 from sdckit.anonymity.search import ALGORITHMS, SearchResult
 from sdckit.core.errors import ParameterError
 from sdckit.core.method import Method, Outcome, register
-from sdckit.core.params import Interval, Options, Satisfies
+from sdckit.core.params import Interval, Options
 from sdckit.core.schema import Kind, Role, Schema
 
 _COMMON_ZIPS = ("13053", "13068", "14850", "14853", "13055")
@@ -83,7 +87,7 @@ class FullDomainGeneralization(Method):
     name: ClassVar[str] = "full_domain_generalization"
     constraints: ClassVar = {
         "k": Interval(int, 2, None),
-        "hierarchies": Satisfies(is_hierarchy_mapping, "a mapping from column names to Hierarchy values or CSV paths"),
+        "hierarchies": HIERARCHY_MAPPING,
         "max_suppression": Interval(float, 0, 1, closed="left"),
         "criteria": CRITERIA_RULE,
         "metric": Options(METRICS),
@@ -102,8 +106,7 @@ class FullDomainGeneralization(Method):
     }
 
     def __post_init__(self) -> None:
-        if is_hierarchy_mapping(self.hierarchies) and not isinstance(self.hierarchies, Hierarchies):
-            object.__setattr__(self, "hierarchies", Hierarchies(self.hierarchies))
+        object.__setattr__(self, "hierarchies", freeze_hierarchies(self.hierarchies))
         object.__setattr__(self, "criteria", as_criteria(self.criteria))
         super().__post_init__()
 

@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from sdckit.core.errors import DataError, ParameterError
+from sdckit.core.params import Satisfies
 
 TOP = "*"
 
@@ -407,6 +408,20 @@ def is_hierarchy_mapping(value: Any) -> bool:
         and len(value) > 0
         and all(isinstance(k, str) and isinstance(v, Hierarchy | str | Path) for k, v in value.items())
     )
+
+
+#: The parameter rule of a method's ``hierarchies`` (one message for every method).
+HIERARCHY_MAPPING = Satisfies(
+    is_hierarchy_mapping, "a mapping from column names to Hierarchy values or CSV paths"
+)
+
+
+def freeze_hierarchies(value: Any) -> Any:
+    """A valid hierarchy mapping as an immutable :class:`Hierarchies` (read once, hashable);
+    anything else unchanged, for the parameter validator to reject with its message."""
+    if is_hierarchy_mapping(value) and not isinstance(value, Hierarchies):
+        return Hierarchies(value)
+    return value
 
 
 class Hierarchies(Mapping[str, Hierarchy]):

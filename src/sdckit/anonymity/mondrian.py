@@ -22,21 +22,26 @@ precision (level/height) for hierarchical ones, averaged over the cells.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import numpy as np
 import pandas as pd
 
 from sdckit.anonymity.criteria import CRITERIA_RULE, Criterion, as_criteria
 from sdckit.anonymity.fulldomain import criteria_with_k
-from sdckit.anonymity.hierarchy import Hierarchies, Hierarchy, is_hierarchy_mapping, value_keys
+from sdckit.anonymity.hierarchy import (
+    HIERARCHY_MAPPING,
+    Hierarchy,
+    freeze_hierarchies,
+    value_keys,
+)
 from sdckit.anonymity.lattice import sensitive_order
 from sdckit.anonymity.partition import Partition
 from sdckit.core.errors import DataError
 from sdckit.core.method import Method, Outcome, register
-from sdckit.core.params import Interval, IsNone, Satisfies, StrList
+from sdckit.core.params import Interval, IsNone, StrList
 from sdckit.core.ranks import order_values
 from sdckit.core.schema import Kind, Role, Schema
 
@@ -107,7 +112,7 @@ class Mondrian(Method):
         "k": Interval(int, 2, None),
         "quasi": StrList(),
         "criteria": CRITERIA_RULE,
-        "hierarchies": [IsNone(), Satisfies(is_hierarchy_mapping, "a mapping from column names to Hierarchy values or CSV paths")],
+        "hierarchies": [IsNone(), HIERARCHY_MAPPING],
     }
     kinds: ClassVar = frozenset(Kind)
     roles: ClassVar = frozenset({Role.QUASI})
@@ -115,8 +120,7 @@ class Mondrian(Method):
     example: ClassVar = {"k": 4, "quasi": ("age", "education", "sex")}
 
     def __post_init__(self) -> None:
-        if is_hierarchy_mapping(self.hierarchies) and not isinstance(self.hierarchies, Hierarchies):
-            object.__setattr__(self, "hierarchies", Hierarchies(self.hierarchies))
+        object.__setattr__(self, "hierarchies", freeze_hierarchies(self.hierarchies))
         object.__setattr__(self, "criteria", as_criteria(self.criteria))
         super().__post_init__()
 

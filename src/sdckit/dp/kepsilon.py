@@ -19,11 +19,22 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from sdckit.anonymity.hierarchy import Hierarchies, Hierarchy, is_hierarchy_mapping
+from sdckit.anonymity.hierarchy import (
+    HIERARCHY_MAPPING,
+    Hierarchy,
+    freeze_hierarchies,
+)
 from sdckit.anonymity.partition import Partition
 from sdckit.core.errors import SchemaError
 from sdckit.core.method import Method, Outcome, register
-from sdckit.core.params import Boolean, Interval, IsNone, Options, Satisfies, StrList, check_param
+from sdckit.core.params import (
+    Boolean,
+    Interval,
+    IsNone,
+    Options,
+    StrList,
+    check_param,
+)
 from sdckit.core.schema import Kind, Role, Schema
 from sdckit.dp.accountant import BudgetAccountant
 from sdckit.dp.confidence import confidence_suppression
@@ -113,7 +124,7 @@ class KEpsilonAnonymity(Method):
         "k_quasi": StrList(),
         "epsilon_quasi": StrList(),
         "algorithm": Options(("fulldomain", "mondrian")),
-        "hierarchies": [IsNone(), Satisfies(is_hierarchy_mapping, "a mapping from column names to Hierarchy values or CSV paths")],
+        "hierarchies": [IsNone(), HIERARCHY_MAPPING],
         "max_suppression": Interval(float, 0, 1, closed="left"),
         "alpha": [IsNone(), CONFIDENCE],
         "keep_outlying": Boolean(),
@@ -135,8 +146,7 @@ class KEpsilonAnonymity(Method):
     }
 
     def __post_init__(self) -> None:
-        if is_hierarchy_mapping(self.hierarchies) and not isinstance(self.hierarchies, Hierarchies):
-            object.__setattr__(self, "hierarchies", Hierarchies(self.hierarchies))
+        object.__setattr__(self, "hierarchies", freeze_hierarchies(self.hierarchies))
         super().__post_init__()
 
     def check(self) -> None:

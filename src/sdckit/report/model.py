@@ -24,7 +24,7 @@ from markupsafe import Markup
 
 from sdckit.core.errors import SdcError
 from sdckit.core.random import RandomState, as_generator
-from sdckit.core.schema import ORDERED_KINDS, Kind, Role, Schema
+from sdckit.core.schema import ORDERED_KINDS, Role, Schema
 from sdckit.report import figures
 from sdckit.report.settings import DEFAULTS, check_settings
 from sdckit.risk import categorical_quasi, distance_linkage, equivalence_classes, interval_disclosure, permutation_risk

@@ -30,7 +30,7 @@ from itertools import combinations
 import numpy as np
 import pandas as pd
 
-from sdckit.core.errors import DataError, ParameterError, SchemaError
+from sdckit.core.errors import DataError, SchemaError
 from sdckit.core.params import Boolean, Options, check_param
 from sdckit.core.random import RandomState, as_generator
 
