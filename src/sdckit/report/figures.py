@@ -22,6 +22,8 @@ ORIGINAL = "#1f77b4"
 RANDOM = "#ff7f0e"
 NEUTRAL = "#4c72b0"
 ALERT = "#c44e52"
+#: Colours of side-by-side series (distinct for up to seven, e.g. the five quantiles).
+SERIES = (ORIGINAL, RANDOM, "#2ca02c", "#9467bd", "#8c564b", "#17becf", "#7f7f7f")
 
 #: "tight" is about 1.5x faster than "constrained" and keeps rotated labels inside the figure.
 _LAYOUT = "tight"
@@ -126,10 +128,9 @@ def column_bars(table: pd.DataFrame, *, ylabel: str, reference: float = 0.0) -> 
     n, k = table.shape
     width = 0.8 / max(k, 1)
     x = np.arange(n)
-    colors = [ORIGINAL, RANDOM, "#2ca02c", "#9467bd"]
     for j, name in enumerate(table.columns):
         ax.bar(x + (j - (k - 1) / 2) * width, table[name].to_numpy(float), width, label=str(name),
-               color=colors[j % len(colors)])
+               color=SERIES[j % len(SERIES)])
     ax.axhline(reference, color="black", linewidth=0.6)
     ax.set_xticks(x, [str(i) for i in table.index], rotation=45 if n > 6 else 0, ha="right" if n > 6 else "center")
     ax.set_ylabel(ylabel)
