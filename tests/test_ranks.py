@@ -81,3 +81,18 @@ def test_order_values_errors_name_the_column():
         order_values(pd.Series([1.0, np.nan], name="age"))
     with pytest.raises(SchemaError, match="'level'.*'top'"):
         order_values(pd.Series(["low", "top"], name="level"), Column("level", Kind.ORDINAL, order=("low",)))
+
+
+def test_average_ranks_hand_worked():
+    from sdckit.core.ranks import average_ranks
+
+    # 10, 30, 30, 20: the two 30s share ranks 3 and 4, so each gets 3.5
+    assert average_ranks(np.array([10.0, 30.0, 30.0, 20.0])).tolist() == [1.0, 3.5, 3.5, 2.0]
+    assert average_ranks(np.array([[1.0, 5.0], [2.0, 5.0]])).tolist() == [[1.0, 1.5], [2.0, 1.5]]
+
+
+def test_normal_scores_hand_worked():
+    from sdckit.core.ranks import normal_scores
+
+    # n = 2: (1 - 0.5)/2 = 0.25 and 0.75, whose standard-normal quantiles are -/+0.674490
+    assert normal_scores(np.array([1, 2]), 2) == pytest.approx([-0.6744898, 0.6744898])

@@ -47,13 +47,14 @@ from sdckit.io import detect_format, read, write, write_text_atomic
 from sdckit.io.files import WRITABLE
 from sdckit.methods import available, get_method
 from sdckit.pipeline import ProgressCallback, Release, protect
+from sdckit.report.settings import RULES as REPORT_RULES
 from sdckit.report.settings import check_settings
 from sdckit.report.manifest import manifest_json
 
 _TOP_KEYS = {"seed", "keep_identifiers", "input", "schema", "method", "output", "report"}
 _INPUT_KEYS = {"path", "format", "sep", "encoding", "table", "query"}
 _OUTPUT_KEYS = {"dir", "format", "name", "table"}
-_REPORT_KEYS = {"enabled", "n_random", "n_null", "null", "alpha", "interval_p"}
+_REPORT_KEYS = {"enabled", *REPORT_RULES}
 MANIFEST_NAME = "manifest.json"
 
 
@@ -268,16 +269,16 @@ def run_recipe(
     inputs = (recipe.input_path, recipe.source)
     settings = {k: v for k, v in recipe.extra.get("report", {}).items() if k != "enabled"}
     enabled = recipe.extra.get("report", {}).get("enabled", True) if report is None else report
-    html = None
+    html = report_path = None
     if enabled:  # computed before anything is written: nothing is written half
         from sdckit.report.model import build_report
-        from sdckit.report.render import render_report
+        from sdckit.report.render import REPORT_NAME, render_report
 
         seed = None if recipe.seed is None else np.random.SeedSequence([recipe.seed, _REPORT_STREAM])
         model = build_report(frame, release.data, schema=release.schema, manifest=manifest,
                              random_state=seed, progress=report_progress, **settings)
         html = render_report(model)
-    report_path = out_dir / _report_name() if html is not None else None
+        report_path = out_dir / REPORT_NAME
     write(release.data, data_path, format=fmt, table=recipe.output_table, inputs=inputs)
     try:
         write_text_atomic(manifest_path, text, inputs)
@@ -289,12 +290,6 @@ def run_recipe(
         raise
     final = Release(release.data, release.schema, release.steps, manifest)
     return RecipeResult(final, data_path, manifest_path, report_path)
-
-
-def _report_name() -> str:
-    from sdckit.report.render import REPORT_NAME
-
-    return REPORT_NAME
 
 
 #: Stream number that separates the report's random draws from the protection's.

@@ -52,11 +52,13 @@ from sdckit.core.errors import SdcError
 from sdckit.io import read
 from sdckit.methods import get_method
 from sdckit.recipe import _check_keys, _fail, parse_data_source, read_toml
+from sdckit.report.settings import DEFAULTS as REPORT_DEFAULTS
 
 _TOP_KEYS = {"seed", "seeds", "input", "schema", "compare", "output", "candidate", "sweep"}
-_COMPARE_KEYS = {"columns", "null", "n_random", "n_null", "alpha", "utility"}
 _SWEEP_KEYS = {"method", "param", "values", "params", "label"}
-DEFAULTS = {"null": "copula", "n_random": 20_000, "n_null": 50, "alpha": 0.05, "utility": "il1"}
+#: The report's verification settings and defaults, plus the utility measure.
+DEFAULTS = {**{k: v for k, v in REPORT_DEFAULTS.items() if k != "interval_p"}, "utility": "il1"}
+_COMPARE_KEYS = {"columns", *DEFAULTS}
 
 
 @dataclass(frozen=True)

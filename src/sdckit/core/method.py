@@ -173,9 +173,8 @@ def _plain(value: Any) -> Any:
         return _plain(value.tolist())
     if isinstance(value, np.generic):
         return value.item()
-    if isinstance(value, Method) or (
-        callable(getattr(value, "to_manifest", None)) and not isinstance(value, type)
-    ):  # methods and parameter values that describe themselves compactly (e.g. hierarchies)
+    if callable(getattr(value, "to_manifest", None)) and not isinstance(value, type):
+        # methods and parameter values that describe themselves compactly (e.g. hierarchies)
         return _plain(value.to_manifest())
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {"class": type(value).__name__, **{

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from scipy.special import ndtri
 
 from sdckit.core.errors import DataError, ParameterError, SchemaError
 from sdckit.core.random import RandomState, as_generator
@@ -157,3 +158,16 @@ def nearest_rank(sorted_values: np.ndarray, x: np.ndarray | float) -> np.ndarray
     chosen_value = np.where(use_left, s[left_c], s[right_c])
     # the first occurrence of the chosen value is its lowest rank
     return np.searchsorted(s, chosen_value, side="left") + 1
+
+
+def average_ranks(values: np.ndarray) -> np.ndarray:
+    """Ranks ``1..n`` with ties given their average rank, per column of a 1-D or 2-D array
+    (the ranks of Spearman's correlation and of normal scores)."""
+    values = np.asarray(values, dtype=float)
+    table = pd.Series(values) if values.ndim == 1 else pd.DataFrame(values)
+    return table.rank().to_numpy()
+
+
+def normal_scores(rank_values: np.ndarray, n: int) -> np.ndarray:
+    """Normal scores ``Phi^-1((rank - 1/2) / n)`` of ranks ``1..n``."""
+    return ndtri((np.asarray(rank_values, dtype=float) - 0.5) / n)

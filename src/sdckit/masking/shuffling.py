@@ -7,19 +7,18 @@ from typing import ClassVar
 
 import numpy as np
 import pandas as pd
-from scipy.special import ndtri
 
 from sdckit.core.method import Method, Outcome, register
-from sdckit.core.ranks import sort_order
+from sdckit.core.ranks import normal_scores, sort_order
 from sdckit.core.schema import ORDERED_KINDS, Role, Schema
 from sdckit.masking.reorder import column_order_values, take_column
 
 
-def normal_scores(orders: list[np.ndarray]) -> np.ndarray:
+def ordered_normal_scores(orders: list[np.ndarray]) -> np.ndarray:
     """Normal scores ``Phi^-1((rank - 0.5) / n)``, one column per sort order (``order[r]`` is
     the record of rank ``r + 1``). Every column holds the same ``n`` scores, in its own order."""
     n = len(orders[0]) if orders else 0
-    table = ndtri((np.arange(n) + 0.5) / n)
+    table = normal_scores(np.arange(1, n + 1), n)
     scores = np.empty((n, len(orders)))
     for j, order in enumerate(orders):
         scores[order, j] = table
@@ -117,7 +116,7 @@ class DataShuffling(Method):
             sort_order(column_order_values(frame, name, schema), random_state=rng)
             for name in (*columns, *conditioning)
         ]
-        perturbed = conditional_normal_draw(normal_scores(orders), len(columns), rng)
+        perturbed = conditional_normal_draw(ordered_normal_scores(orders), len(columns), rng)
         for j, name in enumerate(columns):
             source = np.empty(n, dtype=np.int64)
             # continuous draws have no ties, so the fast unstable sort gives the rank order

@@ -25,7 +25,7 @@ from scipy.spatial import cKDTree
 
 from sdckit.core.errors import DataError, ParameterError, SchemaError, SdcError
 from sdckit.core.random import RandomState, as_generator
-from sdckit.core.ranks import check_ties, nearest_rank, rank_matrix
+from sdckit.core.ranks import check_ties, nearest_rank, order_values, rank_matrix
 from sdckit.core.schema import Column, Kind, Schema
 
 #: What ``schema=`` may be on the public functions: a Schema, orders by column, or nothing.
@@ -90,8 +90,6 @@ def column_spec(name: str, reference: pd.Series, schema: SchemaLike) -> tuple[Co
 
 def sortable(series: pd.Series, column: Column | None, order: tuple | None, what: str) -> np.ndarray:
     """``order_values`` of one column with the frame named in every error; dates in days."""
-    from sdckit.core.ranks import order_values
-
     if order is not None and isinstance(series.dtype, pd.CategoricalDtype):
         series = series.astype(object)
     try:

@@ -23,7 +23,7 @@ from sdckit.core.errors import ParameterError
 from sdckit.core.params import Interval, check_param
 from sdckit.core.random import RandomState
 from sdckit.permutation.columns import RankSpace, SchemaLike, rank_space
-from sdckit.permutation.distance import Progress, distances_and_matches
+from sdckit.permutation.distance import Progress, distance_frame
 from sdckit.permutation.results import Result
 
 
@@ -87,9 +87,16 @@ def minimum_variances(records: pd.DataFrame, names: Sequence[str]) -> pd.Series:
 
 
 def window_variances(space: RankSpace, centre: np.ndarray, radius: np.ndarray | int,
-                     prefix: str = "var_") -> dict[str, np.ndarray]:
-    """Per column ``c``, ``{prefix}{c}``: variance of sorted ``Y_c`` within ``radius`` of ``centre``."""
-    return {f"{prefix}{name}": WindowVariance(space.y_sorted[j])(centre[:, j], radius)
+                     prefix: str = "var_",
+                     windows: Sequence[WindowVariance] | None = None) -> dict[str, np.ndarray]:
+    """Per column ``c``, ``{prefix}{c}``: variance of sorted ``Y_c`` within ``radius`` of ``centre``.
+
+    ``windows`` (one :class:`WindowVariance` per column) saves rebuilding the prefix sums when
+    several radii are asked of the same release.
+    """
+    if windows is None:
+        windows = [WindowVariance(values) for values in space.y_sorted]
+    return {f"{prefix}{name}": windows[j](centre[:, j], radius)
             for j, name in enumerate(space.names)}
 
 
@@ -153,17 +160,17 @@ def permuted_privacy(
                        random_state=random_state)
     thresholds = check_thresholds(v, space.names)
     r = space.ranks_in(space.y_sorted, space.x)
-    dist, matches = distances_and_matches(space, r, progress)
+    records = distance_frame(space, r, progress)
+    dist = records["distance"].to_numpy()
     level = int(dist.min())
-    records = pd.DataFrame({"distance": dist}, index=space.original_index)
-    records["matches"] = pd.Series(matches, dtype=object).to_numpy()
     satisfied = dist >= d
-    at_level = window_variances(space, r, level)
-    own = window_variances(space, r, dist, "var_own_")
-    for j, name in enumerate(space.names):
+    windows = [WindowVariance(values) for values in space.y_sorted]
+    at_level = window_variances(space, r, level, windows=windows)
+    own = window_variances(space, r, dist, "var_own_", windows)
+    for name in space.names:
         records[f"var_{name}"] = at_level[f"var_{name}"]
         records[f"var_own_{name}"] = own[f"var_own_{name}"]
-    for name, values in window_variances(space, r, d).items():
+    for name, values in window_variances(space, r, d, windows=windows).items():
         satisfied &= values > thresholds[name[len("var_"):]]
     records.insert(2, "satisfied", satisfied)
     dataset_variances = minimum_variances(records, space.names)

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from sdckit.core.random import RandomState
+from sdckit.core.ranks import average_ranks
 from sdckit.permutation.columns import (
     RankSpace, SchemaLike, check_same_size, quantile_index, rank_space,
 )
@@ -132,7 +133,6 @@ def spearman_xz(space: RankSpace) -> pd.Series:
     for j, name in enumerate(space.names):
         xj, zj = space.x[:, j], z[:, j]
         constant = np.ptp(xj) == 0 or np.ptp(zj) == 0
-        # Spearman = Pearson on average ranks (pandas' method="spearman" imports scipy.stats)
-        values[name] = np.nan if constant else float(np.corrcoef(
-            pd.Series(xj).rank().to_numpy(), pd.Series(zj).rank().to_numpy())[0, 1])
+        # Spearman = Pearson on average ranks
+        values[name] = np.nan if constant else float(np.corrcoef(average_ranks(xj), average_ranks(zj))[0, 1])
     return pd.Series(values, name="rank_correlation", dtype=float)

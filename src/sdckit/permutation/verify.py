@@ -33,11 +33,11 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy.special import ndtr, ndtri
+from scipy.special import ndtr
 
 from sdckit.core.params import Interval, Options, check_param
 from sdckit.core.random import RandomState
-from sdckit.core.ranks import nearest_rank
+from sdckit.core.ranks import average_ranks, nearest_rank, normal_scores
 from sdckit.permutation.columns import RankSpace, SchemaLike, rank_space
 from sdckit.permutation.distance import Progress, nearest_distances
 from sdckit.permutation.intruder import intruder_query
@@ -63,8 +63,7 @@ def hellinger(p: Any, q: Any) -> float:
     """
     p, q = pd.Series(p, dtype=float), pd.Series(q, dtype=float)
     p, q = p.align(q, fill_value=0.0)
-    value = np.sqrt(np.sum((np.sqrt(p.to_numpy()) - np.sqrt(q.to_numpy())) ** 2) / 2.0)
-    return float(min(value, 1.0))
+    return float(_hellinger_dense(p.to_numpy(), q.to_numpy()))
 
 
 def distribution(distances: np.ndarray) -> pd.Series:
@@ -81,10 +80,8 @@ def _hellinger_dense(p: np.ndarray, q: np.ndarray) -> np.ndarray:
 
 def copula_correlation(values: np.ndarray) -> np.ndarray:
     """Correlation of the normal scores ``Phi^-1((rank - 1/2) / n)`` of each column."""
-    from scipy.stats import rankdata  # scipy.stats is slow to import; only this needs it
-
     n, m = values.shape
-    scores = ndtri((rankdata(values, axis=0) - 0.5) / n)
+    scores = normal_scores(average_ranks(values), n)
     if m == 1:
         return np.ones((1, 1))
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -166,11 +163,19 @@ class Verification(Result):
     records: pd.DataFrame
 
 
+#: The rules of the verification's settings; the report, compare and tune check theirs with these.
+VERIFY_RULES = {
+    "null": Options(NULLS),
+    "n_random": Interval(int, 2, None),  # half defines Q, half gives the null samples
+    "exhaustive_limit": Interval(int, 0, None),
+    "n_null": Interval(int, 1, None),
+}
+
+
 def check_verify_params(null: str, n_random: int, exhaustive_limit: int, n_null: int) -> None:
-    check_param("verify_linkage", "null", null, Options(NULLS))
-    check_param("verify_linkage", "n_random", n_random, Interval(int, 2, None))
-    check_param("verify_linkage", "exhaustive_limit", exhaustive_limit, Interval(int, 0, None))
-    check_param("verify_linkage", "n_null", n_null, Interval(int, 1, None))
+    values = {"null": null, "n_random": n_random, "exhaustive_limit": exhaustive_limit, "n_null": n_null}
+    for name, value in values.items():
+        check_param("verify_linkage", name, value, VERIFY_RULES[name])
 
 
 def null_hellinger(pool: np.ndarray, q: np.ndarray, n: int, n_null: int,
@@ -210,8 +215,8 @@ def verification_from(
     original_distances: np.ndarray | None = None,
     progress: Progress = None,
 ) -> Verification:
-    """:class:`Verification` of the records of ``space`` (shared by :func:`verify_linkage`)."""
-    check_verify_params(null, n_random, exhaustive_limit, n_null)
+    """:class:`Verification` of the records of ``space`` (shared by :func:`verify_linkage` and
+    :func:`~sdckit.permutation.assess`, which check the settings before building ``space``)."""
     if original_distances is None:
         original_distances = nearest_distances(space, intruder_query(space), progress, "linking")
     positions, exhaustive = random_positions(space.x, null, n_random, exhaustive_limit, space.rng)

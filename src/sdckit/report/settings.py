@@ -1,20 +1,19 @@
-"""The report's settings: defaults and their checks (light to import, so recipes check them
-before any data is read)."""
+"""The report's settings: defaults and their checks (recipes check them before any data is
+read). The verification's settings follow :data:`sdckit.permutation.verify.VERIFY_RULES`."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
-from sdckit.core.params import Interval, Options, check_param
+from sdckit.core.params import Interval, check_param
+from sdckit.permutation.verify import VERIFY_RULES
 
 #: Default settings of the report's measures (shown in its transparency section; never the seed).
 DEFAULTS: dict[str, Any] = {"null": "copula", "n_random": 20_000, "n_null": 50, "alpha": 0.05, "interval_p": 10.0}
 
 RULES = {
-    "null": Options(("copula", "independent")),
-    "n_random": Interval(int, 1, None),
-    "n_null": Interval(int, 1, None),
+    **{name: VERIFY_RULES[name] for name in ("null", "n_random", "n_null")},
     "alpha": Interval(float, 0, 1, closed="neither"),
     "interval_p": Interval(float, 0, 100, closed="right"),
 }
