@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from sdckit import DataError, ParameterError, Schema, protect
 from sdckit.datasets import load_casc
 from sdckit.masking import Microaggregation, mdav_groups, univariate_groups
-from sdckit.masking.microaggregation import standardize
+from sdckit.core.arrays import standardize
 
 
 def partition(labels) -> set[frozenset[int]]:

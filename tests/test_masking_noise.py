@@ -14,7 +14,7 @@ import pytest
 
 from sdckit import DataError, ParameterError, SchemaError
 from sdckit.masking import AdditiveNoise, CorrelatedNoise, MultiplicativeNoise
-from sdckit.masking.noise import covariance_root
+from sdckit.core.arrays import covariance_root
 
 N = 20_000
 SIGMA = np.array([[4.0, 2.4, -1.0], [2.4, 9.0, 1.5], [-1.0, 1.5, 1.0]])

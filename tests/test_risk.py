@@ -53,9 +53,15 @@ def test_distance_linkage_matches_brute_force(seed, n, m):
     r = distance_linkage(x, y)
     xs = (x - x.mean()) / x.std()
     ys = (y - y.mean()) / y.std()
-    d = ((ys.to_numpy()[:, None, :] - xs.to_numpy()[None, :, :]) ** 2).sum(axis=2)
-    assert r.records["nearest"].tolist() == d.argmin(axis=1).tolist()
-    assert r.correct == pytest.approx(float((d.argmin(axis=1) == np.arange(n)).sum()))
+    d = np.sqrt(((ys.to_numpy()[:, None, :] - xs.to_numpy()[None, :, :]) ** 2).sum(axis=2))
+    # the documented tie rule: originals at the minimum distance (up to rounding) are tied, the
+    # lowest position is reported and the true one earns 1/ties (n = 2 always ties: the
+    # standardized values are +-0.707, so plain argmin would pick by rounding error)
+    tied = d <= d.min(axis=1, keepdims=True) * (1 + 1e-9) + 1e-12
+    assert r.records["nearest"].tolist() == tied.argmax(axis=1).tolist()
+    assert r.records["tied"].tolist() == tied.sum(axis=1).tolist()
+    expected = np.where(tied[np.arange(n), np.arange(n)], 1.0 / tied.sum(axis=1), 0.0)
+    assert r.correct == pytest.approx(float(expected.sum()))
 
 
 def test_distance_linkage_with_truth_and_bad_truth():

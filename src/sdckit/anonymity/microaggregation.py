@@ -17,12 +17,13 @@ import numpy as np
 import pandas as pd
 
 from sdckit.anonymity.partition import Partition
+from sdckit.core.arrays import standardize
 from sdckit.core.errors import DataError
 from sdckit.core.method import Method, Outcome, register
 from sdckit.core.params import Interval, StrList
 from sdckit.core.ranks import order_values
 from sdckit.core.schema import Kind, Role, Schema
-from sdckit.masking.microaggregation import group_means, mdav_groups, sse_ratio, standardize
+from sdckit.masking.microaggregation import group_means, mdav_groups, sse_ratio
 
 
 @register

@@ -26,6 +26,7 @@ import numba
 import numpy as np
 import pandas as pd
 
+from sdckit.core.arrays import numeric_block, standardize, write_block
 from sdckit.core.errors import DataError
 from sdckit.core.method import Method, Outcome, register
 from sdckit.core.params import Boolean, Interval, Options, check_param
@@ -136,14 +137,6 @@ def _mdav_tail(data, ids, sums, labels, nrem, group, k):
     for t in range(nrem):
         labels[ids[t]] = group
     return group + 1
-
-
-def standardize(values: np.ndarray) -> np.ndarray:
-    """Columns centred and divided by their population standard deviation; a constant
-    column becomes all zeros (it cannot tell records apart)."""
-    values = np.asarray(values, dtype=float)
-    sd = values.std(axis=0)
-    return (values - values.mean(axis=0)) / np.where(sd > 0, sd, 1.0)
 
 
 def mdav_groups(
@@ -357,7 +350,7 @@ class Microaggregation(Method):
     def transform(
         self, frame: pd.DataFrame, columns: tuple[str, ...], schema: Schema, rng: np.random.Generator
     ) -> Outcome:
-        values = frame.loc[:, list(columns)].to_numpy(dtype=float)
+        values = numeric_block(frame, columns)
         if len(values) < self.k:
             raise DataError(
                 f"Microaggregation with k={self.k} needs at least {self.k} records; the data "
@@ -376,8 +369,7 @@ class Microaggregation(Method):
                 aggregated[:, j] = group_means(values[:, [j]], labels)[:, 0]
                 groups.append(int(labels.max()) + 1)
                 largest = max(largest, int(np.bincount(labels).max()))
-        for j, name in enumerate(columns):
-            frame[name] = aggregated[:, j]
+        write_block(frame, columns, aggregated)
         ratio, per = sse_ratio(values, aggregated)
         info = {
             "sse_ratio": ratio,

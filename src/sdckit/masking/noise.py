@@ -8,6 +8,7 @@ from typing import ClassVar
 import numpy as np
 import pandas as pd
 
+from sdckit.core.arrays import covariance_root, numeric_block, write_block
 from sdckit.core.method import Method, register
 from sdckit.core.params import Boolean, Interval, Options
 from sdckit.core.schema import Schema
@@ -54,16 +55,8 @@ class AdditiveNoise(Method):
         return write_block(frame, columns, values + rng.standard_normal(values.shape) * sd)
 
 
-def numeric_block(frame: pd.DataFrame, columns: tuple[str, ...]) -> np.ndarray:
-    """The ``columns`` of ``frame`` as one float array (records x columns)."""
-    return frame.loc[:, list(columns)].to_numpy(dtype=float)
 
 
-def write_block(frame: pd.DataFrame, columns: tuple[str, ...], values: np.ndarray) -> pd.DataFrame:
-    """Put the columns of ``values`` back into ``frame`` (a copy owned by the method)."""
-    for j, name in enumerate(columns):
-        frame[name] = values[:, j]
-    return frame
 
 
 def _ddof(values: np.ndarray) -> int:
@@ -71,14 +64,6 @@ def _ddof(values: np.ndarray) -> int:
     return 1 if len(values) > 1 else 0
 
 
-def covariance_root(sigma: np.ndarray) -> np.ndarray:
-    """A matrix ``L`` with ``L @ L.T == sigma`` for a symmetric positive semi-definite ``sigma``.
-
-    Taken from the eigen-decomposition (negative rounding-error eigenvalues clipped to 0), so
-    that singular covariance matrices — a constant column, collinear columns — still work.
-    """
-    w, v = np.linalg.eigh(sigma)
-    return v * np.sqrt(np.clip(w, 0.0, None))
 
 
 @register

@@ -8,6 +8,7 @@ from typing import ClassVar
 import numpy as np
 import pandas as pd
 
+from sdckit.core.arrays import covariance_root
 from sdckit.core.method import Method, Outcome, register
 from sdckit.core.ranks import normal_scores, sort_order
 from sdckit.core.schema import ORDERED_KINDS, Role, Schema
@@ -42,8 +43,7 @@ def conditional_normal_draw(scores: np.ndarray, c: int, rng: np.random.Generator
         beta = np.linalg.pinv(corr[c:, c:]) @ corr[c:, :c]  # pinv: collinear columns allowed
         mean = scores[:, c:] @ beta
         cov = r_cc - corr[:c, c:] @ beta
-    w, v = np.linalg.eigh((cov + cov.T) / 2.0)
-    root = v * np.sqrt(np.clip(w, 0.0, None))
+    root = covariance_root((cov + cov.T) / 2.0)
     return mean + rng.standard_normal((n, c)) @ root.T
 
 

@@ -20,8 +20,9 @@ import numpy as np
 import pandas as pd
 from scipy.spatial import cKDTree
 
+from sdckit.core.arrays import standardize
 from sdckit.core.errors import DataError
-from sdckit.utility.columns import numeric_pair, safe_scale
+from sdckit.utility.columns import numeric_pair
 
 _TIE_RTOL = 1e-9
 
@@ -74,11 +75,6 @@ def true_originals(truth: Sequence[int] | np.ndarray | None, n_original: int, n_
     return owner
 
 
-def _standardize(values: np.ndarray) -> np.ndarray:
-    sd = values.std(axis=0, ddof=1) if len(values) > 1 else np.zeros(values.shape[1])
-    return (values - values.mean(axis=0)) / safe_scale(sd)
-
-
 def distance_linkage(
     original: pd.DataFrame,
     released: pd.DataFrame,
@@ -99,7 +95,7 @@ def distance_linkage(
     """
     cols, x, y = numeric_pair(original, released, columns, owner="distance_linkage")
     owner = true_originals(truth, len(x), len(y))
-    xs, ys = _standardize(x), _standardize(y)
+    xs, ys = standardize(x, ddof=1), standardize(y, ddof=1)
     tree = cKDTree(xs)
     k = min(len(xs), 8)
     dist, idx = tree.query(ys, k=k)

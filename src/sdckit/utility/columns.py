@@ -77,7 +77,3 @@ def numeric_pair(
     return cols, original[cols].to_numpy(dtype=float), released[cols].to_numpy(dtype=float)
 
 
-def safe_scale(scale: np.ndarray) -> np.ndarray:
-    """``scale`` with zeros (constant columns) replaced by 1, so divisions stay finite."""
-    scale = np.asarray(scale, dtype=float)
-    return np.where(scale > 0, scale, 1.0)

@@ -21,7 +21,8 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from sdckit.utility.columns import numeric_pair, safe_scale
+from sdckit.core.arrays import safe_scale
+from sdckit.utility.columns import numeric_pair
 
 
 def il1_columns(

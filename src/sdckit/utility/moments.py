@@ -13,8 +13,9 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from sdckit.core.arrays import safe_scale
 from sdckit.core.errors import ParameterError
-from sdckit.utility.columns import numeric_pair, safe_scale
+from sdckit.utility.columns import numeric_pair
 
 DEFAULT_QUANTILES = (0.1, 0.25, 0.5, 0.75, 0.9)
 

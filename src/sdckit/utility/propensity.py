@@ -30,10 +30,10 @@ from itertools import combinations
 import numpy as np
 import pandas as pd
 
+from sdckit.core.arrays import standardize
 from sdckit.core.errors import DataError, SchemaError
 from sdckit.core.params import Boolean, Options, check_param
 from sdckit.core.random import RandomState, as_generator
-
 
 #: Inverse strength of the ridge penalty of the logistic model. On standardized features it is
 #: negligible, but it keeps the fit finite when original and release are (nearly) separable.
@@ -61,9 +61,7 @@ def _design(stacked: pd.DataFrame, interactions: bool) -> np.ndarray:
     other = [c for c in stacked.columns if c not in numeric]
     parts = []
     if numeric:
-        x = stacked[numeric].to_numpy(dtype=float)
-        sd = x.std(axis=0)
-        x = (x - x.mean(axis=0)) / np.where(sd > 0, sd, 1.0)
+        x = standardize(stacked[numeric].to_numpy(dtype=float))
         parts.append(x)
         if interactions:
             parts.append(x**2)
