@@ -21,8 +21,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from sdckit.anonymity.hierarchy import Hierarchy
-from sdckit.core.params import Interval, Options, Satisfies, check_param
+from sdckit.anonymity.hierarchy import Hierarchy, as_hierarchy
+from sdckit.core.params import Interval, Options, Satisfies, check_param, validate_params
 
 _NAME = Satisfies(lambda v: isinstance(v, str) and v != "", "a column name")
 
@@ -36,8 +36,7 @@ class Criterion:
     rules: ClassVar[dict[str, Any]] = {}
 
     def __post_init__(self) -> None:
-        for name, rule in self.rules.items():
-            check_param(type(self).__name__, name, getattr(self, name), rule)
+        validate_params(type(self).__name__, {n: getattr(self, n) for n in self.rules}, self.rules)
 
     @property
     def needs_sensitive(self) -> str | None:
@@ -55,15 +54,6 @@ class Criterion:
     def label(self) -> str:
         """A short name for reports, e.g. ``"k-anonymity (k=5)"``."""
         raise NotImplementedError  # pragma: no cover
-
-    def to_manifest(self) -> dict[str, Any]:
-        from dataclasses import fields
-
-        return {"class": type(self).__name__, **{f.name: _plain(getattr(self, f.name)) for f in fields(self)}}
-
-
-def _plain(value: Any) -> Any:
-    return value.to_manifest() if isinstance(value, Hierarchy) else value
 
 
 @dataclass(frozen=True)
@@ -180,7 +170,7 @@ class TCloseness(Criterion):
 
     def __post_init__(self) -> None:
         if isinstance(self.hierarchy, str):  # a CSV path, e.g. from a recipe
-            object.__setattr__(self, "hierarchy", Hierarchy.from_csv(self.hierarchy))
+            object.__setattr__(self, "hierarchy", as_hierarchy(self.hierarchy, self.sensitive))
         super().__post_init__()
         if (self.distance == "hierarchical") != isinstance(self.hierarchy, Hierarchy):
             check_param("TCloseness", "hierarchy", self.hierarchy, [Satisfies(

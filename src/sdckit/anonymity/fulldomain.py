@@ -110,10 +110,12 @@ class FullDomainGeneralization(Method):
         object.__setattr__(self, "criteria", as_criteria(self.criteria))
         super().__post_init__()
 
+    def default_columns(self) -> tuple[str, ...]:
+        return tuple(self.hierarchies)
+
     def target_columns(self, schema: Schema) -> tuple[str, ...]:
-        quasi = tuple(self.columns) if self.columns is not None else tuple(self.hierarchies)
+        quasi = super().target_columns(schema)
         for name in quasi:
-            schema[name]  # raises SchemaError naming an unknown column
             if name not in self.hierarchies:
                 raise ParameterError(
                     f"Column {name!r} has no hierarchy; give FullDomainGeneralization a hierarchy "

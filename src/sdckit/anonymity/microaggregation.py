@@ -61,11 +61,8 @@ class MicroaggregationAnonymity(Method):
     roles: ClassVar = frozenset({Role.QUASI})
     example: ClassVar = {"k": 3, "quasi": ("age", "education", "sex")}
 
-    def target_columns(self, schema: Schema) -> tuple[str, ...]:
-        quasi = tuple(self.columns) if self.columns is not None else tuple(self.quasi)
-        for name in quasi:
-            schema[name]  # raises SchemaError naming an unknown column
-        return quasi
+    def default_columns(self) -> tuple[str, ...]:
+        return tuple(self.quasi)
 
     def partition(self, frame: pd.DataFrame, schema: Schema | None = None,
                   progress: Callable[[int, int, str], None] | None = None) -> Partition:

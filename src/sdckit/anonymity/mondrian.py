@@ -124,11 +124,8 @@ class Mondrian(Method):
         object.__setattr__(self, "criteria", as_criteria(self.criteria))
         super().__post_init__()
 
-    def target_columns(self, schema: Schema) -> tuple[str, ...]:
-        quasi = tuple(self.columns) if self.columns is not None else tuple(self.quasi)
-        for name in quasi:
-            schema[name]  # raises SchemaError naming an unknown column
-        return quasi
+    def default_columns(self) -> tuple[str, ...]:
+        return tuple(self.quasi)
 
     # ------------------------------------------------------------------ encoding
     def _dims(self, frame: pd.DataFrame, quasi: tuple[str, ...], schema: Schema) -> _Dims:

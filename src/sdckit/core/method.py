@@ -121,12 +121,19 @@ class Method:
         """Protect ``columns`` of ``frame`` (a copy the method may change in place)."""
         raise NotImplementedError
 
+    def default_columns(self) -> tuple[str, ...] | None:
+        """The columns the method's own parameters name when ``columns`` is not given (e.g. the
+        quasi-identifiers of a k-anonymity method); ``None``: choose them by role and kind."""
+        return None
+
     def target_columns(self, schema: Schema) -> tuple[str, ...]:
-        """The columns this method works on: ``columns`` if given (checked), else the
-        columns whose role and kind the method accepts."""
+        """The columns this method works on: ``columns`` if given, else the columns its
+        parameters name (:meth:`default_columns`), both checked; else the columns whose role
+        and kind the method accepts."""
         owner = type(self).__name__
-        if self.columns is not None:
-            for name in self.columns:
+        names = self.columns if self.columns is not None else self.default_columns()
+        if names is not None:
+            for name in names:
                 col = schema[name]  # raises SchemaError naming the column
                 if col.kind not in self.kinds:
                     allowed = ", ".join(sorted(k.value for k in self.kinds))
@@ -140,7 +147,7 @@ class Method:
                         f"{owner} was asked to protect identifier column {name!r}; identifiers "
                         "are dropped from releases, not masked. Give the column another role."
                     )
-            return self.columns
+            return tuple(names)
         chosen = schema.select(self.roles, self.kinds)
         if not chosen:
             roles = ", ".join(sorted(r.value for r in self.roles))

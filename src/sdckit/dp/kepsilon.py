@@ -164,10 +164,11 @@ class KEpsilonAnonymity(Method):
             raise self.param_error("max_suppression", "0.0 with algorithm='mondrian' (Mondrian does not suppress)")
 
     # ------------------------------------------------------------------ columns
+    def default_columns(self) -> tuple[str, ...]:
+        return self.k_quasi + self.epsilon_quasi
+
     def target_columns(self, schema: Schema) -> tuple[str, ...]:
-        names = tuple(self.columns) if self.columns is not None else self.k_quasi + self.epsilon_quasi
-        for name in names:
-            schema[name]  # raises SchemaError naming an unknown column
+        names = super().target_columns(schema)
         if set(names) != set(self.k_quasi) | set(self.epsilon_quasi):
             raise self.param_error("columns", "None or exactly the k-quasis and epsilon-quasis")
         for name in self.epsilon_quasi:

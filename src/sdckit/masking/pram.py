@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -226,10 +225,8 @@ class Pram(Method):
                     f"sums to {p[bad[0]].sum():g})",
                 )
 
-    def target_columns(self, schema: Schema) -> tuple[str, ...]:
-        if self.columns is None and self.matrix is not None:
-            return dataclasses.replace(self, columns=tuple(self.matrix)).target_columns(schema)
-        return super().target_columns(schema)
+    def default_columns(self) -> tuple[str, ...] | None:
+        return None if self.matrix is None else tuple(self.matrix)
 
     def _column_matrix(self, series: pd.Series, column: Any) -> tuple[list[Any], np.ndarray]:
         name = series.name

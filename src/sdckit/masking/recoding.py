@@ -15,7 +15,7 @@ import pandas as pd
 from sdckit.anonymity.hierarchy import Hierarchy, as_hierarchy, format_number
 from sdckit.core.errors import DataError, SchemaError
 from sdckit.core.method import Method, Outcome, register
-from sdckit.core.params import Interval, IsNone, Satisfies
+from sdckit.core.params import Interval, IsNone, Satisfies, StrList
 from sdckit.core.schema import CATEGORICAL_KINDS, Kind, Role, Schema
 
 
@@ -26,15 +26,6 @@ def _is_breaks(value: Any) -> bool:
         and all(isinstance(v, int | float) and not isinstance(v, bool) for v in value)
         and not np.isnan(np.asarray(value, dtype=float)).any()
         and bool(np.all(np.diff(np.asarray(value, dtype=float)) > 0))
-    )
-
-
-def _is_labels(value: Any) -> bool:
-    return (
-        isinstance(value, tuple)
-        and len(value) > 0
-        and all(isinstance(v, str) for v in value)
-        and len(set(value)) == len(value)
     )
 
 
@@ -118,7 +109,7 @@ class GlobalRecoding(Method):
     constraints: ClassVar = {
         "bins": [IsNone(), Interval(int, 2, None), Satisfies(_is_breaks, "a list of increasing numbers")],
         "mapping": [IsNone(), Satisfies(_is_mapping, "a non-empty mapping value -> group")],
-        "labels": [IsNone(), Satisfies(_is_labels, "a list of distinct strings")],
+        "labels": [IsNone(), Satisfies(StrList().is_satisfied_by, "a list of distinct strings")],
         "hierarchy": [IsNone(), Satisfies(lambda v: isinstance(v, Hierarchy), "a Hierarchy or the path of a hierarchy CSV file")],
         "level": [IsNone(), Interval(int, 0, None)],
     }
