@@ -20,24 +20,33 @@ from collections.abc import Sequence
 import numpy as np
 
 from sdckit.anonymity.lattice import Evaluator, GroupTable, NodeStats
+from sdckit.utility.precision import discernibility_from_sizes
 
 METRICS = ("loss", "discernibility", "aecs", "entropy")
 
 
+def size_metrics(sizes: np.ndarray, bad: np.ndarray, node: Sequence[int], heights: np.ndarray,
+                 n: int) -> dict[str, float]:
+    """The metrics that need only the classes' sizes: ``loss``, ``discernibility``, ``aecs``,
+    with ``suppressed`` (records in violating classes ``bad``) and ``classes`` (kept)."""
+    s = int(sizes[bad].sum())
+    kept = sizes[~bad]
+    h = np.asarray(heights, dtype=float)
+    ratio = np.divide(np.asarray(node, float), h, out=np.zeros(len(h)), where=h > 0)
+    return {
+        "loss": float(((n - s) * (ratio.mean() if len(h) else 0.0) + s) / n),
+        "discernibility": float(discernibility_from_sizes(kept, s, n)),
+        "aecs": float((n - s) / len(kept)) if len(kept) else float("inf"),
+        "suppressed": s,
+        "classes": int(len(kept)),
+    }
+
+
 def quick_metric(stats: NodeStats, heights: np.ndarray, n: int, metric: str) -> float | None:
     """``metric`` from a node's class sizes alone (None for ``"entropy"``, which needs values)."""
-    bad = stats.violating.any(axis=1)
-    s = int(stats.sizes[bad].sum())
-    kept = stats.sizes[~bad]
-    if metric == "loss":
-        h = heights.astype(float)
-        ratio = np.divide(np.asarray(stats.node, float), h, out=np.zeros(len(h)), where=h > 0)
-        return ((n - s) * (ratio.mean() if len(h) else 0.0) + s) / n
-    if metric == "discernibility":
-        return float((kept.astype(float) ** 2).sum() + s * n)
-    if metric == "aecs":
-        return float((n - s) / len(kept)) if len(kept) else float("inf")
-    return None
+    if metric == "entropy":
+        return None
+    return size_metrics(stats.sizes, stats.violating.any(axis=1), stats.node, heights, n)[metric]
 
 
 def node_metrics(ev: Evaluator, node: Sequence[int]) -> dict[str, float]:
@@ -51,11 +60,7 @@ def node_metrics(ev: Evaluator, node: Sequence[int]) -> dict[str, float]:
     cls, sizes, violating = ev.class_stats(GroupTable(node, codes, bottom.sens, bottom.counts, grouped=False))
     bad_class = violating.any(axis=1)
     n = int(bottom.counts.sum())
-    s = int(sizes[bad_class].sum())
-    kept = sizes[~bad_class]
-    heights = ev.enc.heights.astype(float)
-    ratio = np.divide(np.asarray(node, float), heights, out=np.zeros(len(node)), where=heights > 0)
-    loss = ((n - s) * (ratio.mean() if len(node) else 0.0) + s) / n
+    by_size = size_metrics(sizes, bad_class, node, ev.enc.heights, n)
     row_suppressed = bad_class[cls]
     entropy = 0.0
     w = bottom.counts.astype(float)
@@ -65,11 +70,6 @@ def node_metrics(ev: Evaluator, node: Sequence[int]) -> dict[str, float]:
         per_row = np.where(row_suppressed, np.log2(n / c0[bottom.codes[:, j]]),
                            np.log2(cg[codes[:, j]] / c0[bottom.codes[:, j]]))
         entropy += float((w * per_row).sum())
-    return {
-        "loss": float(loss),
-        "discernibility": float((kept.astype(float) ** 2).sum() + s * n),
-        "aecs": float((n - s) / len(kept)) if len(kept) else float("inf"),
-        "entropy": entropy,
-        "suppressed": s,
-        "classes": int(len(kept)),
-    }
+    names = ("loss", "discernibility", "aecs")
+    return {**{k: by_size[k] for k in names}, "entropy": entropy,
+            **{k: v for k, v in by_size.items() if k not in names}}

@@ -48,16 +48,18 @@ class SearchResult:
 
 
 def _best(ev: Evaluator, candidates, metric: str) -> tuple[tuple[int, ...], dict[str, float]]:
-    scored = []
+    scored, full = [], {}
     n, heights = ev.enc.n, ev.enc.heights
     for node in candidates:
+        node = tuple(node)
         value = quick_metric(ev.evaluate(node), heights, n, metric)
         if value is None:
-            value = node_metrics(ev, node)[metric]
-        scored.append((value, int(sum(node)), tuple(node)))
+            full[node] = node_metrics(ev, node)
+            value = full[node][metric]
+        scored.append((value, int(sum(node)), node))
     scored.sort()
     best = scored[0][2]
-    return best, node_metrics(ev, best)
+    return best, full[best] if best in full else node_metrics(ev, best)
 
 
 def _no_solution(ev: Evaluator) -> DataError:

@@ -133,4 +133,9 @@ def discernibility(classes: Sequence | np.ndarray, n_suppressed: int = 0, n_tota
     if n < len(labels) + n_suppressed:
         raise ParameterError(f"The 'n_total' parameter of discernibility must be >= the released plus suppressed records ({len(labels) + n_suppressed}). Got {n_total!r} instead.")
     _, sizes = np.unique(labels, return_counts=True) if labels.size else (None, np.zeros(0, dtype=np.int64))
-    return int((sizes.astype(np.int64) ** 2).sum() + int(n_suppressed) * int(n))
+    return discernibility_from_sizes(sizes, n_suppressed, n)
+
+
+def discernibility_from_sizes(sizes: np.ndarray, n_suppressed: int, n_total: int) -> int:
+    """``C_DM`` from the released classes' sizes (shared with the k-anonymity search)."""
+    return int((np.asarray(sizes).astype(np.int64) ** 2).sum() + int(n_suppressed) * int(n_total))
