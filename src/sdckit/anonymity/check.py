@@ -13,11 +13,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from sdckit.anonymity.criteria import Criterion, RecursiveCLDiversity, TCloseness, as_criteria
+from sdckit.anonymity.criteria import (
+    Criterion,
+    RecursiveCLDiversity,
+    TCloseness,
+    as_criteria,
+)
 from sdckit.anonymity.lattice import sensitive_order
+from sdckit.core.arrays import class_labels, first_rows
 from sdckit.core.errors import DataError, ParameterError
 from sdckit.core.schema import Schema
-
 
 #: Criteria whose measure must stay below a bound (the worst class has the largest value).
 _UPPER = (RecursiveCLDiversity, TCloseness)
@@ -98,13 +103,9 @@ def check(frame: pd.DataFrame, quasi: Sequence[str], criteria: Criterion | Seque
     for name in quasi + [c.needs_sensitive for c in criteria if c.needs_sensitive]:
         if name not in frame.columns:
             raise DataError(f"Column {name!r} is not in the data; its columns are: {', '.join(map(str, frame.columns))}.")
-    grouped = frame.groupby(quasi, sort=True, dropna=False)
-    cls = grouped.ngroup().to_numpy()
-    g = int(cls.max()) + 1
-    sizes = np.bincount(cls, minlength=g)
-    first = np.empty(g, dtype=np.int64)
-    first[cls[::-1]] = np.arange(len(cls) - 1, -1, -1)
-    table = frame.iloc[first][quasi].reset_index(drop=True)
+    cls, sizes = class_labels(frame, quasi, sort=True)
+    g = len(sizes)
+    table = frame.iloc[first_rows(cls, g)][quasi].reset_index(drop=True)
     table["size"] = sizes
     summary = []
     for c in criteria:

@@ -20,6 +20,7 @@ import pandas as pd
 
 from sdckit.anonymity.criteria import Criterion
 from sdckit.anonymity.hierarchy import Hierarchy
+from sdckit.core.arrays import first_rows
 from sdckit.core.errors import DataError
 from sdckit.core.schema import Kind, Schema
 
@@ -185,8 +186,7 @@ class Evaluator:
         sizes += [len(s.labels) for s in self.enc.sensitive]
         key = combine_codes([codes[:, j] for j in range(codes.shape[1])] + [sens[:, i] for i in range(sens.shape[1])], sizes)
         inverse, uniques = pd.factorize(key)
-        first = np.empty(len(uniques), dtype=np.int64)
-        first[inverse[::-1]] = np.arange(len(key) - 1, -1, -1)  # the last write wins: first rows
+        first = first_rows(inverse, len(uniques))
         return GroupTable(node, codes[first], sens[first], np.bincount(inverse, weights=counts).astype(np.int64))
 
     def table(self, node: tuple[int, ...], source: GroupTable | None = None) -> GroupTable:

@@ -39,6 +39,7 @@ from sdckit.anonymity.hierarchy import (
 )
 from sdckit.anonymity.lattice import sensitive_order
 from sdckit.anonymity.partition import Partition
+from sdckit.core.arrays import first_rows
 from sdckit.core.errors import DataError
 from sdckit.core.method import Method, Outcome, register
 from sdckit.core.params import Interval, IsNone, StrList
@@ -326,11 +327,10 @@ class Mondrian(Method):
             losses[name] = float(np.mean((hi - lo)[cls] / span)) if span > 0 else 0.0
             labels = _range_labels(frame[name], schema[name], lo, hi)
             data[name] = pd.Series(labels[cls], index=frame.index, dtype=object)
+        first = first_rows(cls, int(cls.max()) + 1)
         for c, j in enumerate(dims.hier):
             name = quasi[j]
             h = dims.hierarchies[c]
-            first = np.zeros(cls.max() + 1, dtype=np.int64)
-            first[cls[::-1]] = np.arange(len(cls) - 1, -1, -1)
             lvl = levels[:, c]
             code = dims.hcodes[c][first, lvl]
             labels = np.array([h.labels(level)[cd] for level, cd in zip(lvl, code)], dtype=object)

@@ -1,5 +1,6 @@
 """Small numeric helpers shared by methods and measures: a frame's columns as one array and
-back, scaling that survives constant columns, and the square root of a covariance matrix."""
+back, scaling that survives constant columns, the square root of a covariance matrix, and the
+equivalence classes of a frame's rows."""
 
 from __future__ import annotations
 
@@ -41,3 +42,18 @@ def covariance_root(sigma: np.ndarray) -> np.ndarray:
     """
     w, v = np.linalg.eigh(sigma)
     return v * np.sqrt(np.clip(w, 0.0, None))
+
+
+def class_labels(frame: pd.DataFrame, columns: list[str], *, sort: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Equivalence classes of the rows of ``frame`` on ``columns`` (missing values form their
+    own value): the class of each row, numbered in sorted key order (``sort``) or in order of
+    first appearance, and the size of each class."""
+    labels = frame.groupby(columns, sort=sort, dropna=False, observed=True).ngroup().to_numpy(dtype=np.int64)
+    return labels, np.bincount(labels)
+
+
+def first_rows(labels: np.ndarray, n_labels: int) -> np.ndarray:
+    """The position of the first row of each label ``0..n_labels-1``."""
+    first = np.zeros(n_labels, dtype=np.int64)
+    first[labels[::-1]] = np.arange(len(labels) - 1, -1, -1)  # the last write wins: first rows
+    return first

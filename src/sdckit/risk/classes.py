@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import numpy as np
 import pandas as pd
 
+from sdckit.core.arrays import class_labels
 from sdckit.core.errors import DataError, SchemaError
 from sdckit.core.schema import CATEGORICAL_KINDS, Role, Schema
 
@@ -106,7 +106,7 @@ def equivalence_classes(
     for name in quasi:
         if name not in frame.columns:
             raise SchemaError(f"Quasi-identifier {name!r} is not in the data; the columns are: {', '.join(map(str, frame.columns))}.")
-    groups = frame.groupby(quasi, dropna=False, sort=False, observed=True)
-    labels = pd.Series(np.asarray(groups.ngroup(), dtype=np.int64), index=frame.index, name="class")
-    sizes = pd.Series(np.bincount(labels.to_numpy())[labels.to_numpy()], index=frame.index, name="class_size")
+    cls, class_sizes = class_labels(frame, quasi, sort=False)
+    labels = pd.Series(cls, index=frame.index, name="class")
+    sizes = pd.Series(class_sizes[cls], index=frame.index, name="class_size")
     return ClassRisk(tuple(quasi), sizes, labels)
