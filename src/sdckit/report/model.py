@@ -90,7 +90,8 @@ def assessed_columns(original: pd.DataFrame, released: pd.DataFrame, schema: Sch
     confidential ones when the schema declares roles."""
     shared = [c for c in released.columns if c in original.columns]
     if schema is None:
-        return [c for c in shared if c in shared_numeric_columns(original, released)]
+        numeric = set(shared_numeric_columns(original, released))
+        return [c for c in shared if c in numeric]
     roles = {Role.QUASI, Role.CONFIDENTIAL}
     chosen = set(schema.select(roles, ORDERED_KINDS))
     return [c for c in shared if c in chosen]
@@ -151,8 +152,8 @@ def _linkage_section(original: pd.DataFrame, released: pd.DataFrame, cols: list[
 
 
 def _utility_section(original: pd.DataFrame, released: pd.DataFrame, cols: list[str]) -> tuple[Section, dict[str, Any]]:
-    summary = utility_summary(original, released, cols)
     moments = moment_differences(original, released, cols)
+    summary = utility_summary(original, released, cols, moments=moments)
     bars = pd.DataFrame({
         "standardized mean difference": moments["standardized_mean_difference"],
         "log variance ratio": np.log(moments["var_ratio"].replace(0, np.nan)),
@@ -287,7 +288,8 @@ def build_report(
     check_settings({"null": null, "n_random": n_random, "n_null": n_null, "alpha": alpha, "interval_p": interval_p})
     rng = as_generator(random_state)
     cols = list(columns) if columns is not None else assessed_columns(original, released, schema)
-    numeric = [c for c in cols if c in shared_numeric_columns(original, released)]
+    shared_numeric = set(shared_numeric_columns(original, released))
+    numeric = [c for c in cols if c in shared_numeric]
     settings = {"null": null, "n_random": n_random, "n_null": n_null, "alpha": alpha, "interval_p": interval_p,
                 "columns": ", ".join(cols)}
     total, done = 4, 0

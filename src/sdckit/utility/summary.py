@@ -44,16 +44,19 @@ def utility_loss(
 
 
 def utility_summary(
-    original: pd.DataFrame, released: pd.DataFrame, columns: Sequence[str] | None = None
+    original: pd.DataFrame, released: pd.DataFrame, columns: Sequence[str] | None = None,
+    *, moments: pd.DataFrame | None = None,
 ) -> dict[str, Any]:
     """Every utility measure that applies, as a JSON-ready dict.
 
     Keys: ``moments`` (per-column table as records), ``mean_abs_standardized_mean_difference``,
     ``mean_abs_log_var_ratio``, ``correlation`` (mean absolute Pearson difference), ``pmse``
     (:class:`~sdckit.utility.propensity.Propensity` as a dict) and ``il1`` (``None`` when the
-    release does not have the original's records one to one).
+    release does not have the original's records one to one). ``moments``: the
+    :func:`~sdckit.utility.moments.moment_differences` of the same columns, if already computed.
     """
-    moments = moment_differences(original, released, columns)
+    if moments is None:
+        moments = moment_differences(original, released, columns)
     cols = list(moments.index)
     ratio = moments["var_ratio"].to_numpy(dtype=float)
     finite = np.isfinite(ratio) & (ratio > 0)
