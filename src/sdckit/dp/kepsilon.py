@@ -217,11 +217,14 @@ class KEpsilonAnonymity(Method):
         m = len(self.epsilon_quasi)
         rows = []
         for value in epsilons:
-            row: dict[str, Any] = {"epsilon": value, "records": len(x), "classes": part.n_classes}
-            for j, name in enumerate(self.epsilon_quasi):
-                row[name] = expected_relative_error(x[:, j], part.classes, value / m).total if len(x) else 0.0
-            rows.append(row)
+            errors = self._column_errors(x, part.classes, value / m) if len(x) else dict.fromkeys(self.epsilon_quasi, 0.0)
+            rows.append({"epsilon": value, "records": len(x), "classes": part.n_classes, **errors})
         return pd.DataFrame(rows)
+
+    def _column_errors(self, x: np.ndarray, classes: np.ndarray, per_column: float) -> dict[str, float]:
+        """Eq. 8 for each epsilon-quasi (columns of ``x``), each spending ``per_column``."""
+        return {name: expected_relative_error(x[:, j], classes, per_column).total
+                for j, name in enumerate(self.epsilon_quasi)}
 
     def transform(
         self, frame: pd.DataFrame, columns: tuple[str, ...], schema: Schema, rng: np.random.Generator
@@ -272,8 +275,7 @@ class KEpsilonAnonymity(Method):
         self, x: np.ndarray, classes: np.ndarray, per_column: float, info: dict[str, Any]
     ) -> dict[str, float | None]:
         out: dict[str, float | None] = {}
-        for j, name in enumerate(self.epsilon_quasi):
-            total = expected_relative_error(x[:, j], classes, per_column).total
+        for name, total in self._column_errors(x, classes, per_column).items():
             out[name] = total if np.isfinite(total) else None
             if not np.isfinite(total):
                 info["warnings"].append(
