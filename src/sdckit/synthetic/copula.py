@@ -11,7 +11,7 @@ import pandas as pd
 from scipy.special import ndtri
 
 from sdckit.core.method import register
-from sdckit.core.ranks import order_values, ranks, sort_order
+from sdckit.core.ranks import inverse_permutation, order_values, ranks, sort_order
 from sdckit.core.schema import ORDERED_KINDS, Schema
 from sdckit.synthetic.base import Synthesizer
 
@@ -73,14 +73,14 @@ class GaussianCopulaSynthesizer(Synthesizer):
     ) -> pd.DataFrame:
         n, m = data.shape
         keys = np.column_stack([order_values(data[c], schema[c]) for c in data.columns])
-        scores = np.column_stack(
-            [ndtri(ranks(keys[:, j], ties="random", random_state=rng) / (n + 1)) for j in range(m)]
-        )
+        # one sort per column: its order gives the ranks of the scores and, later, the
+        # original values by rank (tied keys are equal values, so their order does not matter)
+        orders = [sort_order(keys[:, j], ties="random", random_state=rng) for j in range(m)]
+        scores = np.column_stack([ndtri((inverse_permutation(o) + 1) / (n + 1)) for o in orders])
         corr = np.atleast_2d(np.corrcoef(scores, rowvar=False))
         draws = rng.multivariate_normal(np.zeros(m), corr, size=size, method="eigh")
         out = {}
         for j, name in enumerate(data.columns):
-            by_rank = sort_order(keys[:, j], ties="first")
             position = quantile_positions(ranks(draws[:, j], ties="random", random_state=rng), n)
-            out[name] = data[name].iloc[by_rank[position]].reset_index(drop=True)
+            out[name] = data[name].iloc[orders[j][position]].reset_index(drop=True)
         return pd.DataFrame(out)
