@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -194,3 +195,186 @@ def test_epsilon_too_small_to_sample_exactly_is_refused():
 def test_missing_or_infinite_values_are_refused(value):
     with pytest.raises(DataError, match="missing or infinite"):
         Laplace(epsilon=1.0, sensitivity=1.0).randomise([1.0, value], rng=0)
+
+
+# --------------------------------------------------------------------------- issue 19 item 11
+@pytest.mark.parametrize("x", [1.6e296, 1e300, 1.7e308, -1.7e308])
+def test_huge_finite_inputs_stay_finite(x):
+    # Old code: x / grid overflowed to inf above about 1.6e296 * scale.
+    mech = Laplace(epsilon=1.0, sensitivity=1.0)
+    out = mech.randomise(np.full(1000, x), rng=1)
+    assert np.all(np.isfinite(out))
+    # Near x the doubles are coarser than the noise: the value comes back (almost) as it was.
+    assert np.all(np.abs(out - x) <= abs(x) * 2.0**-50)
+
+
+def test_huge_inputs_with_a_huge_scale_still_get_noise():
+    mech = Laplace(epsilon=1.0, sensitivity=1e300)
+    out = mech.randomise(np.full(2000, 1e300), rng=2)
+    assert np.all(np.isfinite(out))
+    assert np.abs(out - 1e300).mean() == pytest.approx(1e300, rel=0.1)
+
+
+@pytest.mark.parametrize("sensitivity", [1e-310, 5e-324, 1e-320])
+def test_a_subnormal_sensitivity_is_sampled_not_blamed_on_epsilon(sensitivity):
+    # Old code: the grid underflowed to 0 and the error said epsilon was too small.
+    mech = Laplace(epsilon=1.0, sensitivity=sensitivity)
+    noise = mech.noise(20_000, rng=3)
+    assert np.all(np.isfinite(noise)) and mech.grid > 0
+    # The grid is the smallest double; the noise scale is at least the requested one (the
+    # grid step lost to rounding makes it larger when the sensitivity is only a few steps).
+    assert np.abs(noise).mean() >= 0.9 * sensitivity
+    assert np.all(np.fmod(noise, mech.grid) == 0)
+
+
+def test_an_overflowing_scale_names_both_parameters():
+    with pytest.raises(ParameterError, match="sensitivity / epsilon is too large"):
+        Laplace(epsilon=1e-10, sensitivity=1e300)
+
+
+# --------------------------------------------------------------------------- accountant wiring
+def test_mechanisms_charge_the_callers_accountant_and_refuse_when_spent():
+    from sdckit.dp import BudgetAccountant, BudgetExceeded, Gaussian
+
+    acct = BudgetAccountant(3.0, delta=1e-6)
+    Laplace(epsilon=1.0, sensitivity=1.0, accountant=acct).randomise([1.0, 2.0], rng=0)
+    Geometric(epsilon=1.0, sensitivity=1, accountant=acct).randomise([1, 2], rng=0)
+    Gaussian(epsilon=0.5, delta=5e-7, sensitivity=1.0, accountant=acct).randomise([1.0], rng=0)
+    assert acct.spent == 2.5 and acct.spent_delta == Fraction("5e-7")
+    assert [s["label"] for s in acct.spends] == ["Laplace.randomise", "Geometric.randomise", "Gaussian.randomise"]
+    with pytest.raises(BudgetExceeded):
+        Laplace(epsilon=1.0, sensitivity=1.0, accountant=acct).randomise([1.0], rng=0)
+    # Noise alone (no data) costs nothing; bad data is refused before anything is charged.
+    Laplace(epsilon=1.0, sensitivity=1.0, accountant=acct).noise(5, rng=0)
+    with pytest.raises(DataError):
+        Laplace(epsilon=0.5, sensitivity=1.0, accountant=acct).randomise([math.nan], rng=0)
+    assert acct.spent == 2.5
+    # The accountant is not a parameter: mechanisms differing only in it are equal.
+    assert Laplace(epsilon=1.0, sensitivity=1.0, accountant=acct) == Laplace(epsilon=1.0, sensitivity=1.0)
+    with pytest.raises(ParameterError, match="'accountant' parameter of Laplace must be None or a BudgetAccountant"):
+        Laplace(epsilon=1.0, sensitivity=1.0, accountant=3.0)
+
+
+def test_averaging_repeated_releases_is_stopped_by_the_budget():
+    # Issue 19 item 8, the attack: 200 releases of the same value at epsilon = 1, averaged,
+    # cut the error tenfold. With one accountant of budget 5 only 5 releases are made.
+    from sdckit.dp import BudgetAccountant, BudgetExceeded
+
+    secret = np.array([42.0])
+    acct = BudgetAccountant(5.0)
+    mech = Laplace(epsilon=1.0, sensitivity=10.0, accountant=acct)
+    rng = np.random.default_rng(5)
+    releases, refused = [], 0
+    for _ in range(200):
+        try:
+            releases.append(mech.randomise(secret, rng)[0])
+        except BudgetExceeded:
+            refused += 1
+    assert len(releases) == 5 and refused == 195
+    # Without the accountant the average of 200 releases is within 10 * sqrt(2/200) = 1 of the
+    # secret; the attacker now has 5 draws of scale 10 (standard error 6.3).
+    assert acct.remaining == 0
+
+
+# --------------------------------------------------------------------------- Gaussian (item 14)
+def profile_by_integration(sigma: float, sensitivity: float, epsilon: float) -> float:
+    """delta = integral of max(0, p(y) - e^eps q(y)), p = N(0, sigma^2), q = N(sensitivity, sigma^2):
+    the definition of the privacy profile, integrated numerically (independent of the closed form)."""
+    from scipy import integrate
+
+    p = stats.norm(0, sigma).pdf
+    q = stats.norm(sensitivity, sigma).pdf
+    # p > e^eps q exactly left of the crossing point c.
+    c = sensitivity / 2 - epsilon * sigma**2 / sensitivity
+    value, _ = integrate.quad(lambda y: p(y) - math.exp(epsilon) * q(y), c - 40 * sigma, c,
+                              epsabs=0, epsrel=1e-10, limit=200)
+    return value
+
+
+@pytest.mark.parametrize(("epsilon", "delta", "sensitivity"), [
+    (1.0, 1e-5, 1.0), (0.1, 1e-6, 2.0), (4.0, 1e-8, 0.5), (10.0, 1e-3, 1.0),
+])
+def test_analytic_sigma_is_the_smallest_that_meets_delta(epsilon, delta, sensitivity):
+    from sdckit.dp.gaussian import analytic_sigma
+
+    sigma = analytic_sigma(epsilon, delta, sensitivity)
+    assert profile_by_integration(sigma, sensitivity, epsilon) <= delta * (1 + 1e-6)
+    assert profile_by_integration(sigma * 0.999, sensitivity, epsilon) > delta
+    if epsilon < 1:  # the classical bound (Dwork & Roth, Theorem A.1) is larger
+        assert sigma < math.sqrt(2 * math.log(1.25 / delta)) * sensitivity / epsilon
+
+
+def discrete_gaussian_pmf(support: np.ndarray, variance: float) -> np.ndarray:
+    wide = np.arange(-60 * math.ceil(math.sqrt(variance)) - 60, 60 * math.ceil(math.sqrt(variance)) + 61)
+    norm = np.exp(-wide.astype(float) ** 2 / (2 * variance)).sum()
+    return np.exp(-support.astype(float) ** 2 / (2 * variance)) / norm
+
+
+@pytest.mark.parametrize(("t", "c"), [(1, 1), (2, 1), (3, 3), (1, 5)])
+def test_discrete_gaussian_matches_its_pmf(t, c):
+    from sdckit.dp.sampling import discrete_gaussian
+
+    draws = discrete_gaussian(40_000, t, c, np.random.default_rng(t * 7 + c))
+    half = int(4 * math.sqrt(t * c)) + 1
+    support = np.arange(-half, half + 1)
+    expected = discrete_gaussian_pmf(support, t * c) * len(draws)
+    observed = np.array([(draws == v).sum() for v in support])
+    chi2 = stats.chisquare(np.append(observed, len(draws) - observed.sum()),
+                           np.append(expected, len(draws) - expected.sum()))
+    assert chi2.pvalue > 1e-3
+
+
+def test_discrete_gaussian_of_large_variance_is_gaussian():
+    from sdckit.dp.sampling import discrete_gaussian
+
+    t, c = 2**20 + 3, 2**20 - 5
+    draws = discrete_gaussian(40_000, t, c, np.random.default_rng(9)).astype(float)
+    sigma = math.sqrt(t * c)
+    assert stats.kstest(draws / sigma, "norm").pvalue > 1e-3
+    assert draws.var() == pytest.approx(t * c, rel=0.03)  # s.e. sqrt(2/n) = 0.7%
+
+
+def test_the_discrete_delta_bound_holds_by_brute_force():
+    # Exact delta of the discrete Gaussian (sum of max(0, p(y) - e^eps p(y - d)) over the
+    # integers) for every integer shift d up to the sensitivity, against the bound sdckit
+    # calibrates with.
+    from sdckit.dp.gaussian import discrete_delta_bound, gaussian_delta
+
+    for variance, sens, epsilon in ((400, 10, 1.0), (900, 3, 0.5), (100, 7, 2.0)):
+        y = np.arange(-4000, 4001)
+        pmf = discrete_gaussian_pmf(y, variance)
+        bound = discrete_delta_bound(math.sqrt(variance), sens, epsilon)
+        for d in range(1, sens + 1):
+            shifted = discrete_gaussian_pmf(y - d, variance)
+            exact_delta = np.maximum(pmf - math.exp(epsilon) * shifted, 0).sum()
+            assert exact_delta <= bound
+        # and the bound is close to the continuous profile, not vacuous
+        assert bound < 1.5 * gaussian_delta(math.sqrt(variance), sens, epsilon) + 0.01
+
+
+def test_gaussian_noise_has_the_calibrated_normal_distribution():
+    from sdckit.dp import Gaussian
+
+    mech = Gaussian(epsilon=1.0, delta=1e-5, sensitivity=2.0)
+    assert mech.analytic_sigma <= mech.sigma <= mech.analytic_sigma * (1 + 1e-4)
+    noise = mech.noise(20_000, rng=4)
+    assert stats.kstest(noise / mech.sigma, "norm").pvalue > 1e-3
+    out = mech.randomise(np.full(20_000, 3.0), rng=5)
+    assert stats.kstest((out - 3.0) / mech.sigma, "norm").pvalue > 1e-3
+    # Every output lies on the input-independent grid, whatever the input.
+    for x in (0.0, 1.0 / 3.0, 1e6 + 0.1):
+        assert np.all(np.fmod(mech.randomise(np.full(500, x), rng=6), mech.grid) == 0)
+    assert mech.radius(0.95) == pytest.approx(1.959964 * mech.sigma)
+    np.testing.assert_array_equal(mech.randomise([1.0, 2.0], rng=7), mech.randomise([1.0, 2.0], rng=7))
+
+
+@pytest.mark.parametrize(("param", "value"), [
+    ("epsilon", 0), ("epsilon", math.inf), ("delta", 0), ("delta", 1.0), ("delta", None),
+    ("sensitivity", -1.0), ("sensitivity", None),
+])
+def test_bad_gaussian_parameters_are_refused(param, value):
+    from sdckit.dp import Gaussian
+
+    params = {"epsilon": 1.0, "delta": 1e-6, "sensitivity": 1.0, param: value}
+    with pytest.raises(ParameterError, match=rf"The '{param}' parameter of Gaussian must be"):
+        Gaussian(**params)

@@ -2,6 +2,7 @@
 
 from sdckit.dp.accountant import BudgetAccountant, BudgetExceeded
 from sdckit.dp.confidence import ConfidenceSuppression, confidence_suppression
+from sdckit.dp.gaussian import Gaussian
 from sdckit.dp.kepsilon import KEpsilonAnonymity
 from sdckit.dp.local import LaplaceNoise
 from sdckit.dp.measures import ErrorPrediction, expected_relative_error, linking_risk
@@ -12,6 +13,7 @@ __all__ = [
     "BudgetExceeded",
     "ConfidenceSuppression",
     "ErrorPrediction",
+    "Gaussian",
     "Geometric",
     "KEpsilonAnonymity",
     "Laplace",
