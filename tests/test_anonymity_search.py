@@ -245,3 +245,20 @@ def test_too_large_a_lattice_is_refused():
 
     with pytest.raises(DataError, match="more than the 2,000,000 a full-domain search handles"):
         Lattice([10] * 7)
+
+
+def test_partition_and_search_name_the_missing_value():
+    # Issue 19 item 12: full-domain generalization said "no row for value '20.0'" (the value
+    # next to the missing one) instead of naming the missing value; Mondrian likewise.
+    import numpy as np
+    import pandas as pd
+
+    from sdckit import DataError
+    from sdckit.anonymity import FullDomainGeneralization, Hierarchy, Mondrian
+
+    frame = pd.DataFrame({"age": [20.0, np.nan, 30.0, 40.0], "sex": ["F", "M", "F", "M"]})
+    hierarchy = Hierarchy.intervals(range(0, 100), widths=(10, 50))
+    fd = FullDomainGeneralization(k=2, hierarchies={"age": hierarchy})
+    for call in (fd.partition, fd.search, Mondrian(k=2, quasi=("age", "sex")).partition):
+        with pytest.raises(DataError, match=r"'age' is missing in 1 record\(s\), first at row 1"):
+            call(frame)

@@ -134,16 +134,14 @@ class FullDomainGeneralization(Method):
     def search(self, frame: pd.DataFrame, schema: Schema | None = None,
                progress: Callable[[int, int, str], None] | None = None) -> SearchResult:
         """Search the lattice of ``frame``'s quasi-identifiers; see :mod:`.search`."""
-        schema = schema if schema is not None else Schema.infer(frame)
-        quasi = self.target_columns(schema)
+        schema, quasi = self.prepare(frame, schema)  # the method's checks and missing-value policy
         ev = self._evaluator(frame, quasi, schema)
         return ALGORITHMS[self.algorithm](ev, self.metric, progress)
 
     def partition(self, frame: pd.DataFrame, schema: Schema | None = None,
                   progress: Callable[[int, int, str], None] | None = None) -> Partition:
         """The generalized, suppressed release and its equivalence classes."""
-        schema = schema if schema is not None else Schema.infer(frame)
-        quasi = self.target_columns(schema)
+        schema, quasi = self.prepare(frame, schema)  # the method's checks and missing-value policy
         ev = self._evaluator(frame, quasi, schema)
         result = ALGORITHMS[self.algorithm](ev, self.metric, progress)
         node = result.node

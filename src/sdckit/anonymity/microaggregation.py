@@ -3,8 +3,9 @@ and Mateo-Sanz 2002).
 
 MDAV groups the records into clusters of ``k`` to ``2k - 1`` similar records on all the
 quasi-identifiers together; every quasi-identifier of a record is then replaced by one value
-per cluster, so the clusters are the equivalence classes and the release is k-anonymous
-without any suppression.
+per cluster, so the release is k-anonymous without any suppression. The equivalence classes
+are the groups of identical released values: a cluster, or several clusters that received the
+same values (which happens with nominal and ordinal quasi-identifiers).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from sdckit.anonymity.partition import Partition
-from sdckit.core.arrays import standardize
+from sdckit.core.arrays import class_labels, standardize
 from sdckit.core.errors import DataError
 from sdckit.core.method import Method, Outcome, register
 from sdckit.core.params import Interval, StrList
@@ -34,7 +35,8 @@ class MicroaggregationAnonymity(Method):
     Parameters
     ----------
     k : int >= 2
-        Every class (MDAV cluster) holds ``k`` to ``2k - 1`` records.
+        Every MDAV cluster holds ``k`` to ``2k - 1`` records; an equivalence class is one or
+        more clusters with the same released values, so it holds at least ``k``.
     quasi : list of str
         The quasi-identifiers.
 
@@ -46,7 +48,8 @@ class MicroaggregationAnonymity(Method):
     columns by the cluster's median category, nominal ones by the cluster's most frequent
     value (first in data order on ties). Missing values are refused (``nan_policy="error"``).
     The report gives ``sse_ratio`` (within-cluster over total SSE of the standardized
-    distance columns) and the class sizes. Deterministic: the seed is not used.
+    distance columns), the number of ``clusters`` and of equivalence ``classes`` of the release
+    and the smallest and largest class. Deterministic: the seed is not used.
 
     References
     ----------
@@ -66,9 +69,8 @@ class MicroaggregationAnonymity(Method):
 
     def partition(self, frame: pd.DataFrame, schema: Schema | None = None,
                   progress: Callable[[int, int, str], None] | None = None) -> Partition:
-        """The microaggregated release and its clusters as equivalence classes."""
-        schema = schema if schema is not None else Schema.infer(frame)
-        quasi = self.target_columns(schema)
+        """The microaggregated release and its equivalence classes (identical released values)."""
+        schema, quasi = self.prepare(frame, schema)  # the method's checks and missing-value policy
         if len(frame) < self.k:
             raise DataError(f"MicroaggregationAnonymity with k={self.k} needs at least {self.k} records; got {len(frame)}.")
         blocks = []
@@ -85,10 +87,13 @@ class MicroaggregationAnonymity(Method):
         for name in quasi:
             data[name] = _replace(frame[name], schema[name], labels)
         ratio, _ = sse_ratio(distance, group_means(distance, labels))
-        sizes = np.bincount(labels)
-        info = {"classes": int(len(sizes)), "smallest_class": int(sizes.min()), "largest_class": int(sizes.max()),
+        # Two clusters can receive the same values (e.g. the same modes): the equivalence
+        # classes are the groups of identical released quasi-identifiers, not the clusters.
+        classes, sizes = class_labels(data, list(quasi), sort=False)
+        info = {"classes": int(len(sizes)), "clusters": int(labels.max()) + 1,
+                "smallest_class": int(sizes.min()), "largest_class": int(sizes.max()),
                 "sse_ratio": ratio, "suppressed": 0, "warnings": []}
-        return Partition(data, labels.astype(np.int64), info)
+        return Partition(data, classes, info)
 
     def transform(self, frame: pd.DataFrame, columns: tuple[str, ...], schema: Schema,
                   rng: np.random.Generator) -> Outcome:

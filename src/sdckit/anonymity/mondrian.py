@@ -297,8 +297,7 @@ class Mondrian(Method):
     def partition(self, frame: pd.DataFrame, schema: Schema | None = None,
                   progress: Callable[[int, int, str], None] | None = None) -> Partition:
         """The partitioned, generalized release and its equivalence classes."""
-        schema = schema if schema is not None else Schema.infer(frame)
-        quasi = self.target_columns(schema)
+        schema, quasi = self.prepare(frame, schema)  # the method's checks and missing-value policy
         criteria = criteria_with_k(self.k, self.criteria)
         sens = {}
         for c in criteria:

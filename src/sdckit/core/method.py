@@ -91,6 +91,11 @@ class Method:
         """The method as the manifest records it: registered name, class and all parameters."""
         return {"name": self.name, "class": type(self).__name__, "params": self.params()}
 
+    @property
+    def claims_dp(self) -> bool:
+        """Whether this method's release is differentially private; False unless it says so."""
+        return False
+
     # ----------------------------------------------------------------- application
     def apply(
         self, frame: pd.DataFrame, schema: Schema | None = None, rng: RandomState = None
@@ -102,6 +107,17 @@ class Method:
         self, frame: pd.DataFrame, schema: Schema | None = None, rng: RandomState = None
     ) -> Outcome:
         """Like :meth:`apply`, also returning the output schema and the method's report."""
+        schema, columns = self.prepare(frame, schema)
+        result = self.transform(frame.copy(), columns, schema, as_generator(rng))
+        if isinstance(result, Outcome):
+            return result
+        return Outcome(result, schema)
+
+    def prepare(self, frame: pd.DataFrame, schema: Schema | None = None) -> tuple[Schema, tuple[str, ...]]:
+        """The checks every entry point owes before any work (:meth:`run`, and public helpers
+        such as a k-anonymity method's ``partition``): a non-empty DataFrame, the schema
+        (inferred if not given), the target columns, and the missing-value policy
+        (``nan_policy="error"`` refuses a missing value in a target column)."""
         if not isinstance(frame, pd.DataFrame):
             raise DataError(f"{type(self).__name__} expects a pandas DataFrame, got {type(frame).__name__}.")
         if len(frame) == 0:
@@ -110,10 +126,7 @@ class Method:
         columns = self.target_columns(schema)
         if self.nan_policy == "error":
             require_no_nan(frame, columns, type(self).__name__)
-        result = self.transform(frame.copy(), columns, schema, as_generator(rng))
-        if isinstance(result, Outcome):
-            return result
-        return Outcome(result, schema)
+        return schema, columns
 
     def transform(
         self, frame: pd.DataFrame, columns: tuple[str, ...], schema: Schema, rng: np.random.Generator
