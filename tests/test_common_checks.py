@@ -91,7 +91,7 @@ def test_every_parameter_in_the_manifest(name, cls):
     frame, schema = common_frame()
     method = build(cls)
     entry = protect(frame, [method], schema=schema, seed=5).manifest["methods"][0]
-    fields = {f.name for f in dataclasses.fields(cls)}
+    fields = {f.name for f in dataclasses.fields(cls) if f.compare}  # not the accountant
     assert entry["name"] == name
     assert set(entry["params"]) == fields
     for field in fields:

@@ -73,4 +73,4 @@ dir = "{(tmp_path / 'out').as_posix()}"
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
     info = manifest["methods"][0]["info"]
     assert manifest["methods"][0]["name"] == "k_epsilon_anonymity"
-    assert info["budget"]["spent"] == 1.0 and "expected_relative_error" in info
+    assert info["budget"]["spent"] == "1" and "expected_relative_error" in info

@@ -67,7 +67,8 @@ class Method:
             if isinstance(value, list | tuple):
                 object.__setattr__(self, f.name, to_tuple(value))
         rules: dict[str, Rule] = {"columns": [IsNone(), StrList()], **self.constraints}
-        validate_params(type(self).__name__, self.params(plain=False), rules)
+        every_field = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        validate_params(type(self).__name__, every_field, rules)
         self.check()
 
     def check(self) -> None:
@@ -83,8 +84,9 @@ class Method:
 
     # ----------------------------------------------------------------- parameters
     def params(self, plain: bool = True) -> dict[str, Any]:
-        """Every parameter with its value; ``plain`` makes them JSON-friendly."""
-        values = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        """Every parameter with its value; ``plain`` makes them JSON-friendly. A field declared
+        with ``compare=False`` (e.g. the ``accountant`` the caller holds) is not a parameter."""
+        values = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.compare}
         return {k: _plain(v) for k, v in values.items()} if plain else values
 
     def to_manifest(self) -> dict[str, Any]:

@@ -75,6 +75,14 @@ def exact(value: Any, owner: str, name: str, *, positive: bool = True, below_one
     return number
 
 
+def split_epsilon(epsilon: Any, parts: int) -> float:
+    """``epsilon / parts`` as the largest float not above the exact quotient, so that ``parts``
+    mechanisms at this epsilon never cost more than the decimal ``epsilon`` charged for them."""
+    share = exact(epsilon, "split_epsilon", "epsilon") / parts
+    value = float(share)
+    return value if Fraction(value) <= share else math.nextafter(value, 0.0)
+
+
 def exact_text(value: Fraction) -> str:
     """An exact, readable form: a decimal when it terminates (``"0.25"``), else ``"p/q"``."""
     den = value.denominator

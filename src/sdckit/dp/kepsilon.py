@@ -13,7 +13,7 @@ differential privacy's (seed 004 section III-B). Records are shuffled at the end
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
@@ -36,10 +36,20 @@ from sdckit.core.params import (
     check_param,
 )
 from sdckit.core.schema import Kind, Role, Schema
-from sdckit.dp.accountant import BudgetAccountant
+from sdckit.dp.accountant import ACCOUNTANT, BudgetAccountant, split_epsilon
 from sdckit.dp.confidence import confidence_suppression
 from sdckit.dp.measures import expected_relative_error, linking_risk, record_diameters
-from sdckit.dp.mechanisms import CONFIDENCE, POSITIVE, laplace_randomise
+from sdckit.dp.mechanisms import CONFIDENCE, POSITIVE, dyadic_grid, laplace_randomise
+
+#: Bits between the smallest noise scale and the public grid: the noise is exact on the grid,
+#: and scales up to 2**33 times the smallest still fit the sampler's 2**53 integer steps.
+GRID_BITS = 20
+
+
+def public_grid(min_diameter: float, epsilon: float) -> float:
+    """The one grid of a column's noise, from parameters only: the power of two at most
+    ``2**-GRID_BITS`` times the smallest noise scale ``min_diameter / epsilon``."""
+    return float(dyadic_grid(np.asarray(min_diameter / epsilon), GRID_BITS))
 
 _EXAMPLE_ZIPS = ("13053", "13068", "14850", "14853", "13055")
 
@@ -86,6 +96,15 @@ class KEpsilonAnonymity(Method):
         left with fewer than ``k`` records (:func:`~sdckit.dp.confidence_suppression`).
     keep_outlying : bool
         With ``alpha``: keep records whose box holds no original at all (the paper's choice).
+    min_diameter : float > 0
+        The smallest diameter the noise is scaled to (default 1.0; give the unit of the
+        epsilon-quasis' values): a class whose values span less, or are all equal, still gets
+        ``Laplace(min_diameter / epsilon')`` noise, never none (issue 19 item 7).
+    accountant : BudgetAccountant, optional
+        The budget the caller holds for this data set: charged ``epsilon`` (the classes are
+        disjoint: parallel composition) before any noise is drawn; the release is refused
+        (:class:`~sdckit.dp.BudgetExceeded`) once it is spent. Without one each release gets a
+        fresh budget (nothing then stops repeated releases from being averaged).
     columns : list of str, optional
         If given, must name exactly the k-quasis and epsilon-quasis.
 
@@ -94,7 +113,10 @@ class KEpsilonAnonymity(Method):
     Missing values in the k-quasis or epsilon-quasis are refused (``nan_policy="error"``).
     Epsilon-quasis come out as floats; generalized k-quasis as strings (kind nominal). Records
     are shuffled and the index is reset to 0..n-1 (keeping the input's index would undo the
-    shuffle). The noise uses sdckit's exact sampler (:mod:`sdckit.dp.mechanisms`).
+    shuffle). The noise uses sdckit's exact sampler (:mod:`sdckit.dp.mechanisms`) on one public
+    grid per column, a power of two fixed by ``min_diameter`` and ``epsilon`` alone: a grid that
+    followed each class's diameter would publish the diameter in the released values' lowest
+    bits (Mironov 2012; issue 19 item 7).
 
     The manifest records the k-anonymity search (node or cuts, suppressed records), the privacy
     model, the budget spent (parallel composition over the classes, sequential over the
@@ -116,6 +138,8 @@ class KEpsilonAnonymity(Method):
     max_suppression: float = 0.0
     alpha: float | None = None
     keep_outlying: bool = True
+    min_diameter: float = 1.0
+    accountant: BudgetAccountant | None = field(default=None, kw_only=True, compare=False, repr=False)
 
     name: ClassVar[str] = "k_epsilon_anonymity"
     constraints: ClassVar = {
@@ -128,6 +152,8 @@ class KEpsilonAnonymity(Method):
         "max_suppression": Interval(float, 0, 1, closed="left"),
         "alpha": [IsNone(), CONFIDENCE],
         "keep_outlying": Boolean(),
+        "min_diameter": POSITIVE,
+        "accountant": ACCOUNTANT,
     }
     kinds: ClassVar = frozenset(Kind)
     roles: ClassVar = frozenset({Role.QUASI})
@@ -223,7 +249,7 @@ class KEpsilonAnonymity(Method):
 
     def _column_errors(self, x: np.ndarray, classes: np.ndarray, per_column: float) -> dict[str, float]:
         """Eq. 8 for each epsilon-quasi (columns of ``x``), each spending ``per_column``."""
-        return {name: expected_relative_error(x[:, j], classes, per_column).total
+        return {name: expected_relative_error(x[:, j], classes, per_column, self.min_diameter).total
                 for j, name in enumerate(self.epsilon_quasi)}
 
     def transform(
@@ -241,18 +267,20 @@ class KEpsilonAnonymity(Method):
 
         x = data[eps].to_numpy(dtype=float)
         m = len(eps)
-        per_column = self.epsilon / m
+        per_column = split_epsilon(self.epsilon, m)
         info["expected_relative_error"] = self._predicted_errors(x, classes, per_column, info)
 
-        accountant = BudgetAccountant(self.epsilon)
-        n_classes = int(classes.max()) + 1
+        accountant = self.accountant if self.accountant is not None else BudgetAccountant(self.epsilon)
         with accountant.parallel("equivalence classes (disjoint records)") as group:
-            group.spend(self.epsilon, f"{m} epsilon-quasi(s) at epsilon/{m} each", parts=n_classes)
+            for c in np.unique(classes):  # charged before any noise is drawn
+                group.spend(self.epsilon, f"class {int(c)}")
         info["budget"] = accountant.to_manifest()
 
-        diameters = record_diameters(x, classes)
+        diameters = np.maximum(record_diameters(x, classes), self.min_diameter)
+        grid = public_grid(self.min_diameter, per_column)
+        info["grid"] = grid
         y = np.column_stack([
-            laplace_randomise(x[:, j], diameters[:, j], per_column, rng) for j in range(m)
+            laplace_randomise(x[:, j], diameters[:, j], per_column, rng, grid=grid) for j in range(m)
         ])
         for j, name in enumerate(eps):
             data[name] = y[:, j]

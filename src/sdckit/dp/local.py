@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
@@ -22,13 +22,13 @@ import pandas as pd
 from sdckit.core.method import Method, Outcome, register
 from sdckit.core.params import Options, Satisfies
 from sdckit.core.schema import Schema
-from sdckit.dp.accountant import BudgetAccountant
+from sdckit.dp.accountant import ACCOUNTANT, BudgetAccountant, split_epsilon
 from sdckit.dp.mechanisms import POSITIVE, Geometric, laplace_randomise
 
 DATA_BOUNDS_WARNING = (
     "bounds were taken from the data (bounds='data'): the noise scale depends on the data's "
-    "minimum and maximum, which the release can leak; give public bounds for a differentially "
-    "private release."
+    "minimum and maximum, so the release is not differentially private; give public bounds "
+    "for a differentially private release."
 )
 
 
@@ -58,13 +58,21 @@ class LaplaceNoise(Method):
         each column's minimum and maximum from the data — an opt-in the manifest records.
     columns : list of str, optional
         Columns to protect; default: numeric quasi-identifiers and confidential columns.
+    accountant : BudgetAccountant, optional
+        The budget the caller holds for this data set: charged ``epsilon`` before any noise is
+        drawn, and the release is refused (:class:`~sdckit.dp.BudgetExceeded`) once it is spent.
+        Without one, each release gets a fresh budget of ``epsilon`` (nothing stops repeated
+        releases of the same data from being averaged: hold an accountant).
 
     Notes
     -----
     Missing values are refused (``nan_policy="error"``). An integer column with integer bounds
     gets the geometric mechanism and stays integer; other columns get the Laplace mechanism and
     come out as floats. Both samplers are exact (:mod:`sdckit.dp.mechanisms`). The manifest
-    records the bounds used, the number of clamped values and the budget.
+    records parameters only — the bounds are the ``bounds`` parameter, ``"taken from the data"``
+    with ``bounds="data"`` (then :attr:`claims_dp` is False and a warning says the release is
+    not differentially private) — and the budget; never a number computed from the data, such
+    as how many values were clamped.
 
     References
     ----------
@@ -73,6 +81,7 @@ class LaplaceNoise(Method):
 
     epsilon: float | None = None
     bounds: Mapping[str, tuple[float, float]] | str | None = None
+    accountant: BudgetAccountant | None = field(default=None, kw_only=True, compare=False, repr=False)
 
     name: ClassVar[str] = "laplace_noise"
     constraints: ClassVar = {
@@ -80,33 +89,40 @@ class LaplaceNoise(Method):
         "bounds": [Options(("data",)), Satisfies(
             _is_bounds_mapping, "a mapping from column names to [low, high] with low < high, or 'data'"
         )],
+        "accountant": ACCOUNTANT,
     }
     example: ClassVar = {
         "epsilon": 1.0,
         "bounds": {"age": (18, 90), "income": (0.0, 100_000.0), "wealth": (0.0, 400_000.0)},
     }
 
+    @property
+    def claims_dp(self) -> bool:
+        """Epsilon-DP with public bounds; not when the bounds come from the data."""
+        return self.bounds != "data"
+
     def transform(
         self, frame: pd.DataFrame, columns: tuple[str, ...], schema: Schema, rng: np.random.Generator
     ) -> Outcome:
-        info: dict[str, Any] = {"bounds": {}, "clamped": {}, "warnings": []}
+        # Parameters only: no count of clamped values, no data minimum or maximum (issue 19.2).
+        info: dict[str, Any] = {"claims_dp": self.claims_dp, "warnings": []}
         if self.bounds == "data":
-            info["bounds_from_data"] = True
+            info["bounds"] = "taken from the data"
             info["warnings"].append(DATA_BOUNDS_WARNING)
         else:
             missing = [c for c in columns if c not in self.bounds]
             if missing:
                 raise self.param_error("bounds", f"a mapping with bounds for every protected column (missing: {missing})")
-        per_column = self.epsilon / len(columns)
-        accountant = BudgetAccountant(self.epsilon)
+        per_column = split_epsilon(self.epsilon, len(columns))
+        accountant = self.accountant if self.accountant is not None else BudgetAccountant(self.epsilon)
+        accountant.spend(self.epsilon, f"{type(self).__name__}: {', '.join(columns)}")  # before any noise
+        info["epsilon_per_column"] = per_column
         for name in columns:
-            accountant.spend(per_column, name)
             values = frame[name].to_numpy()
             lo, hi = (values.min(), values.max()) if self.bounds == "data" else self.bounds[name]
-            info["bounds"][name] = [_plain_number(lo), _plain_number(hi)]
-            info["clamped"][name] = int(np.sum((values < lo) | (values > hi)))
             clamped = np.clip(values, lo, hi)
-            if hi == lo:
+            if hi == lo:  # one possible value: every record is released as it, nothing to hide
+                frame[name] = clamped
                 continue
             integral = pd.api.types.is_integer_dtype(frame[name]) and float(lo).is_integer() and float(hi).is_integer()
             if integral:
@@ -115,7 +131,3 @@ class LaplaceNoise(Method):
                 frame[name] = laplace_randomise(clamped.astype(float), float(hi - lo), per_column, rng)
         info["budget"] = accountant.to_manifest()
         return Outcome(frame, schema, info)
-
-
-def _plain_number(value: Any) -> float | int:
-    return value.item() if isinstance(value, np.generic) else value

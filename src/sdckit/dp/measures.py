@@ -91,7 +91,7 @@ class ErrorPrediction:
         return {"total": self.total, "classes": len(self.per_class)}
 
 
-def expected_relative_error(values: Any, classes: Any, epsilon: float) -> ErrorPrediction:
+def expected_relative_error(values: Any, classes: Any, epsilon: float, min_diameter: float = 0.0) -> ErrorPrediction:
     """Expected average relative error of per-class Laplace noise (seed 004 section V-A).
 
     For a class E with diameter ``D(E)`` the noise has scale ``b = D(E) / epsilon`` and
@@ -108,6 +108,8 @@ def expected_relative_error(values: Any, classes: Any, epsilon: float) -> ErrorP
         (noise scaled to the whole data set's diameter, i.e. plain differential privacy).
     epsilon : float > 0
         The epsilon spent on this column.
+    min_diameter : float >= 0
+        The smallest diameter the noise is scaled to (:class:`KEpsilonAnonymity`'s floor).
 
     Returns
     -------
@@ -123,7 +125,7 @@ def expected_relative_error(values: Any, classes: Any, epsilon: float) -> ErrorP
     size = np.bincount(codes)
     with np.errstate(divide="ignore"):
         inverse_sum = np.bincount(codes, weights=1.0 / np.abs(x))
-    diameter = class_diameters(x, codes)[:, 0]
+    diameter = np.maximum(class_diameters(x, codes)[:, 0], min_diameter)
     scale = diameter / epsilon
     with np.errstate(invalid="ignore"):
         error = np.where(scale == 0, 0.0, scale * inverse_sum / size)
