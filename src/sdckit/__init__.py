@@ -18,6 +18,8 @@ except PackageNotFoundError:  # running from a source tree
     __version__ = "0.1.0"
 
 from sdckit.core.errors import DataError, ParameterError, SchemaError, SdcError  # noqa: E402
+from sdckit.core.errors import SecurityWarning  # noqa: E402
+from sdckit.core.random import new_seed  # noqa: E402
 from sdckit.core.method import Method, Outcome  # noqa: E402
 from sdckit.core.schema import Kind, Role, Schema  # noqa: E402
 from sdckit.io import read, write  # noqa: E402
@@ -91,4 +93,5 @@ __all__ = [
     "assign_linkage", "check_anonymity", "decompose", "intruder_linkage", "permutation_distances",
     "permuted_privacy", "protect", "rank_correlation", "rank_displacement", "read",
     "reverse_map", "verify_linkage", "verify_subject", "write",
+    "SecurityWarning", "new_seed",
 ]
