@@ -55,9 +55,9 @@ def test_one_epsilon_quasi_gets_scale_exactly_diameter_over_epsilon():
     outcome = method().run(frame, schema, 1)
     noise = noise_by_group(frame, outcome.data, "height")
     # Level 0 is 2-anonymous: classes a, b, c. Scale = diameter / epsilon: a 20/2 = 10,
-    # b 4/2 = 2, c 0 (no variation, no noise). E|Y| = scale; 400 draws: s.e. about 5%.
-    assert np.abs(noise["a"]).mean() == pytest.approx(10.0, rel=0.15)
-    assert np.abs(noise["b"]).mean() == pytest.approx(2.0, rel=0.15)
+    # b 4/2 = 2, c 0 (no variation, no noise). E|Y| = scale; 400 draws: s.e. 5%, tolerance 4 s.e.
+    assert np.abs(noise["a"]).mean() == pytest.approx(10.0, rel=0.2)
+    assert np.abs(noise["b"]).mean() == pytest.approx(2.0, rel=0.2)
     assert np.all(noise["c"] == 0)
     assert outcome.info["k_anonymity"]["node"] == {"g": 0}
     # The released heights of class a lie on its sampler grid 2**-37 (scale 10 in [8, 16)),
@@ -71,9 +71,9 @@ def test_several_epsilon_quasis_split_epsilon_equally():
     out = method(epsilon_quasi=["height", "weight"]).run(frame, schema, 2)
     # m = 2: each column gets epsilon/2 = 1, scale = diameter: height a 20, weight a 40, weight b 1.
     height, weight = noise_by_group(frame, out.data, "height"), noise_by_group(frame, out.data, "weight")
-    assert np.abs(height["a"]).mean() == pytest.approx(20.0, rel=0.15)
-    assert np.abs(weight["a"]).mean() == pytest.approx(40.0, rel=0.15)
-    assert np.abs(weight["b"]).mean() == pytest.approx(1.0, rel=0.15)
+    assert np.abs(height["a"]).mean() == pytest.approx(20.0, rel=0.2)
+    assert np.abs(weight["a"]).mean() == pytest.approx(40.0, rel=0.2)
+    assert np.abs(weight["b"]).mean() == pytest.approx(1.0, rel=0.2)
     assert out.info["budget"]["spent"] == 2.0
     assert out.info["budget"]["spends"][0]["parts"] == 3
 

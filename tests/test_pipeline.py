@@ -80,7 +80,9 @@ def test_manifest_content_and_no_seed(small_frame, schema):
             for v in obj:
                 yield from keys(v)
 
-    assert not any("seed" in k.lower() for k in keys(json.loads(text)))
+    # Only where the seed came from and how strong it is (issue 12 section 1), never its value.
+    assert {k for k in keys(json.loads(text)) if "seed" in k.lower()} == {"seed", "seed_strength"}
+    assert json.loads(text)["seed"] == "given by the user"
 
 
 def test_additive_noise_has_the_stated_variance():

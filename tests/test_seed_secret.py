@@ -104,3 +104,97 @@ def test_new_seed_is_32_hex_digits_and_fresh():
 def test_bad_seed_is_refused_with_a_parameter_error(bad):
     with pytest.raises(ParameterError, match="seed"):
         parse_seed(bad)
+
+
+# --- recipes and the CLI: a weak seed is refused unless allowed --------------------------------
+
+def _recipe(tmp_path, seed_line: str) -> str:
+    pd.DataFrame({"income": np.linspace(1000, 5000, 40), "age": np.arange(40) % 7}).to_csv(
+        tmp_path / "people.csv", index=False)
+    (tmp_path / "r.toml").write_text(
+        f'{seed_line}\n[input]\npath = "people.csv"\n[schema]\nquasi = ["age"]\n'
+        'confidential = ["income"]\n[[method]]\nname = "additive_noise"\nalpha = 0.5\n'
+        'columns = ["income"]\n[output]\ndir = "out"\n[report]\nenabled = false\n')
+    return str(tmp_path / "r.toml")
+
+
+def _manifest(tmp_path) -> dict:
+    import json
+    (path,) = (tmp_path / "out").glob("*manifest.json")
+    return json.loads(path.read_text())
+
+
+def test_cli_refuses_a_weak_recipe_seed_with_one_line(tmp_path, cli):
+    result = cli("protect", _recipe(tmp_path, "seed = 7"), cwd=tmp_path)
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert "sdckit seed" in result.stderr and "128 bits" in result.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_cli_allows_a_weak_seed_when_asked_and_the_manifest_says_weak(tmp_path, cli):
+    recipe = _recipe(tmp_path, "seed = 7")
+    assert cli("protect", recipe, "--allow-weak-seed", cwd=tmp_path).returncode == 0
+    manifest = _manifest(tmp_path)
+    assert manifest["seed_strength"] == "weak"
+    assert manifest["seed"] == "given by the user"
+
+
+def test_recipe_allow_weak_seed_key(tmp_path, cli):
+    recipe = _recipe(tmp_path, "seed = 7\nallow_weak_seed = true")
+    assert cli("protect", recipe, cwd=tmp_path).returncode == 0
+    assert _manifest(tmp_path)["seed_strength"] == "weak"
+
+
+def test_strong_hex_seed_is_accepted_and_never_written(tmp_path, cli):
+    strong = new_seed()
+    result = cli("protect", _recipe(tmp_path, f'seed = "{strong}"'), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert _manifest(tmp_path)["seed_strength"] == "strong"
+    for path in (tmp_path / "out").iterdir():
+        text = path.read_text(errors="replace").lower()
+        assert strong not in text and str(int(strong, 16)) not in text
+
+
+def test_no_seed_is_drawn_from_os_entropy(tmp_path, cli):
+    assert cli("protect", _recipe(tmp_path, ""), cwd=tmp_path).returncode == 0
+    assert _manifest(tmp_path)["seed"] == "drawn from OS entropy"
+
+
+@pytest.mark.parametrize("line", ['seed = "xyz"', "seed = -3", "seed = 1.5", 'allow_weak_seed = "yes"'])
+def test_bad_recipe_seed_is_one_line_exit_2(tmp_path, cli, line):
+    result = cli("protect", _recipe(tmp_path, line), cwd=tmp_path)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "seed" in result.stderr
+
+
+def test_sdckit_seed_prints_a_strong_hex_seed(cli):
+    result = cli("seed")
+    assert result.returncode == 0
+    printed = result.stdout.strip()
+    assert len(printed) == 32 and is_strong_seed(printed)
+
+
+def test_seed_file_keeps_the_seed_out_of_the_recipe(tmp_path, cli):
+    strong = new_seed()
+    (tmp_path / "release.seed").write_text(strong + "\n")
+    recipe = _recipe(tmp_path, 'seed_file = "release.seed"')
+    assert cli("protect", recipe, cwd=tmp_path).returncode == 0
+    first = (tmp_path / "out" / "people_protected.csv").read_bytes()
+    assert _manifest(tmp_path)["seed_strength"] == "strong"
+    assert cli("protect", recipe, cwd=tmp_path).returncode == 0
+    assert (tmp_path / "out" / "people_protected.csv").read_bytes() == first  # same seed, same bytes
+
+
+@pytest.mark.parametrize("content, line, message", [
+    ("", 'seed_file = "release.seed"', "empty"),
+    (None, 'seed_file = "missing.seed"', "cannot read"),
+    ("07", 'seed_file = "release.seed"', "128 bits"),
+    ("ab" * 16, 'seed_file = "release.seed"\nseed = "' + "cd" * 16 + '"', "not both"),
+])
+def test_bad_seed_file_is_one_line_exit_2(tmp_path, cli, content, line, message):
+    if content is not None:
+        (tmp_path / "release.seed").write_text(content)
+    result = cli("protect", _recipe(tmp_path, line), cwd=tmp_path)
+    assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1
+    assert message in result.stderr

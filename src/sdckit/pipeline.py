@@ -15,7 +15,7 @@ import pandas as pd
 
 from sdckit.core.errors import DataError, ParameterError
 from sdckit.core.method import Method
-from sdckit.core.random import RandomState, as_generator
+from sdckit.core.random import RandomState, as_generator, seed_provenance
 from sdckit.core.schema import Role, Schema
 from sdckit.report.manifest import Step, build_manifest, fingerprint
 
@@ -143,4 +143,5 @@ def protect(
         output_shape=data.shape,
         dropped_identifiers=dropped,
     )
+    manifest.update(seed_provenance(seed))  # where the seed came from, never the seed
     return Release(data=data, schema=current, steps=tuple(steps), manifest=manifest)

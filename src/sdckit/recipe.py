@@ -2,7 +2,9 @@
 
 The format is a contract the CLI and later features extend::
 
-    seed = 7                          # optional; never written to any output
+    seed = "9f3c...32 hex digits..."  # optional, secret: `sdckit seed` prints one; none = OS entropy
+    seed_file = "release.seed"        # or: the seed kept in a file beside the recipe (not both)
+    allow_weak_seed = false           # optional: accept a seed under 128 bits (tests, teaching)
     keep_identifiers = false          # optional
     [input]
     path = "census.csv"               # relative to the recipe file
@@ -43,6 +45,7 @@ import numpy as np
 
 from sdckit.core.errors import ParameterError, SdcError
 from sdckit.core.method import Method
+from sdckit.core.random import check_recipe_seed, parse_seed
 from sdckit.io import detect_format, read, write, write_text_atomic
 from sdckit.io.files import WRITABLE
 from sdckit.methods import available, get_method
@@ -51,7 +54,7 @@ from sdckit.report.settings import RULES as REPORT_RULES
 from sdckit.report.settings import check_settings
 from sdckit.report.manifest import manifest_json
 
-_TOP_KEYS = {"seed", "keep_identifiers", "input", "schema", "method", "output", "report"}
+_TOP_KEYS = {"seed", "seed_file", "allow_weak_seed", "keep_identifiers", "input", "schema", "method", "output", "report"}
 _INPUT_KEYS = {"path", "format", "sep", "encoding", "table", "query"}
 _OUTPUT_KEYS = {"dir", "format", "name", "table"}
 _REPORT_KEYS = {"enabled", *REPORT_RULES}
@@ -71,7 +74,7 @@ class Recipe:
     output_format: str | None = None
     output_name: str | None = None
     output_table: str = "data"
-    seed: int | None = None
+    seed: int | str | None = None
     keep_identifiers: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -116,17 +119,41 @@ def read_toml(path: str | Path, what: str = "Recipe") -> tuple[dict[str, Any], P
     return data, source
 
 
-def load_recipe(path: str | Path) -> Recipe:
-    """Read and check a recipe file (see the module docstring for its format)."""
-    return parse_recipe(*read_toml(path))
+def load_recipe(path: str | Path, *, allow_weak_seed: bool = False) -> Recipe:
+    """Read and check a recipe file (see the module docstring for its format).
+
+    ``allow_weak_seed`` (the CLI's ``--allow-weak-seed``) accepts a seed under 128 bits as the
+    recipe's ``allow_weak_seed = true`` does."""
+    data, source = read_toml(path)
+    if allow_weak_seed:
+        data["allow_weak_seed"] = True
+    return parse_recipe(data, source)
 
 
-def parse_data_source(data: Mapping[str, Any], source: Path) -> tuple[int | None, Path, dict[str, Any], dict[str, Any]]:
-    """The parts every recipe kind shares: ``seed``, ``[input]`` (path and options) and
-    ``[schema]``, checked; the input path is taken from ``source``'s folder."""
+def _read_seed_file(source: Path, value: Any) -> str:
+    """The seed kept in a file (its first line, hex), so that the recipe can be published."""
+    path = source.resolve().parent / str(value)
+    try:
+        text = path.read_text(encoding="utf-8").strip()
+    except OSError:
+        raise _fail(source, f"cannot read the seed file '{value}'.") from None
+    if not text:
+        raise _fail(source, f"the seed file '{value}' is empty (`sdckit seed > {value}` makes one).")
+    return text.splitlines()[0].strip()
+
+
+def parse_data_source(data: Mapping[str, Any], source: Path) -> tuple[int | str | None, Path, dict[str, Any], dict[str, Any]]:
+    """The parts every recipe kind shares: ``seed`` (with ``allow_weak_seed``), ``[input]`` (path
+    and options) and ``[schema]``, checked; the input path is taken from ``source``'s folder."""
     seed = data.get("seed")
-    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
-        raise _fail(source, f"'seed' must be a non-negative integer; got {seed!r}.")
+    if "seed_file" in data:
+        if seed is not None:
+            raise _fail(source, "give 'seed' or 'seed_file', not both.")
+        seed = _read_seed_file(source, data["seed_file"])
+    try:
+        check_recipe_seed(seed, data.get("allow_weak_seed", False))
+    except SdcError as exc:
+        raise _fail(source, str(exc)) from None
     inp = data.get("input")
     if not isinstance(inp, Mapping) or "path" not in inp:
         raise _fail(source, "the recipe needs an [input] table with a 'path'.")
@@ -274,7 +301,7 @@ def run_recipe(
         from sdckit.report.model import build_report
         from sdckit.report.render import REPORT_NAME, render_report
 
-        seed = None if recipe.seed is None else np.random.SeedSequence([recipe.seed, _REPORT_STREAM])
+        seed = None if recipe.seed is None else np.random.SeedSequence([parse_seed(recipe.seed), _REPORT_STREAM])
         model = build_report(frame, release.data, schema=release.schema, manifest=manifest,
                              random_state=seed, progress=report_progress, **settings)
         html = render_report(model)

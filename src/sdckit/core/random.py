@@ -95,3 +95,52 @@ def as_generator(random_state: RandomState) -> np.random.Generator:
             SecurityWarning, stacklevel=3,
         )
     return crypto_generator(np.random.SeedSequence(value))
+
+
+def derive_seed(rng: np.random.Generator) -> int:
+    """A strong seed (128 bits, >= 2**127) drawn from ``rng``: for runs derived from one master
+    seed, e.g. the repetitions of a comparison."""
+    return int.from_bytes(rng.bytes(STRONG_SEED_BITS // 8), "big") | 2 ** (STRONG_SEED_BITS - 1)
+
+
+#: The one line a refused weak seed prints (recipe or CLI), saying how to make a strong one.
+WEAK_SEED_MESSAGE = (
+    "the seed has fewer than 128 bits, so anyone can find it by trying seeds and undo the noise; "
+    "use no seed (OS entropy) or a strong one from `sdckit seed` (in TOML as a string: "
+    'seed = "<32 hex digits>"), or allow it with allow_weak_seed = true / --allow-weak-seed.'
+)
+
+
+def check_recipe_seed(seed: object, allow_weak: object = False) -> None:
+    """Refuse a recipe's or the CLI's seed unless it is strong or ``allow_weak`` is true.
+
+    Raises
+    ------
+    ParameterError
+        ``seed`` is not a non-negative int / hex string, ``allow_weak`` is not a bool, or the
+        seed is weak and not allowed (:data:`WEAK_SEED_MESSAGE`).
+    """
+    if not isinstance(allow_weak, bool):
+        raise ParameterError(f"'allow_weak_seed' must be true or false; got {type(allow_weak).__name__}.")
+    if seed is None:
+        return
+    if not isinstance(seed, (int, str)):
+        raise ParameterError("'seed' must be a hex string (`sdckit seed` prints one) or a non-negative integer.")
+    try:
+        strong = is_strong_seed(seed)  # type: ignore[arg-type]
+    except ParameterError:
+        raise ParameterError(
+            "'seed' must be a hex string (`sdckit seed` prints one) or a non-negative integer."
+        ) from None
+    if not strong and not allow_weak:
+        raise ParameterError(WEAK_SEED_MESSAGE)
+
+
+def seed_provenance(seed: RandomState) -> dict[str, str]:
+    """What the manifest says of the seed, never the seed itself: its source and strength."""
+    if seed is None:
+        return {"seed": "drawn from OS entropy", "seed_strength": "strong"}
+    if isinstance(seed, (np.random.Generator, np.random.SeedSequence)):
+        return {"seed": "a generator passed by the caller"}
+    return {"seed": "given by the user",
+            "seed_strength": "strong" if is_strong_seed(seed) else "weak"}
