@@ -71,7 +71,7 @@ dir = "{(tmp_path / 'out').as_posix()}"
 """)
     result = cli("protect", str(recipe))
     assert result.returncode == 0, result.stderr
-    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    manifest = json.loads(next((tmp_path / "out").glob("*.manifest.json")).read_text())
     info = manifest["methods"][0]["info"]
     assert manifest["methods"][0]["name"] == "k_epsilon_anonymity"
     assert info["budget"]["spent"] == 1.0 and "expected_relative_error" in info
