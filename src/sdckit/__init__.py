@@ -10,13 +10,7 @@ The library's main entry points::
 See DESIGN.md and the README for the architecture and the CLI.
 """
 
-from importlib.metadata import PackageNotFoundError, version as _version
-
-try:
-    __version__ = _version("sdckit")
-except PackageNotFoundError:  # running from a source tree
-    __version__ = "0.1.0"
-
+from sdckit.core.version import __version__
 from sdckit.core.errors import DataError, ParameterError, SchemaError, SdcError  # noqa: E402
 from sdckit.core.errors import SecurityWarning  # noqa: E402
 from sdckit.core.random import new_seed  # noqa: E402

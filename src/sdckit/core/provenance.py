@@ -28,9 +28,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from sdckit import __version__
 from sdckit.core.errors import ParameterError
 from sdckit.core.schema import Schema
+from sdckit.core.version import __version__
 
 MANIFEST_FORMAT = 2
 
