@@ -16,9 +16,10 @@ import sdckit
 DATA = Path(__file__).parent / "data"
 
 
-def run_cli(*args: str, cwd: Path | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
+def run_cli(*args: str, cwd: Path | None = None, timeout: float = 120,
+            env_extra: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     """Run ``python -m sdckit ARGS`` in a subprocess with the package under test importable."""
-    env = dict(os.environ)
+    env = {**os.environ, **(env_extra or {})}
     package_root = str(Path(sdckit.__file__).resolve().parents[1])
     env["PYTHONPATH"] = package_root + os.pathsep + env.get("PYTHONPATH", "")
     env["COLUMNS"] = "200"

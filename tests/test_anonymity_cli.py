@@ -85,7 +85,7 @@ def test_recipe_with_hierarchy_files_and_criteria(tmp_path, cli):
     )
     result = cli("protect", str(tmp_path / "recipe.toml"))
     assert result.returncode == 0, result.stderr
-    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    manifest = json.loads(next((tmp_path / "out").glob("*.manifest.json")).read_text())
     step = manifest["methods"][0]
     assert step["params"]["hierarchies"]["age"]["levels"] == 5
     assert step["params"]["criteria"][0]["class"] == "DistinctLDiversity"

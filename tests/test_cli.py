@@ -6,6 +6,7 @@ import pytest
 
 RECIPE = """
 seed = 11
+allow_weak_seed = true  # a readable test seed; releases need 128 bits
 [input]
 path = "census.csv"
 [schema]
@@ -40,10 +41,10 @@ def test_demo_writes_release_and_manifest_quickly(cli, tmp_path):
     elapsed = time.perf_counter() - start
     assert result.returncode == 0, result.stderr
     assert elapsed < 10  # issue 2: under 10 s, HTML report included (about 5.5 s on a quiet machine)
-    assert (tmp_path / "demo" / "report.html").exists()
+    assert (tmp_path / "demo" / "casc_protected.report.html").exists()
     data = pd.read_csv(tmp_path / "demo" / "casc_protected.csv")
     assert data.shape == (1080, 13)
-    manifest = json.loads((tmp_path / "demo" / "manifest.json").read_text())
+    manifest = json.loads((tmp_path / "demo" / "casc_protected.manifest.json").read_text())
     assert manifest["methods"][0]["name"] == "additive_noise"
     assert manifest["methods"][0]["params"] == {"alpha": 0.1, "columns": None}
     assert "AFNLWGT" in result.stdout
@@ -59,11 +60,20 @@ def test_protect_runs_a_recipe_relative_to_its_folder(cli, project, tmp_path):
     assert list(out.columns) == ["AGE", "INCOME", "REGION"]  # ID dropped
     assert out["AGE"].tolist() == original["AGE"].tolist()
     assert not out["INCOME"].equals(original["INCOME"])
-    manifest = json.loads((project / "out" / "manifest.json").read_text())
+    manifest = json.loads((project / "out" / "census_protected.manifest.json").read_text())
     assert manifest["methods"][0]["params"] == {"alpha": 0.1, "columns": ["INCOME"]}
     assert manifest["input"]["file"] == "census.csv"
-    assert "seed" not in json.dumps(manifest).lower()
+    assert manifest["seed"] == "given by the user" and manifest["seed_strength"] == "weak"
+    assert 11 not in _leaf_values(manifest)  # the seed itself is never written
     assert not list(elsewhere.iterdir())
+
+
+def _leaf_values(tree):
+    if isinstance(tree, dict):
+        return [v for value in tree.values() for v in _leaf_values(value)]
+    if isinstance(tree, list):
+        return [v for value in tree for v in _leaf_values(value)]
+    return [tree]
 
 
 def test_protect_same_seed_same_bytes(cli, project, tmp_path):
@@ -133,7 +143,7 @@ def test_protect_never_overwrites_its_input(cli, project):
     result = cli("protect", str(project / "recipe.toml"))
     assert result.returncode == 2 and "input file" in result.stderr
     assert (project / "census.csv").read_bytes() == before
-    assert not (project / "manifest.json").exists()
+    assert not (project / "census.manifest.json").exists()
 
 
 def test_usage_errors_exit_2(cli):

@@ -80,7 +80,7 @@ def test_demo_report_renders_its_figures_in_chromium(tmp_path):
     # in-process (tests/test_cli.py runs the demo as a subprocess already)
     result = CliRunner().invoke(app, ["demo", "--out", str(tmp_path / "demo")], env={"COLUMNS": "200"})
     assert result.exit_code == 0, result.output
-    report = tmp_path / "demo" / "report.html"
+    report = tmp_path / "demo" / "casc_protected.report.html"
     last = [line for line in result.stdout.splitlines() if line.strip()][-1]
     assert "report:" in last and str(report) in last  # the demo ends with the report
     html = report.read_text(encoding="utf-8")

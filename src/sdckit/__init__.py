@@ -10,14 +10,10 @@ The library's main entry points::
 See DESIGN.md and the README for the architecture and the CLI.
 """
 
-from importlib.metadata import PackageNotFoundError, version as _version
-
-try:
-    __version__ = _version("sdckit")
-except PackageNotFoundError:  # running from a source tree
-    __version__ = "0.1.0"
-
+from sdckit.core.version import __version__
 from sdckit.core.errors import DataError, ParameterError, SchemaError, SdcError  # noqa: E402
+from sdckit.core.errors import SecurityWarning  # noqa: E402
+from sdckit.core.random import new_seed  # noqa: E402
 from sdckit.core.method import Method, Outcome  # noqa: E402
 from sdckit.core.schema import Kind, Role, Schema  # noqa: E402
 from sdckit.io import read, write  # noqa: E402
@@ -91,4 +87,5 @@ __all__ = [
     "assign_linkage", "check_anonymity", "decompose", "intruder_linkage", "permutation_distances",
     "permuted_privacy", "protect", "rank_correlation", "rank_displacement", "read",
     "reverse_map", "verify_linkage", "verify_subject", "write",
+    "SecurityWarning", "new_seed",
 ]

@@ -15,9 +15,9 @@ import pandas as pd
 
 from sdckit.core.errors import DataError, ParameterError
 from sdckit.core.method import Method
-from sdckit.core.random import RandomState, as_generator
+from sdckit.core.random import RandomState, as_generator, seed_provenance
+from sdckit.core.provenance import UNPUBLISHED, Step, build_manifest, fingerprint, parse_fingerprint_key
 from sdckit.core.schema import Role, Schema
-from sdckit.report.manifest import Step, build_manifest, fingerprint
 
 #: Called after each step with (steps done, steps in all, method).
 ProgressCallback = Callable[[int, int, Method], None]
@@ -36,8 +36,9 @@ class Release:
     steps : tuple of Step
         One immutable record per applied method.
     manifest : dict
-        The transparency manifest: version, input fingerprint, schema, every method with all
-        its parameters and report, output fingerprint. Never the seed.
+        The transparency manifest: version, schema, every method with all its parameters and
+        report, the release's fingerprint, and keyed fingerprints of the confidential data when
+        a fingerprint key was given. Never the seed.
     """
 
     data: pd.DataFrame
@@ -54,6 +55,7 @@ def protect(
     seed: RandomState = None,
     keep_identifiers: bool = False,
     progress: ProgressCallback | None = None,
+    fingerprint_key: bytes | str | None = None,
 ) -> Release:
     """Apply ``methods`` to ``frame`` in order and return the :class:`Release`.
 
@@ -73,6 +75,13 @@ def protect(
         Keep identifier columns in the release (they are dropped by default).
     progress : callable, optional
         ``progress(done, total, method)`` after each method.
+    fingerprint_key : bytes or hex str, optional
+        A secret key (>= 128 bits; :func:`sdckit.core.provenance.new_fingerprint_key`) for
+        HMAC-SHA256 fingerprints of the input and of the data between steps, so that the
+        protector can later prove which data a release came from. Without it those fingerprints
+        are not published: an unkeyed hash of confidential data lets an adversary who knows all
+        records but one test guesses of the last (issue 19 item 1). The release's own
+        fingerprint (public data) is always a plain SHA-256.
 
     Examples
     --------
@@ -106,17 +115,23 @@ def protect(
         schema = Schema.from_dict(schema, frame)
     schema.validate(frame)
 
+    key = None if fingerprint_key is None else parse_fingerprint_key(fingerprint_key)
+
+    def secret_fingerprint(data: pd.DataFrame) -> str:
+        return UNPUBLISHED if key is None else fingerprint(data, key)
+
     rng = as_generator(seed)
-    input_fp = fingerprint(frame)
+    input_fp = secret_fingerprint(frame)
     dropped = [] if keep_identifiers else list(schema.with_role(Role.IDENTIFIER))
     data = frame.drop(columns=dropped) if dropped else frame.copy()
     current = schema.subset(data.columns)
 
     steps: list[Step] = []
-    data_fp = fingerprint(data) if dropped else input_fp
+    data_fp = secret_fingerprint(data) if dropped else input_fp
     for i, method in enumerate(methods):
         outcome = method.run(data, current, rng)
-        out_fp = fingerprint(outcome.data)
+        last = i == len(methods) - 1
+        out_fp = fingerprint(outcome.data) if last else secret_fingerprint(outcome.data)
         info = dict(outcome.info)
         warnings = tuple(info.pop("warnings", ()))
         steps.append(
@@ -139,8 +154,9 @@ def protect(
         input_shape=frame.shape,
         schema=schema,
         steps=steps,
-        output_fingerprint=data_fp,
+        output_fingerprint=data_fp if methods else fingerprint(data),  # the release is public
         output_shape=data.shape,
         dropped_identifiers=dropped,
     )
+    manifest.update(seed_provenance(seed))  # where the seed came from, never the seed
     return Release(data=data, schema=current, steps=tuple(steps), manifest=manifest)

@@ -2,7 +2,10 @@
 
 The format is a contract the CLI and later features extend::
 
-    seed = 7                          # optional; never written to any output
+    seed = "9f3c...32 hex digits..."  # optional, secret: `sdckit seed` prints one; none = OS entropy
+    seed_file = "release.seed"        # or: the seed kept in a file beside the recipe (not both)
+    allow_weak_seed = false           # optional: accept a seed under 128 bits (tests, teaching)
+    fingerprint_key_file = "fp.key"   # optional, secret: keyed fingerprints of the input (none else)
     keep_identifiers = false          # optional
     [input]
     path = "census.csv"               # relative to the recipe file
@@ -19,20 +22,22 @@ The format is a contract the CLI and later features extend::
     dir = "out"
     format = "parquet"                # optional; the input's format otherwise
     [report]                          # optional: the HTML report written beside the release
-    enabled = true                    # default true: write report.html
+    enabled = true                    # default true: write <stem>.report.html
     n_random = 20000                  # random records of the verification
     n_null = 50                       # null samples for its baseline and p-value
     null = "copula"                   # or "independent" (seed 000's rule)
     alpha = 0.05                      # level of "plausibly deniable" / "plausibly random"
     interval_p = 10.0                 # interval-disclosure width, percent
 
-Everything is checked — unknown keys, unknown methods, bad parameters — before any data is
+The release ``<stem>.<ext>`` (stem: ``[output] name``, else ``<input stem>_protected``) is written
+with ``<stem>.manifest.json`` and ``<stem>.report.html`` beside it. Everything is checked — unknown keys, unknown methods, bad parameters — before any data is
 read, and nothing is written unless the whole run succeeds.
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -43,19 +48,23 @@ import numpy as np
 
 from sdckit.core.errors import ParameterError, SdcError
 from sdckit.core.method import Method
+from sdckit.core.provenance import manifest_json, parse_fingerprint_key
+from sdckit.core.random import check_recipe_seed, parse_seed
 from sdckit.io import detect_format, read, write, write_text_atomic
 from sdckit.io.files import WRITABLE
 from sdckit.methods import available, get_method
 from sdckit.pipeline import ProgressCallback, Release, protect
 from sdckit.report.settings import RULES as REPORT_RULES
 from sdckit.report.settings import check_settings
-from sdckit.report.manifest import manifest_json
 
-_TOP_KEYS = {"seed", "keep_identifiers", "input", "schema", "method", "output", "report"}
+_TOP_KEYS = {"seed", "seed_file", "allow_weak_seed", "fingerprint_key_file", "keep_identifiers", "input", "schema", "method", "output", "report"}
 _INPUT_KEYS = {"path", "format", "sep", "encoding", "table", "query"}
 _OUTPUT_KEYS = {"dir", "format", "name", "table"}
 _REPORT_KEYS = {"enabled", *REPORT_RULES}
-MANIFEST_NAME = "manifest.json"
+#: The manifest and the report are named after the release's stem, so that two recipes writing
+#: into one folder keep theirs apart: ``<stem>.manifest.json``, ``<stem>.report.html``.
+MANIFEST_SUFFIX = ".manifest.json"
+REPORT_SUFFIX = ".report.html"
 
 
 @dataclass(frozen=True)
@@ -71,7 +80,8 @@ class Recipe:
     output_format: str | None = None
     output_name: str | None = None
     output_table: str = "data"
-    seed: int | None = None
+    seed: int | str | None = field(default=None, repr=False)  # secret: never shown
+    fingerprint_key: str | None = field(default=None, repr=False)  # secret: never shown
     keep_identifiers: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -116,17 +126,57 @@ def read_toml(path: str | Path, what: str = "Recipe") -> tuple[dict[str, Any], P
     return data, source
 
 
-def load_recipe(path: str | Path) -> Recipe:
-    """Read and check a recipe file (see the module docstring for its format)."""
-    return parse_recipe(*read_toml(path))
+def load_recipe(path: str | Path, *, allow_weak_seed: bool = False) -> Recipe:
+    """Read and check a recipe file (see the module docstring for its format).
+
+    ``allow_weak_seed`` (the CLI's ``--allow-weak-seed``) accepts a seed under 128 bits as the
+    recipe's ``allow_weak_seed = true`` does."""
+    data, source = read_toml(path)
+    if allow_weak_seed:
+        data["allow_weak_seed"] = True
+    return parse_recipe(data, source)
 
 
-def parse_data_source(data: Mapping[str, Any], source: Path) -> tuple[int | None, Path, dict[str, Any], dict[str, Any]]:
-    """The parts every recipe kind shares: ``seed``, ``[input]`` (path and options) and
-    ``[schema]``, checked; the input path is taken from ``source``'s folder."""
+def _read_seed_file(source: Path, value: Any) -> str:
+    """The seed kept in a file (its first line, hex), so that the recipe can be published."""
+    path = source.resolve().parent / str(value)
+    try:
+        text = path.read_text(encoding="utf-8").strip()
+    except OSError:
+        raise _fail(source, f"cannot read the seed file '{value}'.") from None
+    if not text:
+        raise _fail(source, f"the seed file '{value}' is empty (`sdckit seed > {value}` makes one).")
+    return text.splitlines()[0].strip()
+
+
+def _read_fingerprint_key(source: Path, value: Any) -> str | None:
+    """The fingerprint key kept in a file beside the recipe (hex), or None."""
+    if value is None:
+        return None
+    path = source.resolve().parent / str(value)
+    try:
+        text = path.read_text(encoding="utf-8").strip()
+    except OSError:
+        raise _fail(source, f"cannot read the fingerprint key file '{value}'.") from None
+    try:
+        parse_fingerprint_key(text)
+    except SdcError as exc:
+        raise _fail(source, f"the fingerprint key file '{value}': {exc}") from None
+    return text
+
+
+def parse_data_source(data: Mapping[str, Any], source: Path) -> tuple[int | str | None, Path, dict[str, Any], dict[str, Any]]:
+    """The parts every recipe kind shares: ``seed`` (with ``allow_weak_seed``), ``[input]`` (path
+    and options) and ``[schema]``, checked; the input path is taken from ``source``'s folder."""
     seed = data.get("seed")
-    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
-        raise _fail(source, f"'seed' must be a non-negative integer; got {seed!r}.")
+    if "seed_file" in data:
+        if seed is not None:
+            raise _fail(source, "give 'seed' or 'seed_file', not both.")
+        seed = _read_seed_file(source, data["seed_file"])
+    try:
+        check_recipe_seed(seed, data.get("allow_weak_seed", False))
+    except SdcError as exc:
+        raise _fail(source, str(exc)) from None
     inp = data.get("input")
     if not isinstance(inp, Mapping) or "path" not in inp:
         raise _fail(source, "the recipe needs an [input] table with a 'path'.")
@@ -195,6 +245,7 @@ def parse_recipe(data: Mapping[str, Any], source: Path) -> Recipe:
         output_name=out.get("name"),
         output_table=str(out.get("table", "data")),
         seed=seed,
+        fingerprint_key=_read_fingerprint_key(source, data.get("fingerprint_key_file")),
         keep_identifiers=keep,
         extra={"report": dict(report)},
     )
@@ -245,6 +296,7 @@ def run_recipe(
         seed=recipe.seed,
         keep_identifiers=recipe.keep_identifiers,
         progress=progress,
+        fingerprint_key=recipe.fingerprint_key,
     )
     fmt = output_format or recipe.output_format
     if fmt is None:
@@ -256,14 +308,14 @@ def run_recipe(
     out_dir = Path(output_dir).resolve() if output_dir is not None else recipe.output_dir
     stem = recipe.output_name or f"{recipe.input_path.name.split('.')[0]}_protected"
     data_path = out_dir / f"{stem}.{_EXTENSION[fmt]}"
-    manifest_path = out_dir / MANIFEST_NAME
+    manifest_path = out_dir / f"{stem}{MANIFEST_SUFFIX}"
 
     manifest = dict(release.manifest)
-    manifest["input"] = {
-        **manifest["input"],
-        "file": recipe.input_path.name,
-        "file_sha256": hashlib.sha256(recipe.input_path.read_bytes()).hexdigest(),
-    }
+    manifest["input"] = {**manifest["input"], "file": recipe.input_path.name}
+    if recipe.fingerprint_key is not None:  # keyed: an unkeyed hash of the input can be inverted
+        manifest["input"]["file_hmac_sha256"] = hmac.new(
+            parse_fingerprint_key(recipe.fingerprint_key), recipe.input_path.read_bytes(), hashlib.sha256
+        ).hexdigest()
     manifest["output"] = {**manifest["output"], "file": data_path.name, "format": fmt}
     text = manifest_json(manifest)
     inputs = (recipe.input_path, recipe.source)
@@ -272,13 +324,13 @@ def run_recipe(
     html = report_path = None
     if enabled:  # computed before anything is written: nothing is written half
         from sdckit.report.model import build_report
-        from sdckit.report.render import REPORT_NAME, render_report
+        from sdckit.report.render import render_report
 
-        seed = None if recipe.seed is None else np.random.SeedSequence([recipe.seed, _REPORT_STREAM])
+        seed = None if recipe.seed is None else np.random.SeedSequence([parse_seed(recipe.seed), _REPORT_STREAM])
         model = build_report(frame, release.data, schema=release.schema, manifest=manifest,
                              random_state=seed, progress=report_progress, **settings)
         html = render_report(model)
-        report_path = out_dir / REPORT_NAME
+        report_path = out_dir / f"{stem}{REPORT_SUFFIX}"
     write(release.data, data_path, format=fmt, table=recipe.output_table, inputs=inputs)
     try:
         write_text_atomic(manifest_path, text, inputs)

@@ -32,7 +32,7 @@ from sdckit.compare.core import check_settings, evaluate_release
 from sdckit.core.errors import ParameterError
 from sdckit.core.method import Method
 from sdckit.core.params import Interval, Options, check_param
-from sdckit.core.random import RandomState, as_generator
+from sdckit.core.random import RandomState, as_generator, derive_seed
 from sdckit.pipeline import protect
 
 
@@ -185,7 +185,7 @@ def tune(
     check_settings(null=null, n_random=n_random, n_null=n_null, alpha=0.05, utility=utility, seeds=1)
     target_method = chain[step]
     spec = _spec(target_method, param, low, high)
-    seed = int(as_generator(random_state).integers(0, 2**63 - 1))
+    seed = derive_seed(as_generator(random_state))
     curve: dict[float, dict[str, Any]] = {}
     total = steps + 2
 

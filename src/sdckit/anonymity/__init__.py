@@ -9,7 +9,7 @@ from sdckit.anonymity.criteria import (
     TCloseness,
 )
 from sdckit.anonymity.fulldomain import FullDomainGeneralization
-from sdckit.anonymity.hierarchy import Hierarchy
+from sdckit.core.hierarchy import Hierarchy
 from sdckit.anonymity.microaggregation import MicroaggregationAnonymity
 from sdckit.anonymity.mondrian import Mondrian
 from sdckit.anonymity.partition import Partition

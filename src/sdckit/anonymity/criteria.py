@@ -21,7 +21,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from sdckit.anonymity.hierarchy import Hierarchy, as_hierarchy
+from sdckit.core.hierarchy import Hierarchy, as_hierarchy
 from sdckit.core.params import Interval, Options, Satisfies, check_param, validate_params
 
 _NAME = Satisfies(lambda v: isinstance(v, str) and v != "", "a column name")

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from sdckit.anonymity.criteria import CRITERIA_RULE, Criterion, KAnonymity, as_criteria
-from sdckit.anonymity.hierarchy import (
+from sdckit.core.hierarchy import (
     HIERARCHY_MAPPING,
     Hierarchy,
     freeze_hierarchies,

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from sdckit.anonymity.criteria import Criterion
-from sdckit.anonymity.hierarchy import Hierarchy
+from sdckit.core.hierarchy import Hierarchy
 from sdckit.core.arrays import first_rows
 from sdckit.core.errors import DataError
 from sdckit.core.schema import Kind, Schema

@@ -24,7 +24,7 @@ from sdckit.core.method import Method, Outcome, register
 from sdckit.core.params import Interval, StrList
 from sdckit.core.ranks import order_values
 from sdckit.core.schema import Kind, Role, Schema
-from sdckit.masking.microaggregation import group_means, mdav_groups, sse_ratio
+from sdckit.core.grouping import group_means, mdav_groups, sse_ratio
 
 
 @register

@@ -31,7 +31,7 @@ import pandas as pd
 
 from sdckit.anonymity.criteria import CRITERIA_RULE, Criterion, as_criteria
 from sdckit.anonymity.fulldomain import criteria_with_k
-from sdckit.anonymity.hierarchy import (
+from sdckit.core.hierarchy import (
     HIERARCHY_MAPPING,
     Hierarchy,
     freeze_hierarchies,
@@ -401,6 +401,6 @@ def _range_labels(series: pd.Series, column, lo: np.ndarray, hi: np.ndarray) -> 
 
 
 def _number_text(x: np.ndarray) -> list[str]:
-    """:func:`~sdckit.anonymity.hierarchy.format_number` of every value (integers without
+    """:func:`~sdckit.core.hierarchy.format_number` of every value (integers without
     ``.0``, others in their shortest exact form)."""
     return [str(int(v)) if v.is_integer() and abs(v) < 2.0**53 else repr(v) for v in x.tolist()]

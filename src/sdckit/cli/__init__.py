@@ -9,9 +9,10 @@ from __future__ import annotations
 import importlib
 import pkgutil
 import sys
+import warnings
 
 from sdckit.cli.app import app
-from sdckit.core.errors import SdcError
+from sdckit.core.errors import SdcError, SecurityWarning
 
 __all__ = ["app", "main"]
 
@@ -27,6 +28,9 @@ for _module in pkgutil.iter_modules(__path__):
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the console script; exits with 0, 1 (a bug) or 2 (bad input)."""
+    # The command line enforces the seed policy itself: a weak release seed is refused unless the
+    # user allows it (and the manifest then says so); the library's warning would repeat that.
+    warnings.filterwarnings("ignore", category=SecurityWarning)
     try:
         app(args=argv, prog_name="sdckit")
     except SdcError as exc:

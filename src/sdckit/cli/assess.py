@@ -71,7 +71,7 @@ def assess(
     seed: Annotated[Optional[int], SEED] = None,
     json_out: Annotated[Optional[Path], JSON] = None,
     html_out: Annotated[Optional[Path], typer.Option("--html", help="Also write the self-contained HTML report (risk, utility, transparency) here.")] = None,
-    manifest: Annotated[Optional[Path], typer.Option("--manifest", help="The release's manifest.json: its schema and methods go into the HTML report.")] = None,
+    manifest: Annotated[Optional[Path], typer.Option("--manifest", help="The release's <stem>.manifest.json: its schema and methods go into the HTML report.")] = None,
 ) -> None:
     """Verify a release as a maximum-knowledge intruder would (permutation paradigm)."""
     x, y = read(original), read(released)
@@ -98,7 +98,7 @@ def _read_manifest(path: Path) -> dict:
     import json
 
     if not path.is_file():
-        raise DataError(f"Manifest file not found: {str(path)!r}; give the manifest.json written with the release.")
+        raise DataError(f"Manifest file not found: {str(path)!r}; give the <stem>.manifest.json written with the release.")
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:

@@ -15,8 +15,9 @@ from sdckit.cli.common import console, progress_bar, write_json
 from sdckit.recipe import RecipeResult, load_recipe, run_recipe
 
 
-def _run(recipe_path: Path, out: Optional[Path], fmt: Optional[str], report: Optional[bool] = None) -> RecipeResult:
-    recipe = load_recipe(recipe_path)
+def _run(recipe_path: Path, out: Optional[Path], fmt: Optional[str], report: Optional[bool] = None,
+         allow_weak_seed: bool = False) -> RecipeResult:
+    recipe = load_recipe(recipe_path, allow_weak_seed=allow_weak_seed)
     steps = len(recipe.methods)
     with progress_bar("protecting and assessing", steps + 4) as advance:
         return run_recipe(recipe, output_dir=out, output_format=fmt, report=report,
@@ -42,10 +43,11 @@ def protect(
     out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Output directory (overrides the recipe's).")] = None,
     format: Annotated[Optional[str], typer.Option("--format", "-f", help="Output format (csv, tsv, parquet, stata, spss, duckdb).")] = None,
     json_out: Annotated[Optional[Path], typer.Option("--json", help="Also write the manifest and output paths as JSON here.")] = None,
-    report: Annotated[Optional[bool], typer.Option("--report/--no-report", help="Write report.html beside the release (default: as the recipe's [report] says, on).")] = None,
+    report: Annotated[Optional[bool], typer.Option("--report/--no-report", help="Write <stem>.report.html beside the release (default: as the recipe's [report] says, on).")] = None,
+    allow_weak_seed: Annotated[bool, typer.Option("--allow-weak-seed", help="Accept a recipe seed under 128 bits (the manifest says seed_strength: weak).")] = False,
 ) -> None:
-    """Protect a data set as a RECIPE says; write the release, manifest.json and report.html."""
-    result = _run(recipe, out, format, report)
+    """Protect a data set as a RECIPE says; write the release, <stem>.manifest.json and <stem>.report.html."""
+    result = _run(recipe, out, format, report, allow_weak_seed)
     _report_written(result)
     if json_out is not None:
         write_json(json_out, {

@@ -21,7 +21,7 @@ import pandas as pd
 from sdckit.core.errors import ParameterError
 from sdckit.core.method import Method
 from sdckit.core.params import Interval, Options, check_param
-from sdckit.core.random import RandomState, as_generator
+from sdckit.core.random import RandomState, as_generator, derive_seed
 from sdckit.pipeline import protect
 from sdckit.report.settings import RULES as REPORT_RULES
 from sdckit.utility.summary import MEASURES, utility_loss
@@ -178,11 +178,10 @@ def compare(
         dup = next(x for x in labels if labels.count(x) > 1)
         raise ParameterError(f"Candidate labels must be distinct; {dup!r} is used twice.")
     master = as_generator(random_state)
-    run_seeds = master.integers(0, 2**63 - 1, size=(seeds, 3))
     runs: dict[str, list[dict[str, float]]] = {c.label: [] for c in candidates}
     total, done, n_records = seeds * len(candidates), 0, 0
     for s in range(seeds):
-        data_seed, method_seed, verify_seed = (int(v) for v in run_seeds[s])
+        data_seed, method_seed, verify_seed = (derive_seed(master) for _ in range(3))
         original = data(np.random.default_rng(data_seed)) if callable(data) else data
         n_records = len(original)
         for cand in candidates:

@@ -3,7 +3,7 @@
 A compare recipe reads data like a protection recipe (``[input]``, ``[schema]``, ``seed``)
 and lists candidates instead of one chain of methods::
 
-    seed = 7                          # optional; never written to any output
+    seed = "<32 hex digits>"          # optional, secret (`sdckit seed`); see sdckit.recipe
     seeds = 3                         # optional: repetitions with derived seeds (default 1)
     [input]
     path = "census.csv"
@@ -54,7 +54,7 @@ from sdckit.methods import get_method
 from sdckit.recipe import _check_keys, _fail, parse_data_source, read_toml
 from sdckit.report.settings import DEFAULTS as REPORT_DEFAULTS
 
-_TOP_KEYS = {"seed", "seeds", "input", "schema", "compare", "output", "candidate", "sweep"}
+_TOP_KEYS = {"seed", "seed_file", "allow_weak_seed", "seeds", "input", "schema", "compare", "output", "candidate", "sweep"}
 _SWEEP_KEYS = {"method", "param", "values", "params", "label"}
 #: The report's verification settings and defaults, plus the utility measure.
 DEFAULTS = {**{k: v for k, v in REPORT_DEFAULTS.items() if k != "interval_p"}, "utility": "il1"}
@@ -72,7 +72,7 @@ class CompareRecipe:
     candidates: tuple[Candidate, ...]
     settings: dict[str, Any]
     output_dir: Path
-    seed: int | None
+    seed: int | str | None
     seeds: int
 
 

@@ -22,3 +22,11 @@ class DataError(SdcError):
 
 class ParameterError(SdcError, ValueError):
     """A method, recipe or function parameter is outside its allowed range."""
+
+
+class SecurityWarning(UserWarning):
+    """A call weakens the release's protection (e.g. a seed an attacker can guess).
+
+    Raised once per call as a warning, not an error, so that tests and teaching examples may still
+    use small seeds; DESIGN.md section 9 ("the seed is a secret").
+    """

@@ -1,36 +1,146 @@
-"""Randomness: one :class:`numpy.random.Generator` per run, created from the user's seed.
+"""Randomness: one cryptographic :class:`numpy.random.Generator` per run (DESIGN.md sections 2, 9).
 
-No global random state is ever used (DESIGN.md section 2).
+The seed is the release's only secret (Kerckhoffs's principle: the method, its parameters and the
+code are public). So
+
+* no seed gives 128 bits of OS entropy (:class:`numpy.random.SeedSequence` with no argument);
+* a seed is *strong* when it carries at least 128 bits: an int ``>= 2**127`` or a hex string of 32
+  or more digits (``sdckit seed`` and :func:`new_seed` print one); a weaker int still works, for
+  tests and teaching, but raises :class:`~sdckit.core.errors.SecurityWarning` once per call, since
+  an attacker who tries the small seeds can regenerate the noise and subtract it;
+* the bits come from AES in counter mode (``randomgen.AESCounter``), a cryptographic generator,
+  so the noise cannot be predicted from released values the way PCG64's state can. Same seed =
+  same output.
+
+No global random state is ever used.
 """
 
 from __future__ import annotations
 
 import numbers
+import secrets
+import warnings
 
 import numpy as np
+from randomgen import AESCounter
 
-from sdckit.core.errors import ParameterError
+from sdckit.core.errors import ParameterError, SecurityWarning
 
-RandomState = int | np.random.Generator | np.random.SeedSequence | None
+RandomState = int | str | np.random.Generator | np.random.SeedSequence | None
+
+#: Bits of entropy a seed must carry to be called strong.
+STRONG_SEED_BITS = 128
+
+
+def new_seed() -> str:
+    """Return a fresh strong seed: 128 bits of OS entropy as 32 hex digits."""
+    return secrets.token_hex(STRONG_SEED_BITS // 8)
+
+
+def parse_seed(seed: int | str) -> int:
+    """Return the int of a seed given as a non-negative int or a hex string ("0x" optional)."""
+    if isinstance(seed, str):
+        digits = seed.strip().lower().removeprefix("0x")
+        try:
+            return int(digits, 16)
+        except ValueError:
+            raise ParameterError(
+                "The seed must be a non-negative int or a hex string (run `sdckit seed` for one). "
+                "Got a string that is not hex instead."
+            ) from None
+    if isinstance(seed, numbers.Integral) and not isinstance(seed, bool) and seed >= 0:
+        return int(seed)
+    raise ParameterError(
+        "The seed must be None, a non-negative int, a hex string or a numpy.random.Generator. "
+        f"Got {type(seed).__name__} instead."
+    )
+
+
+def is_strong_seed(seed: int | str) -> bool:
+    """Whether ``seed`` carries at least :data:`STRONG_SEED_BITS` bits.
+
+    An int counts by value (``>= 2**127``); a hex string by its number of digits (>= 32), so that
+    a strong seed with leading zeros stays strong.
+    """
+    if isinstance(seed, str):
+        digits = seed.strip().lower().removeprefix("0x")
+        parse_seed(seed)
+        return len(digits) * 4 >= STRONG_SEED_BITS
+    return parse_seed(seed) >= 2 ** (STRONG_SEED_BITS - 1)
+
+
+def crypto_generator(seed: np.random.SeedSequence) -> np.random.Generator:
+    """A Generator over AES in counter mode, keyed from ``seed``."""
+    return np.random.Generator(AESCounter(seed))
 
 
 def as_generator(random_state: RandomState) -> np.random.Generator:
-    """Return a Generator for ``random_state``.
+    """Return a cryptographic Generator for ``random_state``.
 
-    ``None`` gives fresh OS entropy, an int or SeedSequence seeds a new PCG64 generator, and a
-    Generator is returned as is (so that one generator can be passed down a pipeline).
+    ``None`` gives fresh OS entropy; an int, hex string or SeedSequence seeds a new AES-counter
+    generator (a weak int or string warns :class:`SecurityWarning`); a Generator is returned as is
+    (so that one generator can be passed down a pipeline).
     """
     if isinstance(random_state, np.random.Generator):
         return random_state
-    if random_state is None or isinstance(random_state, np.random.SeedSequence):
-        return np.random.default_rng(random_state)
-    if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
-        if random_state < 0:
-            raise ParameterError(
-                f"The seed must be a non-negative int. Got {random_state} instead."
-            )
-        return np.random.default_rng(int(random_state))
-    raise ParameterError(
-        "The seed must be None, a non-negative int or a numpy.random.Generator. "
-        f"Got {random_state!r} instead."
-    )
+    if random_state is None:
+        return crypto_generator(np.random.SeedSequence())
+    if isinstance(random_state, np.random.SeedSequence):
+        return crypto_generator(random_state)
+    value = parse_seed(random_state)
+    if not is_strong_seed(random_state):
+        warnings.warn(
+            f"This seed has fewer than {STRONG_SEED_BITS} bits: anyone can try all such seeds and "
+            "undo the noise. Pass no seed, or a strong one from `sdckit seed`.",
+            SecurityWarning, stacklevel=3,
+        )
+    return crypto_generator(np.random.SeedSequence(value))
+
+
+def derive_seed(rng: np.random.Generator) -> int:
+    """A strong seed (128 bits, >= 2**127) drawn from ``rng``: for runs derived from one master
+    seed, e.g. the repetitions of a comparison."""
+    return int.from_bytes(rng.bytes(STRONG_SEED_BITS // 8), "big") | 2 ** (STRONG_SEED_BITS - 1)
+
+
+#: The one line a refused weak seed prints (recipe or CLI), saying how to make a strong one.
+WEAK_SEED_MESSAGE = (
+    "the seed has fewer than 128 bits, so anyone can find it by trying seeds and undo the noise; "
+    "use no seed (OS entropy) or a strong one from `sdckit seed` (in TOML as a string: "
+    'seed = "<32 hex digits>"), or allow it with allow_weak_seed = true / --allow-weak-seed.'
+)
+
+
+def check_recipe_seed(seed: object, allow_weak: object = False) -> None:
+    """Refuse a recipe's or the CLI's seed unless it is strong or ``allow_weak`` is true.
+
+    Raises
+    ------
+    ParameterError
+        ``seed`` is not a non-negative int / hex string, ``allow_weak`` is not a bool, or the
+        seed is weak and not allowed (:data:`WEAK_SEED_MESSAGE`).
+    """
+    if not isinstance(allow_weak, bool):
+        raise ParameterError(f"'allow_weak_seed' must be true or false; got {type(allow_weak).__name__}.")
+    if seed is None:
+        return
+    if not isinstance(seed, (int, str)):
+        raise ParameterError("'seed' must be a hex string (`sdckit seed` prints one) or a non-negative integer.")
+    try:
+        strong = is_strong_seed(seed)  # type: ignore[arg-type]
+    except ParameterError:
+        raise ParameterError(
+            "'seed' must be a hex string (`sdckit seed` prints one) or a non-negative integer."
+        ) from None
+    if not strong and not allow_weak:
+        raise ParameterError(WEAK_SEED_MESSAGE)
+
+
+def seed_provenance(seed: RandomState) -> dict[str, str]:
+    """What the manifest says of the seed, never the seed itself: its source and strength."""
+    if seed is None:
+        return {"seed": "drawn from OS entropy", "seed_strength": "strong"}
+    if isinstance(seed, (np.random.Generator, np.random.SeedSequence)):
+        return {"seed": "a generator passed by the caller"}
+    return {"seed": "given by the user",
+            "seed_strength": "strong" if is_strong_seed(seed) else "weak"}

@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from sdckit.anonymity.hierarchy import (
+from sdckit.core.hierarchy import (
     HIERARCHY_MAPPING,
     Hierarchy,
     freeze_hierarchies,

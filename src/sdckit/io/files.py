@@ -14,7 +14,7 @@ from typing import Any
 import pandas as pd
 
 from sdckit.core.errors import DataError, ParameterError
-from sdckit.io.atomic import atomic_path, refuse_input_overwrite, remember_input
+from sdckit.core.atomic import atomic_path, refuse_input_overwrite, remember_input
 
 #: Format name -> file extensions.
 FORMATS: dict[str, tuple[str, ...]] = {

@@ -1,6 +1,7 @@
 """Perturbative and non-perturbative masking methods (seed 002 section 4.6.3, seed 001)."""
 
-from sdckit.masking.microaggregation import Microaggregation, mdav_groups, univariate_groups
+from sdckit.core.grouping import mdav_groups, univariate_groups
+from sdckit.masking.microaggregation import Microaggregation
 from sdckit.masking.noise import AdditiveNoise, CorrelatedNoise, MultiplicativeNoise
 from sdckit.masking.pram import Pram
 from sdckit.masking.rankswap import RankSwapping

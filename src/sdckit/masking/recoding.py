@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from sdckit.anonymity.hierarchy import Hierarchy, as_hierarchy, format_number
+from sdckit.core.hierarchy import Hierarchy, as_hierarchy, format_number
 from sdckit.core.errors import DataError, SchemaError
 from sdckit.core.method import Method, Outcome, register
 from sdckit.core.params import Interval, IsNone, Satisfies, StrList

@@ -1,12 +1,13 @@
-"""Transparency and reporting: the release manifest and the self-contained HTML report.
+"""Reporting: the self-contained HTML report (the manifest it renders is built by
+:mod:`sdckit.core.provenance`).
 
 :func:`build_report` computes the risk and utility measures of a release and describes the
 report's sections (compute -> model); :func:`render_report` / :func:`write_report` render it
 through Jinja2 templates with autoescape (one template per section in ``templates/``);
 :func:`assess_report` does both for an original and a released data set.
 
-The names are loaded on first use, so that ``import sdckit`` (whose pipeline needs only the
-manifest) does not pull in Jinja2, matplotlib and the measures.
+The names are loaded on first use, so that ``import sdckit`` does not pull in Jinja2,
+matplotlib and the measures.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ import importlib
 from typing import Any
 
 _LAZY = {
-    "REPORT_NAME": "sdckit.report.render",
     "render_report": "sdckit.report.render",
     "write_report": "sdckit.report.render",
     "Report": "sdckit.report.model",

@@ -16,8 +16,6 @@ from sdckit import __version__
 from sdckit.io import write_text_atomic
 from sdckit.report.model import Report
 
-REPORT_NAME = "report.html"
-
 
 @lru_cache(maxsize=1)
 def environment() -> Environment:

@@ -226,7 +226,7 @@ class Hierarchy:
 
     def to_csv(self, path: str | Path, sep: str = ";") -> None:
         """Write the hierarchy in ARX's layout (atomically)."""
-        from sdckit.io import write_text_atomic
+        from sdckit.core.atomic import write_text_atomic
 
         write_text_atomic(Path(path), self.to_text(sep))
 
