@@ -44,7 +44,7 @@ def brute_force_minimum(codes: np.ndarray, k: int) -> int:
 def test_hand_worked_single_unique_record():
     # (M, 1) occurs once; suppressing 'sex' makes it (*, 1), compatible with all 3 records
     data = pd.DataFrame({"sex": ["F", "F", "M"], "zip": ["1", "1", "1"]})
-    out = LocalSuppression(k=2).run(data)
+    out = LocalSuppression(missing="wildcard", k=2).run(data)
     assert out.data["sex"].tolist()[:2] == ["F", "F"] and pd.isna(out.data["sex"].iloc[2])
     assert out.data["zip"].tolist() == ["1", "1", "1"]
     assert out.info["suppressed"] == {"sex": 1, "zip": 0}
@@ -58,11 +58,11 @@ def test_missing_input_is_a_wildcard_never_a_category():
     # counts: x -> 2 + 1 (the NaN row) = 3, y -> 3, NaN row -> 5: already 2-anonymous.
     # Were NaN a category of its own, the last record would be unique (count 1).
     data = pd.DataFrame({"a": ["x", "x", "y", "y", np.nan]})
-    out = LocalSuppression(k=2).run(data)
+    out = LocalSuppression(missing="wildcard", k=2).run(data)
     assert out.info["suppressed_total"] == 0 and out.info["missing_before"] == {"a": 1}
     pd.testing.assert_frame_equal(out.data, data)
     # and a unique value is suppressed: z -> NaN
-    out = LocalSuppression(k=2).run(pd.DataFrame({"a": ["x", "x", "y", "y", "z"]}))
+    out = LocalSuppression(missing="wildcard", k=2).run(pd.DataFrame({"a": ["x", "x", "y", "y", "z"]}))
     assert out.data["a"].isna().tolist() == [False, False, False, False, True]
 
 
@@ -71,7 +71,7 @@ def test_importance_decides_between_equally_good_suppressions(importance, suppre
     # every record is unique; suppressing a or b in record 0 each give it count 2 and make
     # record 2 (resp. 1) safe: a tie that importance breaks. Two cells are the optimum.
     data = pd.DataFrame({"a": ["x", "x", "y", "y"], "b": ["p", "q", "p", "q"]})
-    out = LocalSuppression(k=2, importance=importance).run(data)
+    out = LocalSuppression(missing="wildcard", k=2, importance=importance).run(data)
     kept = "a" if suppressed == "b" else "b"
     assert out.info["suppressed"] == {suppressed: 2, kept: 0}
     assert min(oracle_counts(out.data)) >= 2
@@ -83,7 +83,7 @@ def test_a_twin_from_a_safe_group_is_the_cheaper_repair():
     # all five records: both (1,1) records reach 3 with ONE suppression, where suppressing
     # in the (1,1) records themselves would need two.
     data = pd.DataFrame({"a": [1, 1, 1, 1, 1], "b": [0, 1, 0, 1, 0]})
-    out = LocalSuppression(k=3).run(data)
+    out = LocalSuppression(missing="wildcard", k=3).run(data)
     assert out.info["suppressed_total"] == 1 and out.info["suppressed"] == {"a": 0, "b": 1}
     assert min(oracle_counts(out.data)) >= 3
     assert out.data["b"].isna().tolist() == [True, False, False, False, False]
@@ -93,7 +93,7 @@ def test_many_duplicates_skewed_values():
     rng = np.random.default_rng(5)
     p = np.array([0.6, 0.25, 0.1, 0.04, 0.01])
     frame = pd.DataFrame({f"q{j}": rng.choice(list("abcde"), 250, p=p) for j in range(3)})
-    out = LocalSuppression(k=4).run(frame)
+    out = LocalSuppression(missing="wildcard", k=4).run(frame)
     counts = oracle_counts(out.data)
     assert min(counts) >= 4 and out.info["min_class_count"] == min(counts)
     changed = out.data.isna().to_numpy()
@@ -103,7 +103,7 @@ def test_many_duplicates_skewed_values():
 
 def test_numeric_quasi_identifiers_and_roles():
     frame = pd.DataFrame({"age": [30, 30, 30, 41], "sex": ["F", "F", "F", "F"], "income": [1.0, 2.0, 3.0, 4.0]})
-    release = protect(frame, [LocalSuppression(k=2)], schema={"quasi": ["age", "sex"]}, seed=0)
+    release = protect(frame, [LocalSuppression(missing="wildcard", k=2)], schema={"quasi": ["age", "sex"]}, seed=0)
     # age 41 is unique: suppressed (int column becomes float with NaN); income untouched
     assert release.data["age"].isna().tolist() == [False, False, False, True]
     assert release.data["income"].tolist() == [1.0, 2.0, 3.0, 4.0]
@@ -123,9 +123,9 @@ def test_output_is_k_anonymous_under_the_wildcard_rule(data, n, m, k):
     frame = pd.DataFrame(values, columns=[f"q{j}" for j in range(m)], dtype=object)
     if n < k:
         with pytest.raises(DataError, match=f"k={k}"):
-            LocalSuppression(k=k).run(frame)
+            LocalSuppression(missing="wildcard", k=k).run(frame)
         return
-    out = LocalSuppression(k=k).run(frame)
+    out = LocalSuppression(missing="wildcard", k=k).run(frame)
     counts = oracle_counts(out.data)
     assert min(counts) >= k and out.info["min_class_count"] == min(counts)
     before, after = frame.isna().to_numpy(), out.data.isna().to_numpy()
@@ -170,18 +170,18 @@ def test_greedy_against_the_brute_force_optimum():
 @pytest.mark.parametrize("k", [0, -1, 2.5, None])
 def test_bad_k(k):
     with pytest.raises(ParameterError, match=r"The 'k' parameter of LocalSuppression must be an int >= 1"):
-        LocalSuppression(k=k)
+        LocalSuppression(missing="wildcard", k=k)
 
 
 def test_bad_importance():
     with pytest.raises(ParameterError, match="The 'importance' parameter of LocalSuppression"):
-        LocalSuppression(k=2, importance=["a", "a"])
+        LocalSuppression(missing="wildcard", k=2, importance=["a", "a"])
     frame = pd.DataFrame({"a": ["x", "y"], "b": ["p", "q"]})
     schema = Schema.infer(frame, quasi=["a"])
     with pytest.raises(SchemaError, match=r"'b'.*quasi-identifiers"):
-        LocalSuppression(k=2, importance=["b"]).run(frame, schema)
+        LocalSuppression(missing="wildcard", k=2, importance=["b"]).run(frame, schema)
 
 
 def test_too_few_records_for_k():
     with pytest.raises(DataError, match=r"k=3 with 2 record"):
-        LocalSuppression(k=3).run(pd.DataFrame({"a": ["x", "y"]}))
+        LocalSuppression(missing="wildcard", k=3).run(pd.DataFrame({"a": ["x", "y"]}))

@@ -1,11 +1,18 @@
 """Local suppression to k-anonymity (seed 002 section 4.6.3; seed 003 for k-anonymity).
 
-The rule used everywhere here (sdcMicro's): a suppressed (missing) cell matches any value.
-Two records are *compatible* when, on every quasi-identifier, their values are equal or one of
-them is suppressed. A record's *class count* is the number of records compatible with it
-(itself included), and the data are k-anonymous when every class count is at least ``k``.
-Suppressing a cell never lowers a count, so suppressing every quasi-identifier of a record
-gives it count ``n``: the greedy below always ends, with k-anonymous data, when ``n >= k``.
+Two semantics of a suppressed (missing) cell, both offered (issue 19 item 3):
+
+* **strict** (the default; Samarati and Sweeney's definition, and :func:`sdckit.anonymity.check`'s):
+  a suppressed cell is ``*``, a value of its own. A record's class is the records with exactly
+  its released pattern, and the data are k-anonymous when every class has at least ``k``
+  records. This holds against an intruder who knows the true values: a suppressed cell hides
+  the value, but the record is still found among the records suppressed the same way.
+* **wildcard** (sdcMicro's): a suppressed cell matches any value. Two records are *compatible*
+  when, on every quasi-identifier, their values are equal or one of them is suppressed; a
+  record's *class count* is the number of records compatible with it. Weaker: a target whose
+  suppressed cell hides a unique combination can still be alone for an intruder who knows
+  her true values. Suppressing a cell never lowers a count, so suppressing every
+  quasi-identifier of a record gives it count ``n``: the greedy always ends when ``n >= k``.
 """
 
 from __future__ import annotations
@@ -19,7 +26,7 @@ import pandas as pd
 
 from sdckit.core.errors import DataError, SchemaError
 from sdckit.core.method import Method, Outcome, register
-from sdckit.core.params import Interval, IsNone, StrList
+from sdckit.core.params import Interval, IsNone, Options, StrList
 from sdckit.core.schema import Kind, Role, Schema
 
 #: Pairs of patterns compared at once when counting (memory of a block: this many booleans x m).
@@ -249,21 +256,133 @@ def _restore_unneeded(groups: _Groups, k: int) -> None:
                     break
 
 
+def strict_counts(codes: np.ndarray) -> np.ndarray:
+    """Class size of every record under the strict rule: the records with the same pattern,
+    a suppressed cell (``-1``) being a value of its own."""
+    codes = np.asarray(codes, dtype=np.int64).reshape(len(codes), -1)
+    _, inverse, sizes = np.unique(codes, axis=0, return_inverse=True, return_counts=True)
+    return sizes[inverse.reshape(-1)]
+
+
+def strict_suppression(codes: np.ndarray, k: int, priority: Sequence[int] | None = None) -> np.ndarray:
+    """Cells to suppress so that every class (strict rule: ``*`` is a value) has ``k`` records.
+
+    Greedy on classes: while a class ``r`` is smaller than ``k`` (the smallest first), each of
+    its unsuppressed columns ``j`` is a candidate: suppressing ``j`` in ``r`` moves it to the
+    class ``t`` of the new pattern; if ``t`` and ``r`` together stay below ``k``, records of
+    *twin* classes (equal to ``r`` except in column ``j``) are moved along — small twins
+    whole, then spare records of large ones (a class keeps ``k``), then whole large ones. The
+    candidate that reaches ``k`` with the fewest suppressed cells wins (ties: the less
+    important column, lower ``priority``, then the first); if none reaches ``k``, the one that
+    gathers the most records. Every move suppresses at least one cell and classes only merge
+    upward, so the loop ends; the fully suppressed class takes, if it is left below ``k``,
+    records from the classes with the most to spare. ``n >= k`` is required.
+
+    Returns an ``(n, m)`` bool array of the cells to suppress (pre-existing ``-1`` cells are
+    not included).
+    """
+    codes = np.asarray(codes, dtype=np.int64)
+    n, m = codes.shape
+    if n < k:
+        raise DataError(
+            f"Local suppression cannot reach k={k} with {n} record(s): even with every cell "
+            "suppressed the records form one class of n. Lower k or add records."
+        )
+    priority = np.zeros(m) if priority is None else np.asarray(priority, dtype=float)
+    keys, inverse = np.unique(codes, axis=0, return_inverse=True)
+    key_list = [tuple(key) for key in keys.tolist()]
+    members: dict[tuple[int, ...], list[int]] = {key: [] for key in key_list}
+    for i, g in enumerate(inverse.reshape(-1).tolist()):
+        members[key_list[g]].append(i)
+    full = (-1,) * m
+    while True:
+        small = [key for key, rows in members.items() if 0 < len(rows) < k and key != full]
+        if not small:
+            break
+        r = min(small, key=lambda key: (len(members[key]), key))
+        best = None
+        for j in range(m):
+            if r[j] < 0:
+                continue
+            target = r[:j] + (-1,) + r[j + 1:]
+            plan = _gather(members, r, j, target, k)
+            gathered, cost = len(members.get(target, ())) + sum(w for _, w in plan), sum(w for _, w in plan)
+            score = (gathered >= k, -cost if gathered >= k else gathered, -priority[j], -j)
+            if best is None or score > best[0]:
+                best = (score, target, plan)
+        _, target, plan = best
+        destination = members.setdefault(target, [])
+        for source, w in plan:
+            destination.extend(members[source][-w:])
+            del members[source][-w:]
+    pool = members.setdefault(full, [])
+    while 0 < len(pool) < k:
+        donor = max((key for key in members if key != full and members[key]),
+                    key=lambda key: (len(members[key]), key))
+        spare = len(members[donor]) - k
+        take = min(k - len(pool), spare) if spare > 0 else len(members[donor])
+        pool.extend(members[donor][-take:])
+        del members[donor][-take:]
+    cells = np.zeros((n, m), dtype=bool)
+    for key, rows in members.items():
+        if rows:
+            cells[np.asarray(rows)] = (np.asarray(key) < 0)[None, :]
+    return cells & (codes >= 0)
+
+
+def _gather(members: dict, r: tuple, j: int, target: tuple, k: int) -> list[tuple[tuple, int]]:
+    """The moves (class, records) that suppressing column ``j`` of class ``r`` makes: all of
+    ``r``, then twins of ``r`` (equal except in ``j``) until the target class holds ``k``."""
+    plan = [(r, len(members[r]))]
+    have = len(members.get(target, ())) + len(members[r])
+    if have >= k:
+        return plan
+    twins = [key for key, rows in members.items()
+             if rows and key != r and key[j] >= 0 and key[:j] == r[:j] and key[j + 1:] == r[j + 1:]]
+    small = sorted((t for t in twins if len(members[t]) < k), key=lambda t: (len(members[t]), t))
+    large = sorted((t for t in twins if len(members[t]) >= k), key=lambda t: (-len(members[t]), t))
+    for t in small:
+        plan.append((t, len(members[t])))
+        have += len(members[t])
+        if have >= k:
+            return plan
+    for t in large:
+        spare = len(members[t]) - k
+        if spare > 0:
+            w = min(spare, k - have)
+            plan.append((t, w))
+            have += w
+            if have >= k:
+                return plan
+    for t in large:
+        if len(members[t]) - k <= 0:
+            plan.append((t, len(members[t])))
+            have += len(members[t])
+            if have >= k:
+                return plan
+    return plan
+
+
 @register
 @dataclass(frozen=True)
 class LocalSuppression(Method):
     """Suppress few cells so that every quasi-identifier combination occurs at least k times.
 
-    Cells of the quasi-identifiers are set to missing by :func:`greedy_suppression` until
-    every record's class count is at least ``k``, where **a suppressed cell matches any
-    value**: a record's count is the number of records compatible with it (equal or missing
-    on every quasi-identifier; see the module docstring). This is sdcMicro's rule; it is the
-    honest one, since an intruder cannot tell which value a suppressed cell hid.
+    Cells of the quasi-identifiers are set to missing until every record's class has at least
+    ``k`` records. Under the default ``missing="strict"`` a suppressed cell is ``*``, a value
+    of its own (Samarati and Sweeney's definition, and :func:`sdckit.anonymity.check`'s), so
+    the release is k-anonymous even for an intruder who knows every true value
+    (:func:`strict_suppression`). ``missing="wildcard"`` is sdcMicro's rule — a suppressed
+    cell matches any value (:func:`greedy_suppression`) — which suppresses fewer cells but is
+    weaker: a target whose suppressed cell hides a unique combination can still be alone
+    (issue 19 item 3). The report gives the k that holds under each rule.
 
     Parameters
     ----------
     k : int >= 1
         The k of k-anonymity.
+    missing : {"strict", "wildcard"}
+        What a suppressed (or already missing) cell means when classes are counted; see above.
     importance : list of str, optional
         Quasi-identifiers from most to least important; among equally effective
         suppressions the less important column is suppressed (columns not listed are the
@@ -275,11 +394,12 @@ class LocalSuppression(Method):
 
     Notes
     -----
-    ``nan_policy="pass"``: a cell missing in the input is treated as **already suppressed** —
-    a wildcard that matches any value — never as a category of its own; it stays missing and
-    is reported apart (``missing_before``), not counted among the method's suppressions.
-    The report gives the suppressed cells per column, the records touched and the smallest
-    class count after, and warns when more than 10% of the cells were suppressed. Exact
+    ``nan_policy="pass"``: a cell missing in the input is treated as **already suppressed**
+    (``*`` under the strict rule, a wildcard under the other); it stays missing and is
+    reported apart (``missing_before``), not counted among the method's suppressions.
+    The report gives the suppressed cells per column, the records touched, the k that holds
+    under each rule (``k_strict``, ``k_wildcard``; ``min_class_count`` is the chosen rule's),
+    and warns when more than 10% of the cells were suppressed. Exact
     minimum suppression is NP-hard; against the brute-force optimum on 50 random tables of
     3-6 records (``tests/test_masking_suppression.py``) the greedy was optimal on 45, never
     above twice the optimum, and used 91 cells where 83 sufficed in all. Work grows with
@@ -296,14 +416,18 @@ class LocalSuppression(Method):
     --------
     >>> import pandas as pd
     >>> data = pd.DataFrame({"sex": ["F", "F", "M"], "zip": ["1", "1", "1"]})
-    >>> LocalSuppression(k=2).apply(data)["sex"].tolist()
+    >>> LocalSuppression(k=2, missing="wildcard").apply(data)["sex"].tolist()
     ['F', 'F', nan]
+    >>> LocalSuppression(k=2).apply(data)["sex"].tolist()  # strict: a suppressed cell is '*'
+    [nan, nan, nan]
     """
 
     k: int
     importance: tuple[str, ...] | None = None
+    missing: str = "strict"
     name: ClassVar[str] = "local_suppression"
-    constraints: ClassVar = {"k": Interval(int, 1, None), "importance": [IsNone(), StrList()]}
+    constraints: ClassVar = {"k": Interval(int, 1, None), "importance": [IsNone(), StrList()],
+                             "missing": Options(("strict", "wildcard"))}
     kinds: ClassVar = frozenset(Kind)
     roles: ClassVar = frozenset({Role.QUASI})
     nan_policy: ClassVar[str] = "pass"
@@ -321,7 +445,8 @@ class LocalSuppression(Method):
         codes = np.column_stack([pd.factorize(frame[c], use_na_sentinel=True)[0] for c in columns])
         order = list(self.importance or ())
         priority = [len(order) - order.index(c) if c in order else 0 for c in columns]
-        cells = greedy_suppression(codes, self.k, priority)
+        suppress = strict_suppression if self.missing == "strict" else greedy_suppression
+        cells = suppress(codes, self.k, priority)
         for j, name in enumerate(columns):
             if cells[:, j].any():
                 frame[name] = frame[name].mask(cells[:, j])
@@ -331,8 +456,10 @@ class LocalSuppression(Method):
             "suppressed_total": int(cells.sum()),
             "records_suppressed": int(cells.any(axis=1).sum()),
             "missing_before": {c: int((codes[:, j] < 0).sum()) for j, c in enumerate(columns)},
-            "min_class_count": int(compatible_counts(after).min()),
         }
+        info["k_strict"] = int(strict_counts(after).min())
+        info["k_wildcard"] = int(compatible_counts(after).min())
+        info["min_class_count"] = info["k_strict" if self.missing == "strict" else "k_wildcard"]
         share = cells.sum() / cells.size
         if share > 0.1:
             info["warnings"] = [
