@@ -31,20 +31,28 @@ TOP = "*"
 
 
 def value_keys(series: pd.Series) -> np.ndarray:
-    """The string key of each value of ``series``, as hierarchies store them.
+    """The string key of each value of ``series``, as hierarchies store them; distinct values
+    always get distinct keys (classes are formed on exactly the values released; issue 19
+    item 4).
 
-    Integer-valued numbers lose their ``.0`` (``39.0`` -> ``"39"``), dates without a time of
-    day become ``YYYY-MM-DD``; everything else goes through ``str``.
+    Integer-valued floats lose their ``.0`` (``39.0`` -> ``"39"``); integers are written
+    exactly (never through a float, which merges values above 2**53); dates without a time of
+    day become ``YYYY-MM-DD``, with whole seconds ``YYYY-MM-DDTHH:MM:SS``, otherwise the full
+    ISO form down to the nanosecond; everything else goes through ``str``.
     """
     if pd.api.types.is_datetime64_any_dtype(series.dtype):
         stamps = pd.DatetimeIndex(series)
-        midnight = bool((stamps.normalize() == stamps).all())
-        fmt = "%Y-%m-%d" if midnight else "%Y-%m-%dT%H:%M:%S"
-        return np.asarray(stamps.strftime(fmt), dtype=object)
-    if pd.api.types.is_numeric_dtype(series.dtype) and not pd.api.types.is_bool_dtype(series.dtype):
+        if bool((stamps.normalize() == stamps).all()):
+            return np.asarray(stamps.strftime("%Y-%m-%d"), dtype=object)
+        if bool((stamps.floor("s") == stamps).all()):
+            return np.asarray(stamps.strftime("%Y-%m-%dT%H:%M:%S"), dtype=object)
+        return np.asarray([None if pd.isna(t) else t.isoformat() for t in stamps], dtype=object)
+    if pd.api.types.is_integer_dtype(series.dtype):
+        return series.astype(str).to_numpy(dtype=object)
+    if pd.api.types.is_float_dtype(series.dtype):
         values = series.to_numpy(dtype=float)
         finite = np.isfinite(values)
-        if finite.all() and np.all(values == np.round(values)):
+        if finite.all() and np.all(values == np.round(values)) and np.all(np.abs(values) < 2.0**63):
             return values.astype(np.int64).astype(str).astype(object)
     return series.astype(str).to_numpy(dtype=object)
 
