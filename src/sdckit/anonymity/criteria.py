@@ -157,7 +157,10 @@ class TCloseness(Criterion):
     (values in their order, distance ``|i-j|/(m-1)``: EMD = ``sum_i |r_1+...+r_i| / (m-1)``)
     and ``"hierarchical"`` (distance = level of the lowest common ancestor / height in
     ``hierarchy``: EMD = ``sum_N height(N)/H * min(pos_extra(N), neg_extra(N))``). The whole
-    table is the data before suppression. Monotone without suppression.
+    table is the *published* one: with suppression, the searches measure each class against
+    the distribution of the records they keep, so that the release passes
+    :func:`~sdckit.anonymity.check` against itself (issue 19 item 10). Monotone without
+    suppression.
     """
 
     t: float
@@ -167,6 +170,9 @@ class TCloseness(Criterion):
     monotone: ClassVar[bool] = False
     rules: ClassVar = {"t": Interval(float, 0, 1, closed="right"), "sensitive": _NAME,
                        "distance": Options(("equal", "ordered", "hierarchical"))}
+
+    #: Measured against the overall distribution (of the published records, with suppression).
+    uses_overall: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
         if isinstance(self.hierarchy, str):  # a CSV path, e.g. from a recipe

@@ -250,7 +250,36 @@ class Evaluator:
                 hist = hists[si]
             violating[:, i] = c.violates(sizes, hist, None if sens is None else sens.overall,
                                          None if sens is None else sens.labels)
+        self._against_published(sizes, hists, violating)
         return cls, sizes, violating
+
+    def _against_published(self, sizes: np.ndarray, hists: dict[int, np.ndarray], violating: np.ndarray) -> None:
+        """Measure t-closeness against the distribution of the records that are published.
+
+        Suppressing the violating classes changes the overall distribution the published table
+        shows; t-closeness must hold against that one (Li, Li & Venkatasubramanian 2007; issue
+        19 item 10), or the release fails t-closeness against itself. So the classes are
+        measured again against the kept records' distribution, and those that now violate are
+        suppressed too, until nothing changes (classes are only ever added to the suppressed
+        set, so this ends)."""
+        against_overall = [i for i, c in enumerate(self.criteria)
+                           if self.sens_index[i] is not None and getattr(c, "uses_overall", False)]
+        while against_overall:
+            kept = ~violating.any(axis=1)
+            if kept.all() or not kept.any():
+                return
+            changed = False
+            for i in against_overall:
+                si = self.sens_index[i]
+                hist = hists[si]
+                published = hist[kept].sum(axis=0).astype(float)
+                now = self.criteria[i].violates(sizes, hist, published, self.enc.sensitive[si].labels)
+                added = now & kept
+                if added.any():
+                    violating[added, i] = True
+                    changed = True
+            if not changed:
+                return
 
     def evaluate(self, node: tuple[int, ...], source: GroupTable | None = None) -> NodeStats:
         """Evaluate ``node`` once (later calls return the stored result)."""
