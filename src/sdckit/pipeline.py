@@ -128,7 +128,10 @@ def protect(
 
     steps: list[Step] = []
     data_fp = secret_fingerprint(data) if dropped else input_fp
+    dp_columns: set[str] = set()  # columns a differentially private method has protected
     for i, method in enumerate(methods):
+        if method.claims_dp:
+            dp_columns.update(method.target_columns(current))
         outcome = method.run(data, current, rng)
         last = i == len(methods) - 1
         out_fp = fingerprint(outcome.data) if last else secret_fingerprint(outcome.data)
@@ -159,4 +162,8 @@ def protect(
         dropped_identifiers=dropped,
     )
     manifest.update(seed_provenance(seed))  # where the seed came from, never the seed
+    # Differentially private only when every method is (public bounds) and every released
+    # column went through one of them: a column released as it was is not protected at all.
+    manifest["claims_dp"] = (bool(methods) and all(m.claims_dp for m in methods)
+                             and set(data.columns) <= dp_columns)
     return Release(data=data, schema=current, steps=tuple(steps), manifest=manifest)

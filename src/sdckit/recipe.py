@@ -7,6 +7,10 @@ The format is a contract the CLI and later features extend::
     allow_weak_seed = false           # optional: accept a seed under 128 bits (tests, teaching)
     fingerprint_key_file = "fp.key"   # optional, secret: keyed fingerprints of the input (none else)
     keep_identifiers = false          # optional
+    [budget]                          # optional: with differentially private methods
+    epsilon = "3"                     # the data set's total budget (default: this recipe's spend)
+    delta = 0                         # optional
+    ledger = "sdckit-ledger.json"     # the private ledger, one budget per data set (the default)
     [input]
     path = "census.csv"               # relative to the recipe file
     format = "csv"                    # optional; from the extension otherwise
@@ -36,6 +40,8 @@ read, and nothing is written unless the whole run succeeds.
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import hashlib
 import hmac
 import tomllib
@@ -50,6 +56,8 @@ from sdckit.core.errors import ParameterError, SdcError
 from sdckit.core.method import Method
 from sdckit.core.provenance import manifest_json, parse_fingerprint_key
 from sdckit.core.random import check_recipe_seed, parse_seed
+from sdckit.dp.accountant import exact, exact_text
+from sdckit.dp.ledger import data_set_key, ledger_accountant
 from sdckit.io import detect_format, read, write, write_text_atomic
 from sdckit.io.files import WRITABLE
 from sdckit.methods import available, get_method
@@ -57,7 +65,11 @@ from sdckit.pipeline import ProgressCallback, Release, protect
 from sdckit.report.settings import RULES as REPORT_RULES
 from sdckit.report.settings import check_settings
 
-_TOP_KEYS = {"seed", "seed_file", "allow_weak_seed", "fingerprint_key_file", "keep_identifiers", "input", "schema", "method", "output", "report"}
+_TOP_KEYS = {"seed", "seed_file", "allow_weak_seed", "fingerprint_key_file", "keep_identifiers", "input", "schema",
+             "method", "output", "report", "budget"}
+_BUDGET_KEYS = {"epsilon", "delta", "ledger"}
+#: The privacy ledger's default file, beside the recipe (the protector's private record).
+LEDGER_NAME = "sdckit-ledger.json"
 _INPUT_KEYS = {"path", "format", "sep", "encoding", "table", "query"}
 _OUTPUT_KEYS = {"dir", "format", "name", "table"}
 _REPORT_KEYS = {"enabled", *REPORT_RULES}
@@ -224,6 +236,7 @@ def parse_recipe(data: Mapping[str, Any], source: Path) -> Recipe:
         out_format = detect_format("x", out_format)
         if out_format not in WRITABLE:
             raise _fail(source, f"sdckit cannot write {out_format}; use one of {', '.join(WRITABLE)}.")
+    budget = _parse_budget(source, data.get("budget"), methods)
     report = data.get("report", {})
     if not isinstance(report, Mapping):
         raise _fail(source, "[report] must be a table.")
@@ -247,8 +260,36 @@ def parse_recipe(data: Mapping[str, Any], source: Path) -> Recipe:
         seed=seed,
         fingerprint_key=_read_fingerprint_key(source, data.get("fingerprint_key_file")),
         keep_identifiers=keep,
-        extra={"report": dict(report)},
+        extra={"report": dict(report), "budget": budget},
     )
+
+
+def _holds_budget(method: Method) -> bool:
+    """Whether a method takes the caller's privacy accountant (a differentially private one)."""
+    return any(f.name == "accountant" for f in dataclasses.fields(method))
+
+
+def _parse_budget(source: Path, table: Any, methods: list[Method]) -> dict[str, Any] | None:
+    """The ``[budget]`` table (the data set's total epsilon and delta, and the ledger file),
+    checked; with differentially private methods and no table, the budget is what this recipe
+    spends, so that the same data cannot be released again unless a budget says so."""
+    private = [m for m in methods if _holds_budget(m)]
+    if table is None:
+        if not private:
+            return None
+        table = {"epsilon": str(sum(exact(m.epsilon, type(m).__name__, "epsilon") for m in private))}
+    if not isinstance(table, Mapping):
+        raise _fail(source, "[budget] must be a table with 'epsilon' (and optionally 'delta', 'ledger').")
+    _check_keys(source, table, _BUDGET_KEYS, "[budget]")
+    if "epsilon" not in table:
+        raise _fail(source, "[budget] needs 'epsilon': the total this data set may spend.")
+    try:
+        epsilon = exact_text(exact(table["epsilon"], "[budget]", "epsilon"))
+        delta = exact_text(exact(table.get("delta", 0), "[budget]", "delta", positive=False, below_one=True))
+    except SdcError as exc:
+        raise _fail(source, str(exc)) from None
+    ledger = (source.resolve().parent / str(table.get("ledger", LEDGER_NAME))).resolve()
+    return {"epsilon": epsilon, "delta": delta, "ledger": ledger}
 
 
 def resolve_paths(name: str, params: Mapping[str, Any], base: Path) -> dict[str, Any]:
@@ -289,15 +330,23 @@ def run_recipe(
     its steps. The report's randomness is derived from the recipe's seed (never shown).
     """
     frame = read(recipe.input_path, **recipe.input_options)
-    release = protect(
-        frame,
-        list(recipe.methods),
-        schema=recipe.schema,
-        seed=recipe.seed,
-        keep_identifiers=recipe.keep_identifiers,
-        progress=progress,
-        fingerprint_key=recipe.fingerprint_key,
-    )
+    budget = recipe.extra.get("budget")
+    with contextlib.ExitStack() as stack:
+        methods = list(recipe.methods)
+        if budget is not None:  # one budget per data set, across releases (issue 19 item 8)
+            accountant = stack.enter_context(ledger_accountant(
+                budget["ledger"], data_set_key(recipe.input_path), budget["epsilon"], budget["delta"],
+                label=recipe.input_path.name))
+            methods = [dataclasses.replace(m, accountant=accountant) if _holds_budget(m) else m for m in methods]
+        release = protect(
+            frame,
+            methods,
+            schema=recipe.schema,
+            seed=recipe.seed,
+            keep_identifiers=recipe.keep_identifiers,
+            progress=progress,
+            fingerprint_key=recipe.fingerprint_key,
+        )
     fmt = output_format or recipe.output_format
     if fmt is None:
         fmt = detect_format(recipe.input_path, recipe.input_options.get("format"))

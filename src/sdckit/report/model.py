@@ -15,7 +15,7 @@ in its section instead of failing the whole report.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -52,6 +52,24 @@ class Section:
     anchor: str
     context: dict[str, Any] = field(default_factory=dict)
     note: str | None = None
+    #: The section's figures are aggregates of the original data: not differentially private.
+    from_original: bool = False
+
+
+#: What a section computed from the original data says of itself (issue 19 item 2).
+NOT_DP_LABEL = "Computed from the original data: not differentially private."
+#: The note of a report on a release that claims differential privacy.
+DP_RELEASE_NOTE = (
+    "This release claims differential privacy, so this report shows no measure of the original "
+    "data: every such aggregate (linkage rates, variance ratios, quantile differences, class "
+    "counts, the permutation verification) would be a further, unaccounted disclosure. Only "
+    "the transparency section (methods and parameters) is shown."
+)
+
+
+def release_claims_dp(manifest: Mapping[str, Any] | None) -> bool:
+    """Whether the manifest's release claims differential privacy (every method does)."""
+    return bool(manifest) and bool(manifest.get("claims_dp", False))
 
 
 @dataclass(frozen=True)
@@ -300,8 +318,18 @@ def build_report(
         if progress is not None:
             progress(done, total, label)
 
+    if release_claims_dp(manifest):  # no aggregate of the original data (issue 19 item 2)
+        return Report(
+            title=title or "sdckit disclosure-risk and utility report",
+            subtitle=f"{len(released):,} released records; differentially private release",
+            sections=(Section("summary.html", "Summary", "summary", {
+                "rows": [("differential privacy", "claimed by every method; no measure of the original data shown")],
+                "deniable": None, "records": f"{len(released):,} released"}, note=DP_RELEASE_NOTE),
+                transparency_section(manifest, settings)),
+            data={"claims_dp": True, "settings": settings},
+        )
     sections: list[Section] = []
-    data: dict[str, Any] = {"columns": cols, "settings": settings}
+    data: dict[str, Any] = {"columns": cols, "settings": settings, "claims_dp": False}
     headline: list[tuple[str, str]] = []
     # --- risk: the permutation paradigm
     try:
@@ -350,6 +378,8 @@ def build_report(
     sections.append(section)
     data["classes"] = classes
     step("equivalence classes")
+    sections = [replace(section, from_original=True) for section in sections]
+    headline.append(("differential privacy", "not claimed: every measure here comes from the original data"))
     sections.append(transparency_section(manifest, settings))
     summary_section = Section("summary.html", "Summary", "summary", {
         "rows": headline, "deniable": deniable,

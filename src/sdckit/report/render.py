@@ -14,7 +14,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from sdckit import __version__
 from sdckit.io import write_text_atomic
-from sdckit.report.model import Report
+from sdckit.report.model import NOT_DP_LABEL, Report
 
 
 @lru_cache(maxsize=1)
@@ -32,7 +32,8 @@ def environment() -> Environment:
 
 def render_report(report: Report) -> str:
     """The report as HTML text."""
-    return environment().get_template("base.html").render(report=report, version=__version__)
+    return environment().get_template("base.html").render(report=report, version=__version__,
+                                                                 not_dp_label=NOT_DP_LABEL)
 
 
 def write_report(report: Report, path: str | Path, inputs: tuple[Path, ...] = ()) -> Path:
