@@ -134,3 +134,59 @@ def test_refuses_an_unknown_column(name, cls):
     method = dataclasses.replace(build(cls), columns=("no_such_column",))
     with pytest.raises(Exception, match="no_such_column"):
         protect(frame, [method], schema=schema, seed=1)
+
+
+# ----------------------------------------------------------------------------- issue 12 section 2
+def _kind(series: pd.Series) -> str:
+    if pd.api.types.is_bool_dtype(series.dtype):
+        return "bool"
+    if pd.api.types.is_numeric_dtype(series.dtype):
+        return "number"
+    if pd.api.types.is_datetime64_any_dtype(series.dtype):
+        return "date"
+    return "text"
+
+
+@pytest.mark.parametrize(("name", "cls"), METHODS)
+def test_no_missing_value_appears_where_there_was_none(name, cls):
+    """No method introduces NaN where the input had none, except the suppression methods, which
+    say how many cells they suppressed; a value changes kind only where the schema says so."""
+    frame, schema = common_frame()
+    out = build(cls).run(frame, schema, 9)
+    new_missing = {c: int(out.data[c].isna().sum()) for c in out.data if c in frame and out.data[c].isna().any()}
+    if cls.suppresses:
+        assert sum(new_missing.values()) == out.info.get("suppressed_total", sum(new_missing.values()))
+    else:
+        assert new_missing == {}
+    for column in out.data:
+        if column in frame and out.schema[column].kind == schema[column].kind:
+            assert _kind(out.data[column]) == _kind(frame[column]), column
+
+
+@pytest.mark.parametrize(("name", "cls"), METHODS)
+@pytest.mark.parametrize("bad", [np.inf, -np.inf, 1e308])
+def test_infinite_or_overflowing_values_are_refused_naming_the_column(name, cls, bad):
+    frame, schema = common_frame()
+    targets = build(cls).target_columns(schema)
+    numeric = [c for c in targets if pd.api.types.is_numeric_dtype(frame[c].dtype)]
+    if not numeric:
+        pytest.skip(f"{name} has no numeric target column in the common frame")
+    column = numeric[0]
+    frame[column] = frame[column].astype(float)
+    frame.loc[[3, 7], column] = bad
+    with pytest.raises(DataError, match=rf"column '{column}': 2 record\(s\)"):
+        build(cls).run(frame, schema, 9)
+
+
+def test_a_method_that_introduces_missing_values_is_stopped():
+    """The guard behind the rule: a (deliberately broken) method's NaN never reaches a release."""
+    from sdckit.masking import AdditiveNoise
+
+    class Broken(AdditiveNoise):
+        def transform(self, frame, columns, schema, rng):
+            frame.loc[frame.index[:3], columns[0]] = np.nan
+            return frame
+
+    frame, schema = common_frame()
+    with pytest.raises(DataError, match="produced 3 missing value"):
+        Broken(alpha=0.1, columns=["income"]).run(frame, schema, 1)

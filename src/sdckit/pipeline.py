@@ -7,17 +7,19 @@ manifest is derived; identifiers are dropped unless the caller insists.
 
 from __future__ import annotations
 
+import warnings as warnings_module
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
 
-from sdckit.core.errors import DataError, ParameterError
+from sdckit.core.errors import DataError, ParameterError, SecurityWarning
 from sdckit.core.method import Method
 from sdckit.core.random import RandomState, as_generator, seed_provenance
 from sdckit.core.provenance import UNPUBLISHED, Step, build_manifest, fingerprint, parse_fingerprint_key
 from sdckit.core.schema import Role, Schema
+from sdckit.io.files import check_columns
 
 #: Called after each step with (steps done, steps in all, method).
 ProgressCallback = Callable[[int, int, Method], None]
@@ -96,6 +98,12 @@ def protect(
         raise DataError(f"protect() expects a pandas DataFrame, got {type(frame).__name__}.")
     if len(frame) == 0:
         raise DataError("protect() got an empty data set (0 records); nothing to protect.")
+    check_columns(frame, "The data")
+    if len(frame) == 1 or bool((frame.nunique(dropna=False) <= 1).all()):
+        raise DataError(
+            f"protect() got {'one record' if len(frame) == 1 else 'records that are all identical'}: "
+            "no method can protect it, since any release discloses it. Release aggregates instead."
+        )
     if isinstance(methods, Method):
         methods = [methods]
     methods = list(methods)
@@ -132,11 +140,14 @@ def protect(
     for i, method in enumerate(methods):
         if method.claims_dp:
             dp_columns.update(method.target_columns(current))
-        outcome = method.run(data, current, rng)
+        with warnings_module.catch_warnings(record=True) as caught:
+            warnings_module.simplefilter("always")
+            outcome = method.run(data, current, rng)
+        raised = _step_warnings(caught)
         last = i == len(methods) - 1
         out_fp = fingerprint(outcome.data) if last else secret_fingerprint(outcome.data)
         info = dict(outcome.info)
-        warnings = tuple(info.pop("warnings", ()))
+        warnings = tuple(dict.fromkeys([*info.pop("warnings", ()), *raised]))  # once each
         steps.append(
             Step(
                 method=method.to_manifest(),
@@ -167,3 +178,15 @@ def protect(
     manifest["claims_dp"] = (bool(methods) and all(m.claims_dp for m in methods)
                              and set(data.columns) <= dp_columns)
     return Release(data=data, schema=current, steps=tuple(steps), manifest=manifest)
+
+
+def _step_warnings(caught: list[warnings_module.WarningMessage]) -> list[str]:
+    """The warnings a method raised, as text for its manifest step; security warnings about the
+    seed are the caller's business and are raised again, not recorded."""
+    out = []
+    for record in caught:
+        if issubclass(record.category, SecurityWarning):
+            warnings_module.warn_explicit(record.message, record.category, record.filename, record.lineno)
+        else:
+            out.append(str(record.message))
+    return out

@@ -11,7 +11,7 @@ from rich.table import Table
 
 from sdckit import datasets
 from sdckit.cli.app import app
-from sdckit.cli.common import console, progress_bar, write_json
+from sdckit.cli.common import console, err_console, progress_bar, write_json
 from sdckit.recipe import RecipeResult, load_recipe, run_recipe
 
 
@@ -27,6 +27,12 @@ def _run(recipe_path: Path, out: Optional[Path], fmt: Optional[str], report: Opt
 
 def _report_written(result: RecipeResult) -> None:
     release = result.release
+    shown: set[str] = set()
+    for step in release.manifest["methods"]:  # every method's warnings, once each, on stderr
+        for text in step.get("warnings", []):
+            if text not in shown:
+                shown.add(text)
+                err_console.print(f"sdckit: warning: {step['name']}: {text}", markup=False, highlight=False)
     console.print(
         f"Protected {release.manifest['input']['records']} records with "
         f"{', '.join(m['name'] for m in release.manifest['methods'])}."

@@ -59,6 +59,8 @@ class Method:
     nan_policy: ClassVar[str] = "error"
     example: ClassVar[Mapping[str, Any] | None] = None
     path_params: ClassVar[frozenset[str]] = frozenset()
+    #: Whether the method's job is suppression (it may leave missing values, and reports how many).
+    suppresses: ClassVar[bool] = False
 
     # ----------------------------------------------------------------- construction
     def __post_init__(self) -> None:
@@ -111,9 +113,10 @@ class Method:
         """Like :meth:`apply`, also returning the output schema and the method's report."""
         schema, columns = self.prepare(frame, schema)
         result = self.transform(frame.copy(), columns, schema, as_generator(rng))
-        if isinstance(result, Outcome):
-            return result
-        return Outcome(result, schema)
+        outcome = result if isinstance(result, Outcome) else Outcome(result, schema)
+        if not self.suppresses:
+            require_no_new_missing(frame, outcome.data, type(self).__name__)
+        return outcome
 
     def prepare(self, frame: pd.DataFrame, schema: Schema | None = None) -> tuple[Schema, tuple[str, ...]]:
         """The checks every entry point owes before any work (:meth:`run`, and public helpers
@@ -128,6 +131,7 @@ class Method:
         columns = self.target_columns(schema)
         if self.nan_policy == "error":
             require_no_nan(frame, columns, type(self).__name__)
+        require_finite(frame, columns, type(self).__name__)
         return schema, columns
 
     def transform(
@@ -172,6 +176,42 @@ class Method:
                 f"{roles}. Name columns with columns=[...] or declare roles in the schema."
             )
         return chosen
+
+
+#: Largest magnitude a numeric value may have: sums of squares of 10^8 such values stay finite.
+MAX_MAGNITUDE = 1e150
+
+
+def require_finite(frame: pd.DataFrame, columns: tuple[str, ...], owner: str) -> None:
+    """Raise :class:`DataError` naming the column and how many rows hold +-inf or a value
+    beyond :data:`MAX_MAGNITUDE` (whose variance overflows): no method handles them, and they
+    would otherwise come out as a column of missing values (issue 12 section 2)."""
+    for name in columns:
+        series = frame[name]
+        if not pd.api.types.is_numeric_dtype(series.dtype) or pd.api.types.is_bool_dtype(series.dtype):
+            continue
+        values = series.to_numpy(dtype=float, na_value=np.nan)
+        with np.errstate(invalid="ignore"):
+            bad = np.isinf(values) | (np.abs(values) > MAX_MAGNITUDE)
+        if bad.any():
+            raise DataError(
+                f"{owner} cannot handle column {name!r}: {int(bad.sum())} record(s) hold an infinite "
+                f"value or one beyond +-{MAX_MAGNITUDE:g} (sums of squares overflow), first at row "
+                f"{int(bad.argmax())}. Remove them or rescale the column."
+            )
+
+
+def require_no_new_missing(before: pd.DataFrame, after: pd.DataFrame, owner: str) -> None:
+    """Raise :class:`DataError` when a method left missing values in a column that had none:
+    only methods whose job is suppression may (and they report how many cells)."""
+    for name in after.columns:
+        if name in before.columns and not before[name].isna().any():
+            missing = int(after[name].isna().sum())
+            if missing:
+                raise DataError(
+                    f"{owner} produced {missing} missing value(s) in column {name!r}, which had "
+                    "none; nothing was released. Please report this with the method's parameters."
+                )
 
 
 def require_no_nan(frame: pd.DataFrame, columns: tuple[str, ...], owner: str) -> None:

@@ -8,9 +8,12 @@ and says what to do; writes are atomic and never replace an input file.
 from __future__ import annotations
 
 import csv
+import gzip
+import io
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from sdckit.core.errors import DataError, ParameterError
@@ -116,8 +119,26 @@ def read(
         ) from None
     if frame.shape[1] == 0:
         raise DataError(f"File {str(path)!r} has no columns.")
+    check_columns(frame, str(path))
     remember_input(path)
     return frame
+
+
+def check_columns(frame: pd.DataFrame, where: str) -> None:
+    """Refuse duplicate column names (never renamed silently) and nested columns (lists,
+    structs, maps: sdckit protects flat tables), naming the columns."""
+    names = [str(c) for c in frame.columns]
+    duplicated = sorted({n for n in names if names.count(n) > 1})
+    if duplicated:
+        raise DataError(f"{where} has duplicate column names: {', '.join(map(repr, duplicated))}; "
+                        "rename them so that each column has its own name.")
+    for name in frame.columns:
+        series = frame[name]
+        if series.dtype == object:
+            sample = series.dropna().head(1000)
+            if any(isinstance(v, (list, tuple, dict, set, np.ndarray)) for v in sample):
+                raise DataError(f"{where}: column {str(name)!r} is nested (lists, structs or maps); "
+                                "flatten it into plain columns first.")
 
 
 def _reason(exc: Exception) -> str:
@@ -127,6 +148,11 @@ def _reason(exc: Exception) -> str:
 
 def _read_text(path: Path, sep: str | None, encoding: str, options: dict[str, Any]) -> pd.DataFrame:
     raw = path.read_bytes()
+    if path.suffix.lower() == ".gz":  # data.csv.gz: read as the CSV it holds
+        try:
+            raw = gzip.decompress(raw)
+        except (OSError, EOFError):
+            raise DataError(f"{str(path)!r} is not a valid gzip file.") from None
     enc = "utf-8-sig" if encoding.lower().replace("_", "-") in ("utf-8", "utf8") else encoding
     try:
         text_head = raw[:_SNIFF_BYTES].decode(enc)
@@ -142,8 +168,10 @@ def _read_text(path: Path, sep: str | None, encoding: str, options: dict[str, An
         raise DataError(f"File {str(path)!r} holds no data (only whitespace).")
     if sep is None:
         sep = sniff_delimiter(text_head)
+    header = next(csv.reader(io.StringIO(text_head), delimiter=sep), [])
+    check_columns(pd.DataFrame(columns=range(len(header))).set_axis(header, axis=1), str(path))
     try:
-        return pd.read_csv(path, sep=sep, encoding=enc, **options)
+        return pd.read_csv(io.BytesIO(raw), sep=sep, encoding=enc, **options)
     except pd.errors.ParserError as exc:
         raise DataError(
             f"Malformed CSV in {str(path)!r} (delimiter {sep!r}): {_reason(exc)}. Check the "

@@ -431,6 +431,7 @@ class LocalSuppression(Method):
     kinds: ClassVar = frozenset(Kind)
     roles: ClassVar = frozenset({Role.QUASI})
     nan_policy: ClassVar[str] = "pass"
+    suppresses: ClassVar[bool] = True
     example: ClassVar = {"k": 2, "columns": ["sex", "region", "education"]}
 
     def transform(
