@@ -354,6 +354,8 @@ def run_recipe(
             fmt = "parquet"
     else:
         fmt = detect_format("x", fmt)
+        if fmt not in WRITABLE:
+            raise ParameterError(f"sdckit cannot write {fmt}; the writable formats are {', '.join(WRITABLE)}.")
     out_dir = Path(output_dir).resolve() if output_dir is not None else recipe.output_dir
     stem = recipe.output_name or f"{recipe.input_path.name.split('.')[0]}_protected"
     data_path = out_dir / f"{stem}.{_EXTENSION[fmt]}"

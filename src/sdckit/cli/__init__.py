@@ -7,7 +7,9 @@ line on stderr and the exit status is 2 (typer reports usage errors with status 
 from __future__ import annotations
 
 import importlib
+import os
 import pkgutil
+import signal
 import sys
 import warnings
 
@@ -31,12 +33,33 @@ def main(argv: list[str] | None = None) -> None:
     # The command line enforces the seed policy itself: a weak release seed is refused unless the
     # user allows it (and the manifest then says so); the library's warning would repeat that.
     warnings.filterwarnings("ignore", category=SecurityWarning)
+    previous = signal.signal(signal.SIGINT, _interrupt)
     try:
         app(args=argv, prog_name="sdckit")
     except SdcError as exc:
         fail(str(exc))
     except OSError as exc:  # e.g. disk full or permission denied while writing
         fail(f"{exc.strerror or exc}: {exc.filename or ''}".strip(": "))
+    except (KeyboardInterrupt, Interrupted):
+        # Ctrl-C: the exception unwound every atomic write (temporary files removed), so
+        # nothing half-written is left. Leave at once with 130 (128 + SIGINT) rather than
+        # through interpreter shutdown, which could crash in a worker thread still running
+        # native code (e.g. a KD-tree query pool).
+        print("sdckit: interrupted; nothing was written.", file=sys.stderr)
+        sys.stderr.flush()
+        sys.stdout.flush()
+        os._exit(130)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+class Interrupted(BaseException):
+    """Ctrl-C, raised by our SIGINT handler: a BaseException that click does not turn into an
+    ordinary exit, so that :func:`main` can end the process cleanly."""
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise Interrupted()
 
 
 def fail(message: str, status: int = 2) -> None:

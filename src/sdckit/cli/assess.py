@@ -121,8 +121,10 @@ def verify_record(
     """Check, as a data subject, how well the release hides YOUR record."""
     result = verify_subject(parse_record(record), read(released), permutation=permutation,
                             n_random=n_random, schema=parse_orders(order), random_state=seed)
+    shown = ", ".join(map(str, result.matches[:10])) + (", ..." if len(result.matches) > 10 else "")
     rows = [("permutation distance", str(result.distance)),
-            ("matching released records", ", ".join(map(str, result.matches)))]
+            ("matching released records (count)", f"{len(result.matches):,}"),
+            ("their positions in the release (0-based)", shown)]
     rows += [(f"variance of {c} within the distance", f"{v:.4g}") for c, v in result.variances.items()]
     if result.p_random is not None:
         verdict = "plausibly random" if result.plausibly_random else "NOT plausibly random"

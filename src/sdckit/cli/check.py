@@ -23,7 +23,8 @@ from sdckit.io import read
 
 
 def build_criteria(k: Optional[int], l: Optional[float], l_kind: str, c: Optional[float],  # noqa: E741
-                   t: Optional[float], t_distance: str, sensitive: Optional[str]) -> list:
+                   t: Optional[float], t_distance: str, sensitive: Optional[str],
+                   t_hierarchy: Optional[Path] = None) -> list:
     """The criteria the options ask for (at least one)."""
     criteria = []
     if k is not None:
@@ -42,7 +43,11 @@ def build_criteria(k: Optional[int], l: Optional[float], l_kind: str, c: Optiona
         else:
             raise ParameterError(f"--l-kind must be distinct, entropy or recursive. Got {l_kind!r} instead.")
     if t is not None:
-        criteria.append(TCloseness(float(t), sensitive, distance=t_distance))
+        if t_distance == "hierarchical" and t_hierarchy is None:
+            raise ParameterError("--t-distance hierarchical needs --t-hierarchy FILE (the sensitive "
+                                 "attribute's hierarchy, CSV in ARX's layout).")
+        hierarchy = str(t_hierarchy) if t_distance == "hierarchical" else None
+        criteria.append(TCloseness(float(t), sensitive, distance=t_distance, hierarchy=hierarchy))
     if not criteria:
         raise ParameterError("Give at least one criterion: --k, --l (with --sensitive) or --t (with --sensitive).")
     return criteria
@@ -57,7 +62,8 @@ def check(
     l_kind: Annotated[str, typer.Option("--l-kind", help="distinct, entropy or recursive.")] = "distinct",
     c: Annotated[Optional[float], typer.Option("--c", help="c of recursive (c,l)-diversity.")] = None,
     t: Annotated[Optional[float], typer.Option("--t", help="t of t-closeness (needs --sensitive).")] = None,
-    t_distance: Annotated[str, typer.Option("--t-distance", help="equal or ordered ground distance.")] = "equal",
+    t_distance: Annotated[str, typer.Option("--t-distance", help="equal, ordered or hierarchical ground distance.")] = "equal",
+    t_hierarchy: Annotated[Optional[Path], typer.Option("--t-hierarchy", help="Hierarchy of the sensitive attribute (CSV, ARX layout), for --t-distance hierarchical.")] = None,
     sensitive: Annotated[Optional[str], typer.Option("--sensitive", "-s", help="The sensitive attribute.")] = None,
     json_out: Annotated[Optional[Path], typer.Option("--json", help="Write the verdict as JSON here.")] = None,
 ) -> None:
@@ -66,7 +72,7 @@ def check(
     Prints one line per criterion; exits 0 whether or not the criteria hold (the verdict is
     in the output and in --json's "satisfied").
     """
-    criteria = build_criteria(k, l, l_kind, c, t, t_distance, sensitive)
+    criteria = build_criteria(k, l, l_kind, c, t, t_distance, sensitive, t_hierarchy)
     frame = read(data)
     names = [q.strip() for q in quasi.split(",") if q.strip()]
     report = check_criteria(frame, names, criteria)
