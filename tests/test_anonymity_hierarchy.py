@@ -88,7 +88,7 @@ def test_validation_errors_name_value_and_level(tmp_path):
 
 def test_missing_data_value_is_named():
     h = Hierarchy([["a", "*"], ["b", "*"]])
-    with pytest.raises(DataError, match=r"column 'x' has no row for value 'c' \(first at row 7, 2 record"):
+    with pytest.raises(DataError, match=r"column 'x' has no row for a value of the data \(first at row 7, 2 record"):
         h.index_of(pd.Series(["a", "c", "c"], index=[5, 7, 9]), "x")
     with pytest.raises(ParameterError, match="'level'"):
         h.generalize(["a"], 3)

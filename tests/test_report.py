@@ -35,9 +35,10 @@ def test_report_has_every_section_and_figure(made):
     # distances, plausibility, displacement, utility (3), classes
     assert html.count("<svg") == 7
     assert report.data["permutation"]["hellinger"] > 0
-    assert report.data["classes"]["quasi"] == ["SEX", "REGION"]
-    # 8 classes (2 sexes x 4 regions) partition 300 records: discernibility = sum of squared sizes
-    sizes = made[0].groupby(["SEX", "REGION"]).size()
+    assert report.data["classes"]["quasi"] == ["AGE", "SEX", "REGION"]  # every quasi-identifier (issue 12 §3)
+    # classes on every quasi-identifier of the release (the noisy AGE by its exact values):
+    # discernibility = sum of squared sizes
+    sizes = made[1].data.groupby(["AGE", "SEX", "REGION"]).size()
     assert report.data["classes"]["discernibility"] == int((sizes**2).sum())
 
 

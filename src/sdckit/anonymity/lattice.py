@@ -66,8 +66,9 @@ def sensitive_order(series: pd.Series, schema: Schema | None) -> tuple[np.ndarra
     if order is not None:
         cat = pd.Categorical(series, categories=list(order), ordered=True)
         if (cat.codes < 0).any():
-            bad = series[cat.codes < 0].iloc[0]
-            raise DataError(f"Sensitive column {name!r} holds {bad!r}, which is not in its declared order.")
+            row = series.index[int(np.argmax(cat.codes < 0))]
+            raise DataError(f"Sensitive column {name!r} holds a value that is not in its declared order, "
+                            f"first at row {row!r}.")
         return cat.codes.astype(np.int64), np.asarray(order, dtype=object)
     uniques = pd.unique(series)
     try:

@@ -204,9 +204,10 @@ class Hierarchy:
             row = series.index[first]
             row = row.item() if isinstance(row, np.generic) else row
             missing = int(np.isin(codes, np.flatnonzero(found < 0)).sum())
-            raise DataError(
-                f"The hierarchy of column {column!r}{where} has no row for value {keys[bad]!r} "
-                f"(first at row {row!r}, {missing} record(s) in all); add it to the hierarchy."
+            what = "a missing value" if pd.isna(uniques[bad]) else "a value of the data"
+            raise DataError(  # never the value itself: it may be confidential (issue 12 §3)
+                f"The hierarchy of column {column!r}{where} has no row for {what} "
+                f"(first at row {row!r}, {missing} record(s) in all); add the column's values to the hierarchy."
             )
         return found[codes]
 

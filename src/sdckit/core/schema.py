@@ -328,8 +328,8 @@ class Schema:
                 if outside.any():
                     row = values.index[outside.to_numpy().argmax()]
                     raise SchemaError(
-                        f"Column {col.name!r} holds {values[row]!r} (row {row}), which is not in "
-                        "its category order; add it to the order."
+                        f"Column {col.name!r} holds a value at row {row} that is not in its "
+                        "category order; add the column's categories to the order."
                     )
 
     def to_dict(self) -> dict[str, Any]:

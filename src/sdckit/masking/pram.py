@@ -118,8 +118,9 @@ def _codes(series: pd.Series, categories: list[Any], name: str) -> np.ndarray:
         i = index.get(value, index.get(str(value)))
         if i is None:
             shown = ", ".join(map(repr, categories[:10]))
-            raise DataError(
-                f"Pram has no transition for value {value!r} of column {name!r}; its matrix "
+            row = series.index[int(np.argmax(inverse == u))]
+            raise DataError(  # the category is named only if the matrix names it: never a data value
+                f"Pram has no transition for a value of column {name!r} (first at row {row!r}); its matrix "
                 f"covers the categories {shown}{', ...' if len(categories) > 10 else ''}. Add "
                 "the category to the matrix."
             )

@@ -221,7 +221,7 @@ class GlobalRecoding(Method):
             if outside.any():
                 row = series.index[outside.argmax()]
                 raise DataError(
-                    f"Column {series.name!r} holds {values[outside.argmax()]!r} (row {row!r}), "
+                    f"Column {series.name!r} holds a value at row {row!r} "
                     f"outside the breaks [{breaks[0]:g}, {breaks[-1]:g}]; widen the outer breaks "
                     "(-inf and inf are allowed)."
                 )

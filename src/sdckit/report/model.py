@@ -204,24 +204,48 @@ def _utility_section(original: pd.DataFrame, released: pd.DataFrame, cols: list[
 
 
 def _classes_section(original: pd.DataFrame, released: pd.DataFrame, schema: Schema | None) -> tuple[Section, dict[str, Any] | None]:
-    quasi = categorical_quasi(schema) if schema is not None else ()
-    quasi = tuple(q for q in quasi if q in released.columns)
+    """Equivalence classes on *every* quasi-identifier of the release (numeric ones by their exact
+    values), and the unique combinations released exactly as some original record has them."""
+    title = "Equivalence classes on the quasi-identifiers"
+    quasi = tuple(q for q in (schema.with_role(Role.QUASI) if schema is not None else ()) if q in released.columns)
     if not quasi:
-        return Section("classes.html", "Equivalence classes on categorical quasi-identifiers", "classes", {},
-                       note="The schema declares no nominal or ordinal quasi-identifier in the release, so there are no equivalence classes to count."), None
+        return Section("classes.html", title, "classes", {},
+                       note="The schema declares no quasi-identifier in the release, so there are no equivalence classes to count."), None
     risk = equivalence_classes(released, quasi)
+    unchanged = unchanged_uniques(original, released, quasi, risk.sizes.to_numpy())
     suppressed = max(len(original) - len(released), 0)
     cost = discernibility(risk.labels.to_numpy(), n_suppressed=suppressed, n_total=max(len(original), len(released)))
     ctx = {
         "figure": svg(figures.class_sizes(risk.size_counts)),
         "quasi": ", ".join(quasi),
-        "rows": [("records", _fmt(len(risk.sizes))), ("equivalence classes", _fmt(risk.n_classes)),
+        "rows": [("columns covered", ", ".join(quasi)),
+                 ("records", _fmt(len(risk.sizes))), ("equivalence classes", _fmt(risk.n_classes)),
                  ("sample uniques (class of size 1)", f"{_fmt(risk.uniques)} ({_fmt(100 * risk.share_unique, 3)}%)"),
+                 ("unique combinations released unchanged (as in the original)", _fmt(unchanged)),
                  ("smallest class (k)", _fmt(risk.k)), ("records in classes smaller than 5", _fmt(risk.below(5))),
                  ("discernibility (classes' squared sizes, n per missing record)", _fmt(cost))],
     }
-    return Section("classes.html", "Equivalence classes on categorical quasi-identifiers", "classes", ctx), {
-        **risk.to_dict(), "discernibility": cost, "records_missing": suppressed}
+    return Section("classes.html", title, "classes", ctx), {
+        **risk.to_dict(), "columns": list(quasi), "unchanged_uniques": unchanged,
+        "discernibility": cost, "records_missing": suppressed}
+
+
+def unchanged_uniques(original: pd.DataFrame, released: pd.DataFrame, quasi: Sequence[str], sizes: np.ndarray) -> int:
+    """Released records alone in their class whose quasi-identifier combination is exactly one
+    that the original data holds: an intruder who knows it finds the record (issue 12 §3)."""
+    if not all(q in original.columns for q in quasi):
+        return 0
+    alone = released.loc[sizes == 1, list(quasi)]
+    if alone.empty:
+        return 0
+    keys = [c for c in quasi]
+    left = alone.astype(object).where(alone.notna(), None)
+    right = original[keys].astype(object).where(original[keys].notna(), None).drop_duplicates()
+    try:
+        merged = left.merge(right, on=keys, how="inner")
+    except (TypeError, ValueError):  # columns of incomparable kinds cannot match
+        return 0
+    return int(len(merged))
 
 
 def transparency_section(manifest: Mapping[str, Any] | None, settings: Mapping[str, Any]) -> Section:
@@ -377,6 +401,15 @@ def build_report(
     section, classes = _classes_section(original, released, schema)
     sections.append(section)
     data["classes"] = classes
+    if classes and classes["unchanged_uniques"] and deniable is not False:
+        # Unique quasi-identifier combinations released as they were: not deniable, whatever
+        # the verification of the perturbed columns says.
+        deniable = False
+        verdict = ("verification", f"NOT plausibly deniable: {classes['unchanged_uniques']:,} unique "
+                                   "quasi-identifier combination(s) released unchanged")
+        headline = [verdict if key == "verification" else (key, value) for key, value in headline]
+        if verdict not in headline:
+            headline.insert(0, verdict)
     step("equivalence classes")
     sections = [replace(section, from_original=True) for section in sections]
     headline.append(("differential privacy", "not claimed: every measure here comes from the original data"))
