@@ -54,7 +54,9 @@ def test_not_a_frame(func):
 @pytest.mark.parametrize("func", PAIRWISE)
 def test_mismatched_columns(func):
     with pytest.raises(SchemaError, match="Column 'b' is not in the released data"):
-        func(X, Y.rename(columns={"b": "c"}))
+        func(X, Y.rename(columns={"b": "c"}), columns=["a", "b"])
+    with pytest.raises(SchemaError, match="no column that can be ranked"):
+        func(X.rename(columns={"a": "p", "b": "q"}), Y)
     with pytest.raises(SchemaError, match="Column 'zz' is not in the original data"):
         func(X, Y, columns=["a", "zz"])
 
@@ -71,7 +73,7 @@ def test_nominal_column_without_order(func):
     x = X.assign(city=["x", "y", "z"])
     y = Y.assign(city=["z", "y", "x"])
     with pytest.raises(SchemaError, match="'city'.*nominal"):
-        func(x, y)
+        func(x, y, columns=["a", "city"])  # named explicitly: refused; by default it is left out
 
 
 def test_ordinal_value_outside_order_and_bad_schema_type():
@@ -194,3 +196,14 @@ def test_progress_callback_and_json_friendly_result():
     data = json.loads(json.dumps(result.to_dict(), allow_nan=False))
     assert data["rank_correlation"]["b"] is None  # undefined for a constant column
     assert data["linkage"]["records"][0]["matches"] == [0]
+
+
+def test_default_columns_are_those_both_have_and_can_be_ranked():
+    """Issue 12 section 5: the release dropped the identifier and a nominal column is present."""
+    from sdckit.permutation.assess import assess
+
+    original = X.assign(ID=range(len(X)), region=["n", "s"] * (len(X) // 2) + ["n"] * (len(X) % 2))
+    released = Y.assign(region=original["region"].to_numpy())
+    result = assess(original, released, random_state=1, n_random=200)
+    assert result.columns == ("a", "b")
+    assert ("columns assessed", "a, b") in result.summary()

@@ -59,6 +59,7 @@ class Assessment(Result):
         """Label/value pairs of the headline figures (for the CLI and the report)."""
         v = self.verification
         rows = [
+            ("columns assessed", ", ".join(map(str, self.columns))),
             ("records (original / released)", f"{self.n_original} / {self.n_released}"),
             ("data-set-level permutation distance", str(self.dataset_distance)),
         ]

@@ -46,10 +46,19 @@ def check_frame(frame: Any, what: str, min_records: int = 2) -> pd.DataFrame:
     return frame
 
 
-def resolve_columns(original: pd.DataFrame, released: pd.DataFrame, columns: Any) -> list[str]:
-    """The columns to use: ``columns`` (all of them in both frames) or all of the original's."""
+def resolve_columns(original: pd.DataFrame, released: pd.DataFrame, columns: Any,
+                    schema: SchemaLike = None) -> list[str]:
+    """The columns to use: ``columns`` (all of them in both frames) or, by default, every column
+    the original and the release both have (a release drops identifiers) that can be ranked —
+    numbers, dates, ordered categories and columns with an order in ``schema``; unordered
+    (nominal) columns are left out (issue 12 section 5). The result says which were used."""
     if columns is None:
-        names = list(original.columns)
+        shared = [c for c in original.columns if c in set(released.columns)]
+        names = [c for c in shared if _rankable(original[c], column_spec(c, original[c], schema))]
+        if not names:
+            raise SchemaError("The original and the released data share no column that can be ranked "
+                              f"(shared: {', '.join(map(str, shared)) or 'none'}); name the columns with "
+                              "'columns', or give nominal ones an order.")
     elif isinstance(columns, str):
         names = [columns]
     else:
@@ -67,6 +76,16 @@ def resolve_columns(original: pd.DataFrame, released: pd.DataFrame, columns: Any
                     f"{', '.join(map(str, frame.columns))}. Choose the columns with 'columns'."
                 )
     return names
+
+
+def _rankable(series: pd.Series, spec: tuple[Column | None, tuple | None]) -> bool:
+    column, order = spec
+    if order is not None:
+        return True
+    if column is not None:
+        return column.kind is not Kind.NOMINAL
+    return (pd.api.types.is_numeric_dtype(series.dtype) and not pd.api.types.is_bool_dtype(series.dtype)) \
+        or pd.api.types.is_datetime64_any_dtype(series.dtype)
 
 
 def column_spec(name: str, reference: pd.Series, schema: SchemaLike) -> tuple[Column | None, tuple | None]:
@@ -185,7 +204,7 @@ def rank_space(
     check_frame(original, "original", min_original)
     check_frame(released, "released")
     rng = as_generator(random_state)
-    names = resolve_columns(original, released, columns)
+    names = resolve_columns(original, released, columns, schema)
     specs = [column_spec(name, original[name], schema) for name in names]
     x = value_matrix(original, names, specs, "original")
     y = value_matrix(released, names, specs, "released")
