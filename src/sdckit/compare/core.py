@@ -119,8 +119,10 @@ def evaluate_release(
     Returns ``hellinger``, ``hellinger_null``, ``p_value`` and ``utility_loss``.
     """
     from sdckit.permutation import verify_linkage
+    from sdckit.permutation.columns import resolve_columns
 
-    cols = list(columns) if columns is not None else [c for c in released.columns if c in original.columns]
+    # Default: the columns both have that can be ranked (nominal ones left out; issue 12 §5).
+    cols = list(columns) if columns is not None else resolve_columns(original, released, None, schema)
     verification = verify_linkage(original, released, cols, null=null, n_random=n_random, n_null=n_null,
                                   schema=schema, random_state=random_state)
     return {
