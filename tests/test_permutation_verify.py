@@ -107,9 +107,11 @@ def test_copula_null_clears_synthetic_data_and_flags_noise():
             rng.multivariate_normal(x.mean().to_numpy(), x.cov().to_numpy(), size=len(x)),
             columns=x.columns)
         noisy = x + rng.normal(scale=0.1, size=x.shape)
-        kw = dict(n_random=20_000, n_null=50, random_state=seed)
+        kw = dict(n_random=20_000, n_null=50, max_batches=8, random_state=seed)
         cop = verify_linkage(x, synthetic, **kw)
-        assert 0.1 < cop.hellinger_null < 0.25  # the finite-sample floor, about 0.17
+        # the finite-sample floor: for K bins, E[H^2] ~ (K - 1)/8 (1/n + 1/|Q|), |Q| = 10,000
+        floor = np.sqrt((cop.bins - 1) / 8 * (1 / 1000 + 1 / 10_000))
+        assert 20 <= cop.bins <= 40 and abs(cop.hellinger_null - floor) < 0.15 * floor
         p_synthetic.append(cop.p_value)
         assert verify_linkage(x, noisy, **kw).p_value == 0.0
         indep = verify_linkage(x, synthetic, null="independent", **kw)

@@ -27,7 +27,7 @@ The format is a contract the CLI and later features extend::
     format = "parquet"                # optional; the input's format otherwise
     [report]                          # optional: the HTML report written beside the release
     enabled = true                    # default true: write <stem>.report.html
-    n_random = 20000                  # random records of the verification
+    n_random = 20000                  # random records per batch of the verification
     n_null = 50                       # null samples for its baseline and p-value
     null = "copula"                   # or "independent" (seed 000's rule)
     alpha = 0.05                      # level of "plausibly deniable" / "plausibly random"

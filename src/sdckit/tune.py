@@ -28,6 +28,7 @@ from typing import Any
 
 import pandas as pd
 
+from sdckit.permutation.verify import N_RANDOM
 from sdckit.compare.core import check_settings, evaluate_release
 from sdckit.core.errors import ParameterError
 from sdckit.core.method import Method
@@ -142,7 +143,7 @@ def tune(
     schema: Any = None,
     columns: Sequence[str] | None = None,
     null: str = "copula",
-    n_random: int = 20_000,
+    n_random: int = N_RANDOM,
     n_null: int = 50,
     utility: str = "il1",
     random_state: RandomState = 0,

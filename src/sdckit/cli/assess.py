@@ -8,6 +8,7 @@ from typing import Annotated, Optional
 import typer
 from rich.table import Table
 
+from sdckit.permutation.verify import N_RANDOM
 from sdckit.cli.app import app
 from sdckit.cli.common import console, progress_bar, write_json
 from sdckit.core.errors import DataError
@@ -65,7 +66,7 @@ def assess(
     original: Annotated[Path, typer.Argument(help="The original data file.")],
     released: Annotated[Path, typer.Argument(help="The released (protected) data file.")],
     columns: Annotated[Optional[str], COLUMNS] = None,
-    n_random: Annotated[int, RANDOM] = 100_000,
+    n_random: Annotated[int, RANDOM] = N_RANDOM,
     null: Annotated[str, typer.Option("--null", help="Null model: copula (default) or independent.")] = "copula",
     order: Annotated[Optional[list[str]], ORDER] = None,
     seed: Annotated[Optional[int], SEED] = None,
@@ -113,7 +114,7 @@ def verify_record(
     released: Annotated[Path, typer.Argument(help="The released data file.")],
     record: Annotated[str, typer.Option("--record", help="Your record: 'col=value,col=value'.")],
     permutation: Annotated[bool, typer.Option("--permutation", help="The release is a pure permutation: also test whether your match is plausibly random.")] = False,
-    n_random: Annotated[int, RANDOM] = 100_000,
+    n_random: Annotated[int, RANDOM] = N_RANDOM,
     order: Annotated[Optional[list[str]], ORDER] = None,
     seed: Annotated[Optional[int], SEED] = None,
     json_out: Annotated[Optional[Path], JSON] = None,

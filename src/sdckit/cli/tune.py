@@ -8,6 +8,7 @@ from typing import Annotated, Optional
 import typer
 from rich.table import Table
 
+from sdckit.permutation.verify import N_RANDOM
 from sdckit.cli.app import app
 from sdckit.cli.common import console, progress_bar, write_json
 
@@ -22,7 +23,7 @@ def tune(
     criterion: Annotated[str, typer.Option("--criterion", help="p_value (reach --target) or excess_hellinger (stay below --target).")] = "p_value",
     target: Annotated[float, typer.Option("--target", help="The p-value to reach, or the excess Hellinger to stay below.")] = 0.05,
     steps: Annotated[int, typer.Option("--steps", help="Bisection steps.")] = 8,
-    n_random: Annotated[int, typer.Option("--random", help="Random records of each verification.")] = 20_000,
+    n_random: Annotated[int, typer.Option("--random", help="Random records of each verification.")] = N_RANDOM,
     seed: Annotated[Optional[int], typer.Option("--seed", help="The fixed seed (default: the recipe's, else 0).")] = None,
     html_out: Annotated[Optional[Path], typer.Option("--html", help="Write the tuning curve as a self-contained HTML page here.")] = None,
     json_out: Annotated[Optional[Path], typer.Option("--json", help="Write the result and the curve as JSON here.")] = None,

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from sdckit.permutation.verify import N_RANDOM
 from sdckit.core.errors import ParameterError
 from sdckit.core.method import Method
 from sdckit.core.params import Interval, Options, check_param
@@ -108,7 +109,7 @@ def evaluate_release(
     *,
     columns: Sequence[str] | None = None,
     null: str = "copula",
-    n_random: int = 20_000,
+    n_random: int = N_RANDOM,
     n_null: int = 50,
     utility: str = "il1",
     schema: Any = None,
@@ -141,7 +142,7 @@ def compare(
     schema: Any = None,
     columns: Sequence[str] | None = None,
     null: str = "copula",
-    n_random: int = 20_000,
+    n_random: int = N_RANDOM,
     n_null: int = 50,
     alpha: float = 0.05,
     utility: str = "il1",

@@ -17,6 +17,7 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
+from sdckit.permutation.verify import N_RANDOM
 from sdckit.compare.core import Candidate, Comparison, Progress, compare
 from sdckit.core.params import Interval, check_param
 from sdckit.core.random import RandomState
@@ -53,7 +54,7 @@ def example_methods(
     n: int = 1000,
     seeds: int = 5,
     *,
-    n_random: int = 100_000,
+    n_random: int = N_RANDOM,
     n_null: int = 50,
     random_state: RandomState = 2015,
     progress: Progress | None = None,

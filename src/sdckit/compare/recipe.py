@@ -13,7 +13,7 @@ and lists candidates instead of one chain of methods::
     [compare]                         # optional settings
     columns = ["AGE", "INCOME"]       # verified and measured (default: all shared columns)
     null = "copula"                   # or "independent"
-    n_random = 20000                  # random records of the verification
+    n_random = 20000                  # random records per batch of the verification
     n_null = 50                       # null samples for its baseline and p-value
     alpha = 0.05                      # "plausibly deniable" when the mean p-value exceeds it
     utility = "il1"                   # or "correlation", "pmse"

@@ -15,7 +15,7 @@ from sdckit.permutation.intruder import Linkage, intruder_linkage
 from sdckit.permutation.privacy import PermutedPrivacy, permuted_privacy
 from sdckit.permutation.reverse import decompose, rank_correlation, reverse_map
 from sdckit.permutation.subject import SubjectVerification, verify_subject
-from sdckit.permutation.verify import Verification, hellinger, verify_linkage
+from sdckit.permutation.verify import N_RANDOM, Verification, hellinger, verify_linkage
 
 __all__ = [
     "Assessment",
@@ -34,6 +34,7 @@ __all__ = [
     "rank_correlation",
     "rank_displacement",
     "reverse_map",
+    "N_RANDOM",
     "verify_linkage",
     "verify_subject",
 ]

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from sdckit.core.params import Interval, check_param
 from sdckit.core.random import RandomState
 from sdckit.permutation.columns import SchemaLike, rank_space
 from sdckit.permutation.distance import Progress, nearest_distances
@@ -21,7 +22,7 @@ from sdckit.permutation.intruder import Linkage, linkage_from
 from sdckit.permutation.privacy import minimum_variances, window_variances
 from sdckit.permutation.results import Result
 from sdckit.permutation.reverse import spearman_xz
-from sdckit.permutation.verify import Verification, check_verify_params, verification_from
+from sdckit.permutation.verify import N_RANDOM, Verification, check_verify_params, verification_from
 
 
 @dataclass(frozen=True)
@@ -41,9 +42,15 @@ class Assessment(Result):
     rank_correlation : Series or None
         Spearman correlation of ``X_j`` and ``Z_j`` (``None`` when record counts differ).
     linkage : Linkage or None
-        The intruder's linkage counts (``None`` when record counts differ and no truth given).
+        The intruder's linkage counts (``None`` when record counts differ and no truth given);
+        with ``sampled``, the counts of the sampled original records.
     verification : Verification
-        Hellinger distance, null baseline, p-value and per-record ``p_random``.
+        Hellinger distance, null baseline, p-value and per-record ``p_random`` (of the sampled
+        original records when ``sampled``).
+    sampled : int or None
+        How many original records the linkage and the verification were computed on, when that
+        was a simple random sample (``None``: all). The data-set-level distance and variances
+        always cover every record.
     """
 
     columns: tuple
@@ -54,6 +61,7 @@ class Assessment(Result):
     rank_correlation: pd.Series | None
     linkage: Linkage | None
     verification: Verification
+    sampled: int | None = None
 
     def summary(self) -> list[tuple[str, str]]:
         """Label/value pairs of the headline figures (for the CLI and the report)."""
@@ -63,6 +71,9 @@ class Assessment(Result):
             ("records (original / released)", f"{self.n_original} / {self.n_released}"),
             ("data-set-level permutation distance", str(self.dataset_distance)),
         ]
+        if self.sampled is not None:
+            rows.append(("linkage and verification on a random sample of originals",
+                         f"{self.sampled} of {self.n_original}"))
         if self.linkage is not None:
             link = self.linkage
             rows += [
@@ -87,9 +98,11 @@ def assess(
     *,
     truth: Any = None,
     null: str = "copula",
-    n_random: int = 100_000,
+    n_random: int = N_RANDOM,
     exhaustive_limit: int = 1_000_000,
     n_null: int = 50,
+    max_batches: int = 64,
+    sample: int | None = None,
     schema: SchemaLike = None,
     ties: str = "random",
     random_state: RandomState = None,
@@ -98,13 +111,22 @@ def assess(
     """Every permutation-paradigm measure of a release, computed on one ranking.
 
     Parameters are those of :func:`~sdckit.permutation.intruder_linkage` and
-    :func:`~sdckit.permutation.verify_linkage`.
+    :func:`~sdckit.permutation.verify_linkage`, and
+
+    sample : int, optional
+        Link and verify only a simple random sample of this many original records (each
+        against every released record) when there are more: the linkage counts and ``P`` are
+        then the sample's, and the share of correct links has standard error
+        ``sqrt(c (1 - c) / sample)`` for a share ``c`` (issue 17: the intruder's linkage grows as ``n log n`` with
+        a large constant in many dimensions). The data-set-level figures cover every record.
 
     Returns
     -------
     Assessment
     """
-    check_verify_params(null, n_random, exhaustive_limit, n_null)
+    check_verify_params(null, n_random, exhaustive_limit, n_null, max_batches)
+    if sample is not None:
+        check_param("assess", "sample", sample, Interval(int, 2, None))
     space = rank_space(original, released, columns, schema=schema, ties=ties,
                        random_state=random_state)
     r = space.ranks_in(space.y_sorted, space.x)
@@ -113,13 +135,17 @@ def assess(
     variances = minimum_variances(pd.DataFrame(window_variances(space, r, level)), space.names)
     same_size = len(space.x) == len(space.y)
     correlation = spearman_xz(space) if same_size else None
-    linkage = linkage_from(space, truth, progress) if same_size or truth is not None else None
+    rows = None
+    if sample is not None and sample < len(space.x):
+        rows = np.sort(space.rng.choice(len(space.x), size=sample, replace=False))
+    linkage = linkage_from(space, truth, progress, rows) if same_size or truth is not None else None
     original_d = None if linkage is None else linkage.records["distance"].to_numpy(np.int64)
     verification = verification_from(space, null=null, n_random=n_random,
                                      exhaustive_limit=exhaustive_limit, n_null=n_null,
-                                     original_distances=original_d, progress=progress)
+                                     max_batches=max_batches, original_distances=original_d,
+                                     rows=rows, progress=progress)
     return Assessment(
         columns=tuple(space.names), n_original=len(space.x), n_released=len(space.y),
         dataset_distance=level, dataset_variances=variances, rank_correlation=correlation,
-        linkage=linkage, verification=verification,
+        linkage=linkage, verification=verification, sampled=None if rows is None else len(rows),
     )

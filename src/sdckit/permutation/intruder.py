@@ -55,15 +55,21 @@ class Linkage(Result):
         return self.correct / len(self.records)
 
 
-def intruder_query(space: RankSpace) -> np.ndarray:
-    """The intruder's ``r_j``: rank in ``Z_j`` of the value closest to ``x_j``."""
-    return space.ranks_in(space.z_sorted, space.x)
+def intruder_query(space: RankSpace, rows: np.ndarray | None = None) -> np.ndarray:
+    """The intruder's ``r_j``: rank in ``Z_j`` of the value closest to ``x_j`` (of the original
+    records at positions ``rows``, default all)."""
+    return space.ranks_in(space.z_sorted, space.x if rows is None else space.x[rows])
 
 
-def linkage_from(space: RankSpace, truth: Any, progress: Progress = None) -> Linkage:
-    """:class:`Linkage` of the records of ``space`` (shared by :func:`intruder_linkage`)."""
+def linkage_from(space: RankSpace, truth: Any, progress: Progress = None,
+                 rows: np.ndarray | None = None) -> Linkage:
+    """:class:`Linkage` of the records of ``space`` (shared by :func:`intruder_linkage`), or of the
+    original records at positions ``rows`` only (a sample: the counts are then the sample's)."""
     true_pos = check_truth(truth, len(space.x), len(space.y))
-    dist, matches = distances_and_matches(space, intruder_query(space), progress, "linking")
+    index = space.original_index
+    if rows is not None:
+        true_pos, index = true_pos[rows], index[rows]
+    dist, matches = distances_and_matches(space, intruder_query(space, rows), progress, "linking")
     count = np.fromiter((len(t) for t in matches), dtype=np.int64, count=len(matches))
     first = np.fromiter((t[0] for t in matches), dtype=np.int64, count=len(matches))
     single = count == 1
@@ -73,7 +79,7 @@ def linkage_from(space: RankSpace, truth: Any, progress: Progress = None) -> Lin
     flat = np.concatenate([first[single], np.fromiter(
         (j for i in several for j in matches[i]), dtype=np.int64)])
     hits = np.bincount(flat, minlength=len(space.y))
-    records = pd.DataFrame({"distance": dist}, index=space.original_index)
+    records = pd.DataFrame({"distance": dist}, index=index)
     records["matches"] = pd.Series(matches, dtype=object).to_numpy()
     records["truth"] = true_pos
     records["outcome"] = outcome

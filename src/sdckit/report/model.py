@@ -126,9 +126,12 @@ def _permutation_sections(risk: PermutationRisk) -> list[Section]:
             ("null baseline of H (no link at all)", _fmt(risk.hellinger_null)),
             ("excess over the baseline", _fmt(risk.excess_hellinger)),
             (f"p-value ({risk.null} null)", _fmt(risk.p_value)),
+            ("Monte-Carlo standard error of the p-value", _fmt(risk.p_value_se)),
             ("verdict", verdict),
             ("data-set-level permutation distance", _fmt(risk.dataset_distance)),
-        ],
+        ] + ([("original records linked and verified (a simple random sample)",
+               f"{risk.sampled:,} of {len(risk.displacement) if risk.displacement is not None else risk.sampled:,}")]
+             if risk.sampled is not None else []),
         "null": risk.null, "deniable": risk.plausibly_deniable,
     })
     plaus = Section("plausibility.html", "Per-record plausibility of the intruder's matches", "plausibility", {
@@ -143,16 +146,35 @@ def _permutation_sections(risk: PermutationRisk) -> list[Section]:
             "figure": svg(figures.integer_histogram(d, xlabel="rank displacement max_j |rank(x_ij) - rank(y_ij)|")),
             "rows": [("median displacement", _fmt(float(d.median()))), ("records displaced by at most 1 rank", _fmt(int((d <= 1).sum()))),
                      ("records not displaced at all", _fmt(int((d == 0).sum())))],
-            "linkage": [(k.replace("_", " "), _fmt(v)) for k, v in (risk.linkage or {}).items()],
+            "linkage": [(k.replace("_", " ") + (" (in the sample)" if risk.sampled is not None else ""), _fmt(v))
+                        for k, v in (risk.linkage or {}).items()],
         }))
     return sections
 
 
-def _linkage_section(original: pd.DataFrame, released: pd.DataFrame, cols: list[str], p: float) -> tuple[Section, dict[str, Any]]:
+#: Above this many records the report estimates distance-based record linkage, the intruder's
+#: linkage and the verification from a random sample of this many (the estimates carry their
+#: standard errors; issue 12 section 3, issue 17) ...
+LINKAGE_SAMPLE = 20_000
+#: ... (distance-based record linkage in many dimensions: this many released records) ...
+DBRL_SAMPLE = 5_000
+#: ... pMSE is fitted on at most this many records of each data set ...
+PMSE_SAMPLE = 50_000
+#: ... and the verification then stops after this many Monte-Carlo batches (its standard error is
+#: shown): each batch links 20,000 random records against every released one.
+LARGE_DATA_BATCHES = 8
+
+
+def _linkage_section(original: pd.DataFrame, released: pd.DataFrame, cols: list[str], p: float,
+                     rng: np.random.Generator) -> tuple[Section, dict[str, Any]]:
     rows, data, notes = [], {}, []
     try:
-        dbrl = distance_linkage(original, released, cols)
-        rows.append(("distance-based record linkage: released records linked to their original", f"{_fmt(100 * dbrl.rate, 3)}%"))
+        dbrl = distance_linkage(original, released, cols, sample=DBRL_SAMPLE, random_state=rng)
+        value = f"{_fmt(100 * dbrl.rate, 3)}%"
+        if dbrl.sampled is not None:
+            value += (f" (estimated from {dbrl.sampled:,} of {len(released):,} released records, "
+                      f"standard error {_fmt(100 * dbrl.standard_error, 2)} points)")
+        rows.append(("distance-based record linkage: released records linked to their original", value))
         data["distance_linkage"] = dbrl.to_dict()
     except SdcError as exc:
         notes.append(f"Distance-based record linkage not computed: {exc}")
@@ -169,9 +191,13 @@ def _linkage_section(original: pd.DataFrame, released: pd.DataFrame, cols: list[
     return section, data
 
 
-def _utility_section(original: pd.DataFrame, released: pd.DataFrame, cols: list[str]) -> tuple[Section, dict[str, Any]]:
+def _utility_section(original: pd.DataFrame, released: pd.DataFrame, cols: list[str],
+                     rng: np.random.Generator) -> tuple[Section, dict[str, Any]]:
     moments = moment_differences(original, released, cols)
-    summary = utility_summary(original, released, cols, moments=moments)
+    summary = utility_summary(original, released, cols, moments=moments, pmse_sample=PMSE_SAMPLE, random_state=rng)
+    pmse_label = "propensity pMSE (logistic)"
+    if summary["pmse"]["sampled"] is not None:
+        pmse_label += f", fitted on a random sample of {summary['pmse']['sampled']:,} records"
     bars = pd.DataFrame({
         "standardized mean difference": moments["standardized_mean_difference"],
         "log variance ratio": np.log(moments["var_ratio"].replace(0, np.nan)),
@@ -192,7 +218,7 @@ def _utility_section(original: pd.DataFrame, released: pd.DataFrame, cols: list[
             ("mean |standardized mean difference|", _fmt(summary["mean_abs_standardized_mean_difference"])),
             ("mean |log variance ratio|", _fmt(summary["mean_abs_log_var_ratio"])),
             ("mean |correlation difference|", _fmt(summary["correlation"])),
-            ("propensity pMSE (logistic)", _fmt(summary["pmse"]["pmse"])),
+            (pmse_label, _fmt(summary["pmse"]["pmse"])),
             ("pMSE / its null expectation", _fmt(summary["pmse"]["ratio"])),
         ],
         "corr_figure": None,
@@ -359,14 +385,16 @@ def build_report(
     try:
         if not cols:
             raise SdcError("no numeric, ordinal or date column is shared by the original and the release")
+        large = len(original) > LINKAGE_SAMPLE
         risk = permutation_risk(original, released, cols, schema=schema, null=null, n_random=n_random,
-                                n_null=n_null, alpha=alpha, random_state=rng)
+                                n_null=n_null, alpha=alpha, sample=LINKAGE_SAMPLE if large else None,
+                                max_batches=LARGE_DATA_BATCHES if large else 64, random_state=rng)
         sections += _permutation_sections(risk)
         data["permutation"] = risk.to_dict()
         headline += [
             ("verification", "plausibly deniable" if risk.plausibly_deniable else "NOT plausibly deniable"),
             ("Hellinger distance (null baseline)", f"{_fmt(risk.hellinger)} ({_fmt(risk.hellinger_null)})"),
-            ("p-value", _fmt(risk.p_value)),
+            ("p-value (Monte-Carlo standard error)", f"{_fmt(risk.p_value)} ({_fmt(risk.p_value_se)})"),
             ("records whose match is not plausibly random", f"{_fmt(100 * risk.share_not_random, 3)}%"),
         ]
         deniable = risk.plausibly_deniable
@@ -376,7 +404,7 @@ def build_report(
         deniable = None
     step("permutation paradigm")
     # --- risk: linkage and interval disclosure
-    section, linkage_data = _linkage_section(original, released, numeric, interval_p) if numeric else (
+    section, linkage_data = _linkage_section(original, released, numeric, interval_p, rng) if numeric else (
         Section("linkage.html", "Record linkage and interval disclosure", "linkage", {"rows": []},
                 note="No numeric column is shared by the original and the release."), {})
     sections.append(section)
@@ -388,7 +416,7 @@ def build_report(
     try:
         if not numeric:
             raise SdcError("no numeric column is shared by the original and the release")
-        section, summary = _utility_section(original, released, numeric)
+        section, summary = _utility_section(original, released, numeric, rng)
         data["utility"] = summary
         if summary["il1"] is not None:
             headline.append(("information loss IL1s", _fmt(summary["il1"])))

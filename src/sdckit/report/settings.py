@@ -7,10 +7,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from sdckit.core.params import Interval, check_param
-from sdckit.permutation.verify import VERIFY_RULES
+from sdckit.permutation.verify import N_RANDOM, VERIFY_RULES
 
 #: Default settings of the report's measures (shown in its transparency section; never the seed).
-DEFAULTS: dict[str, Any] = {"null": "copula", "n_random": 20_000, "n_null": 50, "alpha": 0.05, "interval_p": 10.0}
+DEFAULTS: dict[str, Any] = {"null": "copula", "n_random": N_RANDOM, "n_null": 50, "alpha": 0.05, "interval_p": 10.0}
 
 RULES = {
     **{name: VERIFY_RULES[name] for name in ("null", "n_random", "n_null")},

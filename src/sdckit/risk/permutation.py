@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from sdckit.permutation.verify import N_RANDOM
 from sdckit.core.params import Interval, check_param
 from sdckit.core.random import RandomState, as_generator
 
@@ -45,6 +46,10 @@ class PermutationRisk:
         other records than the original, so that no true correspondence exists).
     displacement : Series or None
         Per original record, the rank displacement ``max_j |rank(x_ij) - rank(y_ij)|``.
+    p_value_se : float
+        Monte-Carlo standard error of the p-value.
+    sampled : int or None
+        Original records the linkage and verification were computed on, when a sample.
     """
 
     hellinger: float
@@ -58,6 +63,8 @@ class PermutationRisk:
     dataset_distance: int
     linkage: dict[str, int] | None
     displacement: pd.Series | None
+    p_value_se: float = 0.0
+    sampled: int | None = None
 
     @property
     def excess_hellinger(self) -> float:
@@ -77,7 +84,8 @@ class PermutationRisk:
     def to_dict(self) -> dict[str, Any]:
         return {
             "hellinger": self.hellinger, "hellinger_null": self.hellinger_null,
-            "excess_hellinger": self.excess_hellinger, "p_value": self.p_value, "null": self.null,
+            "excess_hellinger": self.excess_hellinger, "p_value": self.p_value,
+            "p_value_se": self.p_value_se, "sampled": self.sampled, "null": self.null,
             "alpha": self.alpha, "plausibly_deniable": self.plausibly_deniable,
             "share_not_random": self.share_not_random, "dataset_distance": self.dataset_distance,
             "linkage": self.linkage,
@@ -98,9 +106,11 @@ def permutation_risk(
     truth: Any = None,
     schema: Any = None,
     null: str = "copula",
-    n_random: int = 20_000,
+    n_random: int = N_RANDOM,
     n_null: int = 50,
     alpha: float = 0.05,
+    sample: int | None = None,
+    max_batches: int = 64,
     random_state: RandomState = None,
     progress: Callable[[int, int, str], Any] | None = None,
 ) -> PermutationRisk:
@@ -110,7 +120,7 @@ def permutation_risk(
     ----------
     columns : sequence of str, optional
         Columns to assess (numeric, date or ordinal); default: every column the two share.
-    truth, schema, null, n_random, n_null, progress
+    truth, schema, null, n_random, n_null, sample, max_batches, progress
         As in :func:`sdckit.permutation.assess`.
     alpha : float in (0, 1)
         Level for "not plausibly random" (per record) and "plausibly deniable" (data set).
@@ -122,7 +132,8 @@ def permutation_risk(
     check_param("permutation_risk", "alpha", alpha, Interval(float, 0, 1, closed="neither"))
     rng = as_generator(random_state)
     result = assess(original, released, columns, truth=truth, null=null, n_random=n_random,
-                    n_null=n_null, schema=schema, random_state=rng, progress=progress)
+                    n_null=n_null, sample=sample, max_batches=max_batches, schema=schema,
+                    random_state=rng, progress=progress)
     ver = result.verification
     linkage = displacement = None
     if result.linkage is not None:
@@ -134,5 +145,6 @@ def permutation_risk(
         p_value=float(ver.p_value), null=ver.null,
         original_distribution=ver.original_distribution, random_distribution=ver.random_distribution,
         p_random=ver.records["p_random"], alpha=float(alpha), dataset_distance=int(result.dataset_distance),
-        linkage=linkage, displacement=displacement,
+        linkage=linkage, displacement=displacement, p_value_se=float(ver.p_value_se),
+        sampled=result.sampled,
     )

@@ -32,7 +32,7 @@ import pandas as pd
 
 from sdckit.core.arrays import standardize
 from sdckit.core.errors import DataError, SchemaError
-from sdckit.core.params import Boolean, Options, check_param
+from sdckit.core.params import Boolean, Interval, Options, check_param
 from sdckit.core.random import RandomState, as_generator
 
 #: Inverse strength of the ridge penalty of the logistic model. On standardized features it is
@@ -49,10 +49,11 @@ class Propensity:
     ratio: float | None
     model: str
     n_parameters: int | None
+    sampled: int | None = None
 
     def to_dict(self) -> dict[str, float | int | str | None]:
         return {"pmse": self.pmse, "null_pmse": self.null_pmse, "ratio": self.ratio,
-                "model": self.model, "n_parameters": self.n_parameters}
+                "model": self.model, "n_parameters": self.n_parameters, "sampled": self.sampled}
 
 
 def _design(stacked: pd.DataFrame, interactions: bool) -> np.ndarray:
@@ -84,6 +85,7 @@ def pmse(
     *,
     model: str = "logistic",
     interactions: bool = True,
+    sample: int | None = None,
     random_state: RandomState = None,
 ) -> Propensity:
     """Propensity-score mean squared error of ``released`` against ``original``.
@@ -98,8 +100,12 @@ def pmse(
         (``min_samples_leaf`` = max(5, 1% of the records)).
     interactions : bool
         Logistic model only: add squares and pairwise products of the numeric columns.
+    sample : int, optional
+        Fit on a simple random sample of at most this many records of each data set (pMSE and
+        its null expectation are then those of the samples; ``sampled`` says how many records
+        were used in all). On large files the logistic fit dominates a report's time.
     random_state : int or Generator
-        Seeds the tree's tie-breaking (logistic regression is deterministic).
+        Seeds the samples and the tree's tie-breaking (logistic regression is deterministic).
 
     Examples
     --------
@@ -113,6 +119,8 @@ def pmse(
     """
     check_param("pmse", "model", model, Options(("logistic", "tree")))
     check_param("pmse", "interactions", interactions, Boolean())
+    if sample is not None:
+        check_param("pmse", "sample", sample, Interval(int, 2, None))
     for name, frame in (("original", original), ("released", released)):
         if not isinstance(frame, pd.DataFrame):
             raise DataError(f"pmse expects the {name} data as a pandas DataFrame; got {type(frame).__name__}.")
@@ -128,6 +136,12 @@ def pmse(
         if frame[cols].isna().to_numpy().any():
             bad = next(c for c in cols if frame[c].isna().any())
             raise DataError(f"pmse cannot handle missing values: column {bad!r} of the {name} data has some; impute or remove them first.")
+    rng = as_generator(random_state)
+    sampled = None
+    if sample is not None and max(len(original), len(released)) > sample:
+        original, released = (frame.iloc[np.sort(rng.choice(len(frame), size=sample, replace=False))]
+                              if len(frame) > sample else frame for frame in (original, released))
+        sampled = len(original) + len(released)
     stacked = pd.concat([original[cols], released[cols]], ignore_index=True)
     labels = np.r_[np.zeros(len(original)), np.ones(len(released))]
     n_total = len(stacked)
@@ -146,7 +160,7 @@ def pmse(
     else:
         from sklearn.tree import DecisionTreeClassifier
 
-        seed = int(as_generator(random_state).integers(2**31 - 1))
+        seed = int(rng.integers(2**31 - 1))
         leaf = max(5, n_total // 100)
         if design.shape[1] == 0:
             p = np.full(n_total, c)
@@ -155,4 +169,4 @@ def pmse(
         k, null = None, None
     value = float(np.mean((p - c) ** 2))
     ratio = value / null if null else None
-    return Propensity(value, null, ratio, model, k)
+    return Propensity(value, null, ratio, model, k, sampled)

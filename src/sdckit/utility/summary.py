@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from sdckit.core.params import Options, check_param
+from sdckit.core.random import RandomState
 from sdckit.utility.il1 import il1
 from sdckit.utility.moments import correlation_difference, mean_abs_correlation_difference, moment_differences
 from sdckit.utility.propensity import pmse
@@ -45,7 +46,8 @@ def utility_loss(
 
 def utility_summary(
     original: pd.DataFrame, released: pd.DataFrame, columns: Sequence[str] | None = None,
-    *, moments: pd.DataFrame | None = None,
+    *, moments: pd.DataFrame | None = None, pmse_sample: int | None = None,
+    random_state: RandomState = None,
 ) -> dict[str, Any]:
     """Every utility measure that applies, as a JSON-ready dict.
 
@@ -54,6 +56,8 @@ def utility_summary(
     (:class:`~sdckit.utility.propensity.Propensity` as a dict) and ``il1`` (``None`` when the
     release does not have the original's records one to one). ``moments``: the
     :func:`~sdckit.utility.moments.moment_differences` of the same columns, if already computed.
+    ``pmse_sample``, ``random_state``: fit pMSE on samples of at most that many records of each
+    (see :func:`~sdckit.utility.propensity.pmse`).
     """
     if moments is None:
         moments = moment_differences(original, released, columns)
@@ -67,6 +71,6 @@ def utility_summary(
         "mean_abs_standardized_mean_difference": float(moments["standardized_mean_difference"].abs().mean()),
         "mean_abs_log_var_ratio": float(np.abs(np.log(ratio[finite])).mean()) if finite.any() else None,
         "correlation": _correlation(original, released, cols) if len(cols) > 1 else 0.0,
-        "pmse": pmse(original, released, cols).to_dict(),
+        "pmse": pmse(original, released, cols, sample=pmse_sample, random_state=random_state).to_dict(),
         "il1": il1(original, released, cols) if aligned else None,
     }
