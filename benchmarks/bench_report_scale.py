@@ -4,8 +4,8 @@ Run from the repository root:  PYTHONPATH=src python benchmarks/bench_report_sca
 Each size runs in a subprocess, so that its peak resident memory is its own. Prints the wall
 time of every step of the report and of the whole, and the peak RSS. On large data the report
 samples where the measure allows it and says so with the standard error: distance-based linkage
-(5,000 released records), the intruder's linkage and the verification (20,000 originals, at most
-8 Monte-Carlo batches), pMSE (50,000 records of each file).
+(2,000 released records), the intruder's linkage, the verification and the data-set-level
+distance (20,000 originals, at most 4 Monte-Carlo batches), pMSE (50,000 records of each file).
 """
 
 from __future__ import annotations

@@ -74,8 +74,8 @@ def test_assess_on_a_sample_of_originals():
     share_full = full.linkage.correct / 3000
     share = part.linkage.correct / 600
     assert abs(share - share_full) < 4 * np.sqrt(share_full * (1 - share_full) / 600) + 1e-9
-    # data-set-level figures always cover every record
-    assert part.dataset_distance == full.dataset_distance
+    # the data-set-level distance of a sample is an upper bound (a minimum over fewer records)
+    assert part.dataset_distance >= full.dataset_distance
     assert part.verification.p_value == 0.0 and any("sample" in k for k, _ in part.summary())
 
 

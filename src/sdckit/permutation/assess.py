@@ -48,9 +48,8 @@ class Assessment(Result):
         Hellinger distance, null baseline, p-value and per-record ``p_random`` (of the sampled
         original records when ``sampled``).
     sampled : int or None
-        How many original records the linkage and the verification were computed on, when that
-        was a simple random sample (``None``: all). The data-set-level distance and variances
-        always cover every record.
+        How many original records the linkage, the verification and the data-set-level figures
+        were computed on, when that was a simple random sample (``None``: all).
     """
 
     columns: tuple
@@ -69,10 +68,11 @@ class Assessment(Result):
         rows = [
             ("columns assessed", ", ".join(map(str, self.columns))),
             ("records (original / released)", f"{self.n_original} / {self.n_released}"),
-            ("data-set-level permutation distance", str(self.dataset_distance)),
+            ("data-set-level permutation distance" + (" (minimum over the sample)" if self.sampled else ""),
+             str(self.dataset_distance)),
         ]
         if self.sampled is not None:
-            rows.append(("linkage and verification on a random sample of originals",
+            rows.append(("linkage, verification and distance on a random sample of originals",
                          f"{self.sampled} of {self.n_original}"))
         if self.linkage is not None:
             link = self.linkage
@@ -117,8 +117,10 @@ def assess(
         Link and verify only a simple random sample of this many original records (each
         against every released record) when there are more: the linkage counts and ``P`` are
         then the sample's, and the share of correct links has standard error
-        ``sqrt(c (1 - c) / sample)`` for a share ``c`` (issue 17: the intruder's linkage grows as ``n log n`` with
-        a large constant in many dimensions). The data-set-level figures cover every record.
+        ``sqrt(c (1 - c) / sample)`` for a share ``c`` (issue 17: the intruder's linkage grows as
+        ``n log n`` with a large constant in many dimensions). The data-set-level distance and
+        variances are then the minimum over the sampled records: an upper bound of the
+        data set's (the summary says so).
 
     Returns
     -------
@@ -129,15 +131,15 @@ def assess(
         check_param("assess", "sample", sample, Interval(int, 2, None))
     space = rank_space(original, released, columns, schema=schema, ties=ties,
                        random_state=random_state)
-    r = space.ranks_in(space.y_sorted, space.x)
+    rows = None
+    if sample is not None and sample < len(space.x):
+        rows = np.sort(space.rng.choice(len(space.x), size=sample, replace=False))
+    r = space.ranks_in(space.y_sorted, space.x if rows is None else space.x[rows])
     dist = nearest_distances(space, r, progress, "distances")
     level = int(dist.min())
     variances = minimum_variances(pd.DataFrame(window_variances(space, r, level)), space.names)
     same_size = len(space.x) == len(space.y)
     correlation = spearman_xz(space) if same_size else None
-    rows = None
-    if sample is not None and sample < len(space.x):
-        rows = np.sort(space.rng.choice(len(space.x), size=sample, replace=False))
     linkage = linkage_from(space, truth, progress, rows) if same_size or truth is not None else None
     original_d = None if linkage is None else linkage.records["distance"].to_numpy(np.int64)
     verification = verification_from(space, null=null, n_random=n_random,

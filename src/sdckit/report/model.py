@@ -128,7 +128,8 @@ def _permutation_sections(risk: PermutationRisk) -> list[Section]:
             (f"p-value ({risk.null} null)", _fmt(risk.p_value)),
             ("Monte-Carlo standard error of the p-value", _fmt(risk.p_value_se)),
             ("verdict", verdict),
-            ("data-set-level permutation distance", _fmt(risk.dataset_distance)),
+            ("data-set-level permutation distance" + (" (minimum over the sample: an upper bound)"
+                                                      if risk.sampled is not None else ""), _fmt(risk.dataset_distance)),
         ] + ([("original records linked and verified (a simple random sample)",
                f"{risk.sampled:,} of {len(risk.displacement) if risk.displacement is not None else risk.sampled:,}")]
              if risk.sampled is not None else []),
@@ -157,12 +158,12 @@ def _permutation_sections(risk: PermutationRisk) -> list[Section]:
 #: standard errors; issue 12 section 3, issue 17) ...
 LINKAGE_SAMPLE = 20_000
 #: ... (distance-based record linkage in many dimensions: this many released records) ...
-DBRL_SAMPLE = 5_000
+DBRL_SAMPLE = 2_000
 #: ... pMSE is fitted on at most this many records of each data set ...
 PMSE_SAMPLE = 50_000
 #: ... and the verification then stops after this many Monte-Carlo batches (its standard error is
 #: shown): each batch links 20,000 random records against every released one.
-LARGE_DATA_BATCHES = 8
+LARGE_DATA_BATCHES = 4
 
 
 def _linkage_section(original: pd.DataFrame, released: pd.DataFrame, cols: list[str], p: float,
