@@ -1,0 +1,177 @@
+"""tau-ARGUS data files: fixed-width or free-format microdata (``.asc``) and tabular input (``.tab``).
+
+Both are read by the layout of their ``.rda`` (:func:`~sdckit.io.tauargus.rda.read_rda`).
+Conventions (tau-ARGUS user's manual, version 4.2, sections 5.1 and 5.4; the reader in
+sdcTools/tauargus ``Metadata.java``):
+
+- columns are named and ordered as the ``.rda`` declares them;
+- codes of explanatory, holding, request and status variables stay text, stripped of blanks
+  (tau-ARGUS pads codes on the left, so ``" 1"`` is the code ``1``); an explanatory variable's
+  missing codes stay codes — in tau-ARGUS they are a category of the table, counted in its
+  totals;
+- numeric variables (``<NUMERIC>``, ``<WEIGHT>``, frequency, ``<MAXSCORE>``, shadow, cost,
+  protection levels) are parsed as written (``<DECIMALS>`` is for display); a value equal to one
+  of the variable's missing codes, or blank, becomes NaN. In tabular input whose separator is
+  not ``,`` a decimal comma is accepted (tau-ARGUS writes ``16847646,84``).
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from sdckit.core.errors import DataError
+from sdckit.io.tauargus._text import fail, numbered_lines, read_text
+from sdckit.io.tauargus.rda import TauMetadata, TauVariable, read_rda
+
+
+def read_asc(path: str | Path, rda: TauMetadata | str | Path) -> pd.DataFrame:
+    """Read tau-ARGUS microdata: fixed-width records (``.asc``) or free format with a separator.
+
+    Parameters
+    ----------
+    path : str or Path
+        The data file (``.gz`` is decompressed).
+    rda : TauMetadata or str or Path
+        Its metadata, or the ``.rda`` file to read it from.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per non-blank line, one column per variable of the ``.rda``.
+
+    Raises
+    ------
+    DataError
+        Missing or empty file; metadata of tabular input; a record (named by line) shorter
+        than the last column a variable needs, with the wrong number of fields, or with a
+        value that is not a number where the variable is numeric.
+    """
+    meta = rda if isinstance(rda, TauMetadata) else read_rda(rda, kind="micro")
+    if meta.kind not in ("fixed", "free"):
+        raise DataError(f"{str(meta.path)!r} describes {_KIND_TEXT[meta.kind]}, not microdata "
+                        "in a text file; read it with the matching reader.")
+    path, text = read_text(path, "tau-ARGUS microdata (.asc)")
+    lines = numbered_lines(text)
+    numbers = np.array([n for n, _ in lines])
+    records = [line for _, line in lines]
+    if meta.kind == "fixed":
+        fields = _fixed_fields(path, numbers, records, meta)
+    else:
+        fields = _split_fields(path, numbers, records, meta)
+    return _frame(path, numbers, fields, meta, decimal_comma=False)
+
+
+def read_tab(path: str | Path, rda: TauMetadata | str | Path) -> pd.DataFrame:
+    """Read tau-ARGUS tabular input (``.tab``): one given cell per line, fields in ``.rda`` order.
+
+    Parameters
+    ----------
+    path : str or Path
+        The ``.tab`` file.
+    rda : TauMetadata or str or Path
+        Its metadata (read as tabular metadata when a path is given).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per cell: the code of each explanatory variable (totals carry the variable's
+        ``<TOTCODE>``), the cell value, frequency, top contributions (``<MAXSCORE>``), status,
+        shadow, cost and protection levels as the ``.rda`` declares them. The roles are on the
+        metadata: ``rda.explanatory``, ``rda.response``, ``rda.frequency``, ``rda.top``,
+        ``rda.status`` (codes ``rda.safe``, ``rda.unsafe``, ``rda.protect``).
+
+    Raises
+    ------
+    DataError
+        Missing or empty file; metadata of microdata; a line (named by number) with the wrong
+        number of fields or a value that is not a number where one is expected.
+    """
+    meta = rda if isinstance(rda, TauMetadata) else read_rda(rda, kind="table")
+    if meta.kind != "table":
+        raise DataError(f"{str(meta.path)!r} describes {_KIND_TEXT[meta.kind]}, not tabular "
+                        "input; read the data with read_asc.")
+    path, text = read_text(path, "tau-ARGUS tabular input (.tab)")
+    lines = numbered_lines(text)
+    numbers = np.array([n for n, _ in lines])
+    fields = _split_fields(path, numbers, [line for _, line in lines], meta)
+    return _frame(path, numbers, fields, meta, decimal_comma=meta.separator != ",")
+
+
+def rda_beside(path: str | Path) -> Path:
+    """The ``.rda`` beside a data file: same name, extension ``.rda``, case ignored (tau-ARGUS
+    jobs come from Windows, e.g. ``tau_testW.asc`` with ``Tau_TestW.rda``)."""
+    path = Path(path)
+    stem = path.name[: -len(".gz")] if path.name.lower().endswith(".gz") else path.name
+    wanted = Path(stem).stem.lower() + ".rda"
+    exact = path.parent / (Path(stem).stem + ".rda")
+    if exact.is_file():
+        return exact
+    found = sorted(p for p in path.parent.glob("*") if p.name.lower() == wanted and p.is_file())
+    if len(found) != 1:
+        raise DataError(f"No single .rda file beside {str(path)!r} to describe its layout; pass "
+                        "the metadata file (rda=...).")
+    return found[0]
+
+
+_KIND_TEXT = {"fixed": "fixed-width microdata", "free": "free-format microdata",
+              "table": "tabular input", "spss": "an SPSS system file"}
+
+
+def _fixed_fields(path: Path, numbers: np.ndarray, records: list[str],
+                  meta: TauMetadata) -> list[list[str]]:
+    """Each variable's slice of every record; refuses records too short for a variable."""
+    lengths = np.fromiter((len(r) for r in records), dtype=np.int64, count=len(records))
+    fields = []
+    for var in meta.variables:
+        assert var.start is not None and var.length is not None
+        end = var.start - 1 + var.length
+        short = np.flatnonzero(lengths < end)
+        if short.size:
+            i = short[0]
+            raise fail(path, int(numbers[i]), f"the record has {lengths[i]} characters but "
+                       f"variable {var.name!r} ends at column {end} (.rda line {var.line}); "
+                       "check the .rda positions")
+        fields.append([r[var.start - 1:end] for r in records])
+    return fields
+
+
+def _split_fields(path: Path, numbers: np.ndarray, records: list[str],
+                  meta: TauMetadata) -> list[list[str]]:
+    """Each variable's field of every separated record (fields may be quoted with ``"``)."""
+    want = len(meta.variables)
+    rows = list(csv.reader(records, delimiter=meta.separator, quotechar='"'))
+    for i, row in enumerate(rows):
+        if len(row) != want:
+            raise fail(path, int(numbers[i]), f"has {len(row)} fields separated by "
+                       f"{meta.separator!r} but the .rda declares {want} variables")
+    return [list(col) for col in zip(*rows)] if rows else [[] for _ in range(want)]
+
+
+def _frame(path: Path, numbers: np.ndarray, fields: list[list[str]], meta: TauMetadata,
+           decimal_comma: bool) -> pd.DataFrame:
+    columns = {}
+    for var, values in zip(meta.variables, fields):
+        text = pd.Series(values, dtype=object).str.strip()
+        columns[var.name] = (_numbers(path, numbers, text, var, decimal_comma) if var.is_numeric
+                             else text)
+    return pd.DataFrame(columns)
+
+
+def _numbers(path: Path, numbers: np.ndarray, text: pd.Series, var: TauVariable,
+             decimal_comma: bool) -> pd.Series:
+    """``text`` as numbers: missing codes and blanks -> NaN; anything else unparsable refused."""
+    absent = text.eq("") | text.isin(var.missing)
+    given = text.mask(absent)
+    if decimal_comma:
+        given = given.str.replace(",", ".", regex=False)
+    values = pd.to_numeric(given, errors="coerce")
+    unusable = values.isna().to_numpy() | np.isinf(values.to_numpy(dtype=float))
+    bad = np.flatnonzero(unusable & ~absent.to_numpy())
+    if bad.size:
+        raise fail(path, int(numbers[bad[0]]), f"the value of variable {var.name!r} is not a "
+                   "number; tau-ARGUS numeric fields hold digits, a sign and a decimal point")
+    return values
