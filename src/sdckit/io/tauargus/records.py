@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import csv
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 import pandas as pd
@@ -50,7 +51,7 @@ def read_asc(path: str | Path, rda: TauMetadata | str | Path) -> pd.DataFrame:
         than the last column a variable needs, with the wrong number of fields, or with a
         value that is not a number where the variable is numeric.
     """
-    meta = rda if isinstance(rda, TauMetadata) else read_rda(rda, kind="micro")
+    meta = _metadata(rda, "micro")
     if meta.kind not in ("fixed", "free"):
         raise DataError(f"{str(meta.path)!r} describes {_KIND_TEXT[meta.kind]}, not microdata "
                         "in a text file; read it with the matching reader.")
@@ -90,7 +91,7 @@ def read_tab(path: str | Path, rda: TauMetadata | str | Path) -> pd.DataFrame:
         Missing or empty file; metadata of microdata; a line (named by number) with the wrong
         number of fields or a value that is not a number where one is expected.
     """
-    meta = rda if isinstance(rda, TauMetadata) else read_rda(rda, kind="table")
+    meta = _metadata(rda, "table")
     if meta.kind != "table":
         raise DataError(f"{str(meta.path)!r} describes {_KIND_TEXT[meta.kind]}, not tabular "
                         "input; read the data with read_asc.")
@@ -115,6 +116,20 @@ def rda_beside(path: str | Path) -> Path:
         raise DataError(f"No single .rda file beside {str(path)!r} to describe its layout; pass "
                         "the metadata file (rda=...).")
     return found[0]
+
+
+def _metadata(rda: TauMetadata | str | Path, kind: Literal["micro", "table"]) -> TauMetadata:
+    """``rda`` itself, or the ``.rda`` file read as ``kind``; when that fails but the file reads
+    as the other kind, that metadata (so that the caller says which reader fits)."""
+    if isinstance(rda, TauMetadata):
+        return rda
+    try:
+        return read_rda(rda, kind=kind)
+    except DataError as exc:
+        try:
+            return read_rda(rda, kind="auto")
+        except DataError:
+            raise exc from None
 
 
 _KIND_TEXT = {"fixed": "fixed-width microdata", "free": "free-format microdata",
