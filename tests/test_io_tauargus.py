@@ -91,7 +91,7 @@ def test_rda_free_format_microdata(tmp_path):
     assert (rda.variable("A").start, rda.variable("A").length) == (None, 2)
     frame = ta.read_asc(_write(tmp_path / "f.asc", '1,2.5\n"99",\n2,99\n'), rda)
     assert frame["A"].tolist() == ["1", "99", "2"]
-    assert frame["B"].iloc[0] == 2.5 and math.isnan(frame["B"].iloc[1]) and frame["B"].iloc[2] == 99
+    assert frame["B"].tolist() == [2.5, 0, 99]  # blank -> 0; "99" is a missing code of A, not of B
 
 
 RDA_ERRORS = [
@@ -163,8 +163,9 @@ def test_asc_missing_codes_become_nan_for_numbers_only(tmp_path):
     rda = ta.read_rda(_write(tmp_path / "m.rda", "K 1 2 99\n <RECODEABLE>\nV 3 4 9999 -1\n <NUMERIC>\n"))
     frame = ta.read_asc(_write(tmp_path / "m.asc", "99  12\n 1  -1\n 2    \n 39999\n 4 2.5\n"), rda)
     assert frame["K"].tolist() == ["99", "1", "2", "3", "4"]  # an explanatory missing code stays a code
-    values = frame["V"].tolist()
-    assert values[0] == 12 and all(math.isnan(v) for v in values[1:4]) and values[4] == 2.5
+    values = frame["V"].tolist()  # missing codes -> NaN; a blank field is 0 as tau-ARGUS reads it
+    assert values[0] == 12 and math.isnan(values[1]) and values[2] == 0 and math.isnan(values[3])
+    assert values[4] == 2.5
 
 
 def test_asc_errors_name_line_and_variable_never_the_value(tmp_path):
@@ -234,7 +235,8 @@ def test_hrc_parents_written_out():
 
 def test_hierarchy_from_rda_files_levels_and_flat():
     rda = ta.read_rda(TABLE / "pp.rda")
-    assert ta.hierarchy(rda, "Region")["12"] == "Zd"
+    assert ta.hierarchy(rda, "Region")["12"] == "Zd" and "99" not in ta.hierarchy(rda, "Region")
+    assert ta.hierarchy(rda, "Region", codes=["1", "99"])["99"] == "Total"  # its missing code
     assert ta.hierarchy(rda, "Size", codes=[" 1", "2", "2"]) == {"1": "Total", "2": "Total"}
     micro = ta.read_rda(MICRO / "Tau_TestW.rda")
     levels = ta.hierarchy(micro, "IndustryCode", codes=["34100", "34101", "29240", "99999"])

@@ -128,7 +128,9 @@ def hierarchy(rda: TauMetadata, name: str, codes: Iterable[str] | None = None,
     ``<HIERCODELIST>`` files are read with the variable's ``<HIERLEADSTRING>``; with
     ``<HIERLEVELS>`` the ``codes`` (e.g. the variable's column of microdata) are needed. A
     variable without a hierarchy is flat: each code in ``codes`` under the total. ``total``
-    defaults to the variable's ``<TOTCODE>`` (``Total``).
+    defaults to the variable's ``<TOTCODE>`` (``Total``). The variable's missing codes that
+    occur in ``codes`` lie directly under the total, where tau-ARGUS puts them (libtauargus
+    ``TauArgus.cpp``, after reading the microdata: "add Missing1 and -2" at level 1).
     """
     var = rda.variable(name)
     total = var.totcode if total is None else total
@@ -137,8 +139,13 @@ def hierarchy(rda: TauMetadata, name: str, codes: Iterable[str] | None = None,
         if var.hiercodelist is None:
             raise fail(rda.path, kw.line if kw else var.line, f"variable {name!r} is "
                        "<HIERARCHICAL> but names no <HIERCODELIST> file")
-        return read_hrc(rda.referenced_file(var.hiercodelist, kw.line if kw else None),
-                        var.hierleadstring, total)
+        parents = read_hrc(rda.referenced_file(var.hiercodelist, kw.line if kw else None),
+                           var.hierleadstring, total)
+        present = set() if codes is None else {str(c).strip() for c in codes}
+        for code in var.missing:  # tau-ARGUS puts missing codes directly under the total
+            if code in present and code not in parents:
+                parents[code] = total
+        return parents
     if codes is None:
         raise ParameterError(f"The 'codes' parameter of hierarchy is needed for {name!r}: its "
                              "hierarchy is built from the codes present. Got None instead.")

@@ -11,8 +11,10 @@ sdcTools/tauargus ``Metadata.java``):
   totals;
 - numeric variables (``<NUMERIC>``, ``<WEIGHT>``, frequency, ``<MAXSCORE>``, shadow, cost,
   protection levels) are parsed as written (``<DECIMALS>`` is for display); a value equal to one
-  of the variable's missing codes, or blank, becomes NaN. In tabular input whose separator is
-  not ``,`` a decimal comma is accepted (tau-ARGUS writes ``16847646,84``).
+  of the variable's missing codes becomes NaN (tau-ARGUS leaves it out of every cell), and a
+  blank field is 0, as tau-ARGUS reads it (``strtod`` of blanks; libtauargus ``TauArgus.cpp``,
+  ``DoMicroRecord`` and ``ConvertNumeric``). In tabular input whose separator is not ``,`` a
+  decimal comma is accepted (tau-ARGUS writes ``16847646,84``).
 """
 
 from __future__ import annotations
@@ -178,9 +180,9 @@ def _frame(path: Path, numbers: np.ndarray, fields: list[list[str]], meta: TauMe
 
 def _numbers(path: Path, numbers: np.ndarray, text: pd.Series, var: TauVariable,
              decimal_comma: bool) -> pd.Series:
-    """``text`` as numbers: missing codes and blanks -> NaN; anything else unparsable refused."""
-    absent = text.eq("") | text.isin(var.missing)
-    given = text.mask(absent)
+    """``text`` as numbers: missing codes -> NaN, blanks -> 0; anything else unparsable refused."""
+    absent = text.isin(var.missing)
+    given = text.mask(absent).mask(text.eq(""), "0")
     if decimal_comma:
         given = given.str.replace(",", ".", regex=False)
     values = pd.to_numeric(given, errors="coerce")
