@@ -324,3 +324,19 @@ def test_asc_round_trip(tmp_path_factory, rows):
     frame = ta.read_asc(gz, rda)
     assert frame["K"].tolist() == [str(k) for k, _ in rows]
     np.testing.assert_array_equal(frame["V"].to_numpy(), [v for _, v in rows])
+
+
+# The usage snippet proposed for README (the lead merges it); it must work exactly as written.
+README_SNIPPET = """\
+from sdckit.io import tauargus
+rda = tauargus.read_rda("pp.rda"); cells = tauargus.read_tab("pp.tab", rda)
+regions = tauargus.hierarchy(rda, "Region")   # {child: parent}, root = <TOTCODE>
+"""
+
+
+def test_readme_snippet(monkeypatch):
+    monkeypatch.chdir(TABLE)
+    scope: dict = {}
+    exec(README_SNIPPET, scope)
+    assert len(scope["cells"]) == 162 and scope["regions"]["Nr"] == "Total"
+    assert scope["rda"].explanatory == ["Size", "Region"]
