@@ -340,3 +340,15 @@ def test_readme_snippet(monkeypatch):
     exec(README_SNIPPET, scope)
     assert len(scope["cells"]) == 162 and scope["regions"]["Nr"] == "Total"
     assert scope["rda"].explanatory == ["Size", "Region"]
+
+
+def test_referenced_file_relative_absolute_and_windows(tmp_path):
+    (tmp_path / "sub").mkdir()
+    _write(tmp_path / "sub" / "h.hrc", "A\n@1\n")
+    _write(tmp_path / "elsewhere.hrc", "B\n@2\n")
+    rda = ta.read_rda(_write(tmp_path / "r.rda", 'R 1 1\n <RECODEABLE>\n <HIERARCHICAL>\n'
+                             ' <HIERCODELIST> "sub/h.hrc"\n <HIERLEADSTRING> "@"\n'
+                             f'S 2 1\n <RECODEABLE>\n <HIERARCHICAL>\n <HIERCODELIST> "{tmp_path / "elsewhere.hrc"}"\n'
+                             'T 3 1\n <RECODEABLE>\n <HIERARCHICAL>\n <HIERCODELIST> "D:\\old\\sub\\..\\elsewhere.hrc"\n'))
+    assert ta.hierarchy(rda, "R") == {"A": "Total", "1": "A"}
+    assert ta.hierarchy(rda, "S") == ta.hierarchy(rda, "T") == {"B": "Total", "2": "B"}

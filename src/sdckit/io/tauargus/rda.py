@@ -195,7 +195,8 @@ class TauMetadata:
         so that a job moved from another machine still finds its files)."""
         folder = self.path.parent
         written = Path(reference)
-        for candidate in (written, folder / written, folder / PureWindowsPath(reference).name):
+        candidates = [written] if written.is_absolute() else []
+        for candidate in (*candidates, folder / written, folder / PureWindowsPath(reference).name):
             if candidate.is_file():
                 return candidate
         raise fail(self.path, line, f"the file {reference!r} it refers to is neither where it "
@@ -203,7 +204,7 @@ class TauMetadata:
 
 
 # ============================================================================ tokenizer
-def tokens(path: Path, number: int, line: str) -> list[str]:
+def _tokens(path: Path, number: int, line: str) -> list[str]:
     """The tokens of one ``.rda`` line: quoted strings (quotes removed, may be empty) and
     blank-separated words; a keyword ``<...>`` is upper-cased; ``//`` ends the line."""
     out: list[str] = []
@@ -256,20 +257,20 @@ def read_rda(path: str | Path, kind: Literal["auto", "micro", "table"] = "auto")
         raise ParameterError(f"The 'kind' parameter of read_rda must be one of 'auto', 'micro', "
                              f"'table'. Got {kind!r} instead.")
     path, text = read_text(path, "tau-ARGUS metadata (.rda)")
-    lines = [(n, tokens(path, n, raw)) for n, raw in numbered_lines(text)]
+    lines = [(n, _tokens(path, n, raw)) for n, raw in numbered_lines(text)]
     lines = [(n, toks) for n, toks in lines if toks]
     if not lines:
         raise fail(path, None, "holds no variable (only comments)")
     resolved = _kind(lines, kind)
     builders: list[_Builder] = []
-    head = _Builder(path, 0, resolved, "")  # collects the global keywords
+    global_keywords: list[Keyword] = []
     for number, toks in lines:
         if not toks[0].startswith("<"):
             builders.append(_Builder.declare(path, number, resolved, toks))
             continue
         keyword = Keyword(toks[0], tuple(toks[1:]), number)
         if keyword.name in _GLOBAL or (not builders and keyword.name not in _VARIABLE_KEYWORDS):
-            head.keywords.append(keyword)
+            global_keywords.append(keyword)
         elif not builders:
             raise fail(path, number, f"{keyword.name} comes before any variable; declare the "
                        "variable on a line of its own first")
@@ -279,7 +280,7 @@ def read_rda(path: str | Path, kind: Literal["auto", "micro", "table"] = "auto")
         raise fail(path, None, "declares no variable")
     _refuse_duplicates(path, builders)
     return TauMetadata(path=path, kind=resolved, variables=tuple(b.build() for b in builders),
-                       keywords=tuple(head.keywords), **_global_settings(path, head.keywords))
+                       keywords=tuple(global_keywords), **_global_settings(path, global_keywords))
 
 
 def _kind(lines: list[tuple[int, list[str]]], kind: str) -> Kind:
