@@ -175,8 +175,11 @@ def test_asc_errors_name_line_and_variable_never_the_value(tmp_path):
     with pytest.raises(DataError, match=r"line 3: the value of variable 'V' is not a number") as err:
         ta.read_asc(_write(tmp_path / "m.asc", " 1  12\n\n 2 7x9\n"), rda)
     assert "7x9" not in str(err.value)
-    with pytest.raises(DataError, match=r"line 1: the value of variable 'V'"):
-        ta.read_asc(_write(tmp_path / "m.asc", " 1 inf\n"), rda)
+    wide = ta.read_rda(_write(tmp_path / "w.rda", "V 1 21\n <NUMERIC>\n"))
+    assert ta.read_asc(_write(tmp_path / "w.asc", "100000000000000000000\n"), wide)["V"][0] == 1e20
+    for word in ("inf", "nan", "1_00", "0x1"):  # Python would parse some; tau-ARGUS does not
+        with pytest.raises(DataError, match=r"line 2: the value of variable 'V'"):
+            ta.read_asc(_write(tmp_path / "m.asc", f" 1   1\n 1{word:>4}\n"), rda)
     with pytest.raises(DataError, match="tabular input"):
         ta.read_asc(_write(tmp_path / "m.asc", " 1  12\n"), TABLE / "pp.rda")
     free = ta.read_rda(_write(tmp_path / "f.rda", '<SEPARATOR> ";"\nA 2\n <RECODEABLE>\n'))

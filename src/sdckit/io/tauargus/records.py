@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from sdckit.core.errors import DataError
-from sdckit.io.tauargus._text import fail, numbered_lines, read_text
+from sdckit.io.tauargus._text import fail, read_text
 from sdckit.io.tauargus.rda import TauMetadata, TauVariable, read_rda
 
 
@@ -58,9 +58,8 @@ def read_asc(path: str | Path, rda: TauMetadata | str | Path) -> pd.DataFrame:
         raise DataError(f"{str(meta.path)!r} describes {_KIND_TEXT[meta.kind]}, not microdata "
                         "in a text file; read it with the matching reader.")
     path, text = read_text(path, "tau-ARGUS microdata (.asc)")
-    lines = numbered_lines(text)
-    numbers = np.array([n for n, _ in lines])
-    records = [line for _, line in lines]
+    numbers, records = _records(text)
+    del text
     if meta.kind == "fixed":
         fields = _fixed_fields(path, numbers, records, meta)
     else:
@@ -98,9 +97,8 @@ def read_tab(path: str | Path, rda: TauMetadata | str | Path) -> pd.DataFrame:
         raise DataError(f"{str(meta.path)!r} describes {_KIND_TEXT[meta.kind]}, not tabular "
                         "input; read the data with read_asc.")
     path, text = read_text(path, "tau-ARGUS tabular input (.tab)")
-    lines = numbered_lines(text)
-    numbers = np.array([n for n, _ in lines])
-    fields = _split_fields(path, numbers, [line for _, line in lines], meta)
+    numbers, records = _records(text)
+    fields = _split_fields(path, numbers, records, meta)
     return _frame(path, numbers, fields, meta, decimal_comma=meta.separator != ",")
 
 
@@ -138,11 +136,21 @@ _KIND_TEXT = {"fixed": "fixed-width microdata", "free": "free-format microdata",
               "table": "tabular input", "spss": "an SPSS system file"}
 
 
+def _records(text: str) -> tuple[np.ndarray, list[str]]:
+    """The non-blank lines of ``text`` (line ends removed) and their 1-based line numbers."""
+    lines = text.split("\n")
+    keep = [i for i, line in enumerate(lines) if line.strip()]
+    return np.asarray(keep, dtype=np.int64) + 1, [lines[i].rstrip("\r") for i in keep]
+
+
 def _fixed_fields(path: Path, numbers: np.ndarray, records: list[str],
-                  meta: TauMetadata) -> list[list[str]]:
-    """Each variable's slice of every record; refuses records too short for a variable."""
+                  meta: TauMetadata) -> list[np.ndarray]:
+    """Each variable's slice of every record; refuses records too short for a variable.
+
+    When every record is ASCII and of one length (the usual fixed-width file) the slices are
+    cut from one ``(records, width)`` byte array, without a Python loop per record."""
     lengths = np.fromiter((len(r) for r in records), dtype=np.int64, count=len(records))
-    fields = []
+    spans = []
     for var in meta.variables:
         assert var.start is not None and var.length is not None
         end = var.start - 1 + var.length
@@ -152,12 +160,16 @@ def _fixed_fields(path: Path, numbers: np.ndarray, records: list[str],
             raise fail(path, int(numbers[i]), f"the record has {lengths[i]} characters but "
                        f"variable {var.name!r} ends at column {end} (.rda line {var.line}); "
                        "check the .rda positions")
-        fields.append([r[var.start - 1:end] for r in records])
-    return fields
+        spans.append((var.start - 1, end))
+    if records and lengths.min() == lengths.max() and all(r.isascii() for r in records):
+        grid = np.frombuffer("".join(records).encode("ascii"), dtype=np.uint8)
+        grid = grid.reshape(len(records), int(lengths[0]))
+        return [np.ascontiguousarray(grid[:, a:b]).view(f"S{b - a}").ravel() for a, b in spans]
+    return [np.array([r[a:b] for r in records], dtype=str) for a, b in spans]
 
 
 def _split_fields(path: Path, numbers: np.ndarray, records: list[str],
-                  meta: TauMetadata) -> list[list[str]]:
+                  meta: TauMetadata) -> list[np.ndarray]:
     """Each variable's field of every separated record (fields may be quoted with ``"``)."""
     want = len(meta.variables)
     rows = list(csv.reader(records, delimiter=meta.separator, quotechar='"'))
@@ -165,30 +177,50 @@ def _split_fields(path: Path, numbers: np.ndarray, records: list[str],
         if len(row) != want:
             raise fail(path, int(numbers[i]), f"has {len(row)} fields separated by "
                        f"{meta.separator!r} but the .rda declares {want} variables")
-    return [list(col) for col in zip(*rows)] if rows else [[] for _ in range(want)]
+    if not rows:
+        return [np.array([], dtype=str) for _ in range(want)]
+    return [np.array(col, dtype=str) for col in zip(*rows)]
 
 
-def _frame(path: Path, numbers: np.ndarray, fields: list[list[str]], meta: TauMetadata,
+def _frame(path: Path, numbers: np.ndarray, fields: list[np.ndarray], meta: TauMetadata,
            decimal_comma: bool) -> pd.DataFrame:
     columns = {}
     for var, values in zip(meta.variables, fields):
-        text = pd.Series(values, dtype=object).str.strip()
+        text = np.strings.strip(values)
         columns[var.name] = (_numbers(path, numbers, text, var, decimal_comma) if var.is_numeric
-                             else text)
+                             else pd.Series(text.astype(str), dtype=object))
     return pd.DataFrame(columns)
 
 
-def _numbers(path: Path, numbers: np.ndarray, text: pd.Series, var: TauVariable,
+def _numbers(path: Path, numbers: np.ndarray, text: np.ndarray, var: TauVariable,
              decimal_comma: bool) -> pd.Series:
-    """``text`` as numbers: missing codes -> NaN, blanks -> 0; anything else unparsable refused."""
-    absent = text.isin(var.missing)
-    given = text.mask(absent).mask(text.eq(""), "0")
+    """Stripped ``text`` (str or ASCII bytes) as numbers: missing codes -> NaN, blanks -> 0 (whole
+    numbers stay integers when nothing is missing); anything else that is not a finite number is
+    refused, naming the first line."""
+    def lit(word: str) -> str | bytes:  # a literal of the array's own kind
+        return word.encode("ascii", "replace") if text.dtype.kind == "S" else word
+
+    missing = [lit(m) for m in var.missing]
+    absent = np.isin(text, missing) if missing else np.zeros(text.shape, bool)
+    given = np.where(absent | (text == lit("")), lit("0"), text)
     if decimal_comma:
-        given = given.str.replace(",", ".", regex=False)
-    values = pd.to_numeric(given, errors="coerce")
-    unusable = values.isna().to_numpy() | np.isinf(values.to_numpy(dtype=float))
-    bad = np.flatnonzero(unusable & ~absent.to_numpy())
-    if bad.size:
-        raise fail(path, int(numbers[bad[0]]), f"the value of variable {var.name!r} is not a "
+        given = np.strings.replace(given, lit(","), lit("."))
+    whole = not any((np.strings.find(given, lit(c)) >= 0).any() for c in ".eE")
+    try:
+        values: np.ndarray | None = given.astype(np.int64 if whole else np.float64)
+    except (ValueError, OverflowError):
+        values = None
+    bad = np.strings.find(given, lit("_")) >= 0  # Python's parser takes 1_000; tau-ARGUS does not
+    if values is None:  # e.g. a whole number too large for int64, or not a number at all
+        as_text = pd.Series(given.astype(str), dtype=object)
+        values = pd.to_numeric(as_text, errors="coerce").to_numpy(dtype=np.float64)
+    if values.dtype.kind == "f":
+        bad |= ~np.isfinite(values)
+    first = np.flatnonzero(bad)
+    if first.size:
+        raise fail(path, int(numbers[first[0]]), f"the value of variable {var.name!r} is not a "
                    "number; tau-ARGUS numeric fields hold digits, a sign and a decimal point")
-    return values
+    if absent.any():
+        values = values.astype(np.float64)
+        values[absent] = np.nan
+    return pd.Series(values)
