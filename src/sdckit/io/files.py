@@ -1,4 +1,4 @@
-"""Read and write microdata files: CSV/TSV, Parquet, Stata, SPSS, SAS and DuckDB.
+"""Read and write microdata files: CSV/TSV, Parquet, Stata, SPSS, SAS, DuckDB; read tau-ARGUS ``.asc``.
 
 :func:`read` and :func:`write` choose the format from the file extension unless ``format=``
 says otherwise. Every failure is a :class:`~sdckit.core.errors.DataError` that names the file
@@ -18,6 +18,7 @@ import pandas as pd
 
 from sdckit.core.errors import DataError, ParameterError
 from sdckit.core.atomic import atomic_path, refuse_input_overwrite, remember_input
+from sdckit.io.tauargus import rda_beside, read_asc
 
 #: Format name -> file extensions.
 FORMATS: dict[str, tuple[str, ...]] = {
@@ -28,8 +29,10 @@ FORMATS: dict[str, tuple[str, ...]] = {
     "spss": (".sav", ".zsav"),
     "sas": (".sas7bdat",),
     "duckdb": (".duckdb", ".ddb", ".db"),
+    "tauargus": (".asc",),
 }
-#: Formats sdckit can write (SAS files are read-only: pyreadstat cannot write them).
+#: Formats sdckit can write (SAS files are read-only: pyreadstat cannot write them; tau-ARGUS
+#: microdata too).
 WRITABLE = ("csv", "tsv", "parquet", "stata", "spss", "duckdb")
 _SNIFF_BYTES = 64 * 1024
 _DELIMITERS = ",;\t|"
@@ -75,7 +78,9 @@ def read(
     ----------
     path : str or Path
         The file. Its extension picks the format unless ``format`` is given.
-    format : {"csv", "tsv", "parquet", "stata", "spss", "sas", "duckdb"}, optional
+    format : {"csv", "tsv", "parquet", "stata", "spss", "sas", "duckdb", "tauargus"}, optional
+        ``tauargus``: tau-ARGUS fixed-width microdata (``.asc``) laid out by the ``.rda`` file
+        beside it (same name, case ignored) or the one given as ``rda=``.
     sep : str, optional
         CSV delimiter; sniffed from the first 64 KiB among ``, ; TAB |`` when not given.
     encoding : str
@@ -84,7 +89,8 @@ def read(
         For a DuckDB file: the table to read, or a SQL query to run. With neither, the file
         must hold exactly one table.
     **options
-        Passed to the underlying reader (pandas.read_csv, pandas.read_parquet, pyreadstat).
+        For tau-ARGUS microdata only ``rda=`` (the metadata file); otherwise
+        passed to the underlying reader (pandas.read_csv, pandas.read_parquet, pyreadstat).
 
     Raises
     ------
@@ -108,6 +114,8 @@ def read(
             frame = pd.read_parquet(path, **options)
         elif fmt in ("stata", "spss", "sas"):
             frame = _read_stat(path, fmt, options)
+        elif fmt == "tauargus":
+            frame = _read_tauargus(path, options)
         else:
             frame = _read_duckdb(path, table, query)
     except (DataError, ParameterError):
@@ -195,6 +203,14 @@ def sniff_delimiter(sample: str) -> str:
         if len(counts) == 1 and (n := counts.pop()) > best_count:
             best, best_count = cand, n
     return best
+
+
+def _read_tauargus(path: Path, options: dict[str, Any]) -> pd.DataFrame:
+    rda = options.pop("rda", None)
+    if options:
+        raise ParameterError(f"tau-ARGUS microdata take only rda= as an option; got "
+                             f"{', '.join(sorted(options))}.")
+    return read_asc(path, rda_beside(path) if rda is None else rda)
 
 
 def _read_stat(path: Path, fmt: str, options: dict[str, Any]) -> pd.DataFrame:
