@@ -58,8 +58,8 @@ def key_codes(frame: pd.DataFrame, keys: Sequence[str], *, missing: str) -> np.n
 
 
 def combine(codes: np.ndarray) -> np.ndarray:
-    """One dense label per row of the non-negative integer matrix ``codes``: rows with equal
-    codes get equal labels (0, 1, ...; not in any particular order)."""
+    """One label per row of the non-negative integer matrix ``codes``: rows with equal codes
+    get equal labels, in ``0 .. 4 * rows + 16`` (not necessarily all used)."""
     n, m = codes.shape
     if m == 0:
         return np.zeros(n, dtype=np.int64)
@@ -101,7 +101,7 @@ def match_totals(codes: np.ndarray, weights: np.ndarray | None = None) -> tuple[
         return _class_totals(combine(codes), w)
     fk = np.zeros(n)
     Fk = np.zeros(n)
-    pattern = combine(absent.astype(np.int64))
+    pattern = pd.factorize(combine(absent.astype(np.int64)))[0]
     rows = [np.flatnonzero(pattern == p) for p in range(int(pattern.max()) + 1)]
     observed = [~absent[r[0]] for r in rows]
     for rp, op in zip(rows, observed):

@@ -5,24 +5,37 @@
   released value;
 * :func:`equivalence_classes` — class sizes and sample uniques on categorical
   quasi-identifiers;
+* :func:`frequencies`, :func:`individual_risk`, :func:`global_risk`,
+  :func:`k_anonymity_violations` — sample and weighted key frequencies and the
+  Benedetti-Franconi re-identification risk, per record, per household and for the file;
+* :func:`suda2` — minimal sample uniques, SUDA and DIS-SUDA scores;
 * :func:`permutation_risk` — the permutation paradigm's verification, linkage and rank
   displacement summarised (needs :mod:`sdckit.permutation`).
 """
 
 from sdckit.risk.classes import ClassRisk, categorical_quasi, equivalence_classes
+from sdckit.risk.frequencies import frequencies, k_anonymity_violations
+from sdckit.risk.individual import GlobalRisk, global_risk, individual_risk
 from sdckit.risk.interval import IntervalDisclosure, interval_disclosure
 from sdckit.risk.linkage import DistanceLinkage, distance_linkage, true_originals
 from sdckit.risk.permutation import PermutationRisk, permutation_risk
+from sdckit.risk.suda import suda2
 
 __all__ = [
     "ClassRisk",
     "DistanceLinkage",
+    "GlobalRisk",
     "IntervalDisclosure",
     "PermutationRisk",
     "categorical_quasi",
     "distance_linkage",
     "equivalence_classes",
+    "frequencies",
+    "global_risk",
+    "individual_risk",
     "interval_disclosure",
+    "k_anonymity_violations",
     "permutation_risk",
+    "suda2",
     "true_originals",
 ]
