@@ -282,3 +282,42 @@ def test_weight_error_names_rows_not_values():
     with pytest.raises(DataError) as err:
         frequencies(f, ["sex"], "w")
     assert "rows 4" in str(err.value) and "nan" not in str(err.value).lower()
+
+
+# ------------------------------------------------------------- summary and CLI
+def test_risk_summary_aggregates_only():
+    from sdckit.risk.summary import risk_summary
+    f = ten_records().assign(hh=[1, 1, 2, 2, 3, 3, 4, 4, 5, 5])
+    d = risk_summary(f, ["sex", "region"], "w", "hh", threshold=0.05).to_dict()
+    assert d["sample_uniques"] == 2 and d["k_anonymity_violations"] == {"2": 2, "3": 4, "5": 10}
+    assert sum(d["risk_bands"].values()) == 10 and d["risk_bands"]["(0.5, 1]"] == 1
+    # without sex, (N) has 4 records, (S) 3, (E) 3: no unique; without region, no unique
+    assert d["sample_uniques_without_key"] == {"sex": 0, "region": 0}
+    assert d["suda2"]["records_with_msu"] == 2 and d["suda2"]["msu_by_size"] == {"1": 0, "2": 2}
+    text = str(d)
+    assert "'N'" not in text and "'F'" not in text  # no key value leaks into the summary
+
+
+def test_cli_risk(tmp_path):
+    from conftest import run_cli
+    out = tmp_path / "r.json"
+    done = run_cli("risk", str(DATA / "francdat.csv"), "--keys", "Key1,Key2,Key3,Key4", "--weight", "w",
+                   "--json", str(out))
+    assert done.returncode == 0, done.stderr
+    assert "expected re-identifications" in done.stdout
+    import json
+    d = json.loads(out.read_text())
+    expected = [bf2(2 / 110)] * 2 + [bf2(2 / 84.5)] * 2 + [log(17) / 16, log(541) / 540, log(8) / 7, log(5) / 4]
+    assert d["expected_reidentifications"] == pytest.approx(sum(expected))
+    assert d["sample_uniques"] == 4
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--keys", "Key1,nope"], "'nope'"),
+    (["--keys", "Key1", "--weight", "Num9"], "'Num9'"),
+    (["--keys", "Key1", "--missing", "drop"], "'missing'"),
+])
+def test_cli_risk_bad_input(args, words):
+    from conftest import run_cli
+    done = run_cli("risk", str(DATA / "francdat.csv"), *args)
+    assert done.returncode == 2 and words in done.stderr and "Traceback" not in done.stderr
