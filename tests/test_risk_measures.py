@@ -9,6 +9,7 @@ brute force on small random data (pairwise matching, every subset of keys for SU
 
 from __future__ import annotations
 
+import json
 import math
 from itertools import combinations
 from pathlib import Path
@@ -298,14 +299,12 @@ def test_risk_summary_aggregates_only():
     assert "'N'" not in text and "'F'" not in text  # no key value leaks into the summary
 
 
-def test_cli_risk(tmp_path):
-    from conftest import run_cli
+def test_cli_risk(tmp_path, cli):
     out = tmp_path / "r.json"
-    done = run_cli("risk", str(DATA / "francdat.csv"), "--keys", "Key1,Key2,Key3,Key4", "--weight", "w",
+    done = cli("risk", str(DATA / "francdat.csv"), "--keys", "Key1,Key2,Key3,Key4", "--weight", "w",
                    "--json", str(out))
     assert done.returncode == 0, done.stderr
     assert "expected re-identifications" in done.stdout
-    import json
     d = json.loads(out.read_text())
     expected = [bf2(2 / 110)] * 2 + [bf2(2 / 84.5)] * 2 + [log(17) / 16, log(541) / 540, log(8) / 7, log(5) / 4]
     assert d["expected_reidentifications"] == pytest.approx(sum(expected))
@@ -317,7 +316,6 @@ def test_cli_risk(tmp_path):
     (["--keys", "Key1", "--weight", "Num9"], "'Num9'"),
     (["--keys", "Key1", "--missing", "drop"], "'missing'"),
 ])
-def test_cli_risk_bad_input(args, words):
-    from conftest import run_cli
-    done = run_cli("risk", str(DATA / "francdat.csv"), *args)
+def test_cli_risk_bad_input(args, words, cli):
+    done = cli("risk", str(DATA / "francdat.csv"), *args)
     assert done.returncode == 2 and words in done.stderr and "Traceback" not in done.stderr
