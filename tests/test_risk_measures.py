@@ -319,3 +319,38 @@ def test_cli_risk(tmp_path, cli):
 def test_cli_risk_bad_input(args, words, cli):
     done = cli("risk", str(DATA / "francdat.csv"), *args)
     assert done.returncode == 2 and words in done.stderr and "Traceback" not in done.stderr
+
+
+# ------------------------------------------------------------- l-diversity (measure)
+def test_l_diversity_by_hand_and_missing_rules():
+    from sdckit.risk import l_diversity
+    f = pd.DataFrame({"zip": [1, 1, 1, 2, 2, None], "disease": ["flu", "flu", "hiv", "flu", "flu", "tb"]})
+    cat = l_diversity(f, ["zip"], "disease", missing="category")
+    assert cat["distinct_l"].tolist() == [2, 2, 2, 1, 1, 1]
+    h = -(2 / 3 * log(2 / 3) + 1 / 3 * log(1 / 3))  # zip 1: flu 2, hiv 1
+    np.testing.assert_allclose(cat["entropy_l"], [math.exp(h)] * 3 + [1, 1, 1])
+    wild = l_diversity(f, ["zip"], "disease")  # the missing zip joins both classes
+    assert wild["distinct_l"].tolist() == [3, 3, 3, 2, 2, 3]
+    assert wild["fk"].tolist() == [4, 4, 4, 3, 3, 6]
+    h2 = -(2 / 3 * log(2 / 3) + 1 / 3 * log(1 / 3))  # zip 2 + missing: flu 2, tb 1
+    assert wild["entropy_l"].iloc[3] == pytest.approx(math.exp(h2))
+
+
+def test_l_diversity_agrees_with_the_anonymity_criteria():
+    from sdckit.anonymity import check
+    from sdckit.anonymity.criteria import DistinctLDiversity, EntropyLDiversity
+    from sdckit.risk import l_diversity
+    rng = np.random.default_rng(3)
+    f = pd.DataFrame({"a": rng.integers(0, 3, 40), "b": rng.integers(0, 2, 40), "s": rng.integers(0, 4, 40)})
+    ours = l_diversity(f, ["a", "b"], "s", missing="category")
+    rep = check(f, ["a", "b"], [DistinctLDiversity(2, "s"), EntropyLDiversity(1.5, "s")])
+    assert ours["distinct_l"].min() == min(s["worst"] for s in rep.summary if "distinct" in s["criterion"])
+    assert ours["entropy_l"].min() == pytest.approx(min(s["worst"] for s in rep.summary if "entropy" in s["criterion"]))
+
+
+def test_l_diversity_bad_input():
+    from sdckit.risk import l_diversity
+    with pytest.raises(SchemaError, match="'nope'"):
+        l_diversity(ten_records(), ["sex"], "nope")
+    with pytest.raises(SchemaError, match="cannot also be"):
+        l_diversity(ten_records(), ["sex"], "sex")

@@ -8,6 +8,7 @@
 * :func:`frequencies`, :func:`individual_risk`, :func:`global_risk`,
   :func:`k_anonymity_violations` — sample and weighted key frequencies and the
   Benedetti-Franconi re-identification risk, per record, per household and for the file;
+* :func:`l_diversity` — distinct and entropy l-diversity of a sensitive attribute per record;
 * :func:`suda2` — minimal sample uniques, SUDA and DIS-SUDA scores;
 * :func:`permutation_risk` — the permutation paradigm's verification, linkage and rank
   displacement summarised (needs :mod:`sdckit.permutation`).
@@ -17,6 +18,7 @@ from sdckit.risk.classes import ClassRisk, categorical_quasi, equivalence_classe
 from sdckit.risk.frequencies import frequencies, k_anonymity_violations
 from sdckit.risk.individual import GlobalRisk, global_risk, individual_risk
 from sdckit.risk.interval import IntervalDisclosure, interval_disclosure
+from sdckit.risk.ldiversity import l_diversity
 from sdckit.risk.linkage import DistanceLinkage, distance_linkage, true_originals
 from sdckit.risk.permutation import PermutationRisk, permutation_risk
 from sdckit.risk.suda import suda2
@@ -35,6 +37,7 @@ __all__ = [
     "individual_risk",
     "interval_disclosure",
     "k_anonymity_violations",
+    "l_diversity",
     "permutation_risk",
     "suda2",
     "true_originals",
