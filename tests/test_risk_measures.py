@@ -354,3 +354,54 @@ def test_l_diversity_bad_input():
         l_diversity(ten_records(), ["sex"], "nope")
     with pytest.raises(SchemaError, match="cannot also be"):
         l_diversity(ten_records(), ["sex"], "sex")
+
+
+# ------------------------------------------------------------- population models (ARX)
+@pytest.fixture(scope="module")
+def adult():
+    return pd.read_csv(Path(__file__).parent / "data" / "adult" / "adult.csv.gz", sep=";")
+
+
+@pytest.mark.parametrize("pi, expected, model", [
+    # ARX TestRiskMetrics.testDecisionRule2: adult.csv, all 9 attributes quasi-identifying;
+    # ARX compares truncated to 4 decimals
+    (0.1, 0.27684993883653597, "pitman"),
+    (0.2, 0.3577099234829125, "zayatz"),
+    (0.01, 0.1446083531167384, "pitman"),
+    (1.0, 0.5142895033485844, None),
+])
+def test_population_uniqueness_equals_arx(adult, pi, expected, model):
+    from sdckit.risk import population_risk
+    r = population_risk(adult, list(adult.columns), sampling_fraction=pi)
+    assert r.dankar == pytest.approx(expected, abs=1e-8)
+    assert r.sample_uniqueness == pytest.approx(0.5142895033485844)
+    assert r.dankar <= r.sample_uniqueness + 1e-12
+    if model:
+        assert r.dankar_model == model
+    if pi == 0.1:  # ARX: when Dankar picks Zayatz at 10%, the figure is 0.3207402393466189
+        assert r.zayatz == pytest.approx(0.3207402393466189, abs=1e-8)
+
+
+def test_attacker_models_by_hand():
+    from sdckit.risk import population_risk
+    # classes (sex, region) of ten_records: sizes 3, 2, 1, 1, 3; weighted sizes 60, 100, 50, 1, 75
+    r = population_risk(ten_records(), ["sex", "region"], weight="w", threshold=0.4)
+    assert r.population == 286 and r.sample_uniqueness == 0.2
+    assert r.prosecutor == {"highest": 1.0, "lowest": 1 / 3, "records_at_risk": 0.4, "average": 0.5}  # 1/f > 0.4 for f = 1, 2: 4 records
+    f = np.array([3, 2, 1, 1, 3])
+    F = np.array([60, 100, 50, 1, 75])
+    assert r.journalist["highest"] == 1.0 and r.journalist["lowest"] == 1 / 100
+    assert r.journalist["records_at_risk"] == pytest.approx(0.1)  # only (M,S): 1/1 > 0.4
+    assert r.journalist["average"] == pytest.approx(max(5 / 286, (f / F).sum() / 10))
+    assert r.marketer == pytest.approx((f / F).sum() / 10)
+    assert set(r.to_dict()) >= {"population_uniqueness", "prosecutor", "journalist", "marketer"}
+
+
+def test_population_risk_bad_input():
+    from sdckit.risk import population_risk
+    with pytest.raises(ParameterError, match="exactly one"):
+        population_risk(ten_records(), ["sex"])
+    with pytest.raises(ParameterError, match="'sampling_fraction'"):
+        population_risk(ten_records(), ["sex"], sampling_fraction=0.0)
+    with pytest.raises(ParameterError, match="'population_size'"):
+        population_risk(ten_records(), ["sex"], population_size=3)

@@ -9,6 +9,8 @@
   :func:`k_anonymity_violations` — sample and weighted key frequencies and the
   Benedetti-Franconi re-identification risk, per record, per household and for the file;
 * :func:`l_diversity` — distinct and entropy l-diversity of a sensitive attribute per record;
+* :func:`population_risk` — population uniqueness (Pitman, Zayatz, SNB, Dankar's rule) and
+  prosecutor, journalist and marketer risk;
 * :func:`suda2` — minimal sample uniques, SUDA and DIS-SUDA scores;
 * :func:`permutation_risk` — the permutation paradigm's verification, linkage and rank
   displacement summarised (needs :mod:`sdckit.permutation`).
@@ -21,6 +23,7 @@ from sdckit.risk.interval import IntervalDisclosure, interval_disclosure
 from sdckit.risk.ldiversity import l_diversity
 from sdckit.risk.linkage import DistanceLinkage, distance_linkage, true_originals
 from sdckit.risk.permutation import PermutationRisk, permutation_risk
+from sdckit.risk.population import PopulationRisk, population_risk
 from sdckit.risk.suda import suda2
 
 __all__ = [
@@ -29,6 +32,7 @@ __all__ = [
     "GlobalRisk",
     "IntervalDisclosure",
     "PermutationRisk",
+    "PopulationRisk",
     "categorical_quasi",
     "distance_linkage",
     "equivalence_classes",
@@ -39,6 +43,7 @@ __all__ = [
     "k_anonymity_violations",
     "l_diversity",
     "permutation_risk",
+    "population_risk",
     "suda2",
     "true_originals",
 ]
