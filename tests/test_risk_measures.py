@@ -405,3 +405,36 @@ def test_population_risk_bad_input():
         population_risk(ten_records(), ["sex"], sampling_fraction=0.0)
     with pytest.raises(ParameterError, match="'population_size'"):
         population_risk(ten_records(), ["sex"], population_size=3)
+
+
+# ------------------------------------------------------------- Gower linkage
+def test_gower_distance_by_hand():
+    from sdckit.risk.gower import gower_distances
+    x = pd.DataFrame({"age": [20.0, 60.0], "sex": ["f", "m"], "zip": ["1", None]})
+    y = pd.DataFrame({"age": [30.0], "sex": ["m"], "zip": ["1"]})
+    d = gower_distances(x, y)
+    # range of age over both files: 40. To x0: (10/40 + 1 + 0) / 3; to x1: zip missing -> (30/40 + 0) / 2
+    np.testing.assert_allclose(d, [[(0.25 + 1) / 3, 0.75 / 2]])
+
+
+def test_gower_linkage_brute_force_and_metric_option():
+    from sdckit.risk import distance_linkage
+    from sdckit.risk.gower import gower_distances
+    rng = np.random.default_rng(5)
+    x = pd.DataFrame({"age": rng.integers(18, 90, 30).astype(float), "sex": rng.choice(["f", "m"], 30),
+                      "edu": rng.choice(list("abcd"), 30)})
+    y = x.copy()
+    y["age"] = y["age"] + rng.normal(0, 3, 30)
+    y.loc[rng.choice(30, 8, replace=False), "edu"] = "a"
+    r = distance_linkage(x, y, metric="gower")
+    d = gower_distances(x, y)
+    credit = []
+    for i in range(30):
+        tied = np.flatnonzero(d[i] <= d[i].min() * (1 + 1e-9) + 1e-12)
+        credit.append(1 / len(tied) if i in tied else 0.0)
+    assert r.rate == pytest.approx(np.mean(credit))
+    assert r.records["nearest"].tolist() == [int(np.argmin(row)) for row in d]
+    with pytest.raises(ParameterError, match="'metric'"):
+        distance_linkage(x, y, metric="cosine")
+    with pytest.raises(SchemaError, match="'nope'"):
+        distance_linkage(x, y, ["nope"], metric="gower")

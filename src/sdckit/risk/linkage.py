@@ -21,7 +21,7 @@ import pandas as pd
 from scipy.spatial import cKDTree
 
 from sdckit.core.arrays import standardize
-from sdckit.core.errors import DataError
+from sdckit.core.errors import DataError, ParameterError
 from sdckit.utility.columns import numeric_pair
 
 _TIE_RTOL = 1e-9
@@ -81,8 +81,12 @@ def distance_linkage(
     columns: Sequence[str] | None = None,
     *,
     truth: Sequence[int] | np.ndarray | None = None,
+    metric: str = "euclidean",
 ) -> DistanceLinkage:
     """Link every released record to its nearest original (see the module docstring).
+
+    ``metric="gower"`` uses Gower's distance on mixed numeric and categorical columns instead
+    (:func:`sdckit.risk.gower.gower_linkage`; default columns: all the two files share).
 
     Examples
     --------
@@ -93,6 +97,11 @@ def distance_linkage(
     >>> distance_linkage(x, y).rate
     0.3333333333333333
     """
+    if metric == "gower":
+        from sdckit.risk.gower import gower_linkage  # gower builds on this module
+        return gower_linkage(original, released, columns, truth=truth)
+    if metric != "euclidean":
+        raise ParameterError(f"The 'metric' parameter of distance_linkage must be 'euclidean' or 'gower'. Got {metric!r} instead.")
     cols, x, y = numeric_pair(original, released, columns, owner="distance_linkage")
     owner = true_originals(truth, len(x), len(y))
     xs, ys = standardize(x, ddof=1), standardize(y, ddof=1)
