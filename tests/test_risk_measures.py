@@ -438,3 +438,22 @@ def test_gower_linkage_brute_force_and_metric_option():
         distance_linkage(x, y, metric="cosine")
     with pytest.raises(SchemaError, match="'nope'"):
         distance_linkage(x, y, ["nope"], metric="gower")
+
+
+# ------------------------------------------------------------- report section
+def test_report_risk_section_counts_only():
+    from sdckit.core.schema import Schema
+    from sdckit.report.render import environment
+    from sdckit.report.risk_section import risk_section
+    f = ten_records().assign(hh=[1, 1, 2, 2, 3, 3, 4, 4, 5, 5])
+    schema = Schema.infer(f, quasi=["sex", "region"])
+    section, data = risk_section(f, schema, "w", "hh")
+    g = global_risk(f, ["sex", "region"], "w", "hh")
+    assert data["expected_reidentifications"] == pytest.approx(g.expected_reidentifications)
+    assert data["household_risk"] == pytest.approx(g.household_risk)
+    html = environment().get_template("risk.html").render(section=section)
+    assert "<svg" in html and "expected re-identifications" in html
+    for value in ("&#39;N&#39;", ">N<", ">S<", ">E<", ">F<", ">M<"):  # no key value shown
+        assert value not in html
+    none, data = risk_section(f, Schema.infer(f), None)
+    assert data is None and "no nominal or ordinal quasi-identifier" in none.note
