@@ -38,6 +38,31 @@ from sdckit.core.matching import check_keys, check_missing_rule, combine, key_co
 from sdckit.risk.frequencies import _check_frame
 
 
+def _subset_counter(reduced: np.ndarray, mult: np.ndarray, cand: np.ndarray) -> Callable[[tuple[int, ...]], np.ndarray]:
+    """``count(subset)``: for each candidate, the (multiplicity-weighted) number of records
+    matching it on the keys of ``subset``. Without missing codes the key is a mixed-radix
+    number of contiguous columns, counted with one bincount (no hashing)."""
+    if (reduced < 0).any():
+        return lambda subset: match_totals(reduced[:, list(subset)], mult)[1][cand]
+    columns = [np.ascontiguousarray(reduced[:, j]) for j in range(reduced.shape[1])]
+    cards = [int(c.max()) + 1 for c in columns]
+    limit = 4 * len(mult) + 1024
+
+    def count(subset: tuple[int, ...]) -> np.ndarray:
+        label = columns[subset[0]].copy()
+        size = cards[subset[0]]
+        for j in subset[1:]:
+            if size * cards[j] > limit:
+                label = np.unique(label, return_inverse=True)[1]
+                size = int(label.max()) + 1
+            label *= cards[j]
+            label += columns[j]
+            size *= cards[j]
+        return np.bincount(label, weights=mult, minlength=size)[label[cand]]
+
+    return count
+
+
 def _msu_counts(codes: np.ndarray, max_size: int,
                 progress: Callable[[int, int], None] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """MSU counts (records x max_size) and each record's full-key frequency, for one stratum."""
@@ -50,6 +75,7 @@ def _msu_counts(codes: np.ndarray, max_size: int,
     full = match_totals(reduced, mult)[1]
     cand = np.flatnonzero(full == 1)
     counts = np.zeros((len(reduced), max_size), dtype=np.int64)
+    count = _subset_counter(reduced, mult, cand)
     previous: dict[tuple[int, ...], np.ndarray] = {(): np.zeros(len(cand), dtype=bool)}
     total = sum(math.comb(m, k) for k in range(1, max_size + 1))
     done = 0
@@ -62,7 +88,7 @@ def _msu_counts(codes: np.ndarray, max_size: int,
             if covered.all():
                 level[subset] = covered
             else:
-                unique = match_totals(reduced[:, list(subset)], mult)[1][cand] == 1
+                unique = count(subset) == 1
                 counts[cand[unique & ~covered], k - 1] += 1
                 level[subset] = unique | covered
             done += 1
