@@ -21,7 +21,8 @@ from sdckit.core.errors import DataError, ParameterError, SchemaError
 from sdckit.core.matching import check_keys, check_missing_rule, key_codes, match_totals
 
 
-def _check_frame(frame: object, owner: str) -> pd.DataFrame:
+def require_frame(frame: object, owner: str) -> pd.DataFrame:
+    """``frame`` if it is a non-empty DataFrame, else a DataError naming ``owner``."""
     if not isinstance(frame, pd.DataFrame):
         raise DataError(f"{owner} expects a pandas DataFrame; got {type(frame).__name__}.")
     if len(frame) == 0:
@@ -77,7 +78,7 @@ def frequencies(
     [2, 2, 1, 1]
     """
     owner = "frequencies"
-    _check_frame(frame, owner)
+    require_frame(frame, owner)
     keys = check_keys(frame, keys, owner)
     missing = check_missing_rule(missing, owner)
     w = sampling_weights(frame, weight, owner)

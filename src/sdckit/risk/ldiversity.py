@@ -19,7 +19,7 @@ import pandas as pd
 from sdckit.core.diversity import distinct_values, entropy_values
 from sdckit.core.errors import SchemaError
 from sdckit.core.matching import check_keys, check_missing_rule, match_totals
-from sdckit.risk.frequencies import _check_frame, stratified_codes
+from sdckit.risk.frequencies import require_frame, stratified_codes
 
 
 def l_diversity(
@@ -39,7 +39,7 @@ def l_diversity(
     [2.0, 2.0, 2.0, 1.0, 1.0]
     """
     owner = "l_diversity"
-    _check_frame(frame, owner)
+    require_frame(frame, owner)
     keys = check_keys(frame, keys, owner)
     missing = check_missing_rule(missing, owner)
     if sensitive not in frame.columns:

@@ -46,7 +46,7 @@ from scipy import optimize, special, stats
 
 from sdckit.core.errors import ParameterError
 from sdckit.core.matching import check_keys, combine, key_codes
-from sdckit.risk.frequencies import _check_frame, sampling_weights
+from sdckit.risk.frequencies import require_frame, sampling_weights
 
 
 def _histogram(sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -184,7 +184,7 @@ def population_risk(
     marketer risk of ``frame`` on ``keys``; give exactly one of ``sampling_fraction``,
     ``population_size`` or ``weight`` (module docstring)."""
     owner = "population_risk"
-    _check_frame(frame, owner)
+    require_frame(frame, owner)
     keys = check_keys(frame, keys, owner)
     given = [v is not None for v in (sampling_fraction, population_size, weight)]
     if sum(given) != 1:

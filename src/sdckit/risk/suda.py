@@ -35,7 +35,7 @@ import pandas as pd
 
 from sdckit.core.errors import ParameterError
 from sdckit.core.matching import check_keys, check_missing_rule, combine, key_codes, match_totals
-from sdckit.risk.frequencies import _check_frame
+from sdckit.risk.frequencies import require_frame
 
 
 def _subset_counter(reduced: np.ndarray, mult: np.ndarray, cand: np.ndarray) -> Callable[[tuple[int, ...]], np.ndarray]:
@@ -142,7 +142,7 @@ def suda2(
     [0.0, 0.0, 6.0, 0.0, 12.0, 0.0, 6.0, 10.0, 0.0, 0.0]
     """
     owner = "suda2"
-    _check_frame(frame, owner)
+    require_frame(frame, owner)
     keys = check_keys(frame, keys, owner)
     missing = check_missing_rule(missing, owner)
     m = len(keys)
