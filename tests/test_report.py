@@ -14,7 +14,7 @@ from sdckit.core.errors import ParameterError
 from sdckit.recipe import load_recipe, run_recipe
 from sdckit.report import assess_report, build_report, render_report
 
-SECTIONS = ("summary", "distances", "plausibility", "displacement", "linkage", "utility", "classes", "transparency")
+SECTIONS = ("summary", "distances", "plausibility", "displacement", "linkage", "utility", "classes", "risk", "transparency")
 
 
 @pytest.fixture(scope="module")
@@ -32,8 +32,8 @@ def test_report_has_every_section_and_figure(made):
     assert [s.anchor for s in report.sections] == list(SECTIONS)
     for anchor in SECTIONS:
         assert f'<section id="{anchor}">' in html
-    # distances, plausibility, displacement, utility (3), classes
-    assert html.count("<svg") == 7
+    # distances, plausibility, displacement, utility (3), classes, risk
+    assert html.count("<svg") == 8
     assert report.data["permutation"]["hellinger"] > 0
     assert report.data["classes"]["quasi"] == ["AGE", "SEX", "REGION"]  # every quasi-identifier (issue 12 §3)
     # classes on every quasi-identifier of the release (the noisy AGE by its exact values):

@@ -21,6 +21,7 @@ from sdckit.anonymity.criteria import (
 )
 from sdckit.anonymity.lattice import sensitive_order
 from sdckit.core.arrays import class_labels, first_rows
+from sdckit.core.diversity import value_histogram
 from sdckit.core.errors import DataError, ParameterError
 from sdckit.core.schema import Schema
 
@@ -113,7 +114,7 @@ def check(frame: pd.DataFrame, quasi: Sequence[str], criteria: Criterion | Seque
         if c.needs_sensitive is not None:
             codes, labels = sensitive_order(frame[c.needs_sensitive], schema)
             m = len(labels)
-            hist = np.bincount(cls * m + codes, minlength=g * m).reshape(g, m)
+            hist = value_histogram(cls, codes, g, m)
             overall = np.bincount(codes, minlength=m).astype(float)
         label = c.label()
         measure = c.measure(sizes, hist, overall, labels)

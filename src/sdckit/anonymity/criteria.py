@@ -21,6 +21,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from sdckit.core.diversity import distinct_values, entropy_values
 from sdckit.core.hierarchy import Hierarchy, as_hierarchy
 from sdckit.core.params import Interval, Options, Satisfies, check_param, validate_params
 
@@ -85,7 +86,7 @@ class DistinctLDiversity(Criterion):
     rules: ClassVar = {"l": Interval(int, 2, None), "sensitive": _NAME}
 
     def measure(self, sizes, hist, overall=None, labels=None):
-        return (hist > 0).sum(axis=1).astype(float)
+        return distinct_values(hist)
 
     def violates(self, sizes, hist, overall=None, labels=None):
         return self.measure(sizes, hist) < self.l
@@ -109,10 +110,7 @@ class EntropyLDiversity(Criterion):
     rules: ClassVar = {"l": Interval(float, 1, None, closed="neither"), "sensitive": _NAME}
 
     def measure(self, sizes, hist, overall=None, labels=None):
-        p = hist / np.maximum(hist.sum(axis=1, keepdims=True), 1)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            terms = np.where(p > 0, -p * np.log(p), 0.0)
-        return np.exp(terms.sum(axis=1))
+        return entropy_values(hist)
 
     def violates(self, sizes, hist, overall=None, labels=None):
         return self.measure(sizes, hist) < self.l * (1 - 1e-12)

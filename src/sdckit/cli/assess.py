@@ -73,6 +73,8 @@ def assess(
     json_out: Annotated[Optional[Path], JSON] = None,
     html_out: Annotated[Optional[Path], typer.Option("--html", help="Also write the self-contained HTML report (risk, utility, transparency) here.")] = None,
     manifest: Annotated[Optional[Path], typer.Option("--manifest", help="The release's <stem>.manifest.json: its schema and methods go into the HTML report.")] = None,
+    weight: Annotated[Optional[str], typer.Option("--weight", help="Sampling-weight column of the release, for the HTML report's re-identification risk section.")] = None,
+    household: Annotated[Optional[str], typer.Option("--household", help="Household-id column of the release, for the report's household risk.")] = None,
 ) -> None:
     """Verify a release as a maximum-knowledge intruder would (permutation paradigm)."""
     x, y = read(original), read(released)
@@ -88,10 +90,10 @@ def assess(
         from sdckit.report.assess import assess_report, schema_from_manifest
 
         schema = schema_from_manifest(recorded, y) if recorded is not None else None
-        with progress_bar("writing the report", 4) as advance:
+        with progress_bar("writing the report", 5) as advance:
             assess_report(x, y, html_out, schema=schema, manifest=recorded, columns=parse_columns(columns),
                           null=null, n_random=n_random, random_state=seed, progress=advance,
-                          inputs=(original, released))
+                          inputs=(original, released), weight=weight, household=household)
         console.print(f"report: {html_out}  (open it in a browser)")
 
 

@@ -69,6 +69,8 @@ class Method:
             if isinstance(value, list | tuple):
                 object.__setattr__(self, f.name, to_tuple(value))
         rules: dict[str, Rule] = {"columns": [IsNone(), StrList()], **self.constraints}
+        if isinstance(self, StratifiedMethod):
+            rules["strata"] = [IsNone(), StrList()]
         every_field = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         validate_params(type(self).__name__, every_field, rules)
         self.check()
@@ -112,8 +114,12 @@ class Method:
     ) -> Outcome:
         """Like :meth:`apply`, also returning the output schema and the method's report."""
         schema, columns = self.prepare(frame, schema)
-        result = self.transform(frame.copy(), columns, schema, as_generator(rng))
-        outcome = result if isinstance(result, Outcome) else Outcome(result, schema)
+        strata = getattr(self, "strata", None)
+        if strata:
+            outcome = _run_by_stratum(self, frame, columns, schema, as_generator(rng), strata)
+        else:
+            result = self.transform(frame.copy(), columns, schema, as_generator(rng))
+            outcome = result if isinstance(result, Outcome) else Outcome(result, schema)
         if not self.suppresses:
             require_no_new_missing(frame, outcome.data, type(self).__name__)
         return outcome
@@ -176,6 +182,43 @@ class Method:
                 f"{roles}. Name columns with columns=[...] or declare roles in the schema."
             )
         return chosen
+
+
+@dataclass(frozen=True)
+class StratifiedMethod(Method):
+    """A method that can run within each stratum: with ``strata=[columns]`` the records are
+    split by their values of those columns (a missing value is a stratum value of its own) and
+    the method is applied to each stratum on its own, as sdcMicro does with ``strataVars``
+    (e.g. microaggregation and PRAM per region). The strata, in the order of their first
+    record, share the one random generator; the records keep their order. The report holds
+    ``strata`` (how many) and ``by_stratum`` (each stratum's report)."""
+
+    strata: tuple[str, ...] | None = field(default=None, kw_only=True)
+
+
+def _run_by_stratum(method: Method, frame: pd.DataFrame, columns: tuple[str, ...], schema: Schema,
+                    rng: np.random.Generator, strata: tuple[str, ...]) -> Outcome:
+    owner = type(method).__name__
+    for name in strata:
+        if name not in frame.columns:
+            raise SchemaError(f"Stratum column {name!r} of {owner} is not in the data; "
+                              f"the columns are: {', '.join(map(str, frame.columns))}.")
+        if name in columns:
+            raise SchemaError(f"{owner} cannot both protect column {name!r} and use it as a stratum.")
+    labels = frame.groupby(list(strata), sort=False, dropna=False, observed=True).ngroup().to_numpy()
+    pieces, infos, out_schema = [], [], schema
+    for label in range(int(labels.max()) + 1):
+        rows = np.flatnonzero(labels == label)
+        part = frame.iloc[rows].copy()
+        result = method.transform(part, columns, schema, rng)
+        outcome = result if isinstance(result, Outcome) else Outcome(result, schema)
+        if len(outcome.data) != len(rows):
+            raise DataError(f"{owner} changed the number of records of a stratum; it cannot run per stratum.")
+        pieces.append(outcome.data.set_axis(rows))
+        infos.append(outcome.info)
+        out_schema = outcome.schema
+    data = pd.concat(pieces).sort_index().set_axis(frame.index)
+    return Outcome(data, out_schema, {"strata": len(pieces), "by_stratum": infos} if any(infos) else {})
 
 
 #: Largest magnitude a numeric value may have: sums of squares of 10^8 such values stay finite.

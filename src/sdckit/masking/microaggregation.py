@@ -28,7 +28,7 @@ import pandas as pd
 from sdckit.core.arrays import numeric_block, write_block
 from sdckit.core.errors import DataError
 from sdckit.core.grouping import group_means, mdav_groups, sse_ratio, univariate_groups
-from sdckit.core.method import Method, Outcome, register
+from sdckit.core.method import Outcome, StratifiedMethod, register
 from sdckit.core.params import Interval, Options
 from sdckit.core.schema import Schema
 
@@ -36,7 +36,7 @@ from sdckit.core.schema import Schema
 # --------------------------------------------------------------------------- method
 @register
 @dataclass(frozen=True)
-class Microaggregation(Method):
+class Microaggregation(StratifiedMethod):
     """Microaggregation: groups of at least ``k`` similar records, values replaced by group means.
 
     Parameters
@@ -52,6 +52,9 @@ class Microaggregation(Method):
     columns : list of str, optional
         Columns to aggregate; default: the numeric quasi-identifiers and confidential columns
         (every numeric column when no roles are declared).
+    strata : list of str, optional
+        Aggregate within each stratum of these columns (groups never mix strata; each stratum
+        needs at least ``k`` records); see :class:`~sdckit.core.method.StratifiedMethod`.
 
     Notes
     -----

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from sdckit.core.errors import DataError
-from sdckit.core.method import Method, Outcome, register
+from sdckit.core.method import Outcome, StratifiedMethod, register
 from sdckit.core.params import Boolean, Interval, IsNone, Satisfies
 from sdckit.core.schema import CATEGORICAL_KINDS, Kind, Schema
 
@@ -144,7 +144,7 @@ def apply_transitions(codes: np.ndarray, matrix: np.ndarray, rng: np.random.Gene
 # --------------------------------------------------------------------------- method
 @register
 @dataclass(frozen=True)
-class Pram(Method):
+class Pram(StratifiedMethod):
     """PRAM: each categorical value changed at random according to a Markov matrix.
 
     Record ``i``'s value of category ``k`` becomes category ``l`` with probability ``P[k, l]``,
@@ -169,6 +169,10 @@ class Pram(Method):
     columns : list of str, optional
         Columns to randomise; default: the matrix's columns, or (with ``p_keep``) the nominal
         and ordinal quasi-identifiers and confidential columns.
+    strata : list of str, optional
+        Randomise within each stratum of these columns (with ``p_keep`` or ``invariant``, the
+        categories and distribution are the stratum's); see
+        :class:`~sdckit.core.method.StratifiedMethod`.
 
     Notes
     -----

@@ -329,6 +329,8 @@ def build_report(
     title: str | None = None,
     random_state: RandomState = None,
     progress: Progress | None = None,
+    weight: str | None = None,
+    household: str | None = None,
 ) -> Report:
     """Compute the risk and utility of a release and describe the report's sections.
 
@@ -353,6 +355,9 @@ def build_report(
         Seeds the verification's random records (not shown anywhere in the report).
     progress : callable, optional
         ``progress(done, total, label)`` after each step.
+    weight, household : str, optional
+        Sampling-weight and household-id columns of the release for the re-identification risk
+        section (:mod:`sdckit.report.risk_section`).
     """
     check_settings({"null": null, "n_random": n_random, "n_null": n_null, "alpha": alpha, "interval_p": interval_p})
     rng = as_generator(random_state)
@@ -361,7 +366,7 @@ def build_report(
     numeric = [c for c in cols if c in shared_numeric]
     settings = {"null": null, "n_random": n_random, "n_null": n_null, "alpha": alpha, "interval_p": interval_p,
                 "columns": ", ".join(cols)}
-    total, done = 4, 0
+    total, done = 5, 0
 
     def step(label: str) -> None:
         nonlocal done
@@ -440,6 +445,12 @@ def build_report(
         if verdict not in headline:
             headline.insert(0, verdict)
     step("equivalence classes")
+    # --- re-identification risk on the categorical keys (issue 16)
+    from sdckit.report.risk_section import risk_section  # it builds on this module's Section
+
+    section, data["risk"] = risk_section(released, schema, weight, household)
+    sections.append(section)
+    step("re-identification risk")
     sections = [replace(section, from_original=True) for section in sections]
     headline.append(("differential privacy", "not claimed: every measure here comes from the original data"))
     sections.append(transparency_section(manifest, settings))

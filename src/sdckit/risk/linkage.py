@@ -27,8 +27,8 @@ import pandas as pd
 from scipy.spatial import cKDTree
 
 from sdckit.core.arrays import standardize
-from sdckit.core.errors import DataError
-from sdckit.core.params import Interval, check_param
+from sdckit.core.errors import DataError, ParameterError
+from sdckit.core.params import Interval, Options, check_param
 from sdckit.core.random import RandomState, as_generator
 from sdckit.utility.columns import numeric_pair
 
@@ -97,10 +97,14 @@ def distance_linkage(
     columns: Sequence[str] | None = None,
     *,
     truth: Sequence[int] | np.ndarray | None = None,
+    metric: str = "euclidean",
     sample: int | None = None,
     random_state: RandomState = None,
 ) -> DistanceLinkage:
     """Link every released record to its nearest original (see the module docstring).
+
+    ``metric="gower"`` uses Gower's distance on mixed numeric and categorical columns instead
+    (:func:`sdckit.risk.gower.gower_linkage`; default columns: all the two files share).
 
     Parameters
     ----------
@@ -111,9 +115,11 @@ def distance_linkage(
     truth : sequence of int, optional
         For each original record, the 0-based position of its released version (-1: none);
         default: row i is row i.
+    metric : {"euclidean", "gower"}
+        Euclidean distance on standardized numeric columns, or Gower's on mixed columns.
     sample : int, optional
-        Link only a simple random sample of this many released records (when the release has
-        more) and report the estimate with its standard error.
+        Euclidean metric: link only a simple random sample of this many released records (when
+        the release has more) and report the estimate with its standard error.
     random_state : int or Generator, optional
         Seeds the sample.
 
@@ -126,6 +132,12 @@ def distance_linkage(
     >>> distance_linkage(x, y).rate
     0.3333333333333333
     """
+    check_param("distance_linkage", "metric", metric, Options(("euclidean", "gower")))
+    if metric == "gower":
+        if sample is not None:
+            raise ParameterError("distance_linkage samples with the euclidean metric only; drop sample= for metric='gower'.")
+        from sdckit.risk.gower import gower_linkage  # gower builds on this module
+        return gower_linkage(original, released, columns, truth=truth)
     if sample is not None:
         check_param("distance_linkage", "sample", sample, Interval(int, 1, None))
     cols, x, y = numeric_pair(original, released, columns, owner="distance_linkage")

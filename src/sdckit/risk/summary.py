@@ -1,0 +1,110 @@
+"""The headline risk figures of a file, as the CLI and the report show them.
+
+:func:`risk_summary` gathers the measures of issue 16 — global and household risk, the
+distribution of individual risk, k-anonymity violations, sample uniques, which key variable
+drives uniqueness and the SUDA2 scores — into aggregates only: counts and shares, never a
+record or a key value, so that the summary can be shown and written without disclosing anyone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from sdckit.core.matching import check_keys, check_missing_rule
+from sdckit.risk.frequencies import frequencies
+from sdckit.risk.individual import DEFAULT_THRESHOLD, GlobalRisk, global_risk
+from sdckit.risk.suda import suda2
+
+#: Upper edges of the bands of individual risk shown in the report and the CLI.
+RISK_BANDS = (0.01, 0.05, 0.1, 0.2, 0.5, 1.0)
+#: Upper edges of the DIS-SUDA bands (sdcMicro's print.suda2: == 0, (0, 0.1], ... > 0.7).
+DIS_BANDS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 1.0)
+K_VALUES = (2, 3, 5)
+
+
+def band_counts(values: np.ndarray, edges: Sequence[float]) -> dict[str, int]:
+    """Records per band ``(previous edge, edge]`` (the first band is ``[0, edges[0]]``)."""
+    out: dict[str, int] = {}
+    low = None
+    for edge in edges:
+        inside = values <= edge if low is None else (values > low) & (values <= edge)
+        out[f"<= {edge:g}" if low is None else f"({low:g}, {edge:g}]"] = int(inside.sum())
+        low = edge
+    if (values > edges[-1]).any():
+        out[f"> {edges[-1]:g}"] = int((values > edges[-1]).sum())
+    return out
+
+
+@dataclass(frozen=True)
+class RiskSummary:
+    """Aggregated risk of a file; ``to_dict()`` is what ``sdckit risk --json`` writes."""
+
+    global_: GlobalRisk
+    missing: str
+    strata: tuple[str, ...]
+    risk_bands: dict[str, int]
+    k_violations: dict[int, int]
+    uniques: int
+    uniques_without: dict[str, int]
+    suda: dict[str, object] | None
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            **self.global_.to_dict(), "missing": self.missing, "strata": list(self.strata),
+            "risk_bands": self.risk_bands,
+            "k_anonymity_violations": {str(k): v for k, v in self.k_violations.items()},
+            "sample_uniques": self.uniques,
+            "sample_uniques_without_key": self.uniques_without,
+            "suda2": self.suda,
+        }
+
+
+def risk_summary(
+    frame: pd.DataFrame,
+    keys: Sequence[str] | str,
+    weight: str | None = None,
+    household: str | None = None,
+    *,
+    missing: str = "wildcard",
+    strata: Sequence[str] | str | None = None,
+    threshold: float = DEFAULT_THRESHOLD,
+    suda: bool = True,
+    suda_max_size: int | None = None,
+    dis_fraction: float = 0.01,
+) -> RiskSummary:
+    """Every headline figure of the file's re-identification risk (module docstring).
+
+    ``sample_uniques_without_key[v]`` is the number of sample uniques left when key variable
+    ``v`` is dropped from the key: the variables whose removal helps most drive uniqueness.
+    """
+    keys = check_keys(frame, keys, "risk_summary")
+    missing = check_missing_rule(missing, "risk_summary")
+    strata_t = () if strata is None else ((strata,) if isinstance(strata, str) else tuple(strata))
+    g = global_risk(frame, keys, weight, household, missing=missing, threshold=threshold, strata=strata)
+    fk = g.individual["fk"].to_numpy()
+    without = {}
+    for name in keys:
+        rest = [k for k in keys if k != name]
+        without[name] = (int((frequencies(frame, rest, None, missing, strata=strata)["fk"] == 1).sum())
+                         if rest else 0)
+    suda_dict = None
+    if suda:
+        s = suda2(frame, keys, suda_max_size, missing, dis_fraction=dis_fraction, strata=strata)
+        msu_cols = [c for c in s.columns if c.startswith("msu_")]
+        suda_dict = {
+            "max_size": len(msu_cols), "dis_fraction": dis_fraction,
+            "records_with_msu": int((s["score"] > 0).sum()),
+            "msu_by_size": {c.removeprefix("msu_"): int(s[c].sum()) for c in msu_cols},
+            "mean_score": float(s["score"].mean()), "max_score": float(s["score"].max()),
+            "dis_score_bands": band_counts(s["dis_score"].to_numpy(), DIS_BANDS),
+        }
+    return RiskSummary(
+        global_=g, missing=missing, strata=strata_t,
+        risk_bands=band_counts(g.individual["risk"].to_numpy(), RISK_BANDS),
+        k_violations={k: int((fk < k).sum()) for k in K_VALUES},
+        uniques=int((fk == 1).sum()), uniques_without=without, suda=suda_dict,
+    )
