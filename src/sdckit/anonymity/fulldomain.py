@@ -15,7 +15,7 @@ from sdckit.core.hierarchy import (
     Hierarchy,
     freeze_hierarchies,
 )
-from sdckit.anonymity.lattice import Evaluator, GroupTable, encode
+from sdckit.anonymity.lattice import Evaluator, encode
 from sdckit.anonymity.metrics import METRICS
 from sdckit.anonymity.partition import Partition
 from sdckit.anonymity.search import ALGORITHMS, SearchResult
@@ -146,20 +146,16 @@ class FullDomainGeneralization(Method):
         result = ALGORITHMS[self.algorithm](ev, self.metric, progress)
         node = result.node
         enc = ev.enc
-        codes = np.column_stack([
-            enc.codes[:, j] if node[j] == 0 else ev.rollup(j, 0, node[j])[enc.codes[:, j]]
-            for j in range(len(node))
-        ])
-        sens = (np.column_stack([s.codes for s in enc.sensitive]) if enc.sensitive
-                else np.zeros((enc.n, 0), dtype=np.int64))
-        cls, _, violating = ev.class_stats(GroupTable(node, codes, sens, np.ones(enc.n, dtype=np.int64), grouped=False))
-        kept = ~violating.any(axis=1)[cls]
-        data = frame.loc[kept].copy()
+        codes, cls, _, violating = ev.bottom_classes(node)  # per bottom-table row
+        kept_rows = ~violating.any(axis=1)[cls]
+        kept = kept_rows[enc.records]
+        data = frame.copy(deep=False) if kept.all() else frame.loc[kept]  # copy-on-write: the caller's frame is safe
+        records = enc.records[kept]
         for j, name in enumerate(quasi):
             if node[j] > 0:
-                labels = enc.hierarchies[j].labels(node[j])
-                data[name] = pd.Series(labels[codes[kept, j]], index=data.index, dtype=object)
-        classes = pd.factorize(cls[kept])[0].astype(np.int64)
+                row_labels = enc.hierarchies[j].labels(node[j])[codes[j]]
+                data[name] = pd.Series(row_labels[records], index=data.index, dtype=object)
+        classes = pd.factorize(cls[records])[0].astype(np.int64)
         info: dict[str, Any] = {
             "algorithm": self.algorithm,
             "node": {q: int(level) for q, level in zip(quasi, node)},

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from sdckit.anonymity.lattice import Evaluator, GroupTable, NodeStats
+from sdckit.anonymity.lattice import Evaluator, NodeStats
 from sdckit.utility.precision import discernibility_from_sizes
 
 METRICS = ("loss", "discernibility", "aecs", "entropy")
@@ -53,11 +53,7 @@ def node_metrics(ev: Evaluator, node: Sequence[int]) -> dict[str, float]:
     """Every metric of ``node`` (the generalization with its required suppression)."""
     node = tuple(int(x) for x in node)
     bottom = ev.bottom
-    codes = np.column_stack([
-        bottom.codes[:, j] if node[j] == 0 else ev.rollup(j, 0, node[j])[bottom.codes[:, j]]
-        for j in range(len(node))
-    ]) if node else bottom.codes
-    cls, sizes, violating = ev.class_stats(GroupTable(node, codes, bottom.sens, bottom.counts, grouped=False))
+    codes, cls, sizes, violating = ev.bottom_classes(node)
     bad_class = violating.any(axis=1)
     n = int(bottom.counts.sum())
     by_size = size_metrics(sizes, bad_class, node, ev.enc.heights, n)
@@ -65,10 +61,10 @@ def node_metrics(ev: Evaluator, node: Sequence[int]) -> dict[str, float]:
     entropy = 0.0
     w = bottom.counts.astype(float)
     for j in range(len(node)):
-        c0 = np.bincount(bottom.codes[:, j], weights=w)
-        cg = np.bincount(codes[:, j], weights=w)
-        per_row = np.where(row_suppressed, np.log2(n / c0[bottom.codes[:, j]]),
-                           np.log2(cg[codes[:, j]] / c0[bottom.codes[:, j]]))
+        c0 = np.bincount(bottom.columns[j], weights=w)
+        cg = np.bincount(codes[j], weights=w)
+        per_row = np.where(row_suppressed, np.log2(n / c0[bottom.columns[j]]),
+                           np.log2(cg[codes[j]] / c0[bottom.columns[j]]))
         entropy += float((w * per_row).sum())
     names = ("loss", "discernibility", "aecs")
     return {**{k: by_size[k] for k in names}, "entropy": entropy,

@@ -73,56 +73,59 @@ def _no_solution(ev: Evaluator) -> DataError:
 
 
 def _minimal_of(lat: Lattice, passing: np.ndarray) -> list[tuple[int, ...]]:
-    """Passing nodes with no other passing node below them (by height order)."""
-    minimal: list[np.ndarray] = []
-    for idx in lat.order[passing[lat.order]]:
-        v = lat.nodes[idx]
-        if minimal and np.any(np.all(np.asarray(minimal) <= v, axis=1)):
-            continue
-        minimal.append(v)
-    return [tuple(int(x) for x in v) for v in minimal]
+    """Passing nodes with no other passing node below them, by height then lexicographically."""
+    minimal = lat.minimal(passing)
+    return [tuple(int(x) for x in lat.nodes[i]) for i in lat.order[minimal[lat.order]]]
 
 
-def _path_up(lat: Lattice, start: np.ndarray) -> list[np.ndarray]:
-    """From ``start`` to the top, one level at a time, raising the relatively lowest attribute."""
-    heights = lat.heights
-    path = [start.copy()]
-    v = start.copy()
-    while np.any(v < heights):
-        ratio = np.where(v < heights, v / np.maximum(heights, 1), np.inf)
-        v = v.copy()
-        v[int(np.argmin(ratio))] += 1
-        path.append(v)
-    return path
+def _path_up(start: tuple[int, ...], heights: tuple[int, ...]) -> list[tuple[int, ...]]:
+    """From ``start`` to the top, one level at a time, raising the relatively lowest attribute
+    (the first on ties)."""
+    v = list(start)
+    path = [tuple(v)]
+    while True:
+        best, lowest = -1, 2.0
+        for j, (x, h) in enumerate(zip(v, heights)):
+            if x < h and x / h < lowest:
+                best, lowest = j, x / h
+        if best < 0:
+            return path
+        v[best] += 1
+        path.append(tuple(v))
 
 
 def _tag_monotone(ev: Evaluator, lat: Lattice, progress: Progress) -> np.ndarray:
-    """Status of every node under the monotone criteria: +1 satisfies, -1 fails."""
-    status = np.zeros(len(lat), dtype=np.int8)
-    top = lat.nodes[lat.index(lat.heights)]
-    if not ev.passes(tuple(top), monotone_only=True):
+    """Status of every node under the monotone criteria: +1 satisfies, -1 fails.
+
+    Predictive tagging in both directions: a satisfying node tags its up-set, a failing one
+    its down-set (grid slices), and a tagged node is never evaluated."""
+    status = np.zeros(lat.shape, dtype=np.int8)
+    heights = tuple(int(h) for h in lat.heights)
+    if not ev.passes(heights, monotone_only=True):
         raise _no_solution(ev)
-    status[lat.above(top)] = 1
-    done = 0
-    for idx in lat.order:
-        if status[idx]:
+    status[heights] = 1
+    nodes = [tuple(v) for v in lat.nodes[lat.order].tolist()]
+    for v in nodes:
+        if status[v]:
             continue
-        path = _path_up(lat, lat.nodes[idx])
-        hi = next(i for i, v in enumerate(path) if status[lat.index(v)] == 1)
+        path = _path_up(v, heights)
+        hi = next(i for i, p in enumerate(path) if status[p] == 1)
         lo = 0
         while lo < hi:
             mid = (lo + hi) // 2
-            v = path[mid]
-            if ev.passes(tuple(v), monotone_only=True):
-                status[lat.above(v) & (status == 0)] = 1
+            p = path[mid]
+            known = status[p]
+            if known == 1 or (known == 0 and ev.passes(p, monotone_only=True)):
+                up = status[lat.up_slice(p)]
+                up[up == 0] = 1
                 hi = mid
             else:
-                status[lat.below(v) & (status == 0)] = -1
+                down = status[lat.down_slice(p)]
+                down[down == 0] = -1
                 lo = mid + 1
-        done += 1
         if progress is not None:
-            progress(int((status != 0).sum()), len(lat), "lattice")
-    return status
+            progress(int(np.count_nonzero(status)), len(lat), "lattice")
+    return status.reshape(-1)
 
 
 def optimal(ev: Evaluator, metric: str = "loss", progress: Progress = None) -> SearchResult:
