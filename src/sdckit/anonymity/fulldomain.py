@@ -16,6 +16,7 @@ from sdckit.core.hierarchy import (
     freeze_hierarchies,
 )
 from sdckit.anonymity.lattice import Evaluator, encode
+from sdckit.anonymity.rollup import dense_ids
 from sdckit.anonymity.metrics import METRICS
 from sdckit.anonymity.partition import Partition
 from sdckit.anonymity.search import ALGORITHMS, SearchResult
@@ -149,13 +150,20 @@ class FullDomainGeneralization(Method):
         codes, cls, _, violating = ev.bottom_classes(node)  # per bottom-table row
         kept_rows = ~violating.any(axis=1)[cls]
         kept = kept_rows[enc.records]
-        data = frame.copy(deep=False) if kept.all() else frame.loc[kept]  # copy-on-write: the caller's frame is safe
-        records = enc.records[kept]
+        generalized = [name for j, name in enumerate(quasi) if node[j] > 0]
+        rest = frame.drop(columns=generalized)  # copy-on-write: the caller's frame is never touched
+        records = enc.records
+        if not kept.all():
+            where = np.flatnonzero(kept)
+            rest = rest.iloc[where]
+            records = records[where]
+        columns = {}
         for j, name in enumerate(quasi):
             if node[j] > 0:
                 row_labels = enc.hierarchies[j].labels(node[j])[codes[j]]
-                data[name] = pd.Series(row_labels[records], index=data.index, dtype=object)
-        classes = pd.factorize(cls[records])[0].astype(np.int64)
+                columns[name] = pd.Series(row_labels[records], index=rest.index, dtype=object)
+        data = rest.assign(**columns)[list(frame.columns)] if columns else rest.copy(deep=False)
+        classes = dense_ids(cls[records])
         info: dict[str, Any] = {
             "algorithm": self.algorithm,
             "node": {q: int(level) for q, level in zip(quasi, node)},

@@ -144,6 +144,13 @@ def rollup_group(columns: np.ndarray, counts: np.ndarray, parent: np.ndarray, so
     return _rollup_group(columns, counts, parent, source, target, sizes)
 
 
+def dense_ids(keys: np.ndarray) -> np.ndarray:
+    """Non-negative int ``keys`` renumbered ``0, 1, ...`` in order of first appearance."""
+    keys = np.asarray(keys, dtype=np.int64)
+    radix = int(keys.max()) + 1 if len(keys) else 1
+    return _group_keys(keys, radix)[0].astype(np.int64)
+
+
 @numba.njit(cache=True)
 def records_in_small_classes(sizes, k, limit):
     """Records in classes smaller than ``k``, counting stops as soon as it exceeds ``limit``

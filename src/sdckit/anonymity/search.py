@@ -78,20 +78,16 @@ def _minimal_of(lat: Lattice, passing: np.ndarray) -> list[tuple[int, ...]]:
     return [tuple(int(x) for x in lat.nodes[i]) for i in lat.order[minimal[lat.order]]]
 
 
-def _path_up(start: tuple[int, ...], heights: tuple[int, ...]) -> list[tuple[int, ...]]:
-    """From ``start`` to the top, one level at a time, raising the relatively lowest attribute
-    (the first on ties)."""
-    v = list(start)
-    path = [tuple(v)]
-    while True:
-        best, lowest = -1, 2.0
-        for j, (x, h) in enumerate(zip(v, heights)):
-            if x < h and x / h < lowest:
-                best, lowest = j, x / h
-        if best < 0:
-            return path
-        v[best] += 1
-        path.append(tuple(v))
+def _next_up(lat: Lattice) -> np.ndarray:
+    """For every node, the next node of its path to the top: the relatively lowest attribute
+    (level / height; the first on ties) raised by one level; -1 at the top."""
+    heights = lat.heights
+    ratio = np.where(lat.nodes < heights, lat.nodes / np.maximum(heights, 1), np.inf)
+    raise_ = np.argmin(ratio, axis=1)
+    step = np.zeros_like(lat.nodes)
+    step[np.arange(len(lat)), raise_] = 1
+    nxt = np.ravel_multi_index(tuple((lat.nodes + step).T), lat.shape, mode="clip")
+    return np.where(np.isinf(ratio).all(axis=1), -1, nxt)
 
 
 def _tag_monotone(ev: Evaluator, lat: Lattice, progress: Progress) -> np.ndarray:
@@ -99,33 +95,36 @@ def _tag_monotone(ev: Evaluator, lat: Lattice, progress: Progress) -> np.ndarray
 
     Predictive tagging in both directions: a satisfying node tags its up-set, a failing one
     its down-set (grid slices), and a tagged node is never evaluated."""
-    status = np.zeros(lat.shape, dtype=np.int8)
+    status = np.zeros(len(lat), dtype=np.int8)
+    grid = status.reshape(lat.shape)  # a view: tagging a slice of it tags ``status``
     heights = tuple(int(h) for h in lat.heights)
     if not ev.passes(heights, monotone_only=True):
         raise _no_solution(ev)
-    status[heights] = 1
-    nodes = [tuple(v) for v in lat.nodes[lat.order].tolist()]
-    for v in nodes:
-        if status[v]:
+    grid[heights] = 1
+    nodes = [tuple(v) for v in lat.nodes.tolist()]
+    nxt = _next_up(lat).tolist()
+    for start in lat.order.tolist():
+        if status[start]:
             continue
-        path = _path_up(v, heights)
-        hi = next(i for i, p in enumerate(path) if status[p] == 1)
-        lo = 0
+        path = [start]
+        while status[path[-1]] != 1:  # up to the first node known to satisfy
+            path.append(nxt[path[-1]])
+        lo, hi = 0, len(path) - 1
         while lo < hi:
             mid = (lo + hi) // 2
-            p = path[mid]
-            known = status[p]
-            if known == 1 or (known == 0 and ev.passes(p, monotone_only=True)):
-                up = status[lat.up_slice(p)]
+            i = path[mid]
+            known = status[i]
+            if known == 1 or (known == 0 and ev.passes(nodes[i], monotone_only=True)):
+                up = grid[lat.up_slice(nodes[i])]
                 up[up == 0] = 1
                 hi = mid
             else:
-                down = status[lat.down_slice(p)]
+                down = grid[lat.down_slice(nodes[i])]
                 down[down == 0] = -1
                 lo = mid + 1
         if progress is not None:
             progress(int(np.count_nonzero(status)), len(lat), "lattice")
-    return status.reshape(-1)
+    return status
 
 
 def optimal(ev: Evaluator, metric: str = "loss", progress: Progress = None) -> SearchResult:
