@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from sdckit.anonymity.criteria import Criterion, KAnonymity
-from sdckit.anonymity.rollup import parent_maps, records_in_small_classes, rollup_group
+from sdckit.anonymity.rollup import finest_below, parent_maps, records_in_small_classes, rollup_group
 from sdckit.core.errors import DataError
 from sdckit.core.hierarchy import Hierarchy
 from sdckit.core.schema import Kind, Schema
@@ -232,7 +232,7 @@ class TableCache:
     def __init__(self, width: int, budget: int, slots: int = 512):
         self.budget = int(budget)
         self.nodes = np.zeros((slots, width), dtype=np.int64)
-        self.rows = np.full(slots, np.iinfo(np.int64).max, dtype=np.int64)
+        self.rows = np.full(slots, -1, dtype=np.int64)  # -1: empty slot
         self.tables: list[GroupTable | None] = [None] * slots
         self.next = 0
         self.total = 0
@@ -254,13 +254,12 @@ class TableCache:
         if self.tables[slot] is not None:
             self.total -= len(self.tables[slot].counts)
             self.tables[slot] = None
-            self.rows[slot] = np.iinfo(np.int64).max
+            self.rows[slot] = -1
 
     def finest_below(self, node: np.ndarray) -> GroupTable | None:
         """The cached table with the fewest rows among nodes ``<= node``."""
-        rows = np.where((self.nodes <= node).all(axis=1), self.rows, np.iinfo(np.int64).max)
-        best = int(np.argmin(rows))
-        return self.tables[best] if rows[best] < np.iinfo(np.int64).max else None
+        best = finest_below(self.nodes, self.rows, node)
+        return None if best < 0 else self.tables[best]
 
 
 class Evaluator:
@@ -313,7 +312,7 @@ class Evaluator:
         """The frequency table of ``node``, rolled up from ``source`` or the smallest cached
         table of a finer node (the bottom table at worst)."""
         if source is None:
-            cached = self.cache.finest_below(np.asarray(node))
+            cached = self.cache.finest_below(np.asarray(node, dtype=np.int64))
             source = cached if cached is not None and len(cached.counts) < len(self.bottom.counts) else self.bottom
         if source.node == node:
             return source

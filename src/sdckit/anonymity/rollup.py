@@ -110,7 +110,7 @@ def _rollup_group(columns, counts, parent, source, target, sizes):
         sums[g] += counts[r]
         if first[g] < 0:
             first[g] = r
-    grouped = np.empty((m, count), dtype=np.int32)
+    grouped = np.empty((m, count), dtype=columns.dtype)
     for j in range(m):
         for g in range(count):
             grouped[j, g] = direct[j, columns[j, first[g]]]
@@ -135,7 +135,7 @@ def rollup_group(columns: np.ndarray, counts: np.ndarray, parent: np.ndarray, so
     Returns
     -------
     inverse : (rows,) int32, the group of each input row
-    grouped : (columns, groups) int32, the rolled-up codes of each group (first-seen order)
+    grouped : (columns, groups) of the dtype of ``columns``, the rolled-up codes of each group (first-seen order)
     sums : (groups,) int64, the records of each group
 
     Rows are grouped on a mixed-radix key of their codes, re-numbered densely whenever the
@@ -162,3 +162,20 @@ def records_in_small_classes(sizes, k, limit):
             if total > limit:
                 return total
     return total
+
+
+@numba.njit(cache=True)
+def finest_below(nodes, rows, node):
+    """The slot of the fewest ``rows`` among ``nodes <= node`` (componentwise); -1 if none."""
+    best = -1
+    for i in range(len(rows)):
+        if rows[i] < 0 or (best >= 0 and rows[i] >= rows[best]):
+            continue
+        below = True
+        for j in range(len(node)):
+            if nodes[i, j] > node[j]:
+                below = False
+                break
+        if below:
+            best = i
+    return best

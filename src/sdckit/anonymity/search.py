@@ -64,10 +64,11 @@ def _best(ev: Evaluator, candidates, metric: str) -> tuple[tuple[int, ...], dict
 
 def _no_solution(ev: Evaluator) -> DataError:
     top = ev.evaluate(tuple(int(h) for h in ev.enc.heights))
+    needed = int(top.sizes[top.violating.any(axis=1)].sum())  # exact (the check may have stopped early)
     names = ", ".join(c.label() for c in ev.criteria)
     return DataError(
         f"No generalization satisfies {names} with at most {ev.allowed} suppressed record(s): even "
-        f"the fully generalized table needs {top.suppressed} suppressed. Relax the criteria or allow "
+        f"the fully generalized table needs {needed} suppressed. Relax the criteria or allow "
         "more suppression."
     )
 
