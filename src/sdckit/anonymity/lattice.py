@@ -111,13 +111,14 @@ class Encoded:
         return np.array([h.height for h in self.hierarchies], dtype=np.int64)
 
 
-def _small_codes(columns: Sequence[np.ndarray]) -> np.ndarray:
-    """The code columns as one columns x records array of the narrowest unsigned type."""
-    top = max([0] + [int(c.max()) for c in columns if len(c)])
+def _small_codes(parts: Sequence[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
+    """Columns given as (codes, value of each code) pairs, gathered into one columns x records
+    array of the narrowest unsigned type."""
+    top = max([0] + [int(values.max()) for _, values in parts if len(values)])
     dtype = np.uint8 if top < 2**8 else np.uint16 if top < 2**16 else np.uint32
-    out = np.empty((len(columns), len(columns[0]) if columns else 0), dtype=dtype)
-    for j, c in enumerate(columns):
-        out[j] = c
+    out = np.empty((len(parts), len(parts[0][0]) if parts else 0), dtype=dtype)
+    for j, (codes, values) in enumerate(parts):
+        np.take(values.astype(dtype), codes, out=out[j])
     return out
 
 
@@ -143,14 +144,14 @@ def encode(frame: pd.DataFrame, hierarchies: Mapping[str, Hierarchy], criteria: 
            schema: Schema | None = None) -> Encoded:
     """Encode the records once and aggregate them once into the bottom frequency table."""
     quasi = tuple(hierarchies)
-    columns = [hierarchies[q].index_of(frame[q], q) for q in quasi]  # level-0 code = hierarchy row
+    parts = [hierarchies[q].rows_of(frame[q], q) for q in quasi]  # level-0 code = hierarchy row
     sens = []
     for s in _sensitive_names(frame, quasi, criteria):
         codes, labels = sensitive_order(frame[s], schema)
-        columns.append(codes)
+        parts.append((codes, np.arange(len(labels))))
         sens.append(Sensitive(s, labels, np.bincount(codes, minlength=len(labels)).astype(float)))
-    matrix = _small_codes(columns)
-    del columns
+    matrix = _small_codes(parts)
+    del parts
     zeros = np.zeros(len(matrix), dtype=np.int64)
     parent = parent_maps([hierarchies[q] for q in quasi], [len(x.labels) for x in sens])
     sizes = _bottom_sizes([hierarchies[q] for q in quasi], sens)

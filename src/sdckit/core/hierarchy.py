@@ -80,7 +80,7 @@ def factorize(series: pd.Series) -> tuple[np.ndarray, pd.Series]:
         chunked = arrow()
         whole = chunked.chunk(0) if chunked.num_chunks == 1 else chunked.combine_chunks()
         encoded = pc.dictionary_encode(whole)
-        codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+        codes = encoded.indices.to_numpy(zero_copy_only=False)
         return codes, pd.Series(encoded.dictionary.to_pylist(), dtype=dtype)
     codes, uniques = pd.factorize(series, use_na_sentinel=False)
     return codes, pd.Series(uniques, dtype=dtype if len(uniques) else object)
@@ -222,6 +222,13 @@ class Hierarchy:
     # ------------------------------------------------------------------ data
     def index_of(self, values: Any, column: str = "the column") -> np.ndarray:
         """Row of each data value in the table; :class:`DataError` names a missing value."""
+        codes, rows = self.rows_of(values, column)
+        return rows[codes]
+
+    def rows_of(self, values: Any, column: str = "the column") -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`index_of` in two parts: a code per value (ints) and the table row of each
+        code, so that ``rows[codes]`` is the row of each value (for large data, gathered
+        straight into a narrow type)."""
         series = values if isinstance(values, pd.Series) else pd.Series(list(values))
         codes, uniques = factorize(series)
         keys = value_keys(uniques)
@@ -233,12 +240,12 @@ class Hierarchy:
             row = series.index[first]
             row = row.item() if isinstance(row, np.generic) else row
             missing = int(np.isin(codes, np.flatnonzero(found < 0)).sum())
-            what = "a missing value" if pd.isna(uniques[bad]) else "a value of the data"
+            what = "a missing value" if pd.isna(uniques.iloc[bad]) else "a value of the data"
             raise DataError(  # never the value itself: it may be confidential (issue 12 §3)
                 f"The hierarchy of column {column!r}{where} has no row for {what} "
                 f"(first at row {row!r}, {missing} record(s) in all); add the column's values to the hierarchy."
             )
-        return found[codes]
+        return codes, found
 
     def generalize(self, values: Any, level: int, column: str = "the column") -> np.ndarray:
         """The values generalized to ``level`` (an object array of strings)."""
