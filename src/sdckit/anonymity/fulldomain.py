@@ -9,12 +9,13 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from sdckit.anonymity.criteria import CRITERIA_RULE, Criterion, KAnonymity, as_criteria
+from sdckit.anonymity.criteria import CRITERIA_RULE, Criterion, as_criteria, criteria_with_k
 from sdckit.core.hierarchy import (
     HIERARCHY_MAPPING,
     Hierarchy,
     freeze_hierarchies,
 )
+from sdckit.anonymity.frequencies import evaluator_for
 from sdckit.anonymity.lattice import Evaluator, encode
 from sdckit.anonymity.rollup import dense_ids
 from sdckit.anonymity.metrics import METRICS
@@ -31,11 +32,6 @@ _COMMON_ZIPS = ("13053", "13068", "14850", "14853", "13055")
 def suppression_allowed(max_suppression: float, n: int) -> int:
     """MaxSup as a number of records: ``floor(max_suppression * n)``."""
     return int(np.floor(max_suppression * n + 1e-9))
-
-
-def criteria_with_k(k: int, criteria: tuple[Criterion, ...]) -> tuple[Criterion, ...]:
-    """``KAnonymity(k)`` followed by the other criteria."""
-    return (KAnonymity(k),) + tuple(c for c in criteria if c != KAnonymity(k))
 
 
 @register
@@ -128,9 +124,7 @@ class FullDomainGeneralization(Method):
     def _evaluator(self, frame: pd.DataFrame, quasi: tuple[str, ...], schema: Schema | None) -> Evaluator:
         criteria = criteria_with_k(self.k, self.criteria)
         enc = encode(frame, {q: self.hierarchies[q] for q in quasi}, criteria, schema)
-        allowed = suppression_allowed(self.max_suppression, len(frame))
-        flags = [c.monotone or (allowed == 0 and c.monotone_without_suppression) for c in criteria]
-        return Evaluator(enc, criteria, allowed, flags)
+        return evaluator_for(enc, self.k, self.criteria, suppression_allowed(self.max_suppression, len(frame)))
 
     def search(self, frame: pd.DataFrame, schema: Schema | None = None,
                progress: Callable[[int, int, str], None] | None = None) -> SearchResult:

@@ -127,7 +127,8 @@ def rollup_group(columns: np.ndarray, counts: np.ndarray, parent: np.ndarray, so
         The table's codes, one column per row of the array (column-major, so that each
         column is read in one sweep).
     counts : (rows,) int64, records behind each row
-    parent : (columns, depth, width) int32, see :func:`parent_maps`
+    parent : (columns, depth, width) int32, see :func:`parent_maps`; every code must be
+        below ``width`` (the callers build codes from the hierarchies or check them)
     source, target : (columns,) int64, the levels of ``columns`` and the wanted levels
         (``target >= source``; equal for sensitive columns)
     sizes : (columns,) int64, the number of distinct codes of each column at ``target``
