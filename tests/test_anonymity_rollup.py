@@ -219,3 +219,11 @@ def test_exhaustive_and_optimal_agree_on_every_tiny_lattice():
             best = FullDomainGeneralization(2, h, **params).search(frame)
             oracle = FullDomainGeneralization(2, h, algorithm="exhaustive", **params).search(frame)
             assert best.node == oracle.node and set(best.minimal) == set(oracle.minimal)
+
+
+def test_readme_frequency_table_example_runs_as_written(capsys):
+    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    section = readme[readme.index("### Searching a frequency table computed elsewhere"):]
+    code = section[section.index("```python") + len("```python"): section.index("```", section.index("```python") + 9)]
+    exec(compile(code, "README.md", "exec"), {})
+    assert capsys.readouterr().out.strip() == "(0, 1)"
