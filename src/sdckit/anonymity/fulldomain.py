@@ -155,7 +155,7 @@ class FullDomainGeneralization(Method):
         for j, name in enumerate(quasi):
             if node[j] > 0:
                 row_labels = enc.hierarchies[j].labels(node[j])[codes[j]]
-                columns[name] = pd.Series(row_labels[records], index=rest.index, dtype=object)
+                columns[name] = pd.Series(row_labels[records], index=rest.index, dtype=object, copy=False)
         data = rest.assign(**columns)[list(frame.columns)] if columns else rest.copy(deep=False)
         classes = dense_ids(cls[records])
         info: dict[str, Any] = {

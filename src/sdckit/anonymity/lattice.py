@@ -230,7 +230,7 @@ class TableCache:
     """Computed frequency tables, at most ``budget`` rows and ``slots`` tables in all; the
     oldest go first. :meth:`finest_below` finds the smallest cached table of a finer node."""
 
-    def __init__(self, width: int, budget: int, slots: int = 512):
+    def __init__(self, width: int, budget: int, slots: int = 4096):
         self.budget = int(budget)
         self.nodes = np.zeros((slots, width), dtype=np.int64)
         self.rows = np.full(slots, -1, dtype=np.int64)  # -1: empty slot
@@ -268,7 +268,7 @@ class Evaluator:
     result and the most recent tables (``cache_rows`` rows in all)."""
 
     def __init__(self, encoded: Encoded, criteria: Sequence[Criterion], allowed: int,
-                 monotone_flags: Sequence[bool], cache_rows: int = 1_000_000):
+                 monotone_flags: Sequence[bool], cache_rows: int = 4_000_000):
         self.enc = encoded
         self.criteria = tuple(criteria)
         self.allowed = int(allowed)
