@@ -7,8 +7,10 @@ are the satisfying nodes with no satisfying node below them.
 * :func:`optimal` uses monotonicity (a satisfying node implies every node above satisfies;
   a failing one, every node below fails). It visits nodes by height; from each unknown node
   it walks a path to the top and binary-searches it for the lowest satisfying node, tagging
-  the whole up-set of every satisfying node and the whole down-set of every failing one, so
-  each node is evaluated at most once (the idea of Flash and OLA). Criteria that are not
+  the whole up-set of every satisfying node and the whole down-set of every failing one (slices
+  of the lattice grid), so each node is evaluated at most once and a tagged node never (the
+  predictive tagging of Flash and OLA; Kohlmayer et al. 2012). Nodes are evaluated on
+  frequency tables rolled up from finer ones (:mod:`.lattice`). Criteria that are not
   monotone are then checked on every satisfying node, without pruning. Among the k-minimal
   nodes it returns the one with the best metric (ties: lower height, then lexicographic).
 * :func:`samarati` is Samarati's binary search on heights: the lowest height with a
