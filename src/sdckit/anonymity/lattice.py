@@ -153,7 +153,7 @@ def encode(frame: pd.DataFrame, hierarchies: Mapping[str, Hierarchy], criteria: 
     matrix = _small_codes(parts)
     del parts
     zeros = np.zeros(len(matrix), dtype=np.int64)
-    parent = parent_maps([hierarchies[q] for q in quasi], [len(x.labels) for x in sens])
+    parent = parent_maps([hierarchies[q] for q in quasi], len(sens))
     sizes = _bottom_sizes([hierarchies[q] for q in quasi], sens)
     records, codes, counts = rollup_group(matrix, np.ones(matrix.shape[1], dtype=np.int64), parent, zeros, zeros,
                                           sizes)
@@ -197,9 +197,10 @@ def encode_table(codes: np.ndarray, counts: np.ndarray, hierarchies: Mapping[str
             raise DataError(f"The frequency table's column {name!r} holds a code outside 0..{size - 1}, "
                             f"first at row {int(np.argmax(bad))}.")
     zeros = np.zeros(m, dtype=np.int64)
-    parent = parent_maps([hierarchies[q] for q in quasi], [len(v) for v in sensitive.values()])
-    _, grouped, sums = rollup_group(np.ascontiguousarray(codes.T, dtype=np.int64), counts.astype(np.int64),
-                                    parent, zeros, zeros, np.asarray(sizes, dtype=np.int64))
+    parent = parent_maps([hierarchies[q] for q in quasi], len(sensitive))
+    columns = _small_codes([(codes[:, j], np.arange(size)) for j, size in enumerate(sizes)])
+    _, grouped, sums = rollup_group(columns, counts.astype(np.int64), parent, zeros, zeros,
+                                    np.asarray(sizes, dtype=np.int64))
     sens = []
     for i, (name, labels) in enumerate(sensitive.items()):
         overall = np.bincount(grouped[len(quasi) + i], weights=sums, minlength=len(labels))
@@ -277,7 +278,7 @@ class Evaluator:
         self.sens_index = [None if c.needs_sensitive is None else names.index(c.needs_sensitive)
                            for c in self.criteria]
         self.q = len(encoded.quasi)
-        self.parent = parent_maps(encoded.hierarchies, [len(x.labels) for x in encoded.sensitive])
+        self.parent = parent_maps(encoded.hierarchies, len(encoded.sensitive))
         self._width = self.q + len(encoded.sensitive)
         depth = int(encoded.heights.max()) + 1 if self.q else 1
         self._sizes = np.zeros((self._width, depth), dtype=np.int64)  # codes per column and level

@@ -23,13 +23,13 @@ import numpy as np
 from sdckit.core.hierarchy import Hierarchy
 
 
-def parent_maps(hierarchies: Sequence[Hierarchy], sensitive_sizes: Sequence[int] = ()) -> np.ndarray:
+def parent_maps(hierarchies: Sequence[Hierarchy], n_sensitive: int = 0) -> np.ndarray:
     """``parent[j, l, c]``: the code at level ``l + 1`` of code ``c`` at level ``l`` of
-    hierarchy ``j`` (int32, padded with 0). Sensitive columns (``sensitive_sizes`` distinct
-    codes each) follow with no levels; the width covers every column's codes."""
-    width = max([1] + [h.level_sizes()[0] for h in hierarchies] + [int(s) for s in sensitive_sizes])
+    hierarchy ``j`` (int32, padded with 0). ``n_sensitive`` sensitive columns follow with no
+    levels (they are never rolled up, so their codes need no room)."""
+    width = max([1] + [h.level_sizes()[0] for h in hierarchies])
     depth = max([1] + [h.height for h in hierarchies])
-    parent = np.zeros((len(hierarchies) + len(sensitive_sizes), depth, width), dtype=np.int32)
+    parent = np.zeros((len(hierarchies) + n_sensitive, depth, width), dtype=np.int32)
     for j, h in enumerate(hierarchies):
         for level in range(h.height):
             up = h.rollup(level, level + 1)
@@ -82,13 +82,14 @@ def _group_keys(keys, radix):
 def _rollup_group(columns, counts, parent, source, target, sizes):
     m, rows = columns.shape
     width = parent.shape[2]
-    direct = np.empty((m, width), dtype=np.int32)  # code at source level -> code at target level
+    direct = np.zeros((m, width), dtype=np.int32)  # code at source level -> code at target level
     for j in range(m):
-        for c in range(width):
-            x = c
-            for level in range(source[j], target[j]):
-                x = parent[j, level, x]
-            direct[j, c] = x
+        if source[j] < target[j]:
+            for c in range(width):
+                x = c
+                for level in range(source[j], target[j]):
+                    x = parent[j, level, x]
+                direct[j, c] = x
     keys = np.zeros(rows, dtype=np.int64)
     radix = 1
     for j in range(m):
@@ -97,10 +98,14 @@ def _rollup_group(columns, counts, parent, source, target, sizes):
             dense, radix = _group_keys(keys, radix)
             for r in range(rows):
                 keys[r] = dense[r]
-        dj = direct[j]
         cj = columns[j]
-        for r in range(rows):
-            keys[r] = keys[r] * size + dj[cj[r]]
+        if source[j] < target[j]:
+            dj = direct[j]
+            for r in range(rows):
+                keys[r] = keys[r] * size + dj[cj[r]]
+        else:  # a column kept at its level: its codes as they are
+            for r in range(rows):
+                keys[r] = keys[r] * size + cj[r]
         radix *= size
     inverse, count = _group_keys(keys, radix)
     sums = np.zeros(count, dtype=np.int64)
@@ -112,8 +117,10 @@ def _rollup_group(columns, counts, parent, source, target, sizes):
             first[g] = r
     grouped = np.empty((m, count), dtype=columns.dtype)
     for j in range(m):
+        rolled = source[j] < target[j]
         for g in range(count):
-            grouped[j, g] = direct[j, columns[j, first[g]]]
+            c = columns[j, first[g]]
+            grouped[j, g] = direct[j, c] if rolled else c
     return inverse, grouped, sums
 
 
@@ -127,8 +134,9 @@ def rollup_group(columns: np.ndarray, counts: np.ndarray, parent: np.ndarray, so
         The table's codes, one column per row of the array (column-major, so that each
         column is read in one sweep).
     counts : (rows,) int64, records behind each row
-    parent : (columns, depth, width) int32, see :func:`parent_maps`; every code must be
-        below ``width`` (the callers build codes from the hierarchies or check them)
+    parent : (columns, depth, width) int32, see :func:`parent_maps`; the codes of every
+        rolled-up column must be below ``width`` (the callers build codes from the
+        hierarchies or check them)
     source, target : (columns,) int64, the levels of ``columns`` and the wanted levels
         (``target >= source``; equal for sensitive columns)
     sizes : (columns,) int64, the number of distinct codes of each column at ``target``
