@@ -25,16 +25,21 @@ from sdckit.utility.precision import discernibility_from_sizes
 METRICS = ("loss", "discernibility", "aecs", "entropy")
 
 
+def loss(node: Sequence[int], heights: np.ndarray, n: int, suppressed: int) -> float:
+    """Categorical precision loss of ``node`` with ``suppressed`` records fully generalized."""
+    h = np.asarray(heights, dtype=float)
+    ratio = np.divide(np.asarray(node, float), h, out=np.zeros(len(h)), where=h > 0)
+    return float(((n - suppressed) * (ratio.mean() if len(h) else 0.0) + suppressed) / n)
+
+
 def size_metrics(sizes: np.ndarray, bad: np.ndarray, node: Sequence[int], heights: np.ndarray,
                  n: int) -> dict[str, float]:
     """The metrics that need only the classes' sizes: ``loss``, ``discernibility``, ``aecs``,
     with ``suppressed`` (records in violating classes ``bad``) and ``classes`` (kept)."""
     s = int(sizes[bad].sum())
     kept = sizes[~bad]
-    h = np.asarray(heights, dtype=float)
-    ratio = np.divide(np.asarray(node, float), h, out=np.zeros(len(h)), where=h > 0)
     return {
-        "loss": float(((n - s) * (ratio.mean() if len(h) else 0.0) + s) / n),
+        "loss": loss(node, heights, n, s),
         "discernibility": float(discernibility_from_sizes(kept, s, n)),
         "aecs": float((n - s) / len(kept)) if len(kept) else float("inf"),
         "suppressed": s,
@@ -43,9 +48,12 @@ def size_metrics(sizes: np.ndarray, bad: np.ndarray, node: Sequence[int], height
 
 
 def quick_metric(stats: NodeStats, heights: np.ndarray, n: int, metric: str) -> float | None:
-    """``metric`` from a node's class sizes alone (None for ``"entropy"``, which needs values)."""
+    """``metric`` from a node's class sizes alone (None for ``"entropy"``, which needs values).
+    ``stats`` must be of a satisfying node (its suppression is then counted in full)."""
     if metric == "entropy":
         return None
+    if metric == "loss":
+        return loss(stats.node, heights, n, stats.suppressed)
     return size_metrics(stats.sizes, stats.violating.any(axis=1), stats.node, heights, n)[metric]
 
 
