@@ -292,10 +292,6 @@ class Evaluator:
         self.results: dict[tuple[int, ...], NodeStats] = {}
 
     # -------------------------------------------------------------- tables
-    def rollup(self, j: int, low: int, high: int) -> np.ndarray:
-        """Map from the codes of level ``low`` to those of level ``high`` of quasi-identifier ``j``."""
-        return self.enc.hierarchies[j].rollup(low, high)
-
     def _levels(self, node: Sequence[int]) -> np.ndarray:
         levels = np.zeros(self._width, dtype=np.int64)
         levels[: self.q] = node
