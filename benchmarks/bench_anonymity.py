@@ -1,74 +1,114 @@
-"""Benchmarks of sdckit.anonymity (issue 5). Run from the repository root:
+"""Benchmarks of sdckit's optimal full-domain k-anonymity against ARX (issue 18). From the
+repository root:
 
-    PYTHONPATH=src python benchmarks/bench_anonymity.py [--repeats 3] [--quick]
+    PYTHONPATH=src python benchmarks/bench_anonymity.py [--repeats 5] [--cases 1,2] [--mondrian]
 
-1. Adult (30,162 records, 8 quasi-identifiers with ARX's hierarchies), k=5, optimal
-   full-domain search (goal: under 1 s on 2 cores; ARX's Flash: 0.03 s in its paper).
-2. The same data replicated to 1,000,000 records (goal: under 30 s), with k=5 (every class
-   then has 33 copies: the bottom node wins) and with k=165 (the search of k=5 on Adult).
-3. Mondrian on 1,000,000 records x 5 continuous quasi-identifiers, k=5 (goal: under 20 s).
-Prints the median wall time of the repeats and the peak resident memory of the process.
+Adult (30,162 records, ARX's 8 quasi-identifiers and hierarchies), replicated x10 and x100,
+optimal search with the loss metric — the rows of issue 18's table. Each case runs in its own
+process: the median wall time of ``repeats`` calls of ``FullDomainGeneralization.partition``
+(search and release; reading the CSV not included) and the process's peak resident memory
+(``ru_maxrss``: data, search and release together). The ARX figures are the issue's (ARX 3.9,
+Flash, loss, Java 17, measured on the same 2-core machine; where the issue gives a range, its
+fastest end). Goals: time ratio <= 1 on every row, memory ratio <= 0.5. ``cpu s`` is the
+median CPU time of the same calls: on a machine shared with other work, wall time runs ahead
+of it, and the gap says how much of a core the benchmark got.
+
+``--mondrian`` adds the Mondrian case of issue 5 (1,000,000 records x 5 continuous columns).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import resource
 import statistics
+import subprocess
+import sys
 import time
 from pathlib import Path
-
-import numpy as np
-import pandas as pd
-
-from sdckit.anonymity import FullDomainGeneralization, Hierarchy, Mondrian
 
 ADULT = Path(__file__).resolve().parents[1] / "tests" / "data" / "adult"
 QI8 = ["sex", "age", "race", "marital-status", "education", "native-country", "workclass", "salary-class"]
 
+#: (copies of Adult, k, MaxSup, ARX seconds, ARX peak GB) — issue 18's table.
+CASES = [
+    (1, 5, 0.0, 0.100, 0.79),
+    (1, 5, 0.05, 0.367, 0.87),
+    (10, 5, 0.0, 0.483, 0.81),
+    (10, 5, 0.05, 0.516, 0.81),
+    (100, 5, 0.0, 3.2, 3.1),
+    (100, 500, 0.0, 3.5, 3.1),
+]
 
-def timed(fn, repeats):
-    times, out = [], None
+
+def run_case(index: int, repeats: int) -> dict:
+    """One case in this process; returns its figures."""
+    import numpy as np
+    import pandas as pd
+
+    from sdckit.anonymity import FullDomainGeneralization, Hierarchy
+
+    copies, k, sup, _, _ = CASES[index]
+    adult = pd.read_csv(ADULT / "adult.csv.gz", sep=";")
+    frame = adult if copies == 1 else adult.iloc[np.arange(copies * len(adult)) % len(adult)].reset_index(drop=True)
+    del adult
+    hierarchies = {q: Hierarchy.from_csv(ADULT / f"adult_hierarchy_{q}.csv.gz") for q in QI8}
+    method = FullDomainGeneralization(k, hierarchies, max_suppression=sup)
+    times, cpu = [], []
+    for _ in range(repeats + 1):  # the first call loads the compiled kernels: not counted
+        part = None  # the previous release is freed before the next call
+        start, start_cpu = time.perf_counter(), time.process_time()
+        part = method.partition(frame)
+        times.append(time.perf_counter() - start)
+        cpu.append(time.process_time() - start_cpu)
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 1e9
+    return {"rows": len(frame), "median": statistics.median(times[1:]), "times": times[1:],
+            "cpu": statistics.median(cpu[1:]), "peak_gb": peak,
+            "node": list(part.info["node"].values()), "evaluated": part.info["evaluated_nodes"],
+            "suppressed": part.info["suppressed"], "classes": part.info["classes"]}
+
+
+def mondrian(repeats: int) -> None:
+    import numpy as np
+    import pandas as pd
+
+    from sdckit.anonymity import Mondrian
+
+    rng = np.random.default_rng(0)
+    cont = pd.DataFrame(rng.uniform(0, 1000, size=(1_000_000, 5)), columns=[f"x{i}" for i in range(5)])
+    method = Mondrian(5, tuple(cont.columns))
+    times = []
     for _ in range(repeats):
         start = time.perf_counter()
-        out = fn()
+        part = method.partition(cont)
         times.append(time.perf_counter() - start)
-    return statistics.median(times), out
+    print(f"Mondrian {len(cont):,} rows x 5, k=5: {statistics.median(times):.3f} s  classes={part.n_classes} "
+          f"loss={part.info['loss']:.4f}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--quick", action="store_true", help="Adult only")
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--cases", default=",".join(str(i + 1) for i in range(len(CASES))),
+                        help="comma-separated case numbers (1-6)")
+    parser.add_argument("--case", type=int, help=argparse.SUPPRESS)  # internal: run one case, print JSON
+    parser.add_argument("--mondrian", action="store_true")
     args = parser.parse_args()
-    adult = pd.read_csv(ADULT / "adult.csv.gz", sep=";")
-    hierarchies = {q: Hierarchy.from_csv(ADULT / f"adult_hierarchy_{q}.csv.gz") for q in QI8}
-    method = FullDomainGeneralization(5, hierarchies)
-    for sup in (0.0, 0.05):
-        m = FullDomainGeneralization(5, hierarchies, max_suppression=sup)
-        t, part = timed(lambda: m.partition(adult), args.repeats)
-        print(f"Adult {len(adult):>9,} rows, k=5, MaxSup={sup:.0%}: {t:7.3f} s  node={list(part.info['node'].values())} "
-              f"evaluated={part.info['evaluated_nodes']}/{part.info['lattice_size']} classes={part.info['classes']} "
-              f"suppressed={part.info['suppressed']}")
-    if args.quick:
+    if args.case is not None:
+        print(json.dumps(run_case(args.case - 1, args.repeats)))
         return
-    big = adult.iloc[np.arange(1_000_000) % len(adult)].reset_index(drop=True)
-    t, part = timed(lambda: method.partition(big), args.repeats)
-    print(f"Adult x33 {len(big):>9,} rows, k=5, MaxSup=0%: {t:7.3f} s  node={list(part.info['node'].values())} "
-          f"evaluated={part.info['evaluated_nodes']}/{part.info['lattice_size']}")
-    copies = 5 * (len(big) // len(adult))  # the same search as k=5 on Adult itself
-    deep = FullDomainGeneralization(copies, hierarchies)
-    t, part = timed(lambda: deep.partition(big), args.repeats)
-    print(f"Adult x33 {len(big):>9,} rows, k={copies}, MaxSup=0%: {t:7.3f} s  node={list(part.info['node'].values())} "
-          f"evaluated={part.info['evaluated_nodes']}/{part.info['lattice_size']}")
-    rng = np.random.default_rng(0)
-    cont = pd.DataFrame(rng.uniform(0, 1000, size=(1_000_000, 5)), columns=[f"x{i}" for i in range(5)])
-    mondrian = Mondrian(5, tuple(cont.columns))
-    t, part = timed(lambda: mondrian.partition(cont), args.repeats)
-    print(f"Mondrian {len(cont):>9,} rows x 5, k=5: {t:7.3f} s  classes={part.n_classes} "
-          f"sizes {part.sizes.min()}..{part.sizes.max()} loss={part.info['loss']:.4f}")
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(f"peak resident memory: {peak:,.0f} MiB")
+    print(f"{'rows':>10} {'k':>4} {'MaxSup':>6} | {'ARX s':>6} {'sdckit s':>8} {'ratio':>6} {'cpu s':>6} | "
+          f"{'ARX GB':>6} {'sdckit GB':>9} {'ratio':>6} | node, evaluated nodes")
+    for number in (int(c) for c in args.cases.split(",")):
+        copies, k, sup, arx_s, arx_gb = CASES[number - 1]
+        out = subprocess.run([sys.executable, __file__, "--case", str(number), "--repeats", str(args.repeats)],
+                             capture_output=True, text=True, check=True)
+        r = json.loads(out.stdout.strip().splitlines()[-1])
+        print(f"{r['rows']:>10,} {k:>4} {sup:>6.0%} | {arx_s:>6.3f} {r['median']:>8.3f} {r['median'] / arx_s:>6.2f} {r['cpu']:>6.3f} | "
+              f"{arx_gb:>6.2f} {r['peak_gb']:>9.2f} {r['peak_gb'] / arx_gb:>6.2f} | {r['node']}, {r['evaluated']}",
+              flush=True)
+    if args.mondrian:
+        mondrian(args.repeats)
 
 
 if __name__ == "__main__":

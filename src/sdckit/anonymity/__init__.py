@@ -8,6 +8,7 @@ from sdckit.anonymity.criteria import (
     RecursiveCLDiversity,
     TCloseness,
 )
+from sdckit.anonymity.frequencies import search_frequencies
 from sdckit.anonymity.fulldomain import FullDomainGeneralization
 from sdckit.core.hierarchy import Hierarchy
 from sdckit.anonymity.microaggregation import MicroaggregationAnonymity
@@ -27,4 +28,5 @@ __all__ = [
     "RecursiveCLDiversity",
     "TCloseness",
     "check",
+    "search_frequencies",
 ]

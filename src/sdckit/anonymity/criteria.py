@@ -221,6 +221,11 @@ def _hierarchical_emd(r: np.ndarray, labels: np.ndarray, hierarchy: Hierarchy, c
     return total
 
 
+def criteria_with_k(k: int, criteria: tuple[Criterion, ...]) -> tuple[Criterion, ...]:
+    """``KAnonymity(k)`` followed by the other criteria."""
+    return (KAnonymity(k),) + tuple(c for c in criteria if c != KAnonymity(k))
+
+
 #: Criteria by the names recipes use (``{criterion = "distinct_l_diversity", l = 3, sensitive = "disease"}``).
 CRITERIA: dict[str, type[Criterion]] = {
     "k_anonymity": KAnonymity,

@@ -9,13 +9,15 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from sdckit.anonymity.criteria import CRITERIA_RULE, Criterion, KAnonymity, as_criteria
+from sdckit.anonymity.criteria import CRITERIA_RULE, Criterion, as_criteria, criteria_with_k
 from sdckit.core.hierarchy import (
     HIERARCHY_MAPPING,
     Hierarchy,
     freeze_hierarchies,
 )
-from sdckit.anonymity.lattice import Evaluator, GroupTable, encode
+from sdckit.anonymity.frequencies import evaluator_for
+from sdckit.anonymity.lattice import Evaluator, encode
+from sdckit.anonymity.rollup import dense_ids
 from sdckit.anonymity.metrics import METRICS
 from sdckit.anonymity.partition import Partition
 from sdckit.anonymity.search import ALGORITHMS, SearchResult
@@ -30,11 +32,6 @@ _COMMON_ZIPS = ("13053", "13068", "14850", "14853", "13055")
 def suppression_allowed(max_suppression: float, n: int) -> int:
     """MaxSup as a number of records: ``floor(max_suppression * n)``."""
     return int(np.floor(max_suppression * n + 1e-9))
-
-
-def criteria_with_k(k: int, criteria: tuple[Criterion, ...]) -> tuple[Criterion, ...]:
-    """``KAnonymity(k)`` followed by the other criteria."""
-    return (KAnonymity(k),) + tuple(c for c in criteria if c != KAnonymity(k))
 
 
 @register
@@ -127,9 +124,7 @@ class FullDomainGeneralization(Method):
     def _evaluator(self, frame: pd.DataFrame, quasi: tuple[str, ...], schema: Schema | None) -> Evaluator:
         criteria = criteria_with_k(self.k, self.criteria)
         enc = encode(frame, {q: self.hierarchies[q] for q in quasi}, criteria, schema)
-        allowed = suppression_allowed(self.max_suppression, len(frame))
-        flags = [c.monotone or (allowed == 0 and c.monotone_without_suppression) for c in criteria]
-        return Evaluator(enc, criteria, allowed, flags)
+        return evaluator_for(enc, self.k, self.criteria, suppression_allowed(self.max_suppression, len(frame)))
 
     def search(self, frame: pd.DataFrame, schema: Schema | None = None,
                progress: Callable[[int, int, str], None] | None = None) -> SearchResult:
@@ -146,20 +141,23 @@ class FullDomainGeneralization(Method):
         result = ALGORITHMS[self.algorithm](ev, self.metric, progress)
         node = result.node
         enc = ev.enc
-        codes = np.column_stack([
-            enc.codes[:, j] if node[j] == 0 else ev.rollup(j, 0, node[j])[enc.codes[:, j]]
-            for j in range(len(node))
-        ])
-        sens = (np.column_stack([s.codes for s in enc.sensitive]) if enc.sensitive
-                else np.zeros((enc.n, 0), dtype=np.int64))
-        cls, _, violating = ev.class_stats(GroupTable(node, codes, sens, np.ones(enc.n, dtype=np.int64), grouped=False))
-        kept = ~violating.any(axis=1)[cls]
-        data = frame.loc[kept].copy()
+        codes, cls, _, violating = ev.bottom_classes(node)  # per bottom-table row
+        kept_rows = ~violating.any(axis=1)[cls]
+        kept = kept_rows[enc.records]
+        generalized = [name for j, name in enumerate(quasi) if node[j] > 0]
+        rest = frame.drop(columns=generalized)  # copy-on-write: the caller's frame is never touched
+        records = enc.records
+        if not kept.all():
+            where = np.flatnonzero(kept)
+            rest = rest.iloc[where]
+            records = records[where]
+        columns = {}
         for j, name in enumerate(quasi):
             if node[j] > 0:
-                labels = enc.hierarchies[j].labels(node[j])
-                data[name] = pd.Series(labels[codes[kept, j]], index=data.index, dtype=object)
-        classes = pd.factorize(cls[kept])[0].astype(np.int64)
+                row_labels = enc.hierarchies[j].labels(node[j])[codes[j]]
+                columns[name] = pd.Series(row_labels[records], index=rest.index, dtype=object, copy=False)
+        data = rest.assign(**columns)[list(frame.columns)] if columns else rest.copy(deep=False)
+        classes = dense_ids(cls[records])
         info: dict[str, Any] = {
             "algorithm": self.algorithm,
             "node": {q: int(level) for q, level in zip(quasi, node)},

@@ -2,54 +2,45 @@
 
 A *node* is a vector of generalization levels, one per quasi-identifier (a distance vector
 of seed 003, Fig. 6); the lattice holds every vector between ``0`` and the hierarchies'
-heights. To evaluate a node the data are never re-read: the records are encoded once into
-integer codes per attribute (level 0), collapsed into a *group table* of distinct
-(quasi-identifier codes, sensitive codes) rows with their counts, and the table of a node is
-obtained from the table of any finer node by an array gather through each hierarchy's
-roll-up map and a regrouping of the (small) table — the idea behind ARX's roll-up.
+heights. The search never re-reads the data (Kohlmayer et al. 2012, "Flash", section 5):
+
+1. **encode once** — each quasi-identifier becomes the integer code of its value's row in
+   the hierarchy (its level-0 code; coarser codes come from ``parent`` maps, never from
+   strings). Values are matched through :func:`~sdckit.core.hierarchy.value_keys`, which is
+   injective, so classes are formed on exactly the values released;
+2. **aggregate once** — the records collapse into the *bottom frequency table*: the distinct
+   (level-0 codes, sensitive codes) rows with their record counts (:func:`encode`); another
+   engine may compute that table and hand it over (:func:`encode_table`);
+3. **roll up** — a node's table is computed from the smallest cached table of a finer node
+   (:func:`~sdckit.anonymity.rollup.rollup_group`); a bounded cache keeps recent tables;
+4. a node is checked on its table, stopping once the records of too-small classes pass
+   MaxSup; the winning node is applied to the records once, at the end.
 """
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
-from sdckit.anonymity.criteria import Criterion
-from sdckit.core.hierarchy import Hierarchy
-from sdckit.core.arrays import first_rows
+from sdckit.anonymity.criteria import Criterion, KAnonymity
+from sdckit.anonymity.rollup import finest_below, parent_maps, records_in_small_classes, rollup_group
 from sdckit.core.errors import DataError
+from sdckit.core.hierarchy import Hierarchy
 from sdckit.core.schema import Kind, Schema
 
 #: Largest lattice the searches accept (nodes); beyond it use Mondrian.
 MAX_NODES = 2_000_000
 
 
-def combine_codes(columns: Sequence[np.ndarray], sizes: Sequence[int]) -> np.ndarray:
-    """One int64 key per row for several code columns (mixed radix; re-densified with
-    :func:`pandas.factorize` before it could overflow)."""
-    key = np.zeros(len(columns[0]) if columns else 0, dtype=np.int64)
-    radix = 1
-    for col, size in zip(columns, sizes):
-        size = max(int(size), 1)
-        if radix * size >= 2**62:
-            key = pd.factorize(key)[0].astype(np.int64)
-            radix = int(key.max()) + 1 if len(key) else 1
-        key = key * size + col
-        radix *= size
-    return key
-
-
 @dataclass(frozen=True)
 class Sensitive:
-    """A sensitive attribute encoded: codes per record, labels in the attribute's order and
-    the whole table's count of each value."""
+    """A sensitive attribute encoded: its labels in the attribute's order (codes index them)
+    and the whole table's count of each value."""
 
     name: str
-    codes: np.ndarray
     labels: np.ndarray
     overall: np.ndarray
 
@@ -79,62 +70,151 @@ def sensitive_order(series: pd.Series, schema: Schema | None) -> tuple[np.ndarra
     return codes.astype(np.int64), np.asarray(uniques, dtype=object)
 
 
+@dataclass(frozen=True)
+class GroupTable:
+    """A frequency table at ``node``: distinct rows of codes with their record counts.
+
+    ``columns`` (column-major: one array row per attribute) holds the quasi-identifiers'
+    codes at the node's levels (the first ``len(node)``) followed by the sensitive codes
+    (never generalized)."""
+
+    node: tuple[int, ...]
+    columns: np.ndarray  # (quasi + sensitive) x rows, C-contiguous ints
+    counts: np.ndarray  # int64
+
+    @property
+    def quasi(self) -> np.ndarray:
+        return self.columns[: len(self.node)]
+
+    @property
+    def sens(self) -> np.ndarray:
+        return self.columns[len(self.node):]
+
+
 @dataclass
 class Encoded:
-    """The data as the lattice sees them: level-0 codes of each quasi-identifier per record."""
+    """The data as the lattice sees them: the bottom frequency table and, when built from
+    records, the bottom row of each record (to apply the winning node at the end)."""
 
     quasi: tuple[str, ...]
     hierarchies: tuple[Hierarchy, ...]
-    codes: np.ndarray  # records x quasi, level-0 codes
     sensitive: tuple[Sensitive, ...]
+    bottom: GroupTable
+    records: np.ndarray | None = None  # bottom-table row of each record
 
     @property
     def n(self) -> int:
-        return len(self.codes)
+        return int(self.bottom.counts.sum())
 
     @property
     def heights(self) -> np.ndarray:
         return np.array([h.height for h in self.hierarchies], dtype=np.int64)
 
 
-def encode(frame: pd.DataFrame, hierarchies: Mapping[str, Hierarchy], criteria: Sequence[Criterion],
-           schema: Schema | None = None) -> Encoded:
-    """Encode the quasi-identifiers (through their hierarchies) and the sensitive columns."""
-    quasi = tuple(hierarchies)
-    codes = np.empty((len(frame), len(quasi)), dtype=np.int64)
-    for j, name in enumerate(quasi):
-        h = hierarchies[name]
-        codes[:, j] = h.codes(0)[h.index_of(frame[name], name)]
-    names = []
+def _small_codes(parts: Sequence[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
+    """Columns given as (codes, value of each code) pairs, gathered into one columns x records
+    array of the narrowest unsigned type."""
+    top = max([0] + [int(values.max()) for _, values in parts if len(values)])
+    dtype = np.uint8 if top < 2**8 else np.uint16 if top < 2**16 else np.uint32
+    out = np.empty((len(parts), len(parts[0][0]) if parts else 0), dtype=dtype)
+    for j, (codes, values) in enumerate(parts):
+        np.take(values.astype(dtype), codes, out=out[j])
+    return out
+
+
+def _sensitive_names(frame: pd.DataFrame | None, quasi: Sequence[str], criteria: Sequence[Criterion]) -> list[str]:
+    names: list[str] = []
     for c in criteria:
         s = c.needs_sensitive
         if s is not None and s not in names:
-            if s not in frame.columns:
+            if frame is not None and s not in frame.columns:
                 raise DataError(f"The sensitive column {s!r} of {type(c).__name__} is not in the data.")
             if s in quasi:
                 raise DataError(f"Column {s!r} cannot be both a quasi-identifier and the sensitive attribute.")
             names.append(s)
+    return names
+
+
+def _bottom_sizes(hierarchies: Sequence[Hierarchy], sensitive: Sequence) -> np.ndarray:
+    """Distinct codes of each column of the bottom table (level 0, then sensitive labels)."""
+    return np.array([h.level_sizes()[0] for h in hierarchies] + [len(s.labels) for s in sensitive], dtype=np.int64)
+
+
+def encode(frame: pd.DataFrame, hierarchies: Mapping[str, Hierarchy], criteria: Sequence[Criterion],
+           schema: Schema | None = None) -> Encoded:
+    """Encode the records once and aggregate them once into the bottom frequency table."""
+    quasi = tuple(hierarchies)
+    parts = [hierarchies[q].rows_of(frame[q], q) for q in quasi]  # level-0 code = hierarchy row
     sens = []
-    for s in names:
-        scodes, labels = sensitive_order(frame[s], schema)
-        sens.append(Sensitive(s, scodes, labels, np.bincount(scodes, minlength=len(labels)).astype(float)))
-    return Encoded(quasi, tuple(hierarchies[q] for q in quasi), codes, tuple(sens))
+    for s in _sensitive_names(frame, quasi, criteria):
+        codes, labels = sensitive_order(frame[s], schema)
+        parts.append((codes, np.arange(len(labels))))
+        sens.append(Sensitive(s, labels, np.bincount(codes, minlength=len(labels)).astype(float)))
+    matrix = _small_codes(parts)
+    del parts
+    zeros = np.zeros(len(matrix), dtype=np.int64)
+    parent = parent_maps([hierarchies[q] for q in quasi], len(sens))
+    sizes = _bottom_sizes([hierarchies[q] for q in quasi], sens)
+    records, codes, counts = rollup_group(matrix, np.ones(matrix.shape[1], dtype=np.int64), parent, zeros, zeros,
+                                          sizes)
+    bottom = GroupTable(tuple([0] * len(quasi)), codes, counts)
+    return Encoded(quasi, tuple(hierarchies[q] for q in quasi), tuple(sens), bottom, records)
 
 
-@dataclass(frozen=True)
-class GroupTable:
-    """Distinct (quasi codes at a node, sensitive codes) rows with their record counts."""
+def encode_table(codes: np.ndarray, counts: np.ndarray, hierarchies: Mapping[str, Hierarchy],
+                 sensitive: Mapping[str, Sequence] | None = None) -> Encoded:
+    """The bottom frequency table given directly (e.g. computed by another engine).
 
-    node: tuple[int, ...]
-    codes: np.ndarray  # rows x quasi
-    sens: np.ndarray  # rows x sensitive
-    counts: np.ndarray
-    grouped: bool = True  # rows are distinct (False: one row per record, not regrouped)
+    Parameters
+    ----------
+    codes : (rows, quasi + sensitive) array of ints
+        Column ``j < len(hierarchies)``: the row, in ``hierarchies``' ``j``-th table, of the
+        records' value (its level-0 code, :meth:`Hierarchy.index_of`); the following columns:
+        the index of the sensitive value in its labels. Rows may repeat (they are regrouped).
+    counts : (rows,) array of positive ints
+        Records behind each row.
+    hierarchies : mapping quasi-identifier -> Hierarchy, in the columns' order
+    sensitive : mapping sensitive column -> labels in the attribute's order, optional
+    """
+    sensitive = dict(sensitive or {})
+    quasi = tuple(hierarchies)
+    codes = np.asarray(codes)
+    counts = np.asarray(counts)
+    m = len(quasi) + len(sensitive)
+    if codes.ndim != 2 or codes.shape[1] != m or counts.shape != (len(codes),):
+        raise DataError(f"The frequency table needs {m} code columns ({len(quasi)} quasi-identifiers and "
+                        f"{len(sensitive)} sensitive) and one count per row; got codes of shape "
+                        f"{codes.shape} and counts of shape {counts.shape}.")
+    if not np.issubdtype(codes.dtype, np.integer) or not np.issubdtype(counts.dtype, np.integer):
+        raise DataError("The frequency table's codes and counts must be integers.")
+    if len(counts) and counts.min() < 1:
+        raise DataError(f"The frequency table's count at row {int(np.argmin(counts))} is below 1.")
+    names = list(quasi) + list(sensitive)
+    sizes = [hierarchies[q].level_sizes()[0] for q in quasi] + [len(v) for v in sensitive.values()]
+    for j, (name, size) in enumerate(zip(names, sizes)):
+        bad = (codes[:, j] < 0) | (codes[:, j] >= size)
+        if bad.any():
+            raise DataError(f"The frequency table's column {name!r} holds a code outside 0..{size - 1}, "
+                            f"first at row {int(np.argmax(bad))}.")
+    zeros = np.zeros(m, dtype=np.int64)
+    parent = parent_maps([hierarchies[q] for q in quasi], len(sensitive))
+    columns = _small_codes([(codes[:, j], np.arange(size)) for j, size in enumerate(sizes)])
+    _, grouped, sums = rollup_group(columns, counts.astype(np.int64), parent, zeros, zeros,
+                                    np.asarray(sizes, dtype=np.int64))
+    sens = []
+    for i, (name, labels) in enumerate(sensitive.items()):
+        overall = np.bincount(grouped[len(quasi) + i], weights=sums, minlength=len(labels))
+        sens.append(Sensitive(name, np.asarray(labels, dtype=object), overall.astype(float)))
+    bottom = GroupTable(tuple([0] * len(quasi)), grouped, sums)
+    return Encoded(quasi, tuple(hierarchies[q] for q in quasi), tuple(sens), bottom)
 
 
 @dataclass(frozen=True)
 class NodeStats:
-    """A node's equivalence classes: sizes, which violate each criterion, and the suppression."""
+    """A node's equivalence classes: sizes, which violate each criterion, and the suppression.
+
+    For a node that fails by k-anonymity alone, ``suppressed`` may be a partial count that
+    already exceeds MaxSup (the check stopped there)."""
 
     node: tuple[int, ...]
     sizes: np.ndarray
@@ -147,96 +227,109 @@ class NodeStats:
         return int((~self.violating.any(axis=1)).sum())
 
 
+class TableCache:
+    """Computed frequency tables, at most ``budget`` rows and ``slots`` tables in all; the
+    oldest go first. :meth:`finest_below` finds the smallest cached table of a finer node."""
+
+    def __init__(self, width: int, budget: int, slots: int = 4096):
+        self.budget = int(budget)
+        self.nodes = np.zeros((slots, width), dtype=np.int64)
+        self.rows = np.full(slots, -1, dtype=np.int64)  # -1: empty slot
+        self.tables: list[GroupTable | None] = [None] * slots
+        self.next = 0
+        self.total = 0
+
+    def add(self, table: GroupTable) -> None:
+        slot = self.next
+        self.next = (slot + 1) % len(self.tables)
+        self._drop(slot)
+        self.tables[slot] = table
+        self.nodes[slot] = table.node
+        self.rows[slot] = len(table.counts)
+        self.total += len(table.counts)
+        oldest = self.next
+        while self.total > self.budget and oldest != slot:
+            self._drop(oldest)
+            oldest = (oldest + 1) % len(self.tables)
+
+    def _drop(self, slot: int) -> None:
+        if self.tables[slot] is not None:
+            self.total -= len(self.tables[slot].counts)
+            self.tables[slot] = None
+            self.rows[slot] = -1
+
+    def finest_below(self, node: np.ndarray) -> GroupTable | None:
+        """The cached table with the fewest rows among nodes ``<= node``."""
+        best = finest_below(self.nodes, self.rows, node)
+        return None if best < 0 else self.tables[best]
+
+
 class Evaluator:
-    """Evaluates lattice nodes by rolling up group tables; caches every result and the most
-    recent tables up to ``cache_rows`` rows in all, and rolls each node up from the smallest
-    cached table of a finer node."""
+    """Evaluates lattice nodes on frequency tables rolled up from finer ones; caches every
+    result and the most recent tables (``cache_rows`` rows in all)."""
 
     def __init__(self, encoded: Encoded, criteria: Sequence[Criterion], allowed: int,
-                 monotone_flags: Sequence[bool], cache_rows: int = 2_000_000):
+                 monotone_flags: Sequence[bool], cache_rows: int = 4_000_000):
         self.enc = encoded
         self.criteria = tuple(criteria)
         self.allowed = int(allowed)
         self.monotone = np.asarray(monotone_flags, dtype=bool)
-        self.sens_index = [
-            None if c.needs_sensitive is None else [s.name for s in encoded.sensitive].index(c.needs_sensitive)
-            for c in self.criteria
-        ]
-        self.level_sizes = [np.array(h.level_sizes()) for h in encoded.hierarchies]
-        self._rollups: dict[tuple[int, int, int], np.ndarray] = {}
-        self.bottom = self._group(tuple([0] * len(encoded.quasi)), encoded.codes,
-                                  np.column_stack([s.codes for s in encoded.sensitive])
-                                  if encoded.sensitive else np.zeros((encoded.n, 0), dtype=np.int64),
-                                  np.ones(encoded.n, dtype=np.int64))
-        self._tables: OrderedDict[tuple[int, ...], GroupTable] = OrderedDict()
-        self._cache_rows = cache_rows
-        self._cached_total = 0
-        self._cached_nodes: np.ndarray | None = None
-        self._cached_rows: np.ndarray | None = None
+        names = [s.name for s in encoded.sensitive]
+        self.sens_index = [None if c.needs_sensitive is None else names.index(c.needs_sensitive)
+                           for c in self.criteria]
+        self.q = len(encoded.quasi)
+        self.parent = parent_maps(encoded.hierarchies, len(encoded.sensitive))
+        self._width = self.q + len(encoded.sensitive)
+        depth = int(encoded.heights.max()) + 1 if self.q else 1
+        self._sizes = np.zeros((self._width, depth), dtype=np.int64)  # codes per column and level
+        for j, h in enumerate(encoded.hierarchies):
+            self._sizes[j, : h.levels] = h.level_sizes()
+        for i, s in enumerate(encoded.sensitive):
+            self._sizes[self.q + i, :] = len(s.labels)
+        self.bottom = encoded.bottom
+        self.only_k = len(self.criteria) == 1 and isinstance(self.criteria[0], KAnonymity)
+        self.cache = TableCache(self.q, cache_rows)
         self.results: dict[tuple[int, ...], NodeStats] = {}
 
     # -------------------------------------------------------------- tables
-    def rollup(self, j: int, low: int, high: int) -> np.ndarray:
-        key = (j, low, high)
-        if key not in self._rollups:
-            self._rollups[key] = self.enc.hierarchies[j].rollup(low, high)
-        return self._rollups[key]
+    def _levels(self, node: Sequence[int]) -> np.ndarray:
+        levels = np.zeros(self._width, dtype=np.int64)
+        levels[: self.q] = node
+        return levels
 
-    def _group(self, node, codes, sens, counts) -> GroupTable:
-        sizes = [self.level_sizes[j][node[j]] for j in range(len(node))]
-        sizes += [len(s.labels) for s in self.enc.sensitive]
-        key = combine_codes([codes[:, j] for j in range(codes.shape[1])] + [sens[:, i] for i in range(sens.shape[1])], sizes)
-        inverse, uniques = pd.factorize(key)
-        first = first_rows(inverse, len(uniques))
-        return GroupTable(node, codes[first], sens[first], np.bincount(inverse, weights=counts).astype(np.int64))
+    def roll(self, source: GroupTable, node: tuple[int, ...]) -> tuple[np.ndarray, GroupTable]:
+        """``source`` rolled up to ``node``: the row of the result each source row goes to, and
+        the result."""
+        target = self._levels(node)
+        inverse, columns, counts = rollup_group(source.columns, source.counts, self.parent,
+                                                self._levels(source.node), target,
+                                                self._sizes[np.arange(self._width), target])
+        return inverse, GroupTable(node, columns, counts)
 
     def table(self, node: tuple[int, ...], source: GroupTable | None = None) -> GroupTable:
-        """The group table of ``node``, rolled up from ``source`` or the smallest cached
-        finer table (the bottom table at worst)."""
+        """The frequency table of ``node``, rolled up from ``source`` or the smallest cached
+        table of a finer node (the bottom table at worst)."""
         if source is None:
-            source = self.bottom
-            if self._tables:
-                if self._cached_nodes is None:
-                    self._cached_nodes = np.array(list(self._tables), dtype=np.int64)
-                    self._cached_rows = np.array([len(t.counts) for t in self._tables.values()])
-                finer = np.all(self._cached_nodes <= np.asarray(node), axis=1)
-                if finer.any():
-                    best = int(np.argmin(np.where(finer, self._cached_rows, np.iinfo(np.int64).max)))
-                    if self._cached_rows[best] < len(source.counts):
-                        source = self._tables[tuple(int(x) for x in self._cached_nodes[best])]
+            cached = self.cache.finest_below(np.asarray(node, dtype=np.int64))
+            source = cached if cached is not None and len(cached.counts) < len(self.bottom.counts) else self.bottom
         if source.node == node:
             return source
-        cols = np.empty_like(source.codes)
-        for j, (low, high) in enumerate(zip(source.node, node)):
-            cols[:, j] = source.codes[:, j] if low == high else self.rollup(j, low, high)[source.codes[:, j]]
-        table = self._group(node, cols, source.sens, source.counts)
-        self._remember(table)
+        table = self.roll(source, node)[1]
+        self.cache.add(table)
         return table
-
-    def _remember(self, table: GroupTable) -> None:
-        """Cache ``table`` for later roll-ups; the oldest go once the cached rows exceed the budget."""
-        self._tables[table.node] = table
-        self._cached_total += len(table.counts)
-        while self._cached_total > self._cache_rows and len(self._tables) > 1:
-            _, old = self._tables.popitem(last=False)
-            self._cached_total -= len(old.counts)
-        self._cached_nodes = None
 
     # -------------------------------------------------------------- classes
     def class_stats(self, table: GroupTable) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Class of each table row, class sizes and the classes x criteria violation matrix."""
-        node = table.node
-        if table.grouped and table.sens.shape[1] == 0:
-            # a grouped table without sensitive columns: its rows are the classes
+        if not self.enc.sensitive:  # the rows are the classes
             cls = np.arange(len(table.counts))
-            g = len(cls)
             sizes = table.counts
         else:
-            key = combine_codes([table.codes[:, j] for j in range(len(node))],
-                                [self.level_sizes[j][node[j]] for j in range(len(node))])
-            cls, uniques = pd.factorize(key)
-            g = len(uniques)
-            sizes = np.bincount(cls, weights=table.counts, minlength=g).astype(np.int64)
+            levels = self._levels(table.node)[: self.q]
+            cls = rollup_group(table.quasi, table.counts, self.parent, levels, levels,
+                               self._sizes[np.arange(self.q), levels])[0]
+            sizes = np.bincount(cls, weights=table.counts).astype(np.int64)
+        g = len(sizes)
         violating = np.zeros((g, len(self.criteria)), dtype=bool)
         hists: dict[int, np.ndarray] = {}
         for i, (c, si) in enumerate(zip(self.criteria, self.sens_index)):
@@ -246,7 +339,7 @@ class Evaluator:
                 sens = self.enc.sensitive[si]
                 if si not in hists:
                     m = len(sens.labels)
-                    hists[si] = np.bincount(cls * m + table.sens[:, si], weights=table.counts,
+                    hists[si] = np.bincount(cls.astype(np.int64) * m + table.sens[si], weights=table.counts,
                                             minlength=g * m).reshape(g, m)
                 hist = hists[si]
             violating[:, i] = c.violates(sizes, hist, None if sens is None else sens.overall,
@@ -285,12 +378,20 @@ class Evaluator:
     def evaluate(self, node: tuple[int, ...], source: GroupTable | None = None) -> NodeStats:
         """Evaluate ``node`` once (later calls return the stored result)."""
         node = tuple(int(x) for x in node)
-        if node in self.results:
-            return self.results[node]
-        _, sizes, violating = self.class_stats(self.table(node, source))
-        mono = violating[:, self.monotone].any(axis=1) if self.monotone.any() else np.zeros(len(sizes), bool)
-        stats = NodeStats(node, sizes, violating, int(sizes[mono].sum()),
-                          int(sizes[violating.any(axis=1)].sum()))
+        stats = self.results.get(node)
+        if stats is not None:
+            return stats
+        table = self.table(node, source)
+        if self.only_k:  # k-anonymity alone: the table's rows are the classes; stop past MaxSup
+            sizes = table.counts
+            suppressed = int(records_in_small_classes(sizes, self.criteria[0].k, self.allowed))
+            violating = (sizes < self.criteria[0].k)[:, None]
+            stats = NodeStats(node, sizes, violating, suppressed if self.monotone[0] else 0, suppressed)
+        else:
+            _, sizes, violating = self.class_stats(table)
+            bad = violating.any(axis=1)
+            mono = violating[:, self.monotone].any(axis=1) if self.monotone.any() else np.zeros(len(sizes), bool)
+            stats = NodeStats(node, sizes, violating, int(sizes[mono].sum()), int(sizes[bad].sum()))
         self.results[node] = stats
         return stats
 
@@ -298,12 +399,23 @@ class Evaluator:
         s = self.evaluate(node)
         return (s.monotone_suppressed if monotone_only else s.suppressed) <= self.allowed
 
+    def bottom_classes(self, node: Sequence[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``node`` applied to the bottom table: the quasi-identifier codes at the node
+        (quasi x bottom rows) and class of each bottom row, the classes' sizes and their violation matrix (exact, no early exit)."""
+        node = tuple(int(x) for x in node)
+        rows, table = self.roll(self.bottom, node)
+        cls, sizes, violating = self.class_stats(table)
+        return table.quasi[:, rows], cls[rows], sizes, violating
+
 
 class Lattice:
-    """Every node between ``0`` and ``heights`` as rows of an int array."""
+    """Every node between ``0`` and ``heights``: as rows of an int array (in lattice index
+    order, C order of the grid) and as a grid, so that the nodes above or below one are a
+    slice."""
 
     def __init__(self, heights: Sequence[int]):
         self.heights = np.asarray(heights, dtype=np.int64)
+        self.shape = tuple(int(h) + 1 for h in self.heights)
         size = int(np.prod(self.heights + 1))
         if size > MAX_NODES:
             raise DataError(
@@ -311,7 +423,7 @@ class Lattice:
                 f"more than the {MAX_NODES:,} a full-domain search handles. Use fewer "
                 "quasi-identifiers or shorter hierarchies, or Mondrian."
             )
-        grids = np.indices(tuple(self.heights + 1)).reshape(len(self.heights), -1).T
+        grids = np.indices(self.shape).reshape(len(self.heights), -1).T
         self.nodes = np.ascontiguousarray(grids, dtype=np.int64)
         self.height = self.nodes.sum(axis=1)
         self.order = np.lexsort(tuple(self.nodes.T[::-1]) + (self.height,))
@@ -320,10 +432,34 @@ class Lattice:
         return len(self.nodes)
 
     def index(self, node: Sequence[int]) -> int:
-        return int(np.ravel_multi_index(tuple(node), tuple(self.heights + 1)))
+        return int(np.ravel_multi_index(tuple(node), self.shape))
 
     def above(self, node: Sequence[int]) -> np.ndarray:
         return np.all(self.nodes >= np.asarray(node), axis=1)
 
     def below(self, node: Sequence[int]) -> np.ndarray:
         return np.all(self.nodes <= np.asarray(node), axis=1)
+
+    def up_slice(self, node: Sequence[int]) -> tuple[slice, ...]:
+        """Grid slice of the nodes ``>= node``."""
+        return tuple(slice(int(x), None) for x in node)
+
+    def down_slice(self, node: Sequence[int]) -> tuple[slice, ...]:
+        """Grid slice of the nodes ``<= node``."""
+        return tuple(slice(0, int(x) + 1) for x in node)
+
+    def minimal(self, passing: np.ndarray) -> np.ndarray:
+        """Mask of the passing nodes with no other passing node below them: prefix-or of the
+        passing grid along every axis gives 'some passing node at or below'."""
+        grid = passing.reshape(self.shape)
+        below = grid.copy()
+        for axis in range(below.ndim):
+            np.logical_or.accumulate(below, axis=axis, out=below)
+        strictly = np.zeros_like(grid)
+        for axis in range(grid.ndim):  # a passing node at or below an immediate predecessor
+            lower = [slice(None)] * grid.ndim
+            upper = [slice(None)] * grid.ndim
+            lower[axis] = slice(0, -1)
+            upper[axis] = slice(1, None)
+            strictly[tuple(upper)] |= below[tuple(lower)]
+        return (grid & ~strictly).reshape(-1)

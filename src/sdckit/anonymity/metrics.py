@@ -19,10 +19,17 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from sdckit.anonymity.lattice import Evaluator, GroupTable, NodeStats
+from sdckit.anonymity.lattice import Evaluator, NodeStats
 from sdckit.utility.precision import discernibility_from_sizes
 
 METRICS = ("loss", "discernibility", "aecs", "entropy")
+
+
+def loss(node: Sequence[int], heights: np.ndarray, n: int, suppressed: int) -> float:
+    """Categorical precision loss of ``node`` with ``suppressed`` records fully generalized."""
+    h = np.asarray(heights, dtype=float)
+    ratio = np.divide(np.asarray(node, float), h, out=np.zeros(len(h)), where=h > 0)
+    return float(((n - suppressed) * (ratio.mean() if len(h) else 0.0) + suppressed) / n)
 
 
 def size_metrics(sizes: np.ndarray, bad: np.ndarray, node: Sequence[int], heights: np.ndarray,
@@ -31,10 +38,8 @@ def size_metrics(sizes: np.ndarray, bad: np.ndarray, node: Sequence[int], height
     with ``suppressed`` (records in violating classes ``bad``) and ``classes`` (kept)."""
     s = int(sizes[bad].sum())
     kept = sizes[~bad]
-    h = np.asarray(heights, dtype=float)
-    ratio = np.divide(np.asarray(node, float), h, out=np.zeros(len(h)), where=h > 0)
     return {
-        "loss": float(((n - s) * (ratio.mean() if len(h) else 0.0) + s) / n),
+        "loss": loss(node, heights, n, s),
         "discernibility": float(discernibility_from_sizes(kept, s, n)),
         "aecs": float((n - s) / len(kept)) if len(kept) else float("inf"),
         "suppressed": s,
@@ -43,9 +48,12 @@ def size_metrics(sizes: np.ndarray, bad: np.ndarray, node: Sequence[int], height
 
 
 def quick_metric(stats: NodeStats, heights: np.ndarray, n: int, metric: str) -> float | None:
-    """``metric`` from a node's class sizes alone (None for ``"entropy"``, which needs values)."""
+    """``metric`` from a node's class sizes alone (None for ``"entropy"``, which needs values).
+    ``stats`` must be of a satisfying node (its suppression is then counted in full)."""
     if metric == "entropy":
         return None
+    if metric == "loss":
+        return loss(stats.node, heights, n, stats.suppressed)
     return size_metrics(stats.sizes, stats.violating.any(axis=1), stats.node, heights, n)[metric]
 
 
@@ -53,11 +61,7 @@ def node_metrics(ev: Evaluator, node: Sequence[int]) -> dict[str, float]:
     """Every metric of ``node`` (the generalization with its required suppression)."""
     node = tuple(int(x) for x in node)
     bottom = ev.bottom
-    codes = np.column_stack([
-        bottom.codes[:, j] if node[j] == 0 else ev.rollup(j, 0, node[j])[bottom.codes[:, j]]
-        for j in range(len(node))
-    ]) if node else bottom.codes
-    cls, sizes, violating = ev.class_stats(GroupTable(node, codes, bottom.sens, bottom.counts, grouped=False))
+    codes, cls, sizes, violating = ev.bottom_classes(node)
     bad_class = violating.any(axis=1)
     n = int(bottom.counts.sum())
     by_size = size_metrics(sizes, bad_class, node, ev.enc.heights, n)
@@ -65,10 +69,10 @@ def node_metrics(ev: Evaluator, node: Sequence[int]) -> dict[str, float]:
     entropy = 0.0
     w = bottom.counts.astype(float)
     for j in range(len(node)):
-        c0 = np.bincount(bottom.codes[:, j], weights=w)
-        cg = np.bincount(codes[:, j], weights=w)
-        per_row = np.where(row_suppressed, np.log2(n / c0[bottom.codes[:, j]]),
-                           np.log2(cg[codes[:, j]] / c0[bottom.codes[:, j]]))
+        c0 = np.bincount(bottom.columns[j], weights=w)
+        cg = np.bincount(codes[j], weights=w)
+        per_row = np.where(row_suppressed, np.log2(n / c0[bottom.columns[j]]),
+                           np.log2(cg[codes[j]] / c0[bottom.columns[j]]))
         entropy += float((w * per_row).sum())
     names = ("loss", "discernibility", "aecs")
     return {**{k: by_size[k] for k in names}, "entropy": entropy,

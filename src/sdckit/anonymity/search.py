@@ -7,8 +7,10 @@ are the satisfying nodes with no satisfying node below them.
 * :func:`optimal` uses monotonicity (a satisfying node implies every node above satisfies;
   a failing one, every node below fails). It visits nodes by height; from each unknown node
   it walks a path to the top and binary-searches it for the lowest satisfying node, tagging
-  the whole up-set of every satisfying node and the whole down-set of every failing one, so
-  each node is evaluated at most once (the idea of Flash and OLA). Criteria that are not
+  the whole up-set of every satisfying node and the whole down-set of every failing one (slices
+  of the lattice grid), so each node is evaluated at most once and a tagged node never (the
+  predictive tagging of Flash and OLA; Kohlmayer et al. 2012). Nodes are evaluated on
+  frequency tables rolled up from finer ones (:mod:`.lattice`). Criteria that are not
   monotone are then checked on every satisfying node, without pruning. Among the k-minimal
   nodes it returns the one with the best metric (ties: lower height, then lexicographic).
 * :func:`samarati` is Samarati's binary search on heights: the lowest height with a
@@ -64,64 +66,67 @@ def _best(ev: Evaluator, candidates, metric: str) -> tuple[tuple[int, ...], dict
 
 def _no_solution(ev: Evaluator) -> DataError:
     top = ev.evaluate(tuple(int(h) for h in ev.enc.heights))
+    needed = int(top.sizes[top.violating.any(axis=1)].sum())  # exact (the check may have stopped early)
     names = ", ".join(c.label() for c in ev.criteria)
     return DataError(
         f"No generalization satisfies {names} with at most {ev.allowed} suppressed record(s): even "
-        f"the fully generalized table needs {top.suppressed} suppressed. Relax the criteria or allow "
+        f"the fully generalized table needs {needed} suppressed. Relax the criteria or allow "
         "more suppression."
     )
 
 
 def _minimal_of(lat: Lattice, passing: np.ndarray) -> list[tuple[int, ...]]:
-    """Passing nodes with no other passing node below them (by height order)."""
-    minimal: list[np.ndarray] = []
-    for idx in lat.order[passing[lat.order]]:
-        v = lat.nodes[idx]
-        if minimal and np.any(np.all(np.asarray(minimal) <= v, axis=1)):
-            continue
-        minimal.append(v)
-    return [tuple(int(x) for x in v) for v in minimal]
+    """Passing nodes with no other passing node below them, by height then lexicographically."""
+    minimal = lat.minimal(passing)
+    return [tuple(int(x) for x in lat.nodes[i]) for i in lat.order[minimal[lat.order]]]
 
 
-def _path_up(lat: Lattice, start: np.ndarray) -> list[np.ndarray]:
-    """From ``start`` to the top, one level at a time, raising the relatively lowest attribute."""
+def _next_up(lat: Lattice) -> np.ndarray:
+    """For every node, the next node of its path to the top: the relatively lowest attribute
+    (level / height; the first on ties) raised by one level; -1 at the top."""
     heights = lat.heights
-    path = [start.copy()]
-    v = start.copy()
-    while np.any(v < heights):
-        ratio = np.where(v < heights, v / np.maximum(heights, 1), np.inf)
-        v = v.copy()
-        v[int(np.argmin(ratio))] += 1
-        path.append(v)
-    return path
+    ratio = np.where(lat.nodes < heights, lat.nodes / np.maximum(heights, 1), np.inf)
+    raise_ = np.argmin(ratio, axis=1)
+    step = np.zeros_like(lat.nodes)
+    step[np.arange(len(lat)), raise_] = 1
+    nxt = np.ravel_multi_index(tuple((lat.nodes + step).T), lat.shape, mode="clip")
+    return np.where(np.isinf(ratio).all(axis=1), -1, nxt)
 
 
 def _tag_monotone(ev: Evaluator, lat: Lattice, progress: Progress) -> np.ndarray:
-    """Status of every node under the monotone criteria: +1 satisfies, -1 fails."""
+    """Status of every node under the monotone criteria: +1 satisfies, -1 fails.
+
+    Predictive tagging in both directions: a satisfying node tags its up-set, a failing one
+    its down-set (grid slices), and a tagged node is never evaluated."""
     status = np.zeros(len(lat), dtype=np.int8)
-    top = lat.nodes[lat.index(lat.heights)]
-    if not ev.passes(tuple(top), monotone_only=True):
+    grid = status.reshape(lat.shape)  # a view: tagging a slice of it tags ``status``
+    heights = tuple(int(h) for h in lat.heights)
+    if not ev.passes(heights, monotone_only=True):
         raise _no_solution(ev)
-    status[lat.above(top)] = 1
-    done = 0
-    for idx in lat.order:
-        if status[idx]:
+    grid[heights] = 1
+    nodes = [tuple(v) for v in lat.nodes.tolist()]
+    nxt = _next_up(lat).tolist()
+    for start in lat.order.tolist():
+        if status[start]:
             continue
-        path = _path_up(lat, lat.nodes[idx])
-        hi = next(i for i, v in enumerate(path) if status[lat.index(v)] == 1)
-        lo = 0
+        path = [start]
+        while status[path[-1]] != 1:  # up to the first node known to satisfy
+            path.append(nxt[path[-1]])
+        lo, hi = 0, len(path) - 1
         while lo < hi:
             mid = (lo + hi) // 2
-            v = path[mid]
-            if ev.passes(tuple(v), monotone_only=True):
-                status[lat.above(v) & (status == 0)] = 1
+            i = path[mid]
+            known = status[i]
+            if known == 1 or (known == 0 and ev.passes(nodes[i], monotone_only=True)):
+                up = grid[lat.up_slice(nodes[i])]
+                up[up == 0] = 1
                 hi = mid
             else:
-                status[lat.below(v) & (status == 0)] = -1
+                down = grid[lat.down_slice(nodes[i])]
+                down[down == 0] = -1
                 lo = mid + 1
-        done += 1
         if progress is not None:
-            progress(int((status != 0).sum()), len(lat), "lattice")
+            progress(int(np.count_nonzero(status)), len(lat), "lattice")
     return status
 
 
