@@ -22,3 +22,10 @@ def path(name: str) -> Path:
 def load_casc() -> pd.DataFrame:
     """The CASC census test file: 1080 records x 13 numeric attributes (see PROVENANCE.txt)."""
     return pd.read_csv(path("casc.csv"))
+
+
+def load_census() -> pd.DataFrame:
+    """A synthetic census file for examples: 1000 records with an identifier (ID), quasi-identifiers
+    (AGE, SEX, ZIP, EDUCATION), a sensitive DISEASE and confidential INCOME and HEIGHT. No real
+    person is in it (see PROVENANCE.txt)."""
+    return pd.read_csv(path("census.csv"))
