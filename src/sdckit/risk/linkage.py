@@ -149,22 +149,23 @@ def distance_linkage(
         rows = np.sort(as_generator(random_state).choice(n_released, size=sample, replace=False))
         ys, owner = ys[rows], owner[rows]
     tree = cKDTree(xs)
-    k = min(len(xs), 8)
-    dist, idx = tree.query(ys, k=k)
-    dist, idx = dist.reshape(len(ys), k), idx.reshape(len(ys), k)
-    limit = dist[:, :1] * (1 + _TIE_RTOL) + 1e-12
-    within = dist <= limit
-    tied = within.sum(axis=1)
-    hit = (within & (idx == owner[:, None])).any(axis=1)
-    nearest = np.where(within, idx, np.iinfo(np.int64).max).min(axis=1)
-    # every one of the k neighbours tied: look further with a ball query for those records
-    crowded = np.flatnonzero(tied == k) if k < len(xs) else np.zeros(0, dtype=np.int64)
-    for i in crowded:
-        ball = np.asarray(tree.query_ball_point(ys[i], r=limit[i, 0]), dtype=np.int64)
-        tied[i], hit[i], nearest[i] = len(ball), owner[i] in ball, ball.min()
+    # the nearest original, then every original tied with it (a ball of that radius): far cheaper
+    # in many dimensions than asking for several neighbours, which must be looked for far away
+    dist, nearest = tree.query(ys, k=1, workers=-1)
+    nearest = nearest.astype(np.int64)
+    limit = dist * (1 + _TIE_RTOL) + 1e-12
+    tied = np.asarray(tree.query_ball_point(ys, r=limit, return_length=True, workers=-1), dtype=np.int64)
+    tied = np.maximum(tied, 1)
+    hit = nearest == owner
+    several = np.flatnonzero(tied > 1)
+    if len(several):
+        balls = tree.query_ball_point(ys[several], r=limit[several], workers=-1)
+        for i, ball in zip(several, balls):
+            ball = np.asarray(ball, dtype=np.int64)
+            hit[i], nearest[i] = owner[i] in ball, ball.min()
     credit = np.where(hit, 1.0 / tied, 0.0)
     records = pd.DataFrame(
-        {"nearest": nearest, "distance": dist[:, 0], "tied": tied, "credit": credit},
+        {"nearest": nearest, "distance": dist, "tied": tied, "credit": credit},
         index=released.index[rows],
     )
     rate = float(credit.mean())
