@@ -10,7 +10,7 @@ from typing import Any
 import pandas as pd
 
 from sdckit.core.errors import SdcError
-from sdckit.core.schema import Schema
+from sdckit.core.schema import CATEGORICAL_KINDS, Role, Schema
 from sdckit.report import figures
 from sdckit.report.model import Section, svg
 from sdckit.report.model import _fmt as fmt
@@ -29,8 +29,11 @@ def risk_section(released: pd.DataFrame, schema: Schema | None, weight: str | No
     if not keys:
         return Section("risk.html", TITLE, "risk", {},
                        note="The schema declares no nominal or ordinal quasi-identifier in the release: no key to measure."), None
+    sensitive = [c.name for c in schema.columns if c.role is Role.CONFIDENTIAL and c.kind in CATEGORICAL_KINDS
+                 and c.name in released.columns]
     try:
-        s = risk_summary(released, keys, weight, household, suda_max_size=min(len(keys), SUDA_MAX_SIZE))
+        s = risk_summary(released, keys, weight, household, suda_max_size=min(len(keys), SUDA_MAX_SIZE),
+                         sensitive=sensitive)
     except SdcError as exc:
         return Section("risk.html", TITLE, "risk", {}, note=f"Risk not computed: {exc}"), None
     d = s.to_dict()
@@ -50,6 +53,17 @@ def risk_section(released: pd.DataFrame, schema: Schema | None, weight: str | No
     if suda:
         rows += [(f"records with a minimal sample unique (SUDA2, sizes up to {suda['max_size']})", fmt(suda["records_with_msu"])),
                  ("largest SUDA score", fmt(suda["max_score"]))]
+    pop = d["population"]
+    if pop:
+        uniq = pop["population_uniqueness"]
+        rows += [("population (sum of the weights)", fmt(pop["population"])),
+                 (f"population uniques, share ({uniq['dankar_model']} model, Dankar's rule)", fmt(uniq["dankar"], 6)),
+                 ("prosecutor risk: average / highest", f"{fmt(pop['prosecutor']['average'], 6)} / {fmt(pop['prosecutor']['highest'], 6)}"),
+                 ("journalist risk: average / highest", f"{fmt(pop['journalist']['average'], 6)} / {fmt(pop['journalist']['highest'], 6)}"),
+                 ("marketer risk", fmt(pop["marketer"], 6))]
+    for column, div in (d["l_diversity"] or {}).items():
+        rows += [(f"records whose class shares one value of {column} (attribute disclosure)", fmt(div["records_with_one_value"])),
+                 (f"smallest distinct / entropy l-diversity of {column}", f"{fmt(div['min_distinct_l'])} / {fmt(div['min_entropy_l'], 3)}")]
     ctx = {
         "figure": svg(figures.column_bars(pd.DataFrame({"records": d["risk_bands"]}), ylabel="records")),
         "rows": rows,

@@ -17,6 +17,8 @@ import pandas as pd
 from sdckit.core.matching import check_keys, check_missing_rule
 from sdckit.risk.frequencies import frequencies
 from sdckit.risk.individual import DEFAULT_THRESHOLD, GlobalRisk, global_risk
+from sdckit.risk.ldiversity import l_diversity
+from sdckit.risk.population import population_risk
 from sdckit.risk.suda import suda2
 
 #: Upper edges of the bands of individual risk shown in the report and the CLI.
@@ -51,6 +53,8 @@ class RiskSummary:
     uniques: int
     uniques_without: dict[str, int]
     suda: dict[str, object] | None
+    population: dict[str, object] | None = None
+    diversity: dict[str, dict[str, object]] | None = None
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -60,7 +64,22 @@ class RiskSummary:
             "sample_uniques": self.uniques,
             "sample_uniques_without_key": self.uniques_without,
             "suda2": self.suda,
+            "population": self.population,
+            "l_diversity": self.diversity,
         }
+
+
+def diversity_summary(frame: pd.DataFrame, keys: Sequence[str], sensitive: str, missing: str,
+                      strata: Sequence[str] | str | None) -> dict[str, object]:
+    """Aggregates of :func:`~sdckit.risk.ldiversity.l_diversity` for one sensitive column: the
+    smallest distinct and entropy l over the records, and how many records sit in a class whose
+    every member shares one sensitive value (attribute disclosure without re-identification)."""
+    d = l_diversity(frame, keys, sensitive, missing, strata=strata)
+    distinct = d["distinct_l"].to_numpy()
+    return {"min_distinct_l": float(distinct.min()), "min_entropy_l": float(d["entropy_l"].min()),
+            "records_with_one_value": int((distinct <= 1).sum()),
+            "records_below_2_distinct": int((distinct < 2).sum()),
+            "records_below_3_distinct": int((distinct < 3).sum())}
 
 
 def risk_summary(
@@ -75,11 +94,18 @@ def risk_summary(
     suda: bool = True,
     suda_max_size: int | None = None,
     dis_fraction: float = 0.01,
+    sensitive: Sequence[str] | str | None = None,
+    sampling_fraction: float | None = None,
+    population_size: float | None = None,
 ) -> RiskSummary:
     """Every headline figure of the file's re-identification risk (module docstring).
 
     ``sample_uniques_without_key[v]`` is the number of sample uniques left when key variable
     ``v`` is dropped from the key: the variables whose removal helps most drive uniqueness.
+    The population models (:func:`~sdckit.risk.population.population_risk`: Pitman, Zayatz, SNB,
+    Dankar's choice; prosecutor, journalist and marketer risk) are included when the population
+    is known: from ``weight``, ``sampling_fraction`` or ``population_size`` (at most one of the
+    last two). ``sensitive`` columns get :func:`diversity_summary`.
     """
     keys = check_keys(frame, keys, "risk_summary")
     missing = check_missing_rule(missing, "risk_summary")
@@ -102,8 +128,16 @@ def risk_summary(
             "mean_score": float(s["score"].mean()), "max_score": float(s["score"].max()),
             "dis_score_bands": band_counts(s["dis_score"].to_numpy(), DIS_BANDS),
         }
+    population = None
+    if sampling_fraction is not None or population_size is not None:
+        population = population_risk(frame, keys, sampling_fraction=sampling_fraction,
+                                     population_size=population_size).to_dict()
+    elif weight is not None:
+        population = population_risk(frame, keys, weight=weight).to_dict()
+    sensitive_t = () if sensitive is None else ((sensitive,) if isinstance(sensitive, str) else tuple(sensitive))
+    diversity = {c: diversity_summary(frame, keys, c, missing, strata) for c in sensitive_t} or None
     return RiskSummary(
-        global_=g, missing=missing, strata=strata_t,
+        global_=g, missing=missing, strata=strata_t, population=population, diversity=diversity,
         risk_bands=band_counts(g.individual["risk"].to_numpy(), RISK_BANDS),
         k_violations={k: int((fk < k).sum()) for k in K_VALUES},
         uniques=int((fk == 1).sum()), uniques_without=without, suda=suda_dict,
