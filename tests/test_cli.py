@@ -1,5 +1,4 @@
 import json
-import time
 
 import pandas as pd
 import pytest
@@ -35,12 +34,10 @@ def test_version(cli):
     assert result.returncode == 0 and result.stdout.startswith("sdckit ")
 
 
-def test_demo_writes_release_and_manifest_quickly(cli, tmp_path):
-    start = time.perf_counter()
+def test_demo_writes_release_manifest_and_report(cli, tmp_path):
+    # its speed (issue 2: under 10 s, report included) is measured by benchmarks/bench_demo.py
     result = cli("demo", "--out", str(tmp_path / "demo"))
-    elapsed = time.perf_counter() - start
     assert result.returncode == 0, result.stderr
-    assert elapsed < 10  # issue 2: under 10 s, HTML report included (about 5.5 s on a quiet machine)
     assert (tmp_path / "demo" / "casc_protected.report.html").exists()
     data = pd.read_csv(tmp_path / "demo" / "casc_protected.csv")
     assert data.shape == (1080, 13)

@@ -10,82 +10,53 @@ The library's main entry points::
 See DESIGN.md and the README for the architecture and the CLI.
 """
 
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from sdckit.core.errors import DataError, ParameterError, SchemaError, SdcError, SecurityWarning
 from sdckit.core.version import __version__
-from sdckit.core.errors import DataError, ParameterError, SchemaError, SdcError  # noqa: E402
-from sdckit.core.errors import SecurityWarning  # noqa: E402
-from sdckit.core.random import new_seed  # noqa: E402
-from sdckit.core.method import Method, Outcome  # noqa: E402
-from sdckit.core.schema import Kind, Role, Schema  # noqa: E402
-from sdckit.io import read, write  # noqa: E402
-from sdckit.pipeline import Release, protect  # noqa: E402
 
-# Methods (each registered under its recipe name).
-from sdckit.masking import (  # noqa: E402
-    AdditiveNoise,
-    CorrelatedNoise,
-    DataShuffling,
-    GlobalRecoding,
-    LocalSuppression,
-    Microaggregation,
-    MultiplicativeNoise,
-    Pram,
-    RankSwapping,
-    Rounding,
-    Sampling,
-    TopBottomCoding,
-)
-from sdckit.synthetic import (  # noqa: E402
-    CartSynthesizer,
-    GaussianCopulaSynthesizer,
-    MultivariateNormalSynthesizer,
-)
-from sdckit.anonymity import (  # noqa: E402
-    DistinctLDiversity,
-    EntropyLDiversity,
-    FullDomainGeneralization,
-    Hierarchy,
-    KAnonymity,
-    MicroaggregationAnonymity,
-    Mondrian,
-    RecursiveCLDiversity,
-    TCloseness,
-)
-from sdckit.anonymity import check as check_anonymity  # noqa: E402
-from sdckit.dp import (  # noqa: E402
-    BudgetAccountant,
-    BudgetExceeded,
-    Geometric,
-    KEpsilonAnonymity,
-    Laplace,
-    LaplaceNoise,
-)
+#: Every public name of the package and the module it comes from. They are imported on first
+#: use (PEP 562), so that ``import sdckit`` or one family (e.g. ``sdckit.anonymity``) does not
+#: load every other family and its libraries (numba, scipy, scikit-learn) into memory.
+_LAZY = {
+    "new_seed": "sdckit.core.random", "Method": "sdckit.core.method", "Outcome": "sdckit.core.method",
+    "Kind": "sdckit.core.schema", "Role": "sdckit.core.schema", "Schema": "sdckit.core.schema",
+    "read": "sdckit.io", "write": "sdckit.io", "Release": "sdckit.pipeline", "protect": "sdckit.pipeline",
+    **dict.fromkeys(("AdditiveNoise", "CorrelatedNoise", "DataShuffling", "GlobalRecoding", "LocalSuppression",
+                     "Microaggregation", "MultiplicativeNoise", "Pram", "RankSwapping", "Rounding", "Sampling",
+                     "TopBottomCoding"), "sdckit.masking"),
+    **dict.fromkeys(("CartSynthesizer", "GaussianCopulaSynthesizer", "MultivariateNormalSynthesizer"),
+                    "sdckit.synthetic"),
+    **dict.fromkeys(("DistinctLDiversity", "EntropyLDiversity", "FullDomainGeneralization", "Hierarchy",
+                     "KAnonymity", "MicroaggregationAnonymity", "Mondrian", "RecursiveCLDiversity", "TCloseness"),
+                    "sdckit.anonymity"),
+    **dict.fromkeys(("BudgetAccountant", "BudgetExceeded", "Geometric", "KEpsilonAnonymity", "Laplace",
+                     "LaplaceNoise"), "sdckit.dp"),
+    **dict.fromkeys(("assess", "assign_linkage", "decompose", "intruder_linkage", "permutation_distances",
+                     "permuted_privacy", "rank_correlation", "rank_displacement", "reverse_map", "verify_linkage",
+                     "verify_subject"), "sdckit.permutation"),
+}
+#: Public names whose name differs in their module.
+_RENAMED = {"check_anonymity": ("sdckit.anonymity", "check")}
 
-# Verification: the permutation paradigm.
-from sdckit.permutation import (  # noqa: E402
-    assess,
-    assign_linkage,
-    decompose,
-    intruder_linkage,
-    permutation_distances,
-    permuted_privacy,
-    rank_correlation,
-    rank_displacement,
-    reverse_map,
-    verify_linkage,
-    verify_subject,
-)
+__all__ = sorted(["DataError", "ParameterError", "SchemaError", "SdcError", "SecurityWarning", "__version__",
+                  *_LAZY, *_RENAMED])
 
-__all__ = [
-    "AdditiveNoise", "BudgetAccountant", "BudgetExceeded", "CartSynthesizer", "CorrelatedNoise",
-    "DataError", "DataShuffling", "DistinctLDiversity", "EntropyLDiversity",
-    "FullDomainGeneralization", "GaussianCopulaSynthesizer", "Geometric", "GlobalRecoding",
-    "Hierarchy", "KAnonymity", "KEpsilonAnonymity", "Kind", "Laplace", "LaplaceNoise",
-    "LocalSuppression", "Method", "Microaggregation", "MicroaggregationAnonymity", "Mondrian",
-    "MultiplicativeNoise", "MultivariateNormalSynthesizer", "Outcome", "ParameterError", "Pram",
-    "RankSwapping", "RecursiveCLDiversity", "Release", "Role", "Rounding", "Sampling", "Schema",
-    "SchemaError", "SdcError", "TCloseness", "TopBottomCoding", "__version__", "assess",
-    "assign_linkage", "check_anonymity", "decompose", "intruder_linkage", "permutation_distances",
-    "permuted_privacy", "protect", "rank_correlation", "rank_displacement", "read",
-    "reverse_map", "verify_linkage", "verify_subject", "write",
-    "SecurityWarning", "new_seed",
-]
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+    elif name in _RENAMED:
+        module, attribute = _RENAMED[name]
+        value = getattr(importlib.import_module(module), attribute)
+    else:
+        raise AttributeError(f"module 'sdckit' has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -18,7 +18,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy.special import ndtri
 
 from sdckit.core.errors import DataError, ParameterError, SchemaError
 from sdckit.core.random import RandomState, as_generator
@@ -170,4 +169,6 @@ def average_ranks(values: np.ndarray) -> np.ndarray:
 
 def normal_scores(rank_values: np.ndarray, n: int) -> np.ndarray:
     """Normal scores ``Phi^-1((rank - 1/2) / n)`` of ranks ``1..n``."""
+    from scipy.special import ndtri  # here, not at the top: most users of ranks never need scipy
+
     return ndtri((np.asarray(rank_values, dtype=float) - 0.5) / n)
