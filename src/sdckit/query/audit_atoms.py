@@ -6,15 +6,19 @@ the unknowns of what an analyst learns (DESIGN.md section 7). The partition is r
 set: an atom the set cuts is split in two, the part outside keeping the atom's id and the part
 inside getting a new id. Cost per set: O(n) vectorised, no sort.
 
-Each atom keeps its size and one representative record; the membership of an atom in a recorded
-set is read at its representative from the set's packed bits (all records of an atom share it).
+Each atom keeps its size and one representative record. The kept sets (those that raised the
+rank) are stored as one bit per record and set, records by rows (``n x capacity/8`` bytes), so the
+membership signature of an atom is the contiguous bytes at its representative record.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numba
 import numpy as np
+
+_BYTE_BITS = ((np.arange(256)[:, None] >> np.arange(8)[None, :]) & 1).astype(np.int64)
 
 
 @dataclass(frozen=True)
@@ -27,13 +31,35 @@ class Split:
     inside: np.ndarray
 
 
+@numba.njit(cache=True)
+def _first_residual(bits, reps, atoms, inside, tables, p):  # pragma: no cover - compiled
+    """First position t with rho = inside[l] - sum_b tables[b, bits[reps[l], b]] != 0 (mod p)."""
+    nb = tables.shape[0]
+    for t in range(atoms.size):
+        a = atoms[t]
+        r = reps[a]
+        acc = 0
+        for b in range(nb):
+            acc += tables[b, bits[r, b]]
+        rho = (np.int64(inside[a]) - acc % p + p) % p
+        if rho != 0:
+            return t, rho
+    return -1, 0
+
+
 class Atoms:
-    """The partition of ``n`` records into atoms (mutable; copy with :meth:`copy`)."""
+    """The partition of ``n`` records into atoms and the kept sets' bits (copy with :meth:`copy`).
+
+    Copies share the bit store: a copy writes only past the rows its original knows of, and a
+    store that must grow is reallocated, so an original never sees a copy's rows.
+    """
 
     def __init__(self, n: int) -> None:
         self.atom_id = np.zeros(n, dtype=np.int32 if n < 2**31 else np.int64)
         self.sizes = np.array([n], dtype=np.int64)
         self.rep = np.array([0], dtype=np.int64)
+        self.bits = np.zeros((n, 8), dtype=np.uint8)
+        self.n_rows = 0
 
     @property
     def count(self) -> int:
@@ -44,6 +70,8 @@ class Atoms:
         other.atom_id = self.atom_id.copy()
         other.sizes = self.sizes.copy()
         other.rep = self.rep.copy()
+        other.bits = self.bits
+        other.n_rows = self.n_rows
         return other
 
     def refine(self, member: np.ndarray) -> Split:
@@ -78,15 +106,36 @@ class Atoms:
         inside[self.atom_id[idx]] = True
         return Split(parents, children, inside)
 
-    def signatures(self, rows: list[np.ndarray], row_ids: list[int], atoms: np.ndarray) -> np.ndarray:
-        """0/1 matrix (len(row_ids) x len(atoms)): is atom j inside recorded set i.
+    # -- the kept sets, as bits ---------------------------------------------------------------
+    def stage_row(self, member: np.ndarray) -> int:
+        """Write ``member`` as row ``n_rows`` (not yet kept); return its row id."""
+        row = self.n_rows
+        byte, shift = row >> 3, row & 7
+        if byte >= self.bits.shape[1]:
+            grown = np.zeros((self.bits.shape[0], 2 * self.bits.shape[1]), dtype=np.uint8)
+            grown[:, : self.bits.shape[1]] = self.bits
+            self.bits = grown
+        column = self.bits[:, byte]
+        self.bits[:, byte] = (column & np.uint8(0xFF ^ (1 << shift))) | (member.astype(np.uint8) << np.uint8(shift))
+        return row
 
-        ``rows`` are the recorded sets as ``np.packbits(member, bitorder="little")``.
-        """
-        reps = self.rep[atoms]
-        byte = reps >> 3
-        bit = (reps & 7).astype(np.uint8)
-        out = np.empty((len(row_ids), atoms.size), dtype=np.int64)
-        for j, i in enumerate(row_ids):
-            out[j] = (rows[i][byte] >> bit) & 1
-        return out
+    def keep_row(self) -> None:
+        """Keep the staged row."""
+        self.n_rows += 1
+
+    def column(self, atom: int, row_ids: list[int]) -> np.ndarray:
+        """0/1 membership of ``atom`` in the kept rows ``row_ids``."""
+        n_bytes = (max(row_ids) >> 3) + 1 if row_ids else 0
+        unpacked = np.unpackbits(self.bits[self.rep[atom], :n_bytes], bitorder="little").astype(np.int64)
+        return unpacked[np.asarray(row_ids, dtype=np.int64)] if row_ids else unpacked[:0]
+
+    def first_residual(self, atoms: np.ndarray, row_ids: list[int], pi: np.ndarray, inside: np.ndarray,
+                       p: int) -> tuple[int, int]:
+        """First position t in ``atoms`` whose residual ``inside - pi . column`` is non-zero mod p,
+        and that residual; (-1, 0) if none."""
+        n_bytes = (max(row_ids) >> 3) + 1 if row_ids else 0
+        weights = np.zeros(8 * n_bytes, dtype=np.int64)
+        weights[np.asarray(row_ids, dtype=np.int64)] = pi
+        tables = (weights.reshape(n_bytes, 1, 8) * _BYTE_BITS[None, :, :]).sum(axis=2) % p
+        t, rho = _first_residual(self.bits, self.rep, atoms.astype(np.int64), inside, tables, np.int64(p))
+        return int(t), int(rho)

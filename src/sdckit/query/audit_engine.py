@@ -27,16 +27,16 @@ independent row that cuts nothing). Each row costs O(r**2) plus O(atoms).
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any
 
 import numpy as np
 
 from sdckit.query.audit_modp import bordered_inverse, matvec
 
-#: signatures(atoms, row_ids) -> 0/1 matrix (len(row_ids) x len(atoms))
-Signatures = Callable[[np.ndarray, list[int]], np.ndarray]
+#: What an engine reads of the atoms (``sdckit.query.audit_atoms.Atoms``): ``column`` and
+#: ``first_residual``.
+Store = Any
 
-_SEARCH_CHUNK = 1024
 
 
 class Engine:
@@ -82,8 +82,9 @@ class Engine:
         return self.piv[(self.w[self.piv] - self.x) % self.p == 0]
 
     def add_row(self, row_id: int, inside: np.ndarray, parents: np.ndarray, children: np.ndarray,
-                signatures: Signatures) -> bool:
-        """Add the set ``inside`` (bool over atoms, after its split); return whether it raised the rank."""
+                store: Store) -> bool:
+        """Add the set ``inside`` (bool over atoms, after its split; bits staged as row ``row_id``);
+        return whether it raised the rank."""
         p = self.p
         v_piv = inside[self.piv]
         w_v = int(self.w[inside].sum() % p)
@@ -92,10 +93,12 @@ class Engine:
             if vz == 0:
                 return False  # in the row space (probability 1 - 1/p): nothing new is learnt
         pi = self.minv[v_piv].sum(axis=0) % p if self.piv.size else np.zeros(0, dtype=np.int64)
-        pivot, column, residual = self._new_pivot(inside, pi, parents, children, signatures)
+        pivot, residual = self._new_pivot(inside, pi, parents, children, store)
         if pivot < 0:
             return False
-        gamma = self.minv[:, column.astype(bool)].sum(axis=1) % p if self.piv.size else np.zeros(0, dtype=np.int64)
+        column = store.column(pivot, self.rows)
+        gamma = (self.minv[:, column.astype(bool)].sum(axis=1) % p if self.piv.size
+                 else np.zeros(0, dtype=np.int64))
         self.minv = bordered_inverse(self.minv, gamma, pi, residual, p)
         self.piv = np.append(self.piv, pivot)
         self.rows.append(row_id)
@@ -103,15 +106,13 @@ class Engine:
         self.x = matvec(self.minv, self.W, p)
         return True
 
-    def _residuals(self, atoms: np.ndarray, inside: np.ndarray, pi: np.ndarray,
-                   signatures: Signatures) -> tuple[np.ndarray, np.ndarray]:
-        sig = signatures(atoms, self.rows)
-        rho = (inside[atoms].astype(np.int64) - (pi[:, None] * sig).sum(axis=0)) % self.p
-        return rho, sig
-
     def _new_pivot(self, inside: np.ndarray, pi: np.ndarray, parents: np.ndarray, children: np.ndarray,
-                   signatures: Signatures) -> tuple[int, np.ndarray, int]:
-        """An atom with non-zero residual, its column A[I, l] and the residual; (-1, ., 0) if none."""
+                   store: Store) -> tuple[int, int]:
+        """An atom with non-zero residual and the residual; (-1, 0) if none.
+
+        First the part inside of a cut pivot (residual 1), then the two parts of a cut atom (their
+        residuals differ by 1), else all atoms, those inside the set first (an independent row
+        that cuts no atom)."""
         candidates = []
         if children.size:
             is_pivot = np.zeros(inside.size, dtype=bool)
@@ -120,17 +121,9 @@ class Engine:
             if cut_pivots.size:
                 candidates.append(children[cut_pivots[:1]])
             candidates.append(np.array([children[0], parents[0]], dtype=np.int64))
+        candidates.append(np.concatenate([np.flatnonzero(inside), np.flatnonzero(~inside)]))
         for atoms in candidates:
-            rho, sig = self._residuals(atoms, inside, pi, signatures)
-            hit = np.flatnonzero(rho)
-            if hit.size:
-                return int(atoms[hit[0]]), sig[:, hit[0]], int(rho[hit[0]])
-        # An independent row cutting no atom: search all atoms, those inside the set first.
-        order = np.concatenate([np.flatnonzero(inside), np.flatnonzero(~inside)])
-        for start in range(0, order.size, _SEARCH_CHUNK):
-            atoms = order[start:start + _SEARCH_CHUNK]
-            rho, sig = self._residuals(atoms, inside, pi, signatures)
-            hit = np.flatnonzero(rho)
-            if hit.size:
-                return int(atoms[hit[0]]), sig[:, hit[0]], int(rho[hit[0]])
-        return -1, np.zeros(0, dtype=np.int64), 0
+            t, rho = store.first_residual(atoms, self.rows, pi, inside, self.p)
+            if t >= 0:
+                return int(atoms[t]), rho
+        return -1, 0

@@ -77,7 +77,6 @@ class _Knowledge:
 
     def __init__(self, n: int, known_totals: bool, rng: np.random.Generator) -> None:
         self.atoms = Atoms(n)
-        self.rows: list[np.ndarray] = []
         self.engines = [Engine(random_prime(31), rng, 1) for _ in range(_N_ENGINES)]
         self.derivable = np.zeros(0, dtype=np.int64)
         if known_totals:
@@ -86,7 +85,6 @@ class _Knowledge:
     def copy(self) -> "_Knowledge":
         other = _Knowledge.__new__(_Knowledge)
         other.atoms = self.atoms.copy()
-        other.rows = list(self.rows)
         other.engines = [e.copy() for e in self.engines]
         other.derivable = self.derivable
         return other
@@ -98,16 +96,15 @@ class _Knowledge:
             split = self.atoms.refine(member)
             changed.append(split.parents)
             changed.append(split.children)
-            self.rows.append(np.packbits(member, bitorder="little"))
-            row_id = len(self.rows) - 1
+            row_id = self.atoms.stage_row(member)
+            kept = False
             for engine in self.engines:
                 engine.split(split.parents, split.children)
-                engine.add_row(row_id, split.inside, split.parents, split.children, self._signatures)
+                kept |= engine.add_row(row_id, split.inside, split.parents, split.children, self.atoms)
+            if kept:
+                self.atoms.keep_row()
         self.derivable = np.unique(np.concatenate([e.derivable() for e in self.engines]))
         return np.concatenate(changed) if changed else np.zeros(0, dtype=np.int64)
-
-    def _signatures(self, atoms: np.ndarray, row_ids: list[int]) -> np.ndarray:
-        return self.atoms.signatures(self.rows, row_ids, atoms)
 
 
 class Auditor:
@@ -144,7 +141,7 @@ class Auditor:
 
         self._rng = np.random.default_rng(secrets.randbits(128))
         self._knowledge: dict[tuple[str, str | None], _Knowledge] = {}
-        self._pending: tuple[bytes, _Knowledge] | None = None
+        self._pending: dict[tuple[str, str | None], tuple[bytes, _Knowledge]] = {}
         self._answered = 0
 
     @property
@@ -198,7 +195,7 @@ class Auditor:
         before = self._get(key)
         after = before.copy()
         changed = after.add(members)
-        self._pending = (self._digest(key, members), after)
+        self._pending[key] = (self._digest(key, members), after)
         disclosed = self._new_small_derivable(before, after, changed)
         if disclosed:
             what = "count of records" if key[0] == "count" else f"sum of '{key[1]}'"
@@ -211,7 +208,7 @@ class Auditor:
         """Remember answers that were given (after :meth:`check` allowed them), or replay them."""
         key = self._key(kind, column)
         members = self._members(memberships)
-        pending, self._pending = self._pending, None
+        pending = self._pending.pop(key, None)
         if pending is not None and pending[0] == self._digest(key, members):
             self._knowledge[key] = pending[1]
         else:
