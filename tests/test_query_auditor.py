@@ -214,30 +214,32 @@ def test_decision_to_dict():
 
 
 # -- brute-force oracle ---------------------------------------------------------------------------
-def _rank(rows: list[list[int]]) -> int:
-    """Rank over Q by Gaussian elimination with Fractions."""
-    m = [[Fraction(x) for x in r] for r in rows]
-    rank, cols = 0, len(m[0]) if m else 0
-    for c in range(cols):
-        pivot = next((i for i in range(rank, len(m)) if m[i][c] != 0), None)
-        if pivot is None:
-            continue
-        m[rank], m[pivot] = m[pivot], m[rank]
-        for i in range(len(m)):
-            if i != rank and m[i][c] != 0:
-                f = m[i][c] / m[rank][c]
-                m[i] = [a - f * b for a, b in zip(m[i], m[rank])]
-        rank += 1
-    return rank
+def _echelon(rows: list[list[int]]) -> list[tuple[int, list[Fraction]]]:
+    """Row echelon basis over Q (Gaussian elimination with Fractions): (pivot column, row) pairs."""
+    basis: list[tuple[int, list[Fraction]]] = []
+    for r in rows:
+        vec = _reduce(basis, [Fraction(x) for x in r])
+        pivot = next((c for c, x in enumerate(vec) if x != 0), None)
+        if pivot is not None:
+            basis.append((pivot, [x / vec[pivot] for x in vec]))
+    return basis
 
 
-def _in_row_space(rows: list[list[int]], vec: list[int]) -> bool:
-    return bool(rows) and _rank(rows) == _rank(rows + [vec])
+def _reduce(basis: list[tuple[int, list[Fraction]]], vec: list[Fraction]) -> list[Fraction]:
+    for pivot, row in basis:
+        if vec[pivot] != 0:
+            f = vec[pivot]
+            vec = [a - f * b for a, b in zip(vec, row)]
+    return vec
+
+
+def _in_row_space(basis, vec: list[int]) -> bool:
+    return not any(_reduce(basis, [Fraction(x) for x in vec]))
 
 
 def _small_derivable(n: int, k: int, known: bool, sets: list[np.ndarray]) -> set[frozenset]:
     """Record sets (atoms of ``sets``) of small size whose indicator is in the row space over Q."""
-    rows = [list(map(int, s)) for s in sets] + ([[1] * n] if known else [])
+    basis = _echelon([list(map(int, s)) for s in sets] + ([[1] * n] if known else []))
     signature = {}
     for i in range(n):
         signature.setdefault(tuple(bool(s[i]) for s in sets), []).append(i)
@@ -246,7 +248,7 @@ def _small_derivable(n: int, k: int, known: bool, sets: list[np.ndarray]) -> set
         size = len(members)
         if size < k or (known and 1 <= n - size < k):
             vec = [1 if i in members else 0 for i in range(n)]
-            if _in_row_space(rows, vec):
+            if _in_row_space(basis, vec):
                 out.add(frozenset(members))
     return out
 
@@ -277,3 +279,41 @@ def test_auditor_matches_brute_force_oracle(n, k, known, queries):
         if got:
             a.record(batch, kind, col or None)
             answered.setdefault(kind_col, []).extend(batch)
+
+
+@pytest.mark.parametrize("k,allowed", [(3, True), (4, False)])
+def test_an_independent_set_that_cuts_no_atom(k, allowed):
+    # n = 12; A = {0..5}, B = {3..8}: atoms {0,1,2}, {3,4,5}, {6,7,8}, {9,10,11}. C = {0,1,2,6,7,8} cuts
+    # no atom, but (1,0,1,0) is not in span{(1,1,1,1), (1,1,0,0), (0,1,1,0)} over Q, so with C every
+    # atom (3 records) becomes derivable: refused when k = 4, allowed when k = 3.
+    n = 12
+    a = Auditor(n, k)
+    assert _ask(a, [_set(n, range(6))], "sum", "x")
+    assert _ask(a, [_set(n, range(3, 9))], "sum", "x")
+    assert a.check([_set(n, [0, 1, 2, 6, 7, 8])], "sum", "x").allowed is allowed
+
+
+def test_auditor_matches_oracle_on_range_and_in_list_queries():
+    # 30 records with two attributes; conjunctions of a range and an IN-list, as the server sends.
+    rng = np.random.default_rng(7)
+    n, k = 30, 3
+    age = rng.integers(0, 10, n)
+    region = rng.integers(0, 4, n)
+    for trial in range(4):
+        a = Auditor(n, k, known_totals=bool(trial % 2))
+        answered: list[np.ndarray] = []
+        allowed = refused = 0
+        for _ in range(14):
+            low = int(rng.integers(0, 8))
+            m = (age >= low) & (age <= low + int(rng.integers(1, 6)))
+            if rng.random() < 0.6:
+                m &= np.isin(region, rng.choice(4, int(rng.integers(1, 4)), replace=False))
+            expected = _oracle_allows(n, k, bool(trial % 2), answered, [m])
+            assert a.check([m], "count", None).allowed == expected
+            if expected:
+                a.record([m], "count", None)
+                answered.append(m)
+                allowed += 1
+            else:
+                refused += 1
+        assert allowed and refused  # the sequence exercised both outcomes
