@@ -29,6 +29,7 @@ class Split:
     parents: np.ndarray
     children: np.ndarray
     inside: np.ndarray
+    members: np.ndarray
 
 
 @numba.njit(cache=True)
@@ -47,18 +48,43 @@ def _first_residual(bits, reps, atoms, inside, tables, p):  # pragma: no cover -
     return -1, 0
 
 
+class _BitStore:
+    """One bit per record and row, records by rows; ``written[row]`` lists the records whose bit
+    may be set in that row, so a row is rewritten in O(its set's size), not O(n)."""
+
+    def __init__(self, n: int, n_bytes: int) -> None:
+        self.bits = np.zeros((n, n_bytes), dtype=np.uint8)
+        self.written: dict[int, np.ndarray] = {}
+
+    def grown(self) -> "_BitStore":
+        other = _BitStore.__new__(_BitStore)
+        other.bits = np.zeros((self.bits.shape[0], 2 * self.bits.shape[1]), dtype=np.uint8)
+        other.bits[:, : self.bits.shape[1]] = self.bits
+        other.written = dict(self.written)
+        return other
+
+    def write(self, row: int, members: np.ndarray) -> None:
+        byte, mask = row >> 3, np.uint8(1 << (row & 7))
+        previous = self.written.get(row)
+        if previous is not None:
+            self.bits[previous, byte] &= ~mask
+        self.bits[members, byte] |= mask
+        self.written[row] = members
+
+
 class Atoms:
     """The partition of ``n`` records into atoms and the kept sets' bits (copy with :meth:`copy`).
 
     Copies share the bit store: a copy writes only past the rows its original knows of, and a
-    store that must grow is reallocated, so an original never sees a copy's rows.
+    store that must grow is reallocated, so an original never sees a copy's rows (a copy that is
+    dropped leaves bits past them, cleared when that row is written again).
     """
 
     def __init__(self, n: int) -> None:
         self.atom_id = np.zeros(n, dtype=np.int32 if n < 2**31 else np.int64)
         self.sizes = np.array([n], dtype=np.int64)
         self.rep = np.array([0], dtype=np.int64)
-        self.bits = np.zeros((n, 8), dtype=np.uint8)
+        self.store = _BitStore(n, 8)
         self.n_rows = 0
 
     @property
@@ -70,7 +96,7 @@ class Atoms:
         other.atom_id = self.atom_id.copy()
         other.sizes = self.sizes.copy()
         other.rep = self.rep.copy()
-        other.bits = self.bits
+        other.store = self.store
         other.n_rows = self.n_rows
         return other
 
@@ -104,19 +130,15 @@ class Atoms:
             self.rep = np.concatenate([self.rep, child_rep])
         inside = np.zeros(self.count, dtype=bool)
         inside[self.atom_id[idx]] = True
-        return Split(parents, children, inside)
+        return Split(parents, children, inside, idx)
 
     # -- the kept sets, as bits ---------------------------------------------------------------
-    def stage_row(self, member: np.ndarray) -> int:
-        """Write ``member`` as row ``n_rows`` (not yet kept); return its row id."""
+    def stage_row(self, members: np.ndarray) -> int:
+        """Write the set (its record indices) as row ``n_rows``, not yet kept; return the row id."""
         row = self.n_rows
-        byte, shift = row >> 3, row & 7
-        if byte >= self.bits.shape[1]:
-            grown = np.zeros((self.bits.shape[0], 2 * self.bits.shape[1]), dtype=np.uint8)
-            grown[:, : self.bits.shape[1]] = self.bits
-            self.bits = grown
-        column = self.bits[:, byte]
-        self.bits[:, byte] = (column & np.uint8(0xFF ^ (1 << shift))) | (member.astype(np.uint8) << np.uint8(shift))
+        if row >> 3 >= self.store.bits.shape[1]:
+            self.store = self.store.grown()
+        self.store.write(row, members)
         return row
 
     def keep_row(self) -> None:
@@ -126,7 +148,7 @@ class Atoms:
     def column(self, atom: int, row_ids: list[int]) -> np.ndarray:
         """0/1 membership of ``atom`` in the kept rows ``row_ids``."""
         n_bytes = (max(row_ids) >> 3) + 1 if row_ids else 0
-        unpacked = np.unpackbits(self.bits[self.rep[atom], :n_bytes], bitorder="little").astype(np.int64)
+        unpacked = np.unpackbits(self.store.bits[self.rep[atom], :n_bytes], bitorder="little").astype(np.int64)
         return unpacked[np.asarray(row_ids, dtype=np.int64)] if row_ids else unpacked[:0]
 
     def first_residual(self, atoms: np.ndarray, row_ids: list[int], pi: np.ndarray, inside: np.ndarray,
@@ -137,5 +159,5 @@ class Atoms:
         weights = np.zeros(8 * n_bytes, dtype=np.int64)
         weights[np.asarray(row_ids, dtype=np.int64)] = pi
         tables = (weights.reshape(n_bytes, 1, 8) * _BYTE_BITS[None, :, :]).sum(axis=2) % p
-        t, rho = _first_residual(self.bits, self.rep, atoms.astype(np.int64), inside, tables, np.int64(p))
+        t, rho = _first_residual(self.store.bits, self.rep, atoms.astype(np.int64), inside, tables, np.int64(p))
         return int(t), int(rho)

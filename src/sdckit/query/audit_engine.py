@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from sdckit.query.audit_modp import bordered_inverse, matvec
+from sdckit.query.audit_modp import bordered_inverse, inverse
 
 #: What an engine reads of the atoms (``sdckit.query.audit_atoms.Atoms``): ``column`` and
 #: ``first_residual``.
@@ -100,10 +100,12 @@ class Engine:
         gamma = (self.minv[:, column.astype(bool)].sum(axis=1) % p if self.piv.size
                  else np.zeros(0, dtype=np.int64))
         self.minv = bordered_inverse(self.minv, gamma, pi, residual, p)
+        # x = M^-1 W, bordered: t = (w_v - pi . W) / s; x' = (x - gamma t, t).
+        t = (w_v - int((pi * self.W % p).sum() % p)) % p * inverse(residual, p) % p
+        self.x = np.append((self.x - gamma * t) % p, t)
         self.piv = np.append(self.piv, pivot)
         self.rows.append(row_id)
         self.W = np.append(self.W, w_v)
-        self.x = matvec(self.minv, self.W, p)
         return True
 
     def _new_pivot(self, inside: np.ndarray, pi: np.ndarray, parents: np.ndarray, children: np.ndarray,

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import secrets
 
+import numba
 import numpy as np
 
 
@@ -59,11 +60,14 @@ def inverse(a: int, p: int) -> int:
     return pow(int(a) % p, p - 2, p)
 
 
-def matvec(m: np.ndarray, v: np.ndarray, p: int) -> np.ndarray:
-    """``m @ v`` modulo ``p`` for residues in ``[0, p)``."""
-    if m.size == 0:
-        return np.zeros(m.shape[0], dtype=np.int64)
-    return ((m * v[None, :]) % p).sum(axis=1) % p
+@numba.njit(cache=True)
+def _rank_one_update(minv, gamma, pi, sinv, p, out):  # pragma: no cover - compiled
+    """out[:r, :r] = minv + gamma pi^T sinv (mod p), in one pass."""
+    r = minv.shape[0]
+    for i in range(r):
+        g = gamma[i]
+        for j in range(r):
+            out[i, j] = (minv[i, j] + (g * pi[j] % p) * sinv % p) % p
 
 
 def bordered_inverse(minv: np.ndarray, gamma: np.ndarray, pi: np.ndarray, schur: int, p: int) -> np.ndarray:
@@ -73,7 +77,7 @@ def bordered_inverse(minv: np.ndarray, gamma: np.ndarray, pi: np.ndarray, schur:
     sinv = inverse(schur, p)
     out = np.empty((r + 1, r + 1), dtype=np.int64)
     if r:
-        out[:r, :r] = (minv + ((np.outer(gamma, pi) % p) * sinv) % p) % p
+        _rank_one_update(minv, gamma.astype(np.int64), pi.astype(np.int64), np.int64(sinv), np.int64(p), out)
         out[:r, r] = (-gamma * sinv) % p
         out[r, :r] = (-pi * sinv) % p
     out[r, r] = sinv

@@ -96,7 +96,7 @@ class _Knowledge:
             split = self.atoms.refine(member)
             changed.append(split.parents)
             changed.append(split.children)
-            row_id = self.atoms.stage_row(member)
+            row_id = self.atoms.stage_row(split.members)
             kept = False
             for engine in self.engines:
                 engine.split(split.parents, split.children)
