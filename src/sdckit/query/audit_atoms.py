@@ -33,19 +33,32 @@ class Split:
 
 
 @numba.njit(cache=True)
-def _first_residual(bits, reps, atoms, inside, tables, p):  # pragma: no cover - compiled
-    """First position t with rho = inside[l] - sum_b tables[b, bits[reps[l], b]] != 0 (mod p)."""
+def _first_residual(bits, reps, atoms, inside, tables, p, start, stride):  # pragma: no cover - compiled
+    """First t with rho = inside[a] - sum_b tables[b, bits[reps[a], b]] != 0 (mod p), where
+    a = atoms[t], or, if ``atoms`` is empty, a = (start + t * stride) mod (number of atoms): a
+    sweep of all atoms in a scattered order (``stride`` a prime above the number of atoms)."""
     nb = tables.shape[0]
-    for t in range(atoms.size):
-        a = atoms[t]
+    m = inside.size
+    count = atoms.size if atoms.size else m
+    for t in range(count):
+        a = atoms[t] if atoms.size else (start + t * stride) % m
         r = reps[a]
         acc = 0
         for b in range(nb):
             acc += tables[b, bits[r, b]]
         rho = (np.int64(inside[a]) - acc % p + p) % p
         if rho != 0:
-            return t, rho
+            return a, rho
     return -1, 0
+
+
+@numba.njit(cache=True)
+def _write_bit(bits, byte, mask, clear, members):  # pragma: no cover - compiled
+    off = np.uint8(255) ^ mask
+    for i in clear:
+        bits[i, byte] &= off
+    for i in members:
+        bits[i, byte] |= mask
 
 
 class _BitStore:
@@ -64,11 +77,9 @@ class _BitStore:
         return other
 
     def write(self, row: int, members: np.ndarray) -> None:
-        byte, mask = row >> 3, np.uint8(1 << (row & 7))
         previous = self.written.get(row)
-        if previous is not None:
-            self.bits[previous, byte] &= ~mask
-        self.bits[members, byte] |= mask
+        _write_bit(self.bits, row >> 3, np.uint8(1 << (row & 7)),
+                   previous if previous is not None else members[:0], members)
         self.written[row] = members
 
 
@@ -151,13 +162,19 @@ class Atoms:
         unpacked = np.unpackbits(self.store.bits[self.rep[atom], :n_bytes], bitorder="little").astype(np.int64)
         return unpacked[np.asarray(row_ids, dtype=np.int64)] if row_ids else unpacked[:0]
 
-    def first_residual(self, atoms: np.ndarray, row_ids: list[int], pi: np.ndarray, inside: np.ndarray,
-                       p: int) -> tuple[int, int]:
-        """First position t in ``atoms`` whose residual ``inside - pi . column`` is non-zero mod p,
-        and that residual; (-1, 0) if none."""
+    def first_residual(self, atoms: np.ndarray | None, row_ids: list[int], pi: np.ndarray, inside: np.ndarray,
+                       p: int, start: int = 0) -> tuple[int, int]:
+        """An atom of ``atoms`` (all atoms, swept from ``start`` in a scattered order, if ``None``)
+        whose residual ``inside - pi . column`` is non-zero mod p, and that residual; (-1, 0) if none.
+
+        The scattered sweep finds one of s atoms with a non-zero residual after about m / s atoms."""
         n_bytes = (max(row_ids) >> 3) + 1 if row_ids else 0
         weights = np.zeros(8 * n_bytes, dtype=np.int64)
         weights[np.asarray(row_ids, dtype=np.int64)] = pi
         tables = (weights.reshape(n_bytes, 1, 8) * _BYTE_BITS[None, :, :]).sum(axis=2) % p
-        t, rho = _first_residual(self.store.bits, self.rep, atoms.astype(np.int64), inside, tables, np.int64(p))
-        return int(t), int(rho)
+        listed = np.zeros(0, dtype=np.int64) if atoms is None else atoms.astype(np.int64)
+        if atoms is not None and not atoms.size:
+            return -1, 0
+        a, rho = _first_residual(self.store.bits, self.rep, listed, inside, tables, np.int64(p),
+                                 np.int64(start % max(self.count, 1)), np.int64(p))
+        return int(a), int(rho)

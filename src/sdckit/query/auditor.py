@@ -124,8 +124,11 @@ class Auditor:
 
     Notes
     -----
-    The primes and weights of the engines come from OS entropy (``secrets``); decisions are exact
-    except, with probability below 10**-9 per query, a refusal too many. See DESIGN.md section 7.
+    The primes and weights of the engines come from OS entropy (``secrets``). A derivable atom is
+    always found unless both engines' secret primes fail at once (see
+    :mod:`sdckit.query.audit_modp`); a refusal too many happens with probability about
+    ``2 r / 2**30`` per query (r: answered independent sets). Memory per knowledge (COUNT, or SUM of
+    one column): about ``n * (8 + r/8)`` bytes plus 40 bytes per atom. See DESIGN.md section 7.
     """
 
     def __init__(self, n_records: int, min_query_set: int, *, known_totals: bool = True) -> None:
