@@ -317,3 +317,39 @@ def test_auditor_matches_oracle_on_range_and_in_list_queries():
             else:
                 refused += 1
         assert allowed and refused  # the sequence exercised both outcomes
+
+
+def test_interleaved_checks_then_record_equal_recording_alone():
+    # check(Q1), check(Q2), record(Q1): the state must be that of recording Q1 only (the pending
+    # check of Q2 and the shared bit store must leave no trace).
+    rng = np.random.default_rng(11)
+    n, k = 40, 3
+    q1, q2 = rng.random(n) < 0.5, rng.random(n) < 0.4
+    probes = [rng.random(n) < 0.5 for _ in range(12)]
+    a, b = Auditor(n, k), Auditor(n, k)
+    a.check([q1], "sum", "x")
+    a.check([q2], "sum", "x")
+    a.record([q1], "sum", "x")
+    b.record([q1], "sum", "x")
+    for probe in probes:
+        assert a.check([probe], "sum", "x").allowed == b.check([probe], "sum", "x").allowed
+        assert a.check([probe], "sum", "x").allowed == _oracle_allows(n, k, True, [q1], [probe])
+
+
+def test_group_by_many_groups_matches_oracle():
+    rng = np.random.default_rng(0)
+    n, k = 48, 3
+    answered: list[np.ndarray] = []
+    a = Auditor(n, k)
+    outcomes = set()
+    for _ in range(12):
+        labels = rng.integers(0, int(rng.integers(2, 6)), n)
+        where = rng.random(n) < 0.8
+        groups = [where & (labels == g) for g in np.unique(labels[where])]
+        expected = _oracle_allows(n, k, True, answered, groups)
+        assert a.check(groups, "count", None).allowed == expected
+        outcomes.add(expected)
+        if expected:
+            a.record(groups, "count", None)
+            answered.extend(groups)
+    assert outcomes == {True, False}

@@ -95,6 +95,7 @@ class Atoms:
         self.atom_id = np.zeros(n, dtype=np.int32 if n < 2**31 else np.int64)
         self.sizes = np.array([n], dtype=np.int64)
         self.rep = np.array([0], dtype=np.int64)
+        self._own_ids = True
         self.store = _BitStore(n, 8)
         self.n_rows = 0
 
@@ -104,9 +105,10 @@ class Atoms:
 
     def copy(self) -> "Atoms":
         other = Atoms.__new__(Atoms)
-        other.atom_id = self.atom_id.copy()
-        other.sizes = self.sizes.copy()
-        other.rep = self.rep.copy()
+        other.atom_id = self.atom_id  # copied on the first refinement that cuts an atom
+        other.sizes = self.sizes  # never written in place (as rep)
+        other.rep = self.rep
+        other._own_ids = self._own_ids = False
         other.store = self.store
         other.n_rows = self.n_rows
         return other
@@ -126,19 +128,24 @@ class Atoms:
             moving = cut[a]
             moved_records = idx[moving]
             moved_to = new_id[a[moving]]
+            if not self._own_ids:
+                self.atom_id = self.atom_id.copy()
+                self._own_ids = True
             self.atom_id[moved_records] = moved_to
-            self.sizes[parents] -= inside_count[parents]
-            self.sizes = np.concatenate([self.sizes, inside_count[parents]])
+            sizes = np.concatenate([self.sizes, inside_count[parents]])
+            sizes[parents] -= inside_count[parents]
+            self.sizes = sizes
             child_rep = np.empty(parents.size, dtype=np.int64)
             child_rep[moved_to - m_before] = moved_records
+            rep = np.concatenate([self.rep, child_rep])
             # A parent whose representative moved inside needs one of its records left outside.
             lost = parents[member[self.rep[parents]]]
             if lost.size:
                 outside = np.flatnonzero(~member)
                 candidate = np.full(m_before, -1, dtype=np.int64)
                 candidate[self.atom_id[outside]] = outside
-                self.rep[lost] = candidate[lost]
-            self.rep = np.concatenate([self.rep, child_rep])
+                rep[lost] = candidate[lost]
+            self.rep = rep
         inside = np.zeros(self.count, dtype=bool)
         inside[self.atom_id[idx]] = True
         return Split(parents, children, inside, idx)

@@ -63,7 +63,7 @@ class Engine:
     def copy(self) -> "Engine":
         other = Engine.__new__(Engine)
         other.p, other.rng = self.p, self.rng
-        other.w = self.w.copy()
+        other.w = self.w  # never written in place
         other.piv = self.piv  # replaced, never written in place (as minv, W, x)
         other.rows = list(self.rows)
         other.minv = self.minv
@@ -80,8 +80,9 @@ class Engine:
         if not parents.size:
             return
         t = self.rng.integers(0, self.p, size=(2, parents.size), dtype=np.int64)
-        self.w[:, parents] = (self.w[:, parents] - t) % self.p
-        self.w = np.concatenate([self.w, t], axis=1)
+        w = np.concatenate([self.w, t], axis=1)
+        w[:, parents] = (w[:, parents] - t) % self.p
+        self.w = w
 
     def derivable(self) -> np.ndarray:
         """Atoms whose count (or sum) this engine finds derivable (coloops of A)."""
