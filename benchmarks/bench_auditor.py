@@ -13,6 +13,7 @@ until 1,000 have been answered; then 100 further queries are timed.
 from __future__ import annotations
 
 import argparse
+import os
 import time
 
 import numpy as np
@@ -94,26 +95,30 @@ def main() -> None:
           f"({1000 * build / (answered + refused):.1f} ms per query including query generation)")
     for key, know in auditor._knowledge.items():
         print(f"  knowledge {key}: {know.atoms.count} atoms, rank {[e.rank for e in know.engines]}")
-    checks, totals, allowed = [], [], 0
+    checks, totals, cpu, allowed = [], [], [], 0
     for _ in range(args.timed):
         kind, sets = query(table, rng)
-        t0 = time.perf_counter()
+        c0, t0 = time.process_time(), time.perf_counter()
         k, c = ("sum", "income") if kind in ("sum", "avg") else ("count", None)
         decision = auditor.check(sets, k, c)
         t1 = time.perf_counter()
         if decision.allowed:
             auditor.record(sets, k, c)
             allowed += 1
-        t2 = time.perf_counter()
+        t2, c2 = time.perf_counter(), time.process_time()
         checks.append(t1 - t0)
         totals.append(t2 - t0)
-    checks_ms, totals_ms = 1000 * np.array(checks), 1000 * np.array(totals)
+        cpu.append(c2 - c0)
+    checks_ms, totals_ms, cpu_ms = 1000 * np.array(checks), 1000 * np.array(totals), 1000 * np.array(cpu)
     print(f"after {answered} answered queries on n={args.n:,}, k={args.k}: {args.timed} queries "
           f"({allowed} allowed)")
     print(f"  check:          median {np.median(checks_ms):.1f} ms, p90 {np.percentile(checks_ms, 90):.1f} ms, "
           f"max {checks_ms.max():.1f} ms")
     print(f"  check + record: median {np.median(totals_ms):.1f} ms, p90 {np.percentile(totals_ms, 90):.1f} ms, "
           f"max {totals_ms.max():.1f} ms")
+    print(f"  check + record, CPU time of this process: median {np.median(cpu_ms):.1f} ms, "
+          f"p90 {np.percentile(cpu_ms, 90):.1f} ms, max {cpu_ms.max():.1f} ms")
+    print(f"  machine load average (1 min): {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
 
 
 if __name__ == "__main__":

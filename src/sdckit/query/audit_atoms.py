@@ -163,6 +163,11 @@ class Atoms:
         """Keep the staged row."""
         self.n_rows += 1
 
+    def committed(self) -> None:
+        """This state became the live one: rows below ``n_rows`` are never written again, so
+        their write logs are dropped (only copies of it, which start at ``n_rows``, write)."""
+        self.store.written = {row: m for row, m in self.store.written.items() if row >= self.n_rows}
+
     def column(self, atom: int, row_ids: list[int]) -> np.ndarray:
         """0/1 membership of ``atom`` in the kept rows ``row_ids``."""
         n_bytes = (max(row_ids) >> 3) + 1 if row_ids else 0

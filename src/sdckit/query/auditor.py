@@ -81,6 +81,7 @@ class _Knowledge:
         self.derivable = np.zeros(0, dtype=np.int64)
         if known_totals:
             self.add([np.ones(n, dtype=bool)])
+            self.atoms.committed()
 
     def copy(self) -> "_Knowledge":
         other = _Knowledge.__new__(_Knowledge)
@@ -213,11 +214,12 @@ class Auditor:
         members = self._members(memberships)
         pending = self._pending.pop(key, None)
         if pending is not None and pending[0] == self._digest(key, members):
-            self._knowledge[key] = pending[1]
+            after = pending[1]
         else:
             after = self._get(key).copy()
             after.add(members)
-            self._knowledge[key] = after
+        after.atoms.committed()
+        self._knowledge[key] = after
         self._answered += 1
 
     def _get(self, key: tuple[str, str | None]) -> _Knowledge:
