@@ -18,11 +18,12 @@ Then z = w - E_P M^-1 W_I is a uniformly random null vector of A (the map w -> z
 onto null(A)), equal to w off the pivots. So: a non-pivot atom is never derivable; a pivot p is
 derivable iff w_p = (M^-1 W_I)_p -- exactly when it is derivable, and falsely (a refusal too
 many, never too few) with probability 1/p otherwise. A new row v is independent of A iff it cuts
-an atom (rows of A are constant on atoms) or v . z != 0 (then certainly; v . z = 0 for an
-independent v has probability 1/p). A new pivot is an atom l with non-zero residual
-rho_l = v_l - (v_P M^-1) A[I, l]: the part inside of a cut pivot (rho = 1), else one of the two
-parts of a cut atom (their residuals differ by 1), else a search over all atoms (rare: an
-independent row that cuts nothing). Each row costs O(r**2) plus O(atoms).
+an atom (rows of A are constant on atoms) or v . z != 0 for one of two independent null vectors
+(then certainly; both vanish for an independent v with probability 1/p**2). A new pivot is an atom
+l with non-zero residual rho_l = v_l - (v_P M^-1) A[I, l]: the part inside of a cut pivot
+(rho = 1), else one of the two parts of a cut atom (their residuals differ by 1), else (a row that
+cuts no atom) a scattered sample, the lone-atom test, a sweep (see :meth:`Engine._new_pivot`).
+Each row costs O(r**2) plus O(atoms) (plus O(atoms * r/8) for a sweep).
 """
 
 from __future__ import annotations
