@@ -46,6 +46,7 @@ r answered independent sets); two independent engines, a refusal when either see
 from __future__ import annotations
 
 import hashlib
+import threading
 from dataclasses import dataclass
 from typing import Any, Literal, Sequence
 
@@ -146,6 +147,7 @@ class Auditor:
         self._rng = np.random.default_rng(secrets.randbits(128))
         self._knowledge: dict[tuple[str, str | None], _Knowledge] = {}
         self._pending: dict[tuple[str, str | None], tuple[bytes, _Knowledge]] = {}
+        self._lock = threading.Lock()  # a server may call from several threads
         self._answered = 0
 
     @property
@@ -196,10 +198,11 @@ class Auditor:
             if size < k or size > n - k:
                 return Decision(False, f"the query set has fewer than {k} records or leaves fewer than {k} out "
                                        "(query-set-size control)")
-        before = self._get(key)
-        after = before.copy()
-        changed = after.add(members)
-        self._pending[key] = (self._digest(key, members), after)
+        with self._lock:
+            before = self._get(key)
+            after = before.copy()
+            changed = after.add(members)
+            self._pending[key] = (self._digest(key, members), after)
         disclosed = self._new_small_derivable(before, after, changed)
         if disclosed:
             what = "count of records" if key[0] == "count" else f"sum of '{key[1]}'"
@@ -212,15 +215,16 @@ class Auditor:
         """Remember answers that were given (after :meth:`check` allowed them), or replay them."""
         key = self._key(kind, column)
         members = self._members(memberships)
-        pending = self._pending.pop(key, None)
-        if pending is not None and pending[0] == self._digest(key, members):
-            after = pending[1]
-        else:
-            after = self._get(key).copy()
-            after.add(members)
-        after.atoms.committed()
-        self._knowledge[key] = after
-        self._answered += 1
+        with self._lock:
+            pending = self._pending.pop(key, None)
+            if pending is not None and pending[0] == self._digest(key, members):
+                after = pending[1]
+            else:
+                after = self._get(key).copy()
+                after.add(members)
+            after.atoms.committed()
+            self._knowledge[key] = after
+            self._answered += 1
 
     def _get(self, key: tuple[str, str | None]) -> _Knowledge:
         if key not in self._knowledge:
