@@ -353,3 +353,30 @@ def test_group_by_many_groups_matches_oracle():
             a.record(groups, "count", None)
             answered.extend(groups)
     assert outcomes == {True, False}
+
+
+# -- the modular arithmetic under the engine -------------------------------------------------------
+def test_random_prime_is_a_31_bit_prime():
+    from sdckit.query.audit_modp import random_prime
+
+    for _ in range(3):
+        p = random_prime(31)
+        assert 2**30 <= p < 2**31
+        assert all(p % d for d in range(2, int(p**0.5) + 1))  # trial division: no factor
+
+
+def test_bordered_inverse_matches_a_direct_inverse_mod_p():
+    from sdckit.query.audit_modp import bordered_inverse, inverse
+
+    p = 10007
+    m = np.array([[1, 1, 0], [0, 1, 1], [1, 0, 1]], dtype=np.int64)  # det 2
+    c, d, e = np.array([1, 0, 1]), np.array([0, 1, 1]), 1
+    # inverse of m mod p by the adjugate
+    adj = np.round(np.linalg.inv(m) * 2).astype(np.int64)
+    minv = (adj * inverse(2, p)) % p
+    assert ((m @ minv) % p == np.eye(3, dtype=np.int64)).all()
+    gamma, pi = (minv @ c) % p, (d @ minv) % p
+    schur = int((e - d @ gamma) % p)
+    big = np.block([[m, c[:, None]], [d[None, :], np.array([[e]])]])
+    out = bordered_inverse(minv, gamma, pi, schur, p)
+    assert ((big @ out) % p == np.eye(4, dtype=np.int64)).all()
