@@ -36,7 +36,8 @@ Not covered (stated limits): a derivable total over a *union* of several small a
 itself an atom (finding a small set in a row space is a subset problem); inference from bounds
 on values (interval / range disclosure, Kleinberg et al.; Kenthapadi et al.); the information a
 refusal itself carries (the decision for SUM depends only on memberships, for COUNT also on atom
-sizes -- it is not *simulatable*); a derived zero count (an empty elementary set).
+sizes -- it is not *simulatable*); a derived zero count (an empty elementary set); dominance (a
+derivable total over k or more records of which one holds nearly all, the tabular p% rule).
 
 Algorithm: :mod:`sdckit.query.audit_atoms` (atoms, O(n) per set) and
 :mod:`sdckit.query.audit_engine` (random null vector modulo a secret prime, O(r**2) per set for
