@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import time
 
 import numpy as np
@@ -119,6 +120,8 @@ def main() -> None:
     print(f"  check + record, CPU time of this process: median {np.median(cpu_ms):.1f} ms, "
           f"p90 {np.percentile(cpu_ms, 90):.1f} ms, max {cpu_ms.max():.1f} ms")
     print(f"  machine load average (1 min): {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+    print(f"  peak resident memory of this process: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB "
+          "(table and query generation included)")
 
 
 if __name__ == "__main__":
