@@ -1,23 +1,66 @@
 """Auditing of exact answers in the restricted mode (Chin & Ozsoyoglu; Denning's trackers).
 
-Interface settled for the service (``sdckit.query.restricted`` calls it); the algorithm is
-filled in by its own change.
+Seed 002 section 4.6.2 (query restriction, trackers); DESIGN.md section 7 states the definition.
 
 The auditor keeps what one knowledge holder (an analyst, or all analysts together when collusion
 is audited) has learned from answered queries, each given as the membership of the table's
 records (privacy units) in the query set, a boolean vector over a fixed order of the records,
 and refuses any new answer that would let a single record's confidential value (or its
 membership) be derived.
+
+Definition implemented
+----------------------
+1. *Query-set-size control* (Denning, Denning & Schwartz 1979): a query set with fewer than k
+   or more than n - k records is refused.
+2. *Knowledge*: COUNT answers and the SUM answers of each summed column are separate unknowns
+   (an AVG is its SUM and its COUNT). Each answered set is a 0/1 row over the *elementary sets*
+   (atoms) of the answered sets of that knowledge: the partition of the records by membership
+   signature (Chin & Ozsoyoglu's audit expert). By default (``known_totals=True``) the number
+   of records and each column's total are assumed known to the analyst (the all-ones row): this is
+   conservative, and Denning's general tracker derives them anyway.
+3. *Compromise*: the analyst can derive the count (or sum) of an atom iff its unit vector is in
+   the row space of the answered rows (exact rational linear algebra). An answer is refused when it
+   would make derivable the count or sum of an atom with 1 <= size < k -- a single record's value
+   (size 1, Chin & Ozsoyoglu) or a total over fewer than k records, which query-set-size control
+   forbids asking directly -- or, with known totals, of an atom with 1 <= n - size < k (its
+   complement). This covers Denning's individual and general trackers and differencing on a
+   known unique, whatever queries built them: a tracker isolates an atom and its unit vector.
+   For COUNT, the analyst knows each atom's predicate, so a derivable count of 1 is a membership
+   (attribute) disclosure of that record.
+4. The several sets of one GROUP BY are checked together (all added, then the test).
+   :meth:`Auditor.check` never changes the state; :meth:`Auditor.record` commits (and replays).
+   An atom that was already derivable (e.g. after a change of k between restarts) does not cause
+   further refusals.
+
+Not covered (stated limits): a derivable total over a *union* of several small atoms that is not
+itself an atom (finding a small set in a row space is a subset problem); inference from bounds
+on values (interval / range disclosure, Kleinberg et al.; Kenthapadi et al.); the information a
+refusal itself carries (the decision for SUM depends only on memberships, for COUNT also on atom
+sizes -- it is not *simulatable*); a derived zero count (an empty elementary set); dominance (a
+derivable total over k or more records of which one holds nearly all, the tabular p% rule).
+
+Algorithm: :mod:`sdckit.query.audit_atoms` (atoms, O(n) per set) and
+:mod:`sdckit.query.audit_engine` (random null vector modulo a secret prime, O(r**2) per set for
+r answered independent sets); two independent engines, a refusal when either sees a disclosure.
 """
 
 from __future__ import annotations
 
+import hashlib
+import threading
 from dataclasses import dataclass
-from typing import Literal, Sequence
+from typing import Any, Literal, Sequence
 
 import numpy as np
 
+from sdckit.core.errors import DataError, ParameterError
+from sdckit.query.audit_atoms import Atoms
+from sdckit.query.audit_engine import Engine
+from sdckit.query.audit_modp import random_prime
+
 QueryKind = Literal["count", "sum"]
+
+_N_ENGINES = 2
 
 
 @dataclass(frozen=True)
@@ -26,6 +69,45 @@ class Decision:
 
     allowed: bool
     reason: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"allowed": self.allowed, "reason": self.reason}
+
+
+class _Knowledge:
+    """What is known of one kind of unknown (COUNT, or SUM of one column): atoms and engines."""
+
+    def __init__(self, n: int, known_totals: bool, rng: np.random.Generator) -> None:
+        self.atoms = Atoms(n)
+        self.engines = [Engine(random_prime(31), rng, 1) for _ in range(_N_ENGINES)]
+        self.derivable = np.zeros(0, dtype=np.int64)
+        if known_totals:
+            self.add([np.ones(n, dtype=bool)])
+            self.atoms.committed()
+
+    def copy(self) -> "_Knowledge":
+        other = _Knowledge.__new__(_Knowledge)
+        other.atoms = self.atoms.copy()
+        other.engines = [e.copy() for e in self.engines]
+        other.derivable = self.derivable
+        return other
+
+    def add(self, memberships: Sequence[np.ndarray]) -> np.ndarray:
+        """Add the sets; return the atoms whose set of records changed (cut atoms and new ones)."""
+        changed = []
+        for member in memberships:
+            split = self.atoms.refine(member)
+            changed.append(split.parents)
+            changed.append(split.children)
+            row_id = self.atoms.stage_row(split.members)
+            kept = False
+            for engine in self.engines:
+                engine.split(split.parents, split.children)
+                kept |= engine.add_row(row_id, split.inside, split.parents, split.children, self.atoms)
+            if kept:
+                self.atoms.keep_row()
+        self.derivable = np.unique(np.concatenate([e.derivable() for e in self.engines]))
+        return np.concatenate(changed) if changed else np.zeros(0, dtype=np.int64)
 
 
 class Auditor:
@@ -37,23 +119,133 @@ class Auditor:
         Number of records (privacy units) of the table; membership vectors have this length.
     min_query_set : int
         Query-set-size control k: a query set with fewer than k or more than n - k records is
-        refused (Denning).
+        refused (Denning); no atom of fewer than k records (nor of more than n - k) may have its
+        count or sum derivable.
+    known_totals : bool, keyword-only
+        Whether the analyst is assumed to know n and each column's total (default ``True``,
+        conservative; see the module docstring).
+
+    Notes
+    -----
+    The primes and weights of the engines come from OS entropy (``secrets``). A derivable atom is
+    always found unless both engines' secret primes fail at once (see
+    :mod:`sdckit.query.audit_modp`); a refusal too many happens with probability about
+    ``2 r / 2**30`` per query (r: answered independent sets). Memory per knowledge (COUNT, or SUM of
+    one column): about ``n * (4 + r/4)`` bytes (atom ids; the kept sets' bits, with room to grow)
+    plus 48 bytes per atom. See DESIGN.md section 7.
     """
 
-    def __init__(self, n_records: int, min_query_set: int) -> None:
+    def __init__(self, n_records: int, min_query_set: int, *, known_totals: bool = True) -> None:
+        if isinstance(n_records, bool) or not isinstance(n_records, (int, np.integer)) or n_records < 1:
+            raise ParameterError(f"The 'n_records' parameter of Auditor must be an int >= 1. Got {n_records!r} instead.")
+        if isinstance(min_query_set, bool) or not isinstance(min_query_set, (int, np.integer)) or min_query_set < 1:
+            raise ParameterError(
+                f"The 'min_query_set' parameter of Auditor must be an int >= 1. Got {min_query_set!r} instead.")
         self.n_records = int(n_records)
         self.min_query_set = int(min_query_set)
+        self.known_totals = bool(known_totals)
+        import secrets
 
+        self._rng = np.random.default_rng(secrets.randbits(128))
+        self._knowledge: dict[tuple[str, str | None], _Knowledge] = {}
+        self._pending: dict[tuple[str, str | None], tuple[bytes, _Knowledge]] = {}
+        self._lock = threading.Lock()  # a server may call from several threads
+        self._answered = 0
+
+    @property
+    def answered(self) -> int:
+        """Number of recorded answers (a GROUP BY counts once)."""
+        return self._answered
+
+    # -- validation -------------------------------------------------------------------------
+    def _key(self, kind: str, column: str | None) -> tuple[str, str | None]:
+        if kind not in ("count", "sum"):
+            raise ParameterError(f"The 'kind' parameter of Auditor.check must be 'count' or 'sum'. Got {kind!r} instead.")
+        if kind == "count":
+            return ("count", None)
+        if not isinstance(column, str) or not column:
+            raise ParameterError("The 'column' parameter of Auditor.check must name the summed column for kind 'sum'. "
+                                 f"Got {column!r} instead.")
+        return ("sum", column)
+
+    def _members(self, memberships: Sequence[np.ndarray]) -> list[np.ndarray]:
+        if isinstance(memberships, np.ndarray) and memberships.ndim == 1:
+            raise DataError("memberships must be a sequence of membership vectors (one per group), not one vector; "
+                            "wrap it in a list")
+        out = []
+        for g, m in enumerate(memberships):
+            arr = np.asarray(m)
+            if arr.ndim != 1 or arr.shape[0] != self.n_records:
+                raise DataError(f"membership {g} must be a 1-D vector of length n_records={self.n_records}; "
+                                f"got shape {arr.shape}")
+            if arr.dtype != bool:
+                if not np.issubdtype(arr.dtype, np.integer) or ((arr != 0) & (arr != 1)).any():
+                    raise DataError(f"membership {g} must be boolean (or 0/1 integers); got dtype {arr.dtype}")
+                arr = arr.astype(bool)
+            out.append(arr)
+        if not out:
+            raise DataError("memberships is empty: give one membership vector per answered group")
+        return out
+
+    # -- the decision -----------------------------------------------------------------------
     def check(self, memberships: Sequence[np.ndarray], kind: QueryKind, column: str | None) -> Decision:
         """Decide whether the answers to these query sets (one per group of a GROUP BY, or one)
         may be given together, without recording them. ``column`` is the summed column
-        (``None`` for COUNT)."""
-        k = self.min_query_set
-        for m in memberships:
+        (``None`` for COUNT; ignored for COUNT)."""
+        key = self._key(kind, column)
+        members = self._members(memberships)
+        k, n = self.min_query_set, self.n_records
+        for m in members:
             size = int(np.count_nonzero(m))
-            if size < k or size > self.n_records - k:
-                return Decision(False, f"the query set has fewer than {k} records or leaves fewer than {k} out (query-set-size control)")
+            if size < k or size > n - k:
+                return Decision(False, f"the query set has fewer than {k} records or leaves fewer than {k} out "
+                                       "(query-set-size control)")
+        with self._lock:
+            before = self._get(key)
+            after = before.copy()
+            changed = after.add(members)
+            self._pending[key] = (self._digest(key, members), after)
+        disclosed = self._new_small_derivable(before, after, changed)
+        if disclosed:
+            what = "count of records" if key[0] == "count" else f"sum of '{key[1]}'"
+            return Decision(False, f"with the answers already given, this answer would let the {what} over a set of "
+                                   f"fewer than {k} records be derived (tracker or differencing; audit of elementary "
+                                   "sets); ask about larger groups or fewer overlapping sets")
         return Decision(True)
 
     def record(self, memberships: Sequence[np.ndarray], kind: QueryKind, column: str | None) -> None:
-        """Remember answers that were given (after :meth:`check` allowed them)."""
+        """Remember answers that were given (after :meth:`check` allowed them), or replay them."""
+        key = self._key(kind, column)
+        members = self._members(memberships)
+        with self._lock:
+            pending = self._pending.pop(key, None)
+            if pending is not None and pending[0] == self._digest(key, members):
+                after = pending[1]
+            else:
+                after = self._get(key).copy()
+                after.add(members)
+            after.atoms.committed()
+            self._knowledge[key] = after
+            self._answered += 1
+
+    def _get(self, key: tuple[str, str | None]) -> _Knowledge:
+        if key not in self._knowledge:
+            self._knowledge[key] = _Knowledge(self.n_records, self.known_totals, self._rng)
+        return self._knowledge[key]
+
+    def _digest(self, key: tuple[str, str | None], members: list[np.ndarray]) -> bytes:
+        h = hashlib.blake2b(repr(key).encode(), digest_size=32)
+        h.update(id(self._knowledge.get(key)).to_bytes(8, "little"))
+        for m in members:
+            h.update(np.packbits(m).tobytes())
+        return h.digest()
+
+    def _new_small_derivable(self, before: _Knowledge, after: _Knowledge, changed: np.ndarray) -> bool:
+        k, n = self.min_query_set, self.n_records
+        sizes = after.atoms.sizes[after.derivable]
+        small = (sizes < k) | ((n - sizes < k) & (n - sizes >= 1) if self.known_totals else False)
+        candidates = after.derivable[small]
+        if not candidates.size:
+            return False
+        old = np.setdiff1d(before.derivable, changed)
+        return bool(np.setdiff1d(candidates, old).size)
