@@ -90,6 +90,23 @@ def test_ctrl_c_exits_130_and_writes_nothing(tmp_path):
     assert not out.exists() or not any(out.iterdir())
 
 
+@pytest.mark.parametrize("delay", [0.5, 1.5])
+def test_ctrl_c_while_the_commands_load_exits_130(tmp_path, delay):
+    # early: the interpreter is still importing sdckit's commands; the exit is 130 all the same
+    pd.DataFrame({"a": [1.0, 2.0, 3.0]}).to_csv(tmp_path / "d.csv", index=False)
+    recipe = _recipe(tmp_path, "additive_noise", "alpha = 0.1")
+    env = {**os.environ, "PYTHONPATH": str(Path(sdckit.__file__).resolve().parents[1])}
+    proc = subprocess.Popen([sys.executable, "-m", "sdckit", "protect", recipe], cwd=tmp_path, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(delay)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    if proc.returncode == 0:          # it had already finished: nothing to interrupt
+        return
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+
+
 # ----------------------------------------------------------------------------- property-based
 CELLS = st.one_of(
     st.none(), st.just(float("nan")), st.just(float("inf")), st.just(""), st.integers(-1000, 1000),

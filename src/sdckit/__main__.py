@@ -1,6 +1,30 @@
-"""``python -m sdckit`` runs the command-line tool."""
+"""``python -m sdckit`` and the ``sdckit`` console script: the command-line tool.
 
-from sdckit.cli import main
+Ctrl-C is caught from the first instruction: while the commands are still being loaded nothing
+has started, so the process leaves at once with 130 (128 + SIGINT) and one line, never a
+traceback; :func:`sdckit.cli.main` then installs its own handler for the run itself.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+
+
+def _interrupted_while_loading(signum: int, frame: object) -> None:
+    print("sdckit: interrupted; nothing was written.", file=sys.stderr)
+    sys.stderr.flush()
+    os._exit(130)
+
+
+def main() -> None:
+    """Entry point of the console script."""
+    signal.signal(signal.SIGINT, _interrupted_while_loading)
+    from sdckit.cli import main as run
+
+    run()
+
 
 if __name__ == "__main__":
     main()
