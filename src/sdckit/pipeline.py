@@ -7,6 +7,7 @@ manifest is derived; identifiers are dropped unless the caller insists.
 
 from __future__ import annotations
 
+import contextlib
 import warnings as warnings_module
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -19,7 +20,10 @@ from sdckit.core.method import Method
 from sdckit.core.random import RandomState, as_generator, seed_provenance
 from sdckit.core.provenance import UNPUBLISHED, Step, build_manifest, fingerprint, parse_fingerprint_key
 from sdckit.core.schema import Role, Schema
+from sdckit.engine import StreamedRelease, check_engine, protect_file
 from sdckit.io.files import check_columns
+
+__all__ = ["ProgressCallback", "Release", "StreamedRelease", "protect", "protect_file"]
 
 #: Called after each step with (steps done, steps in all, method).
 ProgressCallback = Callable[[int, int, Method], None]
@@ -58,6 +62,9 @@ def protect(
     keep_identifiers: bool = False,
     progress: ProgressCallback | None = None,
     fingerprint_key: bytes | str | None = None,
+    engine: str = "memory",
+    scheduler: str | None = None,
+    client: Any = None,
 ) -> Release:
     """Apply ``methods`` to ``frame`` in order and return the :class:`Release`.
 
@@ -124,6 +131,13 @@ def protect(
     schema.validate(frame)
 
     key = None if fingerprint_key is None else parse_fingerprint_key(fingerprint_key)
+    check_engine(engine)
+    dask_context = contextlib.ExitStack()
+    dask = None
+    if engine == "dask" and any(m.streams for m in methods):
+        from sdckit.engine.distributed import dask_client
+
+        dask = dask_context.enter_context(dask_client(client, scheduler))
 
     def secret_fingerprint(data: pd.DataFrame) -> str:
         return UNPUBLISHED if key is None else fingerprint(data, key)
@@ -137,32 +151,37 @@ def protect(
     steps: list[Step] = []
     data_fp = secret_fingerprint(data) if dropped else input_fp
     dp_columns: set[str] = set()  # columns a differentially private method has protected
-    for i, method in enumerate(methods):
-        if method.claims_dp:
-            dp_columns.update(method.target_columns(current))
-        with warnings_module.catch_warnings(record=True) as caught:
-            warnings_module.simplefilter("always")
-            outcome = method.run(data, current, rng)
-        raised = _step_warnings(caught)
-        last = i == len(methods) - 1
-        out_fp = fingerprint(outcome.data) if last else secret_fingerprint(outcome.data)
-        info = dict(outcome.info)
-        warnings = tuple(dict.fromkeys([*info.pop("warnings", ()), *raised]))  # once each
-        steps.append(
-            Step(
-                method=method.to_manifest(),
-                input_fingerprint=data_fp,
-                output_fingerprint=out_fp,
-                records_in=len(data),
-                records_out=len(outcome.data),
-                info=info,
-                warnings=warnings,
-            )
-        )
-        data, current, data_fp = outcome.data, outcome.schema, out_fp
-        if progress is not None:
-            progress(i + 1, len(methods), method)
+    with dask_context:
+        for i, method in enumerate(methods):
+            if method.claims_dp:
+                dp_columns.update(method.target_columns(current))
+            with warnings_module.catch_warnings(record=True) as caught:
+                warnings_module.simplefilter("always")
+                if dask is not None and method.streams:
+                    from sdckit.engine.distributed import run_rows_dask
 
+                    outcome = run_rows_dask(method, data, current, rng, dask)
+                else:
+                    outcome = method.run(data, current, rng)
+            raised = _step_warnings(caught)
+            last = i == len(methods) - 1
+            out_fp = fingerprint(outcome.data) if last else secret_fingerprint(outcome.data)
+            info = dict(outcome.info)
+            warnings = tuple(dict.fromkeys([*info.pop("warnings", ()), *raised]))  # once each
+            steps.append(
+                Step(
+                    method=method.to_manifest(),
+                    input_fingerprint=data_fp,
+                    output_fingerprint=out_fp,
+                    records_in=len(data),
+                    records_out=len(outcome.data),
+                    info=info,
+                    warnings=warnings,
+                )
+            )
+            data, current, data_fp = outcome.data, outcome.schema, out_fp
+            if progress is not None:
+                progress(i + 1, len(methods), method)
     manifest = build_manifest(
         input_fingerprint=input_fp,
         input_shape=frame.shape,
@@ -173,6 +192,8 @@ def protect(
         dropped_identifiers=dropped,
     )
     manifest.update(seed_provenance(seed))  # where the seed came from, never the seed
+    if engine != "memory":
+        manifest["engine"] = {"name": engine}
     # Differentially private only when every method is (public bounds) and every released
     # column went through one of them: a column released as it was is not protected at all.
     manifest["claims_dp"] = (bool(methods) and all(m.claims_dp for m in methods)
