@@ -16,14 +16,13 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import pyarrow.parquet as pq
 
 from sdckit.core.errors import ParameterError
 from sdckit.core.method import Method, Outcome, require_no_new_missing
 from sdckit.core.rowwise import CHUNK_ROWS, chunk_bounds, chunk_generator, merge_all, step_key
 from sdckit.core.schema import Schema
 from sdckit.engine.plan import PlannedStep, Progress, build_plan, chunk_statistics, run_chunk
-from sdckit.engine.sources import PartWriter, read_chunk
+from sdckit.engine.sources import PartWriter, open_parquet, read_chunk
 
 
 @contextlib.contextmanager
@@ -84,7 +83,7 @@ def run_dask(methods: Sequence[Method], schema: Schema, rng: np.random.Generator
              scheduler: str | None, progress: Progress | None
              ) -> tuple[list[PlannedStep], list[Path], dict[str, str], list[list[dict[str, Any]]], int]:
     """Plan and run the steps over the chunks of ``source`` on Dask; parts go to ``spool``."""
-    rows = pq.ParquetFile(source).metadata.num_rows
+    rows = open_parquet(source).metadata.num_rows
     indices = list(range(-(-rows // CHUNK_ROWS)))
     with dask_client(client, scheduler) as dc:
         def statistics_of(before: list[PlannedStep], method: Method, columns: tuple[str, ...]) -> list[Any]:
@@ -107,8 +106,8 @@ def _frame_statistics(chunk: pd.DataFrame, method: Method, columns: tuple[str, .
 
 
 def _frame_transform(chunk: pd.DataFrame, index: int, method: Method, columns: tuple[str, ...], schema: Schema,
-                     key: int, statistics: Any) -> Outcome:
-    result = method.transform_rows(chunk.copy(), columns, schema, chunk_generator(key, index), statistics)
+                     step: int, statistics: Any) -> Outcome:
+    result = method.transform_rows(chunk.copy(), columns, schema, chunk_generator(step, index), statistics)
     return result if isinstance(result, Outcome) else Outcome(result, schema)
 
 
@@ -125,7 +124,7 @@ def run_rows_dask(method: Method, frame: pd.DataFrame, schema: Schema, rng: np.r
         parts = client.gather(client.map(_frame_statistics, scattered, method=method, columns=columns, pure=False))
         stats = method.finish_statistics(merge_all(parts, method.merge_statistics))
     outcomes = client.gather(client.map(_frame_transform, scattered, list(range(len(chunks))), method=method,
-                                        columns=columns, schema=schema, key=key, statistics=stats, pure=False))
+                                        columns=columns, schema=schema, step=key, statistics=stats, pure=False))
     data = outcomes[0].data if len(outcomes) == 1 else pd.concat([o.data for o in outcomes])
     if not method.suppresses:
         require_no_new_missing(frame, data, type(method).__name__)

@@ -31,6 +31,12 @@ from sdckit.io.files import check_columns, detect_format, sniff_delimiter
 STREAMABLE = ("csv", "tsv", "parquet")
 
 
+def open_parquet(path: Path) -> pq.ParquetFile:
+    """A Parquet file read without pre-buffering (which reads ahead without bound), a megabyte
+    of column data at a time."""
+    return pq.ParquetFile(path, pre_buffer=False, buffer_size=1 << 20)
+
+
 def source_format(path: Path, format: str | None = None) -> str:
     """The format of an input to stream, refused unless Parquet or CSV/TSV."""
     fmt = detect_format(path, format)
@@ -84,7 +90,7 @@ def iter_chunks(path: Path, fmt: str, *, batch_rows: int = CHUNK_ROWS, sep: str 
                 columns: Sequence[str] | None = None) -> Iterator[pd.DataFrame]:
     """The logical chunks of a Parquet or CSV file, read ``batch_rows`` records at a time."""
     if fmt == "parquet":
-        handle = pq.ParquetFile(path)
+        handle = open_parquet(path)
         batches = (b.to_pandas() for b in handle.iter_batches(batch_size=batch_rows, columns=columns))
     else:
         options = _csv_options(path, fmt, sep, encoding)
@@ -100,13 +106,13 @@ def iter_chunks(path: Path, fmt: str, *, batch_rows: int = CHUNK_ROWS, sep: str 
 def count_rows(path: Path, fmt: str, **options: Any) -> int:
     """Records in a file (Parquet: from its metadata; CSV: by reading it once)."""
     if fmt == "parquet":
-        return pq.ParquetFile(path).metadata.num_rows
+        return open_parquet(path).metadata.num_rows
     return sum(len(c) for c in iter_chunks(path, fmt, **options))
 
 
 def read_chunk(path: Path, index: int, *, batch_rows: int = CHUNK_ROWS) -> pd.DataFrame:
     """Logical chunk ``index`` of a Parquet file, reading only the row groups it spans."""
-    handle = pq.ParquetFile(path)
+    handle = open_parquet(path)
     meta = handle.metadata
     start, stop = index * CHUNK_ROWS, (index + 1) * CHUNK_ROWS
     groups, offset, first_row = [], 0, None
@@ -170,7 +176,7 @@ def stream_fingerprint(parts: Sequence[Path], dtypes: dict[str, str], key: bytes
     ``parts`` hold in order, computed one column and one batch at a time. ``dtypes`` are the
     pandas dtypes of the frame's columns."""
     digest = hashlib.sha256() if key is None else hmac.new(key, digestmod=hashlib.sha256)
-    rows = sum(pq.ParquetFile(p).metadata.num_rows for p in parts)
+    rows = sum(open_parquet(p).metadata.num_rows for p in parts)
     names = list(dtypes)
     digest.update(f"{rows}x{len(names)}".encode())
     for name in names:
@@ -180,7 +186,7 @@ def stream_fingerprint(parts: Sequence[Path], dtypes: dict[str, str], key: bytes
             dtype.startswith(("int", "uint", "float", "Int", "UInt", "Float")) or dtype in ("bool", "boolean"))
         first = True
         for part in parts:
-            for batch in pq.ParquetFile(part).iter_batches(batch_size=CHUNK_ROWS, columns=[name]):
+            for batch in open_parquet(part).iter_batches(batch_size=CHUNK_ROWS, columns=[name]):
                 series = batch.to_pandas()[name]
                 if numeric:
                     values = series.to_numpy(dtype=float, na_value=np.nan)
@@ -209,7 +215,7 @@ def finish_output(parts: Sequence[Path], target: Path, fmt: str, *, sep: str | N
             writer = None
             try:
                 for part in parts:
-                    handle = pq.ParquetFile(part)
+                    handle = open_parquet(part)
                     for g in range(handle.metadata.num_row_groups):
                         table = handle.read_row_group(g)
                         writer = writer or pq.ParquetWriter(tmp, table.schema)
@@ -222,7 +228,7 @@ def finish_output(parts: Sequence[Path], target: Path, fmt: str, *, sep: str | N
             header = True
             with open(tmp, "w", encoding="utf-8", newline="") as fh:
                 for part in parts:
-                    for batch in pq.ParquetFile(part).iter_batches(batch_size=CHUNK_ROWS):
+                    for batch in open_parquet(part).iter_batches(batch_size=CHUNK_ROWS):
                         batch.to_pandas().to_csv(fh, sep=delimiter, index=False, header=header)
                         header = False
     return target
