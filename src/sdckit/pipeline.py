@@ -11,6 +11,7 @@ import contextlib
 import warnings as warnings_module
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -23,7 +24,7 @@ from sdckit.core.schema import Role, Schema
 from sdckit.engine import StreamedRelease, check_engine, protect_file
 from sdckit.io.files import check_columns
 
-__all__ = ["ProgressCallback", "Release", "StreamedRelease", "protect", "protect_file"]
+__all__ = ["ProgressCallback", "Release", "StreamedRelease", "protect", "protect_file", "search_file"]
 
 #: Called after each step with (steps done, steps in all, method).
 ProgressCallback = Callable[[int, int, Method], None]
@@ -211,3 +212,56 @@ def _step_warnings(caught: list[warnings_module.WarningMessage]) -> list[str]:
         else:
             out.append(str(record.message))
     return out
+
+
+def search_file(
+    source: str | Path | pd.DataFrame,
+    hierarchies: Mapping[str, Any],
+    k: int,
+    *,
+    max_suppression: float = 0.0,
+    metric: str = "loss",
+    algorithm: str = "optimal",
+    engine: str = "duckdb",
+    memory: int | None = None,
+    client: Any = None,
+    scheduler: str | None = None,
+) -> Any:
+    """The optimal full-domain generalization of a file larger than memory (DESIGN.md section 8).
+
+    The quasi-identifiers' frequency table is computed by the engine
+    (:func:`sdckit.engine.aggregate.frequency_table`: DuckDB ``GROUP BY`` out of core, Dask, or
+    pandas) and searched by :func:`sdckit.anonymity.search_frequencies` — the same node
+    :class:`~sdckit.anonymity.FullDomainGeneralization` finds on the records. ``hierarchies``
+    maps each quasi-identifier to its :class:`~sdckit.core.hierarchy.Hierarchy`;
+    ``max_suppression`` is MaxSup as a share of the records. Returns the
+    :class:`~sdckit.anonymity.search.SearchResult` (``node``: the level of each quasi-identifier
+    in the order of ``hierarchies``); ``extra["records"]`` and ``extra["combinations"]`` say
+    what the table held.
+    """
+    import numpy as np
+
+    from sdckit.anonymity.frequencies import search_frequencies
+    from sdckit.anonymity.fulldomain import suppression_allowed
+    from sdckit.core.hierarchy import Hierarchy
+    from sdckit.engine.aggregate import COUNT, frequency_table
+
+    if not isinstance(hierarchies, Mapping) or not hierarchies:
+        raise ParameterError("The 'hierarchies' parameter of search_file must map each quasi-identifier to its Hierarchy.")
+    for name, h in hierarchies.items():
+        if not isinstance(h, Hierarchy):
+            raise ParameterError(f"The hierarchy of {name!r} must be a Hierarchy (e.g. Hierarchy.from_csv(path)); "
+                                 f"got {type(h).__name__}.")
+    if not isinstance(max_suppression, int | float) or isinstance(max_suppression, bool) or not 0 <= max_suppression < 1:
+        raise ParameterError(f"The 'max_suppression' parameter of search_file must be a float in [0, 1). "
+                             f"Got {max_suppression!r} instead.")
+    names = list(hierarchies)
+    table = frequency_table(source, names, engine=engine, memory=memory, client=client, scheduler=scheduler)
+    codes = np.column_stack([hierarchies[q].index_of(table[q], q) for q in names]).astype(np.int64)
+    counts = table[COUNT].to_numpy(dtype=np.int64)
+    records = int(counts.sum())
+    result = search_frequencies(codes, counts, dict(hierarchies), k,
+                                max_suppressed=suppression_allowed(float(max_suppression), records),
+                                metric=metric, algorithm=algorithm)
+    result.extra.update({"records": records, "combinations": int(len(table)), "engine": engine})
+    return result
