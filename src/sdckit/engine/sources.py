@@ -192,13 +192,26 @@ def stream_fingerprint(parts: Sequence[Path], dtypes: dict[str, str], key: bytes
                     values = series.to_numpy(dtype=float, na_value=np.nan)
                     digest.update(np.ascontiguousarray(values).tobytes())
                 else:
-                    text = "\x1f".join("\x1e" if pd.isna(v) else str(v) for v in series.tolist())
+                    text = _joined_text(series, batch.schema.field(name).type)
                     if not first and len(series):
                         text = "\x1f" + text
                     if len(series):
                         first = False
                     digest.update(text.encode("utf-8", "surrogatepass"))
     return ("sha256:" if key is None else "hmac-sha256:") + digest.hexdigest()
+
+
+def _joined_text(series: pd.Series, arrow_type: pa.DataType) -> str:
+    """``"\x1f".join`` of the values' text, a missing value as ``"\x1e"`` (the fingerprint's
+    rule), vectorised for string columns (whose text is the value itself)."""
+    mask = series.isna().to_numpy()
+    if pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type):
+        values = series.to_numpy(dtype=object)
+        if mask.any():
+            values = values.copy()
+            values[mask] = "\x1e"
+        return "\x1f".join(values.tolist())
+    return "\x1f".join("\x1e" if m else str(v) for v, m in zip(series.tolist(), mask.tolist(), strict=True))
 
 
 def finish_output(parts: Sequence[Path], target: Path, fmt: str, *, sep: str | None = None,
