@@ -104,3 +104,29 @@ def test_search_file_checks_its_parameters(adult):
         search_file(path, hierarchies, 5, max_suppression=1.5)
     with pytest.raises(ParameterError, match="'sex' must be a Hierarchy"):
         search_file(path, {"sex": "sex.csv"}, 5)
+
+
+def test_cli_frequencies_counts_and_searches(cli, adult, tmp_path):
+    frame, path, _ = adult
+    specs = []
+    for q in QI:
+        specs += ["--hierarchy", f"{q}={ADULT / f'adult_hierarchy_{q}.csv.gz'}"]
+    result = cli("frequencies", str(path), "--k", "5", *specs, "--json", str(tmp_path / "f.json"),
+                 "--out", str(tmp_path / "t.parquet"))
+    assert result.returncode == 0, result.stderr
+    import json
+
+    figures = json.loads((tmp_path / "f.json").read_text())
+    sizes = frame.groupby(QI).size()
+    assert figures["records"] == len(frame) and figures["classes"] == len(sizes)
+    assert figures["records_below_k"] == int(sizes[sizes < 5].sum())
+    expected = FullDomainGeneralization(5, {q: Hierarchy.from_csv(ADULT / f"adult_hierarchy_{q}.csv.gz") for q in QI}
+                                        ).partition(frame).info["node"]
+    assert figures["search"]["node"] == dict(expected)
+    assert pd.read_parquet(tmp_path / "t.parquet")["fk"].sum() == len(frame)
+
+
+def test_cli_frequencies_names_a_bad_hierarchy_option(cli, adult):
+    _, path, _ = adult
+    result = cli("frequencies", str(path), "--hierarchy", "sex")
+    assert result.returncode == 2 and "COLUMN=FILE" in result.stderr and "Traceback" not in result.stderr
