@@ -91,7 +91,9 @@ dir = "{out}"
 
 def timed(cmd: list[str], env: dict[str, str] | None = None) -> dict:
     """Run ``cmd``; its wall time, the peak RSS of it and its waited-for children (``os.wait4``),
-    and its output."""
+    and its output. A child's peak RSS starts at this process's RSS when it forks (Linux keeps
+    the high-water mark across exec), so this process holds no data: every case, data
+    generation included, runs in a child."""
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         start = time.perf_counter()
         proc = subprocess.Popen(cmd, stdout=out, stderr=err, text=True, env={**os.environ, **(env or {})})
@@ -118,7 +120,19 @@ def line(label: str, r: dict, base: dict | None = None) -> None:
 
 # --------------------------------------------------------------------------- cases (children)
 def run_child(case: str, args: list[str]) -> None:
-    if case == "search":
+    if case == "generate":
+        generate(Path(args[0]), int(args[1]))
+    elif case == "adult":
+        import numpy as np
+        import pandas as pd
+
+        adult = pd.read_csv(ADULT / "adult.csv.gz", sep=";", usecols=QI8)
+        adult.iloc[np.arange(int(args[1]) * len(adult)) % len(adult)].reset_index(drop=True).to_parquet(args[0])
+    elif case == "same":
+        import pandas as pd
+
+        print(pd.read_parquet(args[0]).equals(pd.read_parquet(args[1])))
+    elif case == "search":
         from sdckit.anonymity import Hierarchy
         from sdckit.pipeline import search_file
 
@@ -208,7 +222,7 @@ def main() -> None:
         if "protect" in cases:
             data = work / "data.parquet"
             start = time.perf_counter()
-            generate(data, args.n)
+            child("generate", str(data), str(args.n))
             print(f"(generated {args.n:,} records, {data.stat().st_size / 1e9:.2f} GB Parquet, "
                   f"in {time.perf_counter() - start:.0f} s)", flush=True)
             recipe = work / "recipe.toml"
@@ -222,22 +236,14 @@ def main() -> None:
             line(f"protect {args.n:,} rows, --memory 2GB ({engine})", streamed, memory)
             line(f"protect {args.n:,} rows, --engine memory", memory)
             same = (work / "s" / "data_protected.parquet").read_bytes() == (work / "m" / "data_protected.parquet").read_bytes()
-            if not same:
-                import pandas as pd
-
-                same = pd.read_parquet(work / "s" / "data_protected.parquet").equals(
-                    pd.read_parquet(work / "m" / "data_protected.parquet"))
+            if not same:  # compared in a child, so that this process stays small (see timed())
+                same = "True" in child("same", str(work / "s" / "data_protected.parquet"),
+                                       str(work / "m" / "data_protected.parquet"))["stdout"]
             print(f"  same release from both engines: {same}")
             data.unlink()
         if "kanon" in cases:
-            import numpy as np
-            import pandas as pd
-
-            adult = pd.read_csv(ADULT / "adult.csv.gz", sep=";", usecols=QI8)
-            big = adult.iloc[np.arange(100 * len(adult)) % len(adult)].reset_index(drop=True)
             path = work / "adult100.parquet"
-            big.to_parquet(path)
-            del big
+            child("adult", str(path), "100")
             on_file = child("search", str(path), "500")
             in_memory = child("fulldomain", str(path), "500")
             line("full-domain k=500, Adult x100 (3,016,200), duckdb", on_file, in_memory)
@@ -256,7 +262,7 @@ def main() -> None:
         if "dask" in cases:
             data = work / "big.parquet"
             start = time.perf_counter()
-            generate(data, args.n)
+            child("generate", str(data), str(args.n))
             print(f"(generated {args.n:,} records, {data.stat().st_size / 1e9:.2f} GB Parquet, "
                   f"in {time.perf_counter() - start:.0f} s)", flush=True)
             r = child("dask", str(data), str(work / "big_out.parquet"))

@@ -286,3 +286,12 @@ def test_streaming_peak_memory_is_bounded(tmp_path):
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     assert int(result.stdout.strip()) < 80e6
+
+
+def test_a_keyed_input_fingerprint_is_the_in_memory_one(parquet, frame, tmp_path):
+    key = "11" * 32
+    streamed = protect_file(parquet, tmp_path / "o.parquet", METHODS[:1], seed=SEED, schema=SCHEMA,
+                            fingerprint_key=key)
+    memory = protect(frame, METHODS[:1], seed=SEED, schema=SCHEMA, fingerprint_key=key)
+    assert streamed.manifest["input"]["fingerprint"] == memory.manifest["input"]["fingerprint"]
+    assert streamed.manifest["input"]["fingerprint"].startswith("hmac-sha256:")

@@ -467,7 +467,7 @@ def _run_streamed(recipe: Recipe, engine: str, output_dir: str | Path | None, ou
         keep_identifiers=recipe.keep_identifiers, input_format=recipe.input_options.get("format"),
         output_format=fmt, sep=recipe.input_options.get("sep"),
         encoding=recipe.input_options.get("encoding", "utf-8"), scheduler=scheduler, progress=progress,
-        inputs=(recipe.source,),
+        inputs=(recipe.source,), fingerprint_key=recipe.fingerprint_key,
     )
     manifest = dict(streamed.manifest)
     manifest["input"] = {**manifest["input"], "file": recipe.input_path.name}

@@ -21,7 +21,7 @@ import pandas as pd
 
 from sdckit.core.errors import DataError, ParameterError
 from sdckit.core.method import Method
-from sdckit.core.provenance import UNPUBLISHED, Step, build_manifest
+from sdckit.core.provenance import UNPUBLISHED, Step, build_manifest, parse_fingerprint_key
 from sdckit.core.random import RandomState, as_generator, seed_provenance
 from sdckit.core.rowwise import CHUNK_ROWS
 from sdckit.core.schema import Schema
@@ -73,6 +73,7 @@ def protect_file(
     client: Any = None,
     progress: Progress | None = None,
     inputs: tuple[Path, ...] = (),
+    fingerprint_key: bytes | str | None = None,
 ) -> StreamedRelease:
     """Protect a Parquet or CSV file with row-wise methods, writing the release as it goes.
 
@@ -94,6 +95,10 @@ def protect_file(
     batch_rows : int
         Records a reader delivers at a time (the logical chunks do not depend on it).
     progress : callable ``(done, total, label)``, optional
+    fingerprint_key : bytes or hex str, optional
+        As :func:`~sdckit.pipeline.protect`: with it, a Parquet input's keyed fingerprint is
+        computed by streaming (the same value as in memory); the fingerprints between steps are
+        not computed on a stream.
 
     Returns
     -------
@@ -157,8 +162,12 @@ def protect_file(
              records_in=rows, records_out=rows, info=s.method.merge_info(infos[i], s.statistics), warnings=())
         for i, s in enumerate(steps)
     ]
+    input_fp = UNPUBLISHED
+    if fingerprint_key is not None and fmt_in == "parquet":
+        key = parse_fingerprint_key(fingerprint_key)
+        input_fp = stream_fingerprint([source], {str(c): str(first[c].dtype) for c in first.columns}, key)
     manifest = build_manifest(
-        input_fingerprint=UNPUBLISHED, input_shape=(rows, columns_in), schema=in_schema, steps=manifest_steps,
+        input_fingerprint=input_fp, input_shape=(rows, columns_in), schema=in_schema, steps=manifest_steps,
         output_fingerprint=output_fp, output_shape=(rows, len(dtypes_out)), dropped_identifiers=dropped,
     )
     manifest.update(seed_provenance(seed))
