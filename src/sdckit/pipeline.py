@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from sdckit.core.errors import DataError, ParameterError, SecurityWarning
@@ -24,7 +25,7 @@ from sdckit.core.schema import Role, Schema
 from sdckit.engine import StreamedRelease, check_engine, protect_file
 from sdckit.io.files import check_columns
 
-__all__ = ["ProgressCallback", "Release", "StreamedRelease", "protect", "protect_file", "search_file"]
+__all__ = ["ProgressCallback", "Release", "StreamedRelease", "mondrian_file", "protect", "protect_file", "search_file"]
 
 #: Called after each step with (steps done, steps in all, method).
 ProgressCallback = Callable[[int, int, Method], None]
@@ -239,8 +240,6 @@ def search_file(
     in the order of ``hierarchies``); ``extra["records"]`` and ``extra["combinations"]`` say
     what the table held.
     """
-    import numpy as np
-
     from sdckit.anonymity.frequencies import search_frequencies
     from sdckit.anonymity.fulldomain import suppression_allowed
     from sdckit.core.hierarchy import Hierarchy
@@ -265,3 +264,68 @@ def search_file(
                                 metric=metric, algorithm=algorithm)
     result.extra.update({"records": records, "combinations": int(len(table)), "engine": engine})
     return result
+
+
+def mondrian_file(
+    source: str | Path,
+    target: str | Path,
+    method: Any,
+    *,
+    cell_size: int = 250_000,
+    client: Any = None,
+    scheduler: str | None = None,
+) -> dict[str, Any]:
+    """Mondrian on a Parquet file on Dask (DESIGN.md section 8): split points of a coarse KD
+    partition on the numeric quasi-identifiers from the medians of a sample drawn by the
+    workers, records assigned to cells in parallel, strict Mondrian inside each cell as a task
+    (classes never cross a cell), the release written to ``target`` in record order.
+
+    ``method`` is a :class:`~sdckit.anonymity.Mondrian`; every class still holds at least its
+    ``k`` records. Returns the report: classes, smallest and largest class, ``loss`` and
+    ``loss_by_attribute`` of the numeric quasi-identifiers measured against the whole data's
+    ranges (as :meth:`Mondrian.partition` does), and the number of cells. With ``cell_size`` at
+    least the number of records, the release is the in-memory one.
+    """
+    from sdckit.anonymity import Mondrian
+    from sdckit.engine.cells import run_by_cells
+
+    if not isinstance(method, Mondrian):
+        raise ParameterError(f"mondrian_file needs a Mondrian method; got {type(method).__name__}.")
+    import pyarrow.parquet as pq
+
+    schema = pq.read_schema(source)
+    for q in method.quasi:
+        if q not in schema.names:
+            raise DataError(f"Quasi-identifier {q!r} is not in {Path(source).name!r}.")
+    numeric = [q for q in method.quasi if q in schema.names
+               and (str(schema.field(q).type).startswith(("int", "uint", "double", "float")))]
+    if not numeric:
+        raise ParameterError("mondrian_file cuts cells on numeric quasi-identifiers; this Mondrian has none.")
+
+    def run(frame: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, Any]]:
+        part = method.partition(frame)
+        info = dict(part.info)
+        info["low"] = {q: float(frame[q].min()) for q in numeric}
+        info["high"] = {q: float(frame[q].max()) for q in numeric}
+        return part.data, info
+
+    infos = run_by_cells(source, target, numeric, run, cell_size=cell_size, min_cell=method.k,
+                         client=client, scheduler=scheduler)
+    records = sum(i["records"] for i in infos)
+    low = {q: min(i["low"][q] for i in infos) for q in numeric}
+    high = {q: max(i["high"][q] for i in infos) for q in numeric}
+    loss = {}
+    for q in numeric:
+        span = high[q] - low[q]
+        # a cell's loss is over its own range: scale it to the whole data's
+        loss[q] = (sum(i["records"] * i["loss_by_attribute"][q] * (i["high"][q] - i["low"][q]) for i in infos)
+                   / (records * span)) if span > 0 else 0.0
+    return {
+        "cells": len(infos),
+        "classes": sum(i["classes"] for i in infos),
+        "smallest_class": min(i["smallest_class"] for i in infos),
+        "largest_class": max(i["largest_class"] for i in infos),
+        "records": records,
+        "loss": float(np.mean(list(loss.values()))),
+        "loss_by_attribute": loss,
+    }
