@@ -17,8 +17,9 @@ in-memory engine where both run:
   (DuckDB ``GROUP BY`` then the search on the frequency table) against
   ``FullDomainGeneralization.partition`` in memory (reading included in both). Goal < 10 s;
   ARX: 0.36 s search at k=500 in 5.8 GB.
-* ``mondrian``: Mondrian k=5 on 1e6 x 5 uniform columns in memory (a Dask Mondrian is not
-  built yet).
+* ``mondrian``: Mondrian k=5 on ``--mondrian-n`` x 5 uniform columns: ``mondrian_file`` on a
+  2-worker LocalCluster (KD cells of 125,000 records, strict Mondrian per cell) against
+  ``Mondrian.partition`` in memory.
 * ``perm``: the report's permutation assessment on ``--perm-n`` records x 5 (released = original
   + 10% noise) with its sampling (20,000 originals against all released records). Goal: 1e7
   in < 5 minutes.
@@ -148,16 +149,33 @@ def run_child(case: str, args: list[str]) -> None:
         frame = pd.read_parquet(args[0])
         part = FullDomainGeneralization(int(args[1]), hierarchies).partition(frame)
         print(json.dumps({"node": list(part.info["node"].values())}))
-    elif case == "mondrian":
+    elif case == "uniform":
         import numpy as np
+        import pandas as pd
+
+        rng = np.random.default_rng(0)
+        n = int(args[1])
+        pd.DataFrame(rng.uniform(0, 1000, size=(n, 5)), columns=[f"x{i}" for i in range(5)]).to_parquet(
+            args[0], row_group_size=131_072)
+    elif case == "mondrian":
         import pandas as pd
 
         from sdckit.anonymity import Mondrian
 
-        rng = np.random.default_rng(0)
-        cont = pd.DataFrame(rng.uniform(0, 1000, size=(1_000_000, 5)), columns=[f"x{i}" for i in range(5)])
+        cont = pd.read_parquet(args[0])
         part = Mondrian(5, tuple(cont.columns)).partition(cont)
-        print(json.dumps({"classes": int(part.n_classes)}))
+        print(json.dumps({"classes": int(part.n_classes), "loss": part.info["loss"]}))
+    elif case == "mondrian_dask":
+        import pyarrow.parquet as pq
+
+        from sdckit.anonymity import Mondrian
+        from sdckit.engine.distributed import dask_client
+        from sdckit.pipeline import mondrian_file
+
+        quasi = tuple(pq.read_schema(args[0]).names)
+        with dask_client(workers=2, processes=True, memory_limit="2GB") as client:
+            info = mondrian_file(args[0], args[1], Mondrian(5, quasi), cell_size=125_000, client=client)
+        print(json.dumps({k: info[k] for k in ("cells", "classes", "smallest_class", "loss")}))
     elif case == "mdav":
         import numpy as np
         import pandas as pd
@@ -208,6 +226,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=10_000_000)
     parser.add_argument("--perm-n", type=int, default=10_000_000)
+    parser.add_argument("--mondrian-n", type=int, default=1_000_000)
     parser.add_argument("--cases", default="protect,kanon,mondrian,perm,mdav")
     parser.add_argument("--dir", default=None, help="working folder (default: a temporary one)")
     parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
@@ -250,7 +269,13 @@ def main() -> None:
             line("full-domain k=500, Adult x100, memory", in_memory)
             print(f"  nodes: {on_file['stdout'].strip()} / {in_memory['stdout'].strip()}")
         if "mondrian" in cases:
-            line("Mondrian k=5, 1e6 x 5, memory", child("mondrian"))
+            path = work / "uniform.parquet"
+            child("uniform", str(path), str(args.mondrian_n))
+            memory = child("mondrian", str(path))
+            dask = child("mondrian_dask", str(path), str(work / "mondrian_out.parquet"))
+            line(f"Mondrian k=5, {args.mondrian_n:,} x 5, dask cells of 125,000", dask, memory)
+            line(f"Mondrian k=5, {args.mondrian_n:,} x 5, memory", memory)
+            print(f"  dask: {dask['stdout'].strip()}  memory: {memory['stdout'].strip()}")
         if "perm" in cases:
             r = child("perm", str(args.perm_n))
             line(f"permutation assessment (report), {args.perm_n:,} x 5, sampled", r)
