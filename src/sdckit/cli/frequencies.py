@@ -10,7 +10,7 @@ import typer
 from rich.table import Table
 
 from sdckit.cli.app import app
-from sdckit.cli.common import console, write_json
+from sdckit.cli.common import console, err_console, write_json
 from sdckit.core.errors import ParameterError
 from sdckit.engine import parse_memory
 from sdckit.engine.aggregate import frequency_table, records_at_risk
@@ -49,14 +49,16 @@ def frequencies(
     if not names:
         raise ParameterError("Name the key columns with --keys (or give --hierarchy COLUMN=FILE).")
     budget = None if memory is None else parse_memory(memory)
-    table = frequency_table(data, names, weight=weight, engine=engine, memory=budget)
+    with err_console.status(f"counting {', '.join(names)} ({engine})"):
+        table = frequency_table(data, names, weight=weight, engine=engine, memory=budget)
     figures: dict = {"keys": names, "engine": engine, "k": k, **records_at_risk(table, k)}
     if hierarchies:
         from sdckit.pipeline import search_file
 
         if set(hierarchies) != set(names):
             raise ParameterError("--keys and the --hierarchy columns must be the same columns.")
-        result = search_file(data, hierarchies, k, max_suppression=max_suppression, engine=engine, memory=budget)
+        with err_console.status("searching the generalization lattice"):
+            result = search_file(data, hierarchies, k, max_suppression=max_suppression, engine=engine, memory=budget)
         figures["search"] = {"node": dict(zip(hierarchies, result.node, strict=True)), "metrics": result.metrics,
                              "evaluated": result.evaluated, "lattice_size": result.lattice_size}
     shown = Table(title=f"{data.name}: classes of {', '.join(names)} ({engine})")
