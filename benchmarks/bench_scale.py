@@ -20,6 +20,8 @@ in-memory engine where both run:
 * ``mondrian``: Mondrian k=5 on ``--mondrian-n`` x 5 uniform columns: ``mondrian_file`` on a
   2-worker LocalCluster (KD cells of 125,000 records, strict Mondrian per cell) against
   ``Mondrian.partition`` in memory.
+* ``assess``: ``permutation.assess`` (reverse mapping, intruder linkage and verification) on
+  ``--perm-n`` records x 5 with a sample of 20,000 originals against every released record.
 * ``perm``: the report's permutation assessment on ``--perm-n`` records x 5 (released = original
   + 10% noise) with its sampling (20,000 originals against all released records). Goal: 1e7
   in < 5 minutes.
@@ -186,6 +188,21 @@ def run_child(case: str, args: list[str]) -> None:
         frame = pd.DataFrame(rng.lognormal(size=(int(args[0]), 5)), columns=list("abcde"))
         info = Microaggregation(k=3).run(frame, rng=SEED).info
         print(json.dumps({"sse_ratio": info["sse_ratio"], "partitioned": info.get("partitioned_mdav")}))
+    elif case == "assess":
+        import numpy as np
+        import pandas as pd
+
+        from sdckit.permutation.assess import assess
+
+        n, m = int(args[0]), 5
+        rng = np.random.default_rng(1)
+        x = pd.DataFrame(rng.standard_normal((n, m)) @ (0.7 * np.eye(m) + 0.3), columns=[f"c{j}" for j in range(m)])
+        y = x + rng.standard_normal((n, m)) * 0.1
+        start = time.perf_counter()
+        result = assess(x, y, sample=20_000, max_batches=4, random_state=1)
+        summary = result.verification
+        print(json.dumps({"seconds": round(time.perf_counter() - start, 1), "sampled": result.sampled,
+                          "p_value": getattr(summary, "p_value", None)}, default=str))
     elif case == "perm":
         import numpy as np
         import pandas as pd
@@ -227,7 +244,7 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=10_000_000)
     parser.add_argument("--perm-n", type=int, default=10_000_000)
     parser.add_argument("--mondrian-n", type=int, default=1_000_000)
-    parser.add_argument("--cases", default="protect,kanon,mondrian,perm,mdav")
+    parser.add_argument("--cases", default="protect,kanon,mondrian,assess,mdav")
     parser.add_argument("--dir", default=None, help="working folder (default: a temporary one)")
     parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -276,6 +293,10 @@ def main() -> None:
             line(f"Mondrian k=5, {args.mondrian_n:,} x 5, dask cells of 125,000", dask, memory)
             line(f"Mondrian k=5, {args.mondrian_n:,} x 5, memory", memory)
             print(f"  dask: {dask['stdout'].strip()}  memory: {memory['stdout'].strip()}")
+        if "assess" in cases:
+            r = child("assess", str(args.perm_n))
+            line(f"permutation.assess, {args.perm_n:,} x 5, sample 20,000", r)
+            print(f"  {r['stdout'].strip()}")
         if "perm" in cases:
             r = child("perm", str(args.perm_n))
             line(f"permutation assessment (report), {args.perm_n:,} x 5, sampled", r)
