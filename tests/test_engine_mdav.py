@@ -15,7 +15,7 @@ from sdckit.core.grouping import group_means, kd_cells, mdav_groups, partitioned
 from sdckit.masking import Microaggregation
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=15, deadline=None)
 @given(st.integers(1, 400), st.integers(2, 60), st.integers(0, 1000))
 def test_kd_cells_cover_every_row_once_and_split_at_the_median(n, cell, seed):
     data = np.random.default_rng(seed).normal(size=(n, 3))
@@ -33,7 +33,7 @@ def test_kd_cells_split_on_the_widest_attribute():
     assert sorted(left.tolist()) == [0, 1, 2, 3] and sorted(right.tolist()) == [4, 5, 6, 7]
 
 
-@settings(max_examples=20, deadline=None)
+@settings(max_examples=10, deadline=None)
 @given(st.integers(30, 600), st.integers(2, 5), st.integers(0, 1000))
 def test_partitioned_groups_have_k_to_2k_minus_1_records_and_stay_in_their_cell(n, k, seed):
     values = np.random.default_rng(seed).lognormal(size=(n, 2))

@@ -106,7 +106,7 @@ def test_top_coding_mean_across_chunks_is_the_mean_of_every_coded_value(parquet,
     np.testing.assert_array_equal(released[age <= 80], age[age <= 80])
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=20, deadline=None)
 @given(st.lists(st.integers(0, 300), min_size=1, max_size=12), st.integers(1, 64))
 def test_rechunk_cuts_any_batches_into_the_logical_chunks(sizes, size):
     n = sum(sizes)
@@ -122,7 +122,7 @@ def test_rechunk_cuts_any_batches_into_the_logical_chunks(sizes, size):
         np.testing.assert_array_equal(chunk["x"].to_numpy(), chunk.index.to_numpy())
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=20, deadline=None)
 @given(st.lists(st.integers(1, 50), min_size=1, max_size=8), st.integers(0, 10_000))
 def test_merged_moments_equal_the_whole_data_moments(sizes, seed):
     rng = np.random.default_rng(seed)
