@@ -20,6 +20,7 @@ import sdckit
 from sdckit import AdditiveNoise, protect
 from sdckit.core.errors import ParameterError
 from sdckit.core.random import as_generator, is_strong_seed, new_seed, parse_seed
+from sdckit.core.rowwise import chunk_generator, step_key
 
 N = 500
 ALPHA = 0.5
@@ -38,7 +39,9 @@ def _guess_seed(released: np.ndarray) -> int | None:
     for seed in range(GUESSES):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", sdckit.SecurityWarning)
-            draws = as_generator(seed).standard_normal(N)
+            # the code is public: a row-wise step's chunk 0 draws from a stream spawned from a
+            # key the run's generator gives (sdckit.core.rowwise, issue 17)
+            draws = chunk_generator(step_key(as_generator(seed)), 0).standard_normal(N)
         if abs(np.mean(centred * (draws - draws.mean())) / draws.std()) > THRESHOLD:
             return seed
     return None

@@ -7,11 +7,14 @@ manifest is derived; identifiers are dropped unless the caller insists.
 
 from __future__ import annotations
 
+import contextlib
 import warnings as warnings_module
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from sdckit.core.errors import DataError, ParameterError, SecurityWarning
@@ -19,7 +22,10 @@ from sdckit.core.method import Method
 from sdckit.core.random import RandomState, as_generator, seed_provenance
 from sdckit.core.provenance import UNPUBLISHED, Step, build_manifest, fingerprint, parse_fingerprint_key
 from sdckit.core.schema import Role, Schema
+from sdckit.engine import StreamedRelease, check_engine, protect_file
 from sdckit.io.files import check_columns
+
+__all__ = ["ProgressCallback", "Release", "StreamedRelease", "mondrian_file", "protect", "protect_file", "search_file"]
 
 #: Called after each step with (steps done, steps in all, method).
 ProgressCallback = Callable[[int, int, Method], None]
@@ -58,6 +64,9 @@ def protect(
     keep_identifiers: bool = False,
     progress: ProgressCallback | None = None,
     fingerprint_key: bytes | str | None = None,
+    engine: str = "memory",
+    scheduler: str | None = None,
+    client: Any = None,
 ) -> Release:
     """Apply ``methods`` to ``frame`` in order and return the :class:`Release`.
 
@@ -124,6 +133,13 @@ def protect(
     schema.validate(frame)
 
     key = None if fingerprint_key is None else parse_fingerprint_key(fingerprint_key)
+    check_engine(engine)
+    dask_context = contextlib.ExitStack()
+    dask = None
+    if engine == "dask" and any(m.streams for m in methods):
+        from sdckit.engine.distributed import dask_client
+
+        dask = dask_context.enter_context(dask_client(client, scheduler))
 
     def secret_fingerprint(data: pd.DataFrame) -> str:
         return UNPUBLISHED if key is None else fingerprint(data, key)
@@ -137,32 +153,37 @@ def protect(
     steps: list[Step] = []
     data_fp = secret_fingerprint(data) if dropped else input_fp
     dp_columns: set[str] = set()  # columns a differentially private method has protected
-    for i, method in enumerate(methods):
-        if method.claims_dp:
-            dp_columns.update(method.target_columns(current))
-        with warnings_module.catch_warnings(record=True) as caught:
-            warnings_module.simplefilter("always")
-            outcome = method.run(data, current, rng)
-        raised = _step_warnings(caught)
-        last = i == len(methods) - 1
-        out_fp = fingerprint(outcome.data) if last else secret_fingerprint(outcome.data)
-        info = dict(outcome.info)
-        warnings = tuple(dict.fromkeys([*info.pop("warnings", ()), *raised]))  # once each
-        steps.append(
-            Step(
-                method=method.to_manifest(),
-                input_fingerprint=data_fp,
-                output_fingerprint=out_fp,
-                records_in=len(data),
-                records_out=len(outcome.data),
-                info=info,
-                warnings=warnings,
-            )
-        )
-        data, current, data_fp = outcome.data, outcome.schema, out_fp
-        if progress is not None:
-            progress(i + 1, len(methods), method)
+    with dask_context:
+        for i, method in enumerate(methods):
+            if method.claims_dp:
+                dp_columns.update(method.target_columns(current))
+            with warnings_module.catch_warnings(record=True) as caught:
+                warnings_module.simplefilter("always")
+                if dask is not None and method.streams:
+                    from sdckit.engine.distributed import run_rows_dask
 
+                    outcome = run_rows_dask(method, data, current, rng, dask)
+                else:
+                    outcome = method.run(data, current, rng)
+            raised = _step_warnings(caught)
+            last = i == len(methods) - 1
+            out_fp = fingerprint(outcome.data) if last else secret_fingerprint(outcome.data)
+            info = dict(outcome.info)
+            warnings = tuple(dict.fromkeys([*info.pop("warnings", ()), *raised]))  # once each
+            steps.append(
+                Step(
+                    method=method.to_manifest(),
+                    input_fingerprint=data_fp,
+                    output_fingerprint=out_fp,
+                    records_in=len(data),
+                    records_out=len(outcome.data),
+                    info=info,
+                    warnings=warnings,
+                )
+            )
+            data, current, data_fp = outcome.data, outcome.schema, out_fp
+            if progress is not None:
+                progress(i + 1, len(methods), method)
     manifest = build_manifest(
         input_fingerprint=input_fp,
         input_shape=frame.shape,
@@ -173,6 +194,8 @@ def protect(
         dropped_identifiers=dropped,
     )
     manifest.update(seed_provenance(seed))  # where the seed came from, never the seed
+    if engine != "memory":
+        manifest["engine"] = {"name": engine}
     # Differentially private only when every method is (public bounds) and every released
     # column went through one of them: a column released as it was is not protected at all.
     manifest["claims_dp"] = (bool(methods) and all(m.claims_dp for m in methods)
@@ -190,3 +213,119 @@ def _step_warnings(caught: list[warnings_module.WarningMessage]) -> list[str]:
         else:
             out.append(str(record.message))
     return out
+
+
+def search_file(
+    source: str | Path | pd.DataFrame,
+    hierarchies: Mapping[str, Any],
+    k: int,
+    *,
+    max_suppression: float = 0.0,
+    metric: str = "loss",
+    algorithm: str = "optimal",
+    engine: str = "duckdb",
+    memory: int | None = None,
+    client: Any = None,
+    scheduler: str | None = None,
+) -> Any:
+    """The optimal full-domain generalization of a file larger than memory (DESIGN.md section 8).
+
+    The quasi-identifiers' frequency table is computed by the engine
+    (:func:`sdckit.engine.aggregate.frequency_table`: DuckDB ``GROUP BY`` out of core, Dask, or
+    pandas) and searched by :func:`sdckit.anonymity.search_frequencies` — the same node
+    :class:`~sdckit.anonymity.FullDomainGeneralization` finds on the records. ``hierarchies``
+    maps each quasi-identifier to its :class:`~sdckit.core.hierarchy.Hierarchy`;
+    ``max_suppression`` is MaxSup as a share of the records. Returns the
+    :class:`~sdckit.anonymity.search.SearchResult` (``node``: the level of each quasi-identifier
+    in the order of ``hierarchies``); ``extra["records"]`` and ``extra["combinations"]`` say
+    what the table held.
+    """
+    from sdckit.anonymity.frequencies import search_frequencies
+    from sdckit.anonymity.fulldomain import suppression_allowed
+    from sdckit.core.hierarchy import Hierarchy
+    from sdckit.engine.aggregate import COUNT, frequency_table
+
+    if not isinstance(hierarchies, Mapping) or not hierarchies:
+        raise ParameterError("The 'hierarchies' parameter of search_file must map each quasi-identifier to its Hierarchy.")
+    for name, h in hierarchies.items():
+        if not isinstance(h, Hierarchy):
+            raise ParameterError(f"The hierarchy of {name!r} must be a Hierarchy (e.g. Hierarchy.from_csv(path)); "
+                                 f"got {type(h).__name__}.")
+    if not isinstance(max_suppression, int | float) or isinstance(max_suppression, bool) or not 0 <= max_suppression < 1:
+        raise ParameterError(f"The 'max_suppression' parameter of search_file must be a float in [0, 1). "
+                             f"Got {max_suppression!r} instead.")
+    names = list(hierarchies)
+    table = frequency_table(source, names, engine=engine, memory=memory, client=client, scheduler=scheduler)
+    codes = np.column_stack([hierarchies[q].index_of(table[q], q) for q in names]).astype(np.int64)
+    counts = table[COUNT].to_numpy(dtype=np.int64)
+    records = int(counts.sum())
+    result = search_frequencies(codes, counts, dict(hierarchies), k,
+                                max_suppressed=suppression_allowed(float(max_suppression), records),
+                                metric=metric, algorithm=algorithm)
+    result.extra.update({"records": records, "combinations": int(len(table)), "engine": engine})
+    return result
+
+
+def mondrian_file(
+    source: str | Path,
+    target: str | Path,
+    method: Any,
+    *,
+    cell_size: int = 250_000,
+    client: Any = None,
+    scheduler: str | None = None,
+) -> dict[str, Any]:
+    """Mondrian on a Parquet file on Dask (DESIGN.md section 8): split points of a coarse KD
+    partition on the numeric quasi-identifiers from the medians of a sample drawn by the
+    workers, records assigned to cells in parallel, strict Mondrian inside each cell as a task
+    (classes never cross a cell), the release written to ``target`` in record order.
+
+    ``method`` is a :class:`~sdckit.anonymity.Mondrian`; every class still holds at least its
+    ``k`` records. Returns the report: classes, smallest and largest class, ``loss`` and
+    ``loss_by_attribute`` of the numeric quasi-identifiers measured against the whole data's
+    ranges (as :meth:`Mondrian.partition` does), and the number of cells. With ``cell_size`` at
+    least the number of records, the release is the in-memory one.
+    """
+    from sdckit.anonymity import Mondrian
+    from sdckit.engine.cells import run_by_cells
+
+    if not isinstance(method, Mondrian):
+        raise ParameterError(f"mondrian_file needs a Mondrian method; got {type(method).__name__}.")
+    import pyarrow.parquet as pq
+
+    schema = pq.read_schema(source)
+    for q in method.quasi:
+        if q not in schema.names:
+            raise DataError(f"Quasi-identifier {q!r} is not in {Path(source).name!r}.")
+    numeric = [q for q in method.quasi if q in schema.names
+               and (str(schema.field(q).type).startswith(("int", "uint", "double", "float")))]
+    if not numeric:
+        raise ParameterError("mondrian_file cuts cells on numeric quasi-identifiers; this Mondrian has none.")
+
+    def run(frame: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, Any]]:
+        part = method.partition(frame)
+        info = dict(part.info)
+        info["low"] = {q: float(frame[q].min()) for q in numeric}
+        info["high"] = {q: float(frame[q].max()) for q in numeric}
+        return part.data, info
+
+    infos = run_by_cells(source, target, numeric, run, cell_size=cell_size, min_cell=method.k,
+                         client=client, scheduler=scheduler)
+    records = sum(i["records"] for i in infos)
+    low = {q: min(i["low"][q] for i in infos) for q in numeric}
+    high = {q: max(i["high"][q] for i in infos) for q in numeric}
+    loss = {}
+    for q in numeric:
+        span = high[q] - low[q]
+        # a cell's loss is over its own range: scale it to the whole data's
+        loss[q] = (sum(i["records"] * i["loss_by_attribute"][q] * (i["high"][q] - i["low"][q]) for i in infos)
+                   / (records * span)) if span > 0 else 0.0
+    return {
+        "cells": len(infos),
+        "classes": sum(i["classes"] for i in infos),
+        "smallest_class": min(i["smallest_class"] for i in infos),
+        "largest_class": max(i["largest_class"] for i in infos),
+        "records": records,
+        "loss": float(np.mean(list(loss.values()))),
+        "loss_by_attribute": loss,
+    }

@@ -7,6 +7,9 @@ The format is a contract the CLI and later features extend::
     allow_weak_seed = false           # optional: accept a seed under 128 bits (tests, teaching)
     fingerprint_key_file = "fp.key"   # optional, secret: keyed fingerprints of the input (none else)
     keep_identifiers = false          # optional
+    engine = "memory"                 # optional: "memory", "duckdb" (streamed, out of core) or "dask"
+    memory = "2GB"                    # optional: stream row-wise recipes whose input would not fit
+    scheduler = "tcp://host:8786"     # optional, engine "dask": a cluster (default a LocalCluster)
     [budget]                          # optional: with differentially private methods
     epsilon = "3"                     # the data set's total budget (default: this recipe's spend)
     delta = 0                         # optional
@@ -58,6 +61,7 @@ from sdckit.core.provenance import manifest_json, parse_fingerprint_key
 from sdckit.core.random import check_recipe_seed, parse_seed
 from sdckit.dp.accountant import exact, exact_text
 from sdckit.dp.ledger import data_set_key, ledger_accountant
+from sdckit.engine import check_engine, parse_memory, protect_file, should_stream
 from sdckit.io import detect_format, read, write, write_text_atomic
 from sdckit.io.files import WRITABLE
 from sdckit.methods import available, get_method
@@ -66,7 +70,7 @@ from sdckit.report.settings import RULES as REPORT_RULES
 from sdckit.report.settings import check_settings
 
 _TOP_KEYS = {"seed", "seed_file", "allow_weak_seed", "fingerprint_key_file", "keep_identifiers", "input", "schema",
-             "method", "output", "report", "budget"}
+             "method", "output", "report", "budget", "engine", "memory", "scheduler"}
 _BUDGET_KEYS = {"epsilon", "delta", "ledger"}
 #: The privacy ledger's default file, beside the recipe (the protector's private record).
 LEDGER_NAME = "sdckit-ledger.json"
@@ -247,6 +251,10 @@ def parse_recipe(data: Mapping[str, Any], source: Path) -> Recipe:
         check_settings(report)
     except SdcError as exc:
         raise _fail(source, f"[report]: {exc}") from None
+    try:
+        engine = _parse_engine(data)
+    except SdcError as exc:
+        raise _fail(source, str(exc)) from None
     return Recipe(
         source=source.resolve(),
         input_path=input_path,
@@ -260,8 +268,20 @@ def parse_recipe(data: Mapping[str, Any], source: Path) -> Recipe:
         seed=seed,
         fingerprint_key=_read_fingerprint_key(source, data.get("fingerprint_key_file")),
         keep_identifiers=keep,
-        extra={"report": dict(report), "budget": budget},
+        extra={"report": dict(report), "budget": budget, "engine": engine},
     )
+
+
+def _parse_engine(data: Mapping[str, Any]) -> dict[str, Any]:
+    """The recipe's ``engine``, ``memory`` (bytes) and ``scheduler``, checked."""
+    engine = data.get("engine")
+    if engine is not None:
+        check_engine(engine)
+    memory = data.get("memory")
+    scheduler = data.get("scheduler")
+    if scheduler is not None and not isinstance(scheduler, str):
+        raise ParameterError(f"'scheduler' must be an address such as 'tcp://host:8786'; got {scheduler!r}.")
+    return {"engine": engine, "memory": None if memory is None else parse_memory(memory), "scheduler": scheduler}
 
 
 def _holds_budget(method: Method) -> bool:
@@ -320,6 +340,10 @@ def run_recipe(
     progress: ProgressCallback | None = None,
     report: bool | None = None,
     report_progress: Callable[[int, int, str], Any] | None = None,
+    engine: str | None = None,
+    memory: str | int | None = None,
+    scheduler: str | None = None,
+    engine_progress: Callable[[int, int, str], Any] | None = None,
 ) -> RecipeResult:
     """Read the input, protect it, and write the release, ``manifest.json`` and ``report.html``.
 
@@ -328,7 +352,22 @@ def run_recipe(
     ``report`` overrides the recipe's ``[report] enabled`` (default: write the report); the
     report's settings come from ``[report]``; ``report_progress(done, total, label)`` follows
     its steps. The report's randomness is derived from the recipe's seed (never shown).
+
+    ``engine``, ``memory`` and ``scheduler`` override the recipe's (DESIGN.md section 8): with
+    ``"duckdb"`` or ``"dask"``, or when a budget ``memory`` is given and the input would not fit
+    in it, a recipe of row-wise methods is streamed from the input file to the release (Parquet
+    or CSV) with bounded memory; ``engine_progress(done, total, label)`` follows it. A streamed
+    release has no HTML report (``report_path`` is None, and the manifest says why) and its
+    ``release.data`` is None: the data is in the file.
     """
+    settings_engine = recipe.extra.get("engine") or {}
+    engine = check_engine(engine) if engine is not None else settings_engine.get("engine")
+    memory_bytes = parse_memory(memory) if memory is not None else settings_engine.get("memory")
+    scheduler = scheduler if scheduler is not None else settings_engine.get("scheduler")
+    fmt_in = detect_format(recipe.input_path, recipe.input_options.get("format"))
+    if engine in ("duckdb", "dask") or (engine is None and recipe.extra.get("budget") is None
+                                        and should_stream(recipe.input_path, fmt_in, recipe.methods, memory_bytes)):
+        return _run_streamed(recipe, engine or "duckdb", output_dir, output_format, scheduler, engine_progress)
     frame = read(recipe.input_path, **recipe.input_options)
     budget = recipe.extra.get("budget")
     with contextlib.ExitStack() as stack:
@@ -393,6 +432,57 @@ def run_recipe(
         raise
     final = Release(release.data, release.schema, release.steps, manifest)
     return RecipeResult(final, data_path, manifest_path, report_path)
+
+
+def _output_paths(recipe: Recipe, output_dir: str | Path | None, fmt: str) -> tuple[Path, Path]:
+    out_dir = Path(output_dir).resolve() if output_dir is not None else recipe.output_dir
+    stem = recipe.output_name or f"{recipe.input_path.name.split('.')[0]}_protected"
+    return out_dir / f"{stem}.{_EXTENSION[fmt]}", out_dir / f"{stem}{MANIFEST_SUFFIX}"
+
+
+def _file_hmac(key: str, path: Path) -> str:
+    """HMAC-SHA256 of a file's bytes, read a megabyte at a time."""
+    digest = hmac.new(parse_fingerprint_key(key), digestmod=hashlib.sha256)
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _run_streamed(recipe: Recipe, engine: str, output_dir: str | Path | None, output_format: str | None,
+                  scheduler: str | None, progress: Callable[[int, int, str], Any] | None) -> RecipeResult:
+    """Stream a recipe of row-wise methods from its input file to the release (no report)."""
+    fmt = output_format or recipe.output_format or detect_format(
+        recipe.input_path, recipe.input_options.get("format"))
+    fmt = detect_format("x", fmt)
+    if fmt not in ("csv", "tsv", "parquet"):
+        fmt = "parquet"  # the streamed engines write Parquet or CSV
+    data_path, manifest_path = _output_paths(recipe, output_dir, fmt)
+    unknown = sorted(set(recipe.input_options) - {"format", "sep", "encoding"})
+    if unknown:
+        raise ParameterError(f"[input] option(s) {', '.join(map(repr, unknown))} do not apply to the "
+                             f"{engine!r} engine's stream; remove them or use engine = \"memory\".")
+    streamed = protect_file(
+        recipe.input_path, data_path, recipe.methods, engine=engine, schema=recipe.schema, seed=recipe.seed,
+        keep_identifiers=recipe.keep_identifiers, input_format=recipe.input_options.get("format"),
+        output_format=fmt, sep=recipe.input_options.get("sep"),
+        encoding=recipe.input_options.get("encoding", "utf-8"), scheduler=scheduler, progress=progress,
+        inputs=(recipe.source,), fingerprint_key=recipe.fingerprint_key,
+    )
+    manifest = dict(streamed.manifest)
+    manifest["input"] = {**manifest["input"], "file": recipe.input_path.name}
+    if recipe.fingerprint_key is not None:
+        manifest["input"]["file_hmac_sha256"] = _file_hmac(recipe.fingerprint_key, recipe.input_path)
+    manifest["output"] = {**manifest["output"], "file": data_path.name, "format": fmt}
+    manifest["report"] = ("not written: the data was streamed by the engine; assess a sample with "
+                          "`sdckit assess`")
+    try:
+        write_text_atomic(manifest_path, manifest_json(manifest), (recipe.input_path, recipe.source))
+    except BaseException:
+        data_path.unlink(missing_ok=True)
+        raise
+    release = Release(None, streamed.schema, streamed.steps, manifest)  # type: ignore[arg-type]
+    return RecipeResult(release, data_path, manifest_path, None)
 
 
 #: Stream number that separates the report's random draws from the protection's.

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import numpy as np
 import typer
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from sdckit import datasets
@@ -16,13 +19,32 @@ from sdckit.recipe import RecipeResult, load_recipe, run_recipe
 
 
 def _run(recipe_path: Path, out: Optional[Path], fmt: Optional[str], report: Optional[bool] = None,
-         allow_weak_seed: bool = False) -> RecipeResult:
+         allow_weak_seed: bool = False, engine: Optional[str] = None, memory: Optional[str] = None,
+         scheduler: Optional[str] = None) -> RecipeResult:
     recipe = load_recipe(recipe_path, allow_weak_seed=allow_weak_seed)
     steps = len(recipe.methods)
-    with progress_bar("protecting and assessing", steps + 4) as advance:
+    with progress_bar("protecting and assessing", steps + 4) as advance, _labelled_bars() as engine_progress:
         return run_recipe(recipe, output_dir=out, output_format=fmt, report=report,
                           progress=lambda done, _total, *_: advance(done, steps + 4),
-                          report_progress=lambda done, _total, *_: advance(steps + done, steps + 4))
+                          report_progress=lambda done, _total, *_: advance(steps + done, steps + 4),
+                          engine=engine, memory=memory, scheduler=scheduler, engine_progress=engine_progress)
+
+
+@contextmanager
+def _labelled_bars() -> Iterator[Callable[[int, int, str], None]]:
+    """Progress of a streamed run on stderr: one bar per label (a step's statistics pass, the
+    records written); a total of -1 means unknown (a count is shown)."""
+    with Progress(TextColumn("[progress.description]{task.description}"), BarColumn(),
+                  TextColumn("{task.completed:,}"), TimeElapsedColumn(), console=err_console,
+                  transient=True, disable=not err_console.is_terminal) as bar:
+        tasks: dict[str, Any] = {}
+
+        def update(done: int, total: int, label: str = "") -> None:
+            if label not in tasks:
+                tasks[label] = bar.add_task(label, total=None if total < 0 else total)
+            bar.update(tasks[label], completed=done, total=None if total < 0 else total)
+
+        yield update
 
 
 def _report_written(result: RecipeResult) -> None:
@@ -41,6 +63,10 @@ def _report_written(result: RecipeResult) -> None:
     console.print(f"  manifest: {result.manifest_path}")
     if result.report_path is not None:
         console.print(f"  report:   {result.report_path}  (open it in a browser)")
+    elif isinstance(release.manifest.get("report"), str):
+        console.print(f"  report:   {release.manifest['report']}")
+    if "engine" in release.manifest:
+        console.print(f"  engine:   {release.manifest['engine']['name']}")
 
 
 @app.command()
@@ -51,9 +77,12 @@ def protect(
     json_out: Annotated[Optional[Path], typer.Option("--json", help="Also write the manifest and output paths as JSON here.")] = None,
     report: Annotated[Optional[bool], typer.Option("--report/--no-report", help="Write <stem>.report.html beside the release (default: as the recipe's [report] says, on).")] = None,
     allow_weak_seed: Annotated[bool, typer.Option("--allow-weak-seed", help="Accept a recipe seed under 128 bits (the manifest says seed_strength: weak).")] = False,
+    engine: Annotated[Optional[str], typer.Option("--engine", help="Where the work runs: memory, duckdb (streamed, out of core) or dask (default: the recipe's, else memory).")] = None,
+    memory: Annotated[Optional[str], typer.Option("--memory", help="Memory budget, e.g. 2GB: a recipe of row-wise methods whose input would not fit is streamed.")] = None,
+    scheduler: Annotated[Optional[str], typer.Option("--scheduler", help="Dask scheduler address for --engine dask (default: a LocalCluster).")] = None,
 ) -> None:
     """Protect a data set as a RECIPE says; write the release, <stem>.manifest.json and <stem>.report.html."""
-    result = _run(recipe, out, format, report, allow_weak_seed)
+    result = _run(recipe, out, format, report, allow_weak_seed, engine, memory, scheduler)
     _report_written(result)
     if json_out is not None:
         write_json(json_out, {

@@ -130,8 +130,15 @@ def _mdav_tail(data, ids, sums, labels, nrem, group, k):
     return group + 1
 
 
+#: Largest number of records MDAV groups exactly; past it, :func:`partitioned_mdav_groups`.
+EXACT_LIMIT = 100_000
+#: Largest cell of the partitioned MDAV (records): exact MDAV within a cell costs O(cell^2).
+CELL_SIZE = 10_000
+
+
 def mdav_groups(
-    values: np.ndarray, k: int, *, standardize_columns: bool = True, progress: Progress | None = None
+    values: np.ndarray, k: int, *, standardize_columns: bool = True, progress: Progress | None = None,
+    exact_limit: int | None = EXACT_LIMIT, cell_size: int = CELL_SIZE,
 ) -> np.ndarray:
     """MDAV partition of the rows of ``values`` into groups of ``k`` to ``2k - 1`` records.
 
@@ -146,12 +153,18 @@ def mdav_groups(
         Euclidean distance by its unit.
     progress : callable ``(done, total, label)``, optional
         Called as records are grouped.
+    exact_limit : int or None, default 100,000
+        Above this many records the partition is :func:`partitioned_mdav_groups` (cells of at
+        most ``cell_size`` records, MDAV exact within each); ``None``: always exact.
+    cell_size : int, default 10,000
+        Largest cell of the partitioned MDAV.
 
     Returns
     -------
     ndarray of int64, shape (n,)
         Group label of each row, ``0..g-1`` in the order MDAV forms the groups. Every group has
-        exactly ``k`` rows, except the last one, which has ``k..2k-1``.
+        exactly ``k`` rows, except the last one, which has ``k..2k-1`` (partitioned: the last
+        group of each cell).
 
     Notes
     -----
@@ -188,6 +201,14 @@ def mdav_groups(
         row = int(np.flatnonzero(~np.isfinite(values).all(axis=1))[0])
         raise DataError(f"mdav_groups needs finite values; row {row} holds a missing or infinite value.")
     data = standardize(values) if standardize_columns else values
+    if exact_limit is not None and n > exact_limit:
+        check_param("mdav_groups", "cell_size", cell_size, Interval(int, 2 * k, None))
+        return _partitioned(data, k, cell_size, progress)
+    return _exact(data, k, progress)
+
+
+def _exact(data: np.ndarray, k: int, progress: Progress | None) -> np.ndarray:
+    n = len(data)
     data = np.ascontiguousarray(data.T)  # m x n: each pass runs along contiguous memory
     ids = np.arange(n, dtype=np.int64)
     sums = data.sum(axis=1)
@@ -202,6 +223,68 @@ def mdav_groups(
     _mdav_tail(data, ids, sums, labels, nrem, group, k)
     if progress is not None:
         progress(n, n, "MDAV")
+    return labels
+
+
+def kd_cells(data: np.ndarray, cell_size: int) -> list[np.ndarray]:
+    """Rows of ``data`` cut into cells of at most ``cell_size`` records (and at least
+    ``cell_size // 2``): a KD split at the median of the attribute of widest range within the
+    cell, repeated until every cell is small enough. Cells are listed left to right."""
+    out: list[np.ndarray] = []
+    stack = [np.arange(len(data))]
+    while stack:
+        rows = stack.pop()
+        if len(rows) <= cell_size:
+            out.append(rows)
+            continue
+        block = data[rows]
+        j = int(np.argmax(block.max(axis=0) - block.min(axis=0)))
+        order = rows[np.argsort(block[:, j], kind="stable")]
+        half = len(order) // 2
+        stack.append(order[half:])
+        stack.append(order[:half])
+    return out
+
+
+def partitioned_mdav_groups(values: np.ndarray, k: int, *, cell_size: int = CELL_SIZE,
+                            standardize_columns: bool = True, progress: Progress | None = None) -> np.ndarray:
+    """MDAV within the cells of a KD partition: groups of ``k..2k-1`` that never cross a cell.
+
+    The records (standardized) are cut by :func:`kd_cells` into cells of ``cell_size / 2`` to
+    ``cell_size`` records; exact MDAV runs inside each, so its cost falls from ``O(n^2)`` to
+    ``O(n * cell_size)``. Every cell holds at least ``k`` records, so every group still has
+    ``k..2k-1`` (each cell's last group absorbs its remainder); the groups are those of a
+    spatial partition first, a little coarser than exact MDAV's — the information loss against
+    exact MDAV is measured on a sample by :class:`~sdckit.masking.Microaggregation`.
+
+    Examples
+    --------
+    >>> x = np.arange(40.0)[:, None]
+    >>> labels = partitioned_mdav_groups(x, 3, cell_size=10)
+    >>> sorted(np.bincount(labels).tolist()) == [3] * 8 + [4] * 4
+    True
+    """
+    check_param("partitioned_mdav_groups", "k", k, Interval(int, 1, None))
+    check_param("partitioned_mdav_groups", "cell_size", cell_size, Interval(int, 2 * max(k, 1), None))
+    values = np.asarray(values, dtype=float)
+    if values.ndim == 1:
+        values = values[:, None]
+    if len(values) < k or not np.isfinite(values).all():
+        raise DataError(f"partitioned_mdav_groups needs at least k={k} records, all finite.")
+    data = standardize(values) if standardize_columns else values
+    return _partitioned(data, k, cell_size, progress)
+
+
+def _partitioned(data: np.ndarray, k: int, cell_size: int, progress: Progress | None) -> np.ndarray:
+    labels = np.empty(len(data), dtype=np.int64)
+    offset = done = 0
+    for rows in kd_cells(data, cell_size):
+        inner = _exact(data[rows], k, None)
+        labels[rows] = inner + offset
+        offset += int(inner.max()) + 1
+        done += len(rows)
+        if progress is not None:
+            progress(done, len(data), "MDAV (partitioned)")
     return labels
 
 

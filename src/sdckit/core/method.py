@@ -32,6 +32,7 @@ import pandas as pd
 from sdckit.core.errors import DataError, ParameterError, SchemaError
 from sdckit.core.params import IsNone, Rule, StrList, to_tuple, validate_params
 from sdckit.core.random import RandomState, as_generator
+from sdckit.core.rowwise import run_rows
 from sdckit.core.schema import Kind, Role, Schema
 
 _REGISTRY: dict[str, type[Method]] = {}
@@ -61,6 +62,12 @@ class Method:
     path_params: ClassVar[frozenset[str]] = frozenset()
     #: Whether the method's job is suppression (it may leave missing values, and reports how many).
     suppresses: ClassVar[bool] = False
+    #: What the method needs of the data, from which an engine chooses how to run it (DESIGN.md
+    #: section 8): ``"rows"`` (each record on its own, given whole-column statistics: streamed
+    #: by logical chunks, :mod:`sdckit.core.rowwise`), ``"groups"`` (per class or stratum),
+    #: ``"ranks"`` (a global sort), ``"neighbours"`` (nearest records), ``"all"`` (the whole
+    #: data in memory).
+    needs: ClassVar[str] = "all"
 
     # ----------------------------------------------------------------- construction
     def __post_init__(self) -> None:
@@ -117,6 +124,8 @@ class Method:
         strata = getattr(self, "strata", None)
         if strata:
             outcome = _run_by_stratum(self, frame, columns, schema, as_generator(rng), strata)
+        elif self.streams:
+            outcome = run_rows(self, frame, columns, schema, as_generator(rng))
         else:
             result = self.transform(frame.copy(), columns, schema, as_generator(rng))
             outcome = result if isinstance(result, Outcome) else Outcome(result, schema)
@@ -145,6 +154,45 @@ class Method:
     ) -> pd.DataFrame | Outcome:  # pragma: no cover - interface
         """Protect ``columns`` of ``frame`` (a copy the method may change in place)."""
         raise NotImplementedError
+
+    # ----------------------------------------------------------------- row-wise execution
+    @property
+    def streams(self) -> bool:
+        """Whether this value runs by logical chunks: a row-wise method not split by strata (and
+        not a subclass that overrides :meth:`transform` without :meth:`transform_rows`)."""
+        if self.needs != "rows" or getattr(self, "strata", None):
+            return False
+        mro = type(self).__mro__
+        owner = {name: next(c for c in mro if name in vars(c)) for name in ("transform", "transform_rows")}
+        return not (owner["transform"] is not owner["transform_rows"]
+                    and issubclass(owner["transform"], owner["transform_rows"]))
+
+    def needs_statistics(self) -> bool:
+        """Whether a row-wise method needs whole-data statistics (a first pass) before it runs."""
+        return False
+
+    def chunk_statistics(self, chunk: pd.DataFrame, columns: tuple[str, ...]) -> Any:
+        """The partial statistics of one logical chunk (row-wise methods that need some)."""
+        return None
+
+    def merge_statistics(self, first: Any, second: Any) -> Any:
+        """Two chunks' partial statistics merged (applied left to right in chunk order)."""
+        return first
+
+    def finish_statistics(self, merged: Any) -> Any:
+        """The statistics :meth:`transform_rows` uses, from the merged partial ones."""
+        return merged
+
+    def transform_rows(
+        self, chunk: pd.DataFrame, columns: tuple[str, ...], schema: Schema, rng: np.random.Generator,
+        statistics: Any,
+    ) -> pd.DataFrame | Outcome:
+        """Protect one logical chunk given the whole data's statistics (row-wise methods)."""
+        raise NotImplementedError
+
+    def merge_info(self, infos: list[dict[str, Any]], statistics: Any) -> dict[str, Any]:
+        """The method's report for the whole data from its chunks' reports (in chunk order)."""
+        return infos[0] if len(infos) == 1 else {}
 
     def default_columns(self) -> tuple[str, ...] | None:
         """The columns the method's own parameters name when ``columns`` is not given (e.g. the

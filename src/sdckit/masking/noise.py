@@ -11,6 +11,7 @@ import pandas as pd
 from sdckit.core.arrays import covariance_root, numeric_block, write_block
 from sdckit.core.method import Method, register
 from sdckit.core.params import Boolean, Interval, Options
+from sdckit.core.rowwise import Moments
 from sdckit.core.schema import Schema
 
 
@@ -46,24 +47,29 @@ class AdditiveNoise(Method):
     name: ClassVar[str] = "additive_noise"
     constraints: ClassVar = {"alpha": Interval(float, 0, None, closed="neither")}
     example: ClassVar = {"alpha": 0.1}
+    needs: ClassVar[str] = "rows"
+
+    def needs_statistics(self) -> bool:
+        return True
+
+    def chunk_statistics(self, chunk: pd.DataFrame, columns: tuple[str, ...]) -> Moments:
+        return Moments.of(numeric_block(chunk, columns))
+
+    def merge_statistics(self, first: Moments, second: Moments) -> Moments:
+        return first.merge(second)
+
+    def transform_rows(
+        self, chunk: pd.DataFrame, columns: tuple[str, ...], schema: Schema, rng: np.random.Generator,
+        statistics: Moments,
+    ) -> pd.DataFrame:
+        values = numeric_block(chunk, columns)
+        sd = np.sqrt(self.alpha * statistics.variance())
+        return write_block(chunk, columns, values + rng.standard_normal(values.shape) * sd)
 
     def transform(
         self, frame: pd.DataFrame, columns: tuple[str, ...], schema: Schema, rng: np.random.Generator
     ) -> pd.DataFrame:
-        values = numeric_block(frame, columns)
-        sd = np.sqrt(self.alpha * values.var(axis=0, ddof=_ddof(values)))
-        return write_block(frame, columns, values + rng.standard_normal(values.shape) * sd)
-
-
-
-
-
-
-def _ddof(values: np.ndarray) -> int:
-    """Sample (co)variances use ddof=1; a single record has variance 0 (ddof=0)."""
-    return 1 if len(values) > 1 else 0
-
-
+        return self.transform_rows(frame, columns, schema, rng, self.chunk_statistics(frame, columns))
 
 
 @register
@@ -115,18 +121,33 @@ class CorrelatedNoise(Method):
         "preserve_covariance": Boolean(),
     }
     example: ClassVar = {"alpha": 0.1}
+    needs: ClassVar[str] = "rows"
+
+    def needs_statistics(self) -> bool:
+        return True
+
+    def chunk_statistics(self, chunk: pd.DataFrame, columns: tuple[str, ...]) -> Moments:
+        return Moments.of(numeric_block(chunk, columns), cross=True)
+
+    def merge_statistics(self, first: Moments, second: Moments) -> Moments:
+        return first.merge(second)
+
+    def transform_rows(
+        self, chunk: pd.DataFrame, columns: tuple[str, ...], schema: Schema, rng: np.random.Generator,
+        statistics: Moments,
+    ) -> pd.DataFrame:
+        values = numeric_block(chunk, columns)
+        root = covariance_root(self.alpha * np.atleast_2d(statistics.covariance()))
+        masked = values + rng.standard_normal(values.shape) @ root.T
+        if self.preserve_covariance:
+            c = 1.0 / np.sqrt(1.0 + self.alpha)
+            masked = c * masked + (1.0 - c) * statistics.mean
+        return write_block(chunk, columns, masked)
 
     def transform(
         self, frame: pd.DataFrame, columns: tuple[str, ...], schema: Schema, rng: np.random.Generator
     ) -> pd.DataFrame:
-        values = numeric_block(frame, columns)
-        sigma = np.atleast_2d(np.cov(values, rowvar=False, ddof=_ddof(values)))
-        root = covariance_root(self.alpha * sigma)
-        masked = values + rng.standard_normal(values.shape) @ root.T
-        if self.preserve_covariance:
-            c = 1.0 / np.sqrt(1.0 + self.alpha)
-            masked = c * masked + (1.0 - c) * values.mean(axis=0)
-        return write_block(frame, columns, masked)
+        return self.transform_rows(frame, columns, schema, rng, self.chunk_statistics(frame, columns))
 
 
 @register
@@ -174,6 +195,14 @@ class MultiplicativeNoise(Method):
                 "a", "<= 1 with distribution='uniform' (factors U(1-a, 1+a) must not be negative); "
                 "use distribution='lognormal' for larger noise"
             )
+
+    needs: ClassVar[str] = "rows"
+
+    def transform_rows(
+        self, chunk: pd.DataFrame, columns: tuple[str, ...], schema: Schema, rng: np.random.Generator,
+        statistics: None,
+    ) -> pd.DataFrame:
+        return self.transform(chunk, columns, schema, rng)
 
     def transform(
         self, frame: pd.DataFrame, columns: tuple[str, ...], schema: Schema, rng: np.random.Generator

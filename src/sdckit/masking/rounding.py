@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
 
 from sdckit.core.method import Method, Outcome, register
 from sdckit.core.params import Interval
+from sdckit.core.rowwise import sum_counts
 from sdckit.core.schema import Schema
-from sdckit.masking.topbottom import _keep_integer_dtype
 
 
 @register
@@ -58,19 +58,59 @@ class Rounding(Method):
     nan_policy: ClassVar[str] = "pass"
     example: ClassVar = {"base": 5.0}
 
+    needs: ClassVar[str] = "rows"
+
+    def _round(self, values: np.ndarray) -> np.ndarray:
+        return np.round(np.round(values / self.base) * self.base, _decimals(self.base))
+
+    def needs_statistics(self) -> bool:
+        """With a base that is not a whole number, whether an integer column stays integer
+        depends on every value: a first pass finds out."""
+        return self.base != round(self.base)
+
+    def chunk_statistics(self, chunk: pd.DataFrame, columns: tuple[str, ...]) -> dict[str, bool]:
+        out = {}
+        for name in columns:
+            rounded = self._round(chunk[name].to_numpy(dtype=float))
+            out[name] = bool(np.all(np.isfinite(rounded)) and np.all(rounded == np.round(rounded)))
+        return out
+
+    def merge_statistics(self, first: dict[str, bool], second: dict[str, bool]) -> dict[str, bool]:
+        return {name: first[name] and second[name] for name in first}
+
+    def transform_rows(
+        self, chunk: pd.DataFrame, columns: tuple[str, ...], schema: Schema, rng: np.random.Generator,
+        statistics: dict[str, bool] | None,
+    ) -> Outcome:
+        change, finite = {}, {}
+        for name in columns:
+            values = chunk[name].to_numpy(dtype=float)
+            rounded = self._round(values)
+            ok = np.isfinite(values)
+            change[name] = float(np.abs(rounded[ok] - values[ok]).sum())
+            finite[name] = int(ok.sum())
+            whole = statistics[name] if statistics is not None else bool(np.all(np.isfinite(rounded)))
+            if whole and pd.api.types.is_integer_dtype(chunk[name].dtype):
+                chunk[name] = rounded.astype(chunk[name].dtype)
+            else:
+                chunk[name] = rounded
+        return Outcome(chunk, schema, {"change_sum": change, "finite": finite})
+
+    def merge_info(self, infos: list[dict[str, Any]], statistics: Any) -> dict[str, Any]:
+        totals = sum_counts([{"finite": i["finite"]} for i in infos], "finite")["finite"]
+        change: dict[str, float] = {}
+        for info in infos:
+            for name, value in info["change_sum"].items():
+                change[name] = change.get(name, 0.0) + value
+        return {"mean_absolute_change": {
+            name: (change[name] / totals[name] if totals[name] else 0.0) for name in change}}
+
     def transform(
         self, frame: pd.DataFrame, columns: tuple[str, ...], schema: Schema, rng: np.random.Generator
     ) -> Outcome:
-        decimals = _decimals(self.base)
-        change = {}
-        for name in columns:
-            values = frame[name].to_numpy(dtype=float)
-            rounded = np.round(np.round(values / self.base) * self.base, decimals)
-            change[name] = float(np.nanmean(np.abs(rounded - values))) if np.isfinite(
-                values
-            ).any() else 0.0
-            frame[name] = _keep_integer_dtype(frame[name], rounded)
-        return Outcome(frame, schema, {"mean_absolute_change": change})
+        stats = self.chunk_statistics(frame, columns) if self.needs_statistics() else None
+        outcome = self.transform_rows(frame, columns, schema, rng, stats)
+        return Outcome(outcome.data, schema, self.merge_info([outcome.info], stats))
 
 
 def _decimals(base: float) -> int:

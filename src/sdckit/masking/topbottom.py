@@ -10,6 +10,7 @@ import pandas as pd
 
 from sdckit.core.method import Method, Outcome, register
 from sdckit.core.params import Interval, IsNone, Options
+from sdckit.core.rowwise import sum_counts
 from sdckit.core.schema import Schema
 
 _THRESHOLD = [IsNone(), Interval(float)]
@@ -83,26 +84,72 @@ class TopBottomCoding(Method):
         if self.bottom is None and self.bottom_value is not None:
             raise self.param_error("bottom_value", "None when 'bottom' is None")
 
-    def transform(
-        self, frame: pd.DataFrame, columns: tuple[str, ...], schema: Schema, rng: np.random.Generator
+    needs: ClassVar[str] = "rows"
+
+    def _sides(self) -> tuple[tuple[str, float | None, float | str | None, Any], ...]:
+        return (("top_coded", self.top, self.top_value, np.greater),
+                ("bottom_coded", self.bottom, self.bottom_value, np.less))
+
+    def needs_statistics(self) -> bool:
+        """A first pass is needed when a replacement is a column's mean of the coded values, or
+        not a whole number (whether an integer column stays integer depends on what is hit)."""
+        for _, threshold, replacement, _ in self._sides():
+            if threshold is None:
+                continue
+            value = threshold if replacement is None else replacement
+            if value == "mean" or float(value) != round(float(value)):
+                return True
+        return False
+
+    def chunk_statistics(self, chunk: pd.DataFrame, columns: tuple[str, ...]) -> dict[str, Any]:
+        """Per column and side: how many values are beyond the threshold, and their sum."""
+        out: dict[str, Any] = {}
+        for name in columns:
+            values = chunk[name].to_numpy(dtype=float)
+            for side, threshold, _, beyond in self._sides():
+                if threshold is not None:
+                    hit = beyond(values, threshold)  # NaN compares False: never coded
+                    out[(name, side)] = (int(hit.sum()), float(values[hit].sum()))
+        return out
+
+    def merge_statistics(self, first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any]:
+        return {key: (first[key][0] + second[key][0], first[key][1] + second[key][1]) for key in first}
+
+    def transform_rows(
+        self, chunk: pd.DataFrame, columns: tuple[str, ...], schema: Schema, rng: np.random.Generator,
+        statistics: dict[str, Any] | None,
     ) -> Outcome:
         info: dict[str, Any] = {"top_coded": {}, "bottom_coded": {}}
         for name in columns:
-            values = frame[name].to_numpy(dtype=float)
+            values = chunk[name].to_numpy(dtype=float)
             coded = values.copy()
-            for side, threshold, replacement, beyond in (
-                ("top_coded", self.top, self.top_value, np.greater),
-                ("bottom_coded", self.bottom, self.bottom_value, np.less),
-            ):
+            whole = True  # every replacement used on the whole data is a whole number
+            for side, threshold, replacement, beyond in self._sides():
                 if threshold is None:
                     continue
                 hit = beyond(values, threshold)  # NaN compares False: never coded
                 info[side][name] = int(hit.sum())
+                count, total = statistics[(name, side)] if statistics is not None else (None, None)
                 if replacement == "mean":
-                    replacement = float(values[hit].mean()) if hit.any() else threshold
-                coded[hit] = threshold if replacement is None else replacement
-            frame[name] = _keep_integer_dtype(frame[name], coded)
-        return Outcome(frame, schema, info)
+                    replacement = total / count if count else threshold
+                value = float(threshold if replacement is None else replacement)
+                coded[hit] = value
+                if count != 0 and value != round(value):
+                    whole = False
+            frame_values = coded.astype(chunk[name].dtype) if (
+                whole and pd.api.types.is_integer_dtype(chunk[name].dtype) and np.all(np.isfinite(coded))
+            ) else coded
+            chunk[name] = frame_values
+        return Outcome(chunk, schema, info)
+
+    def merge_info(self, infos: list[dict[str, Any]], statistics: Any) -> dict[str, Any]:
+        return sum_counts(infos, "top_coded", "bottom_coded")
+
+    def transform(
+        self, frame: pd.DataFrame, columns: tuple[str, ...], schema: Schema, rng: np.random.Generator
+    ) -> Outcome:
+        stats = self.chunk_statistics(frame, columns) if self.needs_statistics() else None
+        return self.transform_rows(frame, columns, schema, rng, stats)
 
 
 def _keep_integer_dtype(original: pd.Series, values: np.ndarray) -> pd.Series | np.ndarray:
