@@ -104,18 +104,21 @@ def _clamped(column: str, table: TableConfig, bounds: dict[str, tuple[float, flo
     return exp.Anonymous(this="LEAST", expressions=[greatest, _number(high)])
 
 
-def aggregate_sql(query: Query, table: TableConfig, mode: str, bounds: dict[str, tuple[float, float]]) -> Generated:
+def aggregate_sql(query: Query, table: TableConfig, mode: str, bounds: dict[str, tuple[float, float]],
+                  clamp: bool = True) -> Generated:
     """``SELECT group columns, COUNT(*), SUM(clamped col), ... FROM relation WHERE ... GROUP BY ...``.
 
     One ``COUNT(*)`` comes first, then one clamped ``SUM`` per distinct summed/averaged column
     (in order of first use); the group columns follow, so the result's columns are
     ``count, sum_1, ..., group_1, ...``. ``bounds`` holds the bounds in force (declared, or read
-    from the data when the configuration allows it).
+    from the data when the configuration allows it); ``clamp=False`` (restricted mode, exact
+    answers) sums the values as they are.
     """
     bind = _Params()
     selects: list[exp.Expression] = [exp.Count(this=exp.Star())]
     for column in summed_columns(query):
-        selects.append(exp.Sum(this=_clamped(column, table, bounds)))
+        value = _clamped(column, table, bounds) if clamp else _col(column, table)
+        selects.append(exp.Sum(this=value))
     groups = [_col(c, table) for c in query.group_by]
     selects.extend(groups)
     statement = exp.Select(expressions=selects).from_(
