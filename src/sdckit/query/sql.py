@@ -393,6 +393,9 @@ def _predicate(node: exp.Expression, table: TableConfig, depth: int) -> Predicat
     for cls, op in _COMPARISONS.items():
         if type(node) is cls:
             left, right = node.this, node.expression
+            for side in (left, right):
+                if isinstance(side, exp.Func):
+                    raise UnsupportedQuery(f"The function {_name(side)} is not supported in WHERE: compare a column with a literal value.")
             if isinstance(left, exp.Column | exp.Paren) and not isinstance(right, exp.Column):
                 column = _column(left, table, "The left side of a comparison")
                 return Compare(column, op, _typed(_literal(right), column, table))
