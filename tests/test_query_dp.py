@@ -1,0 +1,140 @@
+"""DP answers (sdckit.query.dp) and the loaded data (sdckit.query.data): contribution bounding,
+clamping, every declared group, the budget split, the noise's distribution and the ci95."""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from sdckit.core.errors import DataError
+from sdckit.query import dp
+from sdckit.query.config import load_config
+from sdckit.query.data import Database
+from sdckit.query.generate import aggregate_sql
+from sdckit.query.sql import parse
+
+
+def _service(tmp_path, frame: pd.DataFrame, extra: str = "", unit: bool = True, domain: str = '["a", "b", "c"]') -> Database:
+    frame.to_csv(tmp_path / "t.csv", index=False)
+    (tmp_path / "s.toml").write_text(
+        "[[table]]\nname = \"t\"\npath = \"t.csv\"\n" + ('privacy_unit = "pid"\n' if unit else "") + extra
+        + "[table.bounds]\nv = [0, 10]\n[table.domains]\ng = " + domain + "\n")
+    return Database(load_config(tmp_path / "s.toml"))
+
+
+def _exact(db: Database, sql: str):
+    t = db.config.tables["t"]
+    q = parse(sql, db.config)
+    p = dp.plan(q, t, Fraction(1))
+    g = aggregate_sql(q, t, "dp", t.bounds)
+    return p, dp.exact_cells(p, db.execute(g.sql, g.params).fetchall())
+
+
+def test_contributions_are_bounded_per_person_and_values_clamped(tmp_path):
+    # person 1 has 4 rows, person 2 one; v = 25 is clamped to 10, v = -3 to 0, missing counts as 0
+    frame = pd.DataFrame({"pid": [1, 1, 1, 1, 2, 3], "v": [25, 1, 2, 3, -3, None], "g": ["a", "a", "b", "b", "c", "a"]})
+    db = _service(tmp_path, frame, "max_rows_per_unit = 2\n")
+    plan, (counts, sums) = _exact(db, "SELECT g, COUNT(*), SUM(v) FROM t GROUP BY g")
+    # person 1 keeps the first two rows (file order): (25 -> 10, a), (1, a)
+    assert plan.cells == (("a",), ("b",), ("c",))
+    assert counts.tolist() == [3, 0, 1]
+    assert sums["v"].tolist() == [10 + 1 + 0, 0, 0]
+    assert plan.k == 2 and plan.sensitivities == {"count": 2.0, "v": 20.0}
+
+
+def test_every_declared_group_is_returned_and_others_dropped(tmp_path):
+    frame = pd.DataFrame({"pid": range(4), "v": [1, 2, 3, 4], "g": ["a", "zz", "zz", "a"]})
+    db = _service(tmp_path, frame)
+    plan, (counts, _) = _exact(db, "SELECT g, COUNT(*) FROM t GROUP BY g")
+    assert counts.tolist() == [2, 0, 0]  # 'zz' is outside the public domain: in no group
+    answer = dp.answer(plan, db.execute(*_sql(db, plan)).fetchall(), np.random.default_rng(1))
+    assert [row[0] for row in answer["rows"]] == ["a", "b", "c"]
+
+
+def _sql(db, plan):
+    t = db.config.tables["t"]
+    g = aggregate_sql(plan.query, t, "dp", t.bounds)
+    return g.sql, list(g.params)
+
+
+def test_the_budget_split_is_stated_and_never_exceeds_epsilon(tmp_path):
+    frame = pd.DataFrame({"pid": range(3), "v": [1, 2, 3], "g": ["a", "b", "c"]})
+    db = _service(tmp_path, frame)
+    t = db.config.tables["t"]
+    p = dp.plan(parse("SELECT AVG(v), COUNT(*) FROM t", db.config), t, Fraction(3, 10))
+    assert set(p.shares) == {"count", "v"}
+    assert sum(Fraction(s) for s in p.shares.values()) <= Fraction(3, 10)
+    assert p.shares["count"] == pytest.approx(0.15)
+    assert p.count_scale == pytest.approx(1 / 0.15, rel=1e-6) and p.count_scale >= 1 / 0.15
+    assert p.sum_scales["v"] == pytest.approx(10 / 0.15, rel=1e-9) and p.sum_scales["v"] >= 10 / 0.15
+    text = p.mechanism()
+    assert "split equally over 2 measurement(s)" in text and "AVG = noisy SUM / max(noisy COUNT, 1)" in text
+
+
+def test_an_epsilon_too_small_to_sample_is_refused_before_charging(tmp_path):
+    db = _service(tmp_path, pd.DataFrame({"pid": [1], "v": [1], "g": ["a"]}))
+    from sdckit.core.errors import ParameterError
+
+    with pytest.raises(ParameterError, match="epsilon"):
+        dp.plan(parse("SELECT COUNT(*) FROM t", db.config), db.config.tables["t"], Fraction(1, 10**30))
+
+
+@pytest.mark.parametrize("scale", [0.3, 1.0, 2.0, 7.5, 40.0])
+def test_discrete_laplace_radius_against_the_summed_pmf(scale):
+    ys = np.arange(-2000, 2001)
+    pmf = np.exp(-np.abs(ys) / scale)
+    pmf /= pmf.sum()
+    r = dp.discrete_laplace_radius(scale, 0.95)
+    inside = lambda m: pmf[np.abs(ys) <= m].sum()
+    assert inside(r) >= 0.95 and (r == 0 or inside(r - 1) < 0.95)
+
+
+def test_noise_has_the_stated_distribution(tmp_path):
+    """5,000 groups of one answer (fixed seed): COUNT errors follow the discrete Laplace of the
+    stated scale (chi-square), SUM errors the Laplace of the stated scale (Kolmogorov-Smirnov)."""
+    frame = pd.DataFrame({"pid": range(2000), "v": np.tile([2.5, 7.0], 1000), "g": np.arange(2000) % 5000})
+    db = _service(tmp_path, frame, unit=False, domain=str(list(range(5000))))
+    t = db.config.tables["t"]
+    q = parse("SELECT g, COUNT(*), SUM(v) FROM t GROUP BY g", db.config)
+    p = dp.plan(q, t, Fraction(1, 2))
+    rows = db.execute(*_sql(db, p)).fetchall()
+    counts, sums = dp.exact_cells(p, rows)
+    out = dp.answer(p, rows, np.random.default_rng(20261125))
+    err_n = np.array([r[1] for r in out["rows"]]) - counts
+    err_s = np.array([r[2] for r in out["rows"]]) - sums["v"]
+    b = out["noise_scale"][1]
+    assert b == p.count_scale == pytest.approx(4.0, rel=1e-5)
+    q_ = math.exp(-1 / b)
+    edges = np.arange(-12, 13)
+    observed = np.array([np.sum(err_n <= -13)] + [np.sum(err_n == y) for y in edges] + [np.sum(err_n >= 13)])
+    pmf = lambda y: (1 - q_) / (1 + q_) * q_ ** abs(y)
+    tail = sum(pmf(y) for y in range(13, 400))
+    expected = len(err_n) * np.array([tail] + [pmf(y) for y in edges] + [tail])
+    assert stats.chisquare(observed, expected).pvalue > 1e-3
+    assert stats.kstest(err_s, stats.laplace(scale=out["noise_scale"][2]).cdf).pvalue > 1e-3
+
+
+def test_bounds_read_from_the_data_are_said_to_be_not_dp(tmp_path):
+    frame = pd.DataFrame({"pid": range(5), "v": [1, 2, 3, 4, 5], "w": [10, 20, 30, 40, 50], "g": ["a"] * 5})
+    db = _service(tmp_path, frame, "bounds_from_data = true\n")
+    t = db.config.tables["t"]
+    assert t.bounds["w"] == (10.0, 50.0) and t.data_bounds == ("w",)
+    p = dp.plan(parse("SELECT SUM(w) FROM t", db.config), t, Fraction(1))
+    assert not p.is_dp and p.mechanism().startswith("NOT differentially private: bounds of w")
+    assert dp.plan(parse("SELECT SUM(v) FROM t WHERE w > 20", db.config), t, Fraction(1)).is_dp
+
+
+@pytest.mark.parametrize("frame, culprit", [
+    (pd.DataFrame({"pid": [1], "g": ["a"]}), "'v' is not in"),
+    (pd.DataFrame({"pid": [1], "v": ["x"], "g": ["a"]}), "'v' has bounds but is not numeric"),
+    (pd.DataFrame({"pid": [1, None], "v": [1, 2], "g": ["a", "b"]}), "privacy unit 'pid' has missing values"),
+])
+def test_data_that_does_not_fit_the_configuration_is_named(tmp_path, frame, culprit):
+    with pytest.raises(DataError) as info:
+        _service(tmp_path, frame)
+    assert culprit in str(info.value)
