@@ -31,8 +31,7 @@ def _exact(db: Database, sql: str):
     t = db.config.tables["t"]
     q = parse(sql, db.config)
     p = dp.plan(q, t, Fraction(1))
-    g = aggregate_sql(q, t, "dp", t.bounds)
-    return p, dp.exact_cells(p, db.execute(g.sql, g.params).fetchall())
+    return p, dp.exact_cells(p, t, db.aggregate(aggregate_sql(q, t, "dp")))
 
 
 def test_contributions_are_bounded_per_person_and_values_clamped(tmp_path):
@@ -52,14 +51,9 @@ def test_every_declared_group_is_returned_and_others_dropped(tmp_path):
     db = _service(tmp_path, frame)
     plan, (counts, _) = _exact(db, "SELECT g, COUNT(*) FROM t GROUP BY g")
     assert counts.tolist() == [2, 0, 0]  # 'zz' is outside the public domain: in no group
-    answer = dp.answer(plan, db.execute(*_sql(db, plan)).fetchall(), np.random.default_rng(1))
-    assert [row[0] for row in answer["rows"]] == ["a", "b", "c"]
-
-
-def _sql(db, plan):
     t = db.config.tables["t"]
-    g = aggregate_sql(plan.query, t, "dp", t.bounds)
-    return g.sql, list(g.params)
+    answer = dp.answer(plan, t, db.aggregate(aggregate_sql(plan.query, t, "dp")), np.random.default_rng(1))
+    assert [row[0] for row in answer["rows"]] == ["a", "b", "c"]
 
 
 def test_the_budget_split_is_stated_and_never_exceeds_epsilon(tmp_path):
@@ -102,9 +96,9 @@ def test_noise_has_the_stated_distribution(tmp_path):
     t = db.config.tables["t"]
     q = parse("SELECT g, COUNT(*), SUM(v) FROM t GROUP BY g", db.config)
     p = dp.plan(q, t, Fraction(1, 2))
-    rows = db.execute(*_sql(db, p)).fetchall()
-    counts, sums = dp.exact_cells(p, rows)
-    out = dp.answer(p, rows, np.random.default_rng(20261125))
+    result = db.aggregate(aggregate_sql(q, t, "dp"))
+    counts, sums = dp.exact_cells(p, t, result)
+    out = dp.answer(p, t, result, np.random.default_rng(20261125))
     err_n = np.array([r[1] for r in out["rows"]]) - counts
     err_s = np.array([r[2] for r in out["rows"]]) - sums["v"]
     b = out["noise_scale"][1]

@@ -37,7 +37,7 @@ import numpy as np
 from sdckit.dp.accountant import exact_text, split_epsilon
 from sdckit.dp.mechanisms import Geometric, grid_scale, laplace_randomise
 from sdckit.query.config import TableConfig
-from sdckit.query.generate import summed_columns
+from sdckit.query.generate import COUNT_ALIAS, cell_indices, sum_alias, summed_columns
 from sdckit.query.sql import Query
 
 
@@ -132,33 +132,30 @@ def plan(query: Query, table: TableConfig, epsilon: Fraction) -> Plan:
                 {c: table.bounds[c] for c in summed}, cells, not data_bounded, data_bounded)
 
 
-def _cell_key(values: tuple[Any, ...]) -> tuple[Any, ...]:
-    return tuple(v if isinstance(v, str) else float(v) for v in values)
-
-
-def exact_cells(plan_: Plan, rows: list[tuple]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-    """True counts and clamped sums per cell from the rows of
-    :func:`~sdckit.query.generate.aggregate_sql` (``count, sums..., group values...``);
-    rows whose group values are outside the declared domains belong to no cell."""
+def exact_cells(plan_: Plan, table: TableConfig, result: dict[str, np.ndarray]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """True counts and clamped sums per cell from the result of
+    :func:`~sdckit.query.generate.aggregate_sql` (``n, s0, ..., g0, ...`` as numpy arrays); rows
+    whose group values are outside the declared domains belong to no cell."""
     summed = list(plan_.sum_scales)
-    index = {_cell_key(c): i for i, c in enumerate(plan_.cells)}
+    size = len(result[COUNT_ALIAS])
     counts = np.zeros(len(plan_.cells), dtype=np.int64)
     sums = {c: np.zeros(len(plan_.cells)) for c in summed}
-    ng = len(plan_.query.group_by)
-    for row in rows:
-        key = _cell_key(tuple(row[len(row) - ng:])) if ng else ()
-        i = index.get(key)
-        if i is None:
-            continue
-        counts[i] = int(row[0])
-        for j, column in enumerate(summed):
-            sums[column][i] = float(row[1 + j] or 0.0)
+    if plan_.query.group_by:
+        cells = cell_indices(table, plan_.query.group_by, result, size)
+    else:
+        cells = np.zeros(size, dtype=np.int64)
+    keep = cells >= 0
+    counts[cells[keep]] = np.asarray(result[COUNT_ALIAS], dtype=np.int64)[keep]
+    for j, column in enumerate(summed):
+        values = result[sum_alias(j)]
+        values = np.ma.filled(values, 0.0) if isinstance(values, np.ma.MaskedArray) else values
+        sums[column][cells[keep]] = np.asarray(values, dtype=float)[keep]
     return counts, sums
 
 
-def answer(plan_: Plan, rows: list[tuple], rng: np.random.Generator) -> dict[str, Any]:
+def answer(plan_: Plan, table: TableConfig, result: dict[str, np.ndarray], rng: np.random.Generator) -> dict[str, Any]:
     """The noisy answer: ``columns``, ``rows``, ``mechanism``, ``noise_scale``, ``ci95``."""
-    counts, sums = exact_cells(plan_, rows)
+    counts, sums = exact_cells(plan_, table, result)
     n = len(plan_.cells)
     noisy_count = None
     if plan_.count_scale is not None:

@@ -25,6 +25,7 @@ Missing values count as 0 in SUM; AVG is SUM / COUNT(*).
 from __future__ import annotations
 
 import itertools
+import math
 import threading
 from typing import Any
 
@@ -34,7 +35,7 @@ from sdckit.core.errors import SdcError
 from sdckit.query.auditor import Auditor
 from sdckit.query.config import ServiceConfig, TableConfig
 from sdckit.query.data import Database
-from sdckit.query.generate import aggregate_sql, membership_sql, summed_columns
+from sdckit.query.generate import COUNT_ALIAS, ROW, aggregate_sql, cell_indices, membership_sql, sum_alias, summed_columns
 from sdckit.query.sql import Query, parse
 from sdckit.query.state import State
 
@@ -73,21 +74,21 @@ class Restricted:
     def memberships(self, query: Query, table: TableConfig) -> list[np.ndarray]:
         """One boolean vector over the table's records per cell (one without GROUP BY)."""
         n = self.db.n_rows[table.name]
-        g = membership_sql(query, table)
-        result = self.db.execute(g.sql, g.params).fetchnumpy()
-        rows = np.asarray(result["__sdc_row"], dtype=np.int64)
+        result = self.db.aggregate(membership_sql(query, table))
+        rows = np.asarray(result[ROW], dtype=np.int64)
         if not query.group_by:
             m = np.zeros(n, dtype=bool)
             m[rows] = True
             return [m]
-        cells = list(itertools.product(*(table.domains[c] for c in query.group_by)))
-        index = {tuple(v if isinstance(v, str) else float(v) for v in cell): i for i, cell in enumerate(cells)}
-        keys = list(zip(*(np.asarray(result[c]).tolist() for c in query.group_by)))
-        out = [np.zeros(n, dtype=bool) for _ in cells]
-        for row, key in zip(rows.tolist(), keys):
-            i = index.get(tuple(v if isinstance(v, str) else float(v) for v in key))
-            if i is not None:
-                out[i][row] = True
+        n_cells = math.prod(len(table.domains[c]) for c in query.group_by)
+        cells = cell_indices(table, query.group_by, result, rows.size)
+        out = [np.zeros(n, dtype=bool) for _ in range(n_cells)]
+        keep = cells >= 0
+        order = np.argsort(cells[keep], kind="stable")
+        sorted_cells, sorted_rows = cells[keep][order], rows[keep][order]
+        bounds = np.searchsorted(sorted_cells, np.arange(n_cells + 1))
+        for i in range(n_cells):
+            out[i][sorted_rows[bounds[i]:bounds[i + 1]]] = True
         return out
 
     def _auditor(self, holder: str, table: TableConfig) -> Auditor:
@@ -139,22 +140,21 @@ class Restricted:
 
     def compute(self, query: Query, table: TableConfig, members: list[np.ndarray]) -> dict[str, Any]:
         """The exact answer (every cell, in the order of the declared domains)."""
-        g = aggregate_sql(query, table, "restricted", table.bounds, clamp=False)
-        rows = self.db.execute(g.sql, g.params).fetchall()
+        result = self.db.aggregate(aggregate_sql(query, table, "restricted"))
         summed = list(summed_columns(query))
         cells = list(itertools.product(*(table.domains[c] for c in query.group_by)))
-        ng = len(query.group_by)
-        found = {}
-        for row in rows:
-            key = tuple(v if isinstance(v, str) else float(v) for v in row[len(row) - ng:]) if ng else ()
-            found[key] = row
+        size = len(result[COUNT_ALIAS])
+        index = cell_indices(table, query.group_by, result, size) if query.group_by else np.zeros(size, dtype=np.int64)
+        found = {int(i): r for r, i in enumerate(index.tolist()) if i >= 0}
         out = []
-        for cell in cells:
-            key = tuple(v if isinstance(v, str) else float(v) for v in cell)
-            row = found.get(key)
-            count = int(row[0]) if row else 0
-            sums = {c: (row[1 + j] if row and row[1 + j] is not None else 0) for j, c in enumerate(summed)}
-            values = []
+        for c, cell in enumerate(cells):
+            r = found.get(c)
+            count = int(result[COUNT_ALIAS][r]) if r is not None else 0
+            sums = {}
+            for j, column in enumerate(summed):
+                value = result[sum_alias(j)][r] if r is not None else 0
+                sums[column] = 0 if value is np.ma.masked else value
+            values: list[Any] = []
             group = dict(zip(query.group_by, cell))
             for o in query.outputs:
                 if o.kind == "group":
@@ -172,7 +172,7 @@ class Restricted:
 
 
 def _json_number(value: Any) -> Any:
-    if isinstance(value, int):
-        return value
+    if isinstance(value, int | np.integer):
+        return int(value)
     f = float(value)
     return int(f) if f.is_integer() and abs(f) < 2**53 else f

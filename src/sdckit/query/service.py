@@ -134,9 +134,8 @@ class Service:
                 self.state.log(analyst.name, sql, "answered from cache", 200)
                 return 200, {**stored, **_budget_fields(Fraction(0), current), "cached": True}
         charge_id, after = self.state.charge(analyst.name, epsilon, sql, json.dumps(query.to_dict()))
-        g = aggregate_sql(query, table, "dp", table.bounds)
-        rows = self.db.execute(g.sql, g.params).fetchall()
-        result = dp.answer(plan, rows, self._rng(charge_id))
+        data = self.db.aggregate(aggregate_sql(query, table, "dp"))
+        result = dp.answer(plan, table, data, self._rng(charge_id))
         if self.config.cache:
             self.state.store(analyst.name, cache_key, result)
         return 200, {**result, **_budget_fields(epsilon, after), "cached": False}
