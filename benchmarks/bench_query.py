@@ -50,11 +50,12 @@ def make_table(folder: Path, n: int) -> Path:
     return path
 
 
-def write_config(folder: Path, table: Path) -> Path:
+def write_config(folder: Path, table: Path, sync: str = "full") -> Path:
     config = folder / "service.toml"
     config.write_text(f"""[service]
 state = "state.db"
 cache = false
+sync = "{sync}"
 [restricted]
 min_query_set = 5
 [[table]]
@@ -70,21 +71,22 @@ region = ["N", "S", "E", "W"]
     return config
 
 
-def random_query(rng: np.random.Generator) -> str:
+def random_query(rng: np.random.Generator) -> tuple[str, str]:
+    """(kind, sql): three COUNT/SUM forms and one GROUP BY, equally often."""
     a, b = sorted(rng.integers(0, 100, 2))
     r = REGIONS[rng.integers(4)]
     kind = rng.integers(4)
     if kind == 0:
-        return f"SELECT COUNT(*) FROM census WHERE age > {a} AND region = '{r}'"
+        return "count/sum", f"SELECT COUNT(*) FROM census WHERE age > {a} AND region = '{r}'"
     if kind == 1:
-        return f"SELECT SUM(income) FROM census WHERE age BETWEEN {a} AND {b}"
+        return "count/sum", f"SELECT SUM(income) FROM census WHERE age BETWEEN {a} AND {b}"
     if kind == 2:
-        return f"SELECT COUNT(*), SUM(income) FROM census WHERE region IN ('{r}', 'N') OR age < {a}"
-    return f"SELECT region, COUNT(*) FROM census WHERE age >= {a} GROUP BY region"
+        return "count/sum", f"SELECT COUNT(*), SUM(income) FROM census WHERE region IN ('{r}', 'N') OR age < {a}"
+    return "group by", f"SELECT region, COUNT(*) FROM census WHERE age >= {a} GROUP BY region"
 
 
-def load(url: str, key: str, queries: int, clients: int) -> tuple[list[float], float, int]:
-    latencies: list[float] = []
+def load(url: str, key: str, queries: int, clients: int) -> tuple[list[tuple[str, float]], float, int]:
+    latencies: list[tuple[str, float]] = []
     errors = [0]
     lock = threading.Lock()
     per_client = queries // clients
@@ -94,10 +96,10 @@ def load(url: str, key: str, queries: int, clients: int) -> tuple[list[float], f
         mine = []
         with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {key}"}, timeout=120) as http:
             for _ in range(per_client):
-                sql = random_query(rng)
+                kind, sql = random_query(rng)
                 t0 = time.perf_counter()
                 r = http.post("/v1/query", json={"sql": sql, "epsilon": 0.001})
-                mine.append(time.perf_counter() - t0)
+                mine.append((kind, time.perf_counter() - t0))
                 if r.status_code != 200:
                     with lock:
                         errors[0] += 1
@@ -155,15 +157,17 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--audit-answered", type=int, default=1000)
     parser.add_argument("--audit-timed", type=int, default=50)
+    parser.add_argument("--sync", choices=["full", "normal"], default="full")
     args = parser.parse_args()
-    print(f"cpus {os.cpu_count()}, {args.queries} queries from {args.clients} clients per size")
+    print(f"cpus {os.cpu_count()}, load average {os.getloadavg()[0]:.1f}, {args.queries} queries from "
+          f"{args.clients} clients per size, state database sync = {args.sync}")
     for rows in args.rows:
         n = int(rows)
         with tempfile.TemporaryDirectory() as tmp:
             folder = Path(tmp)
             t0 = time.perf_counter()
             table = make_table(folder, n)
-            config = write_config(folder, table)
+            config = write_config(folder, table, args.sync)
             key = State(folder / "state.db").add_analyst("bench", "dp", str(args.queries))
             t1 = time.perf_counter()
             server = Server(config)
@@ -172,11 +176,15 @@ def main() -> None:
                 latencies, elapsed, errors = load(server.url, key, args.queries, args.clients)
             finally:
                 server.stop()
-            ms = np.array(latencies) * 1000
-            print(f"rows {n:>11,}: data {t1 - t0:5.1f} s, server start {t2 - t1:5.1f} s; "
+            ms = np.array([t for _, t in latencies]) * 1000
+            print(f"rows {n:>11,}: data {t1 - t0:5.1f} s, server start {t2 - t1:5.1f} s; all queries: "
                   f"p50 {np.percentile(ms, 50):6.1f} ms, p99 {np.percentile(ms, 99):6.1f} ms, "
                   f"mean {statistics.fmean(ms):6.1f} ms, throughput {len(ms) / elapsed:6.1f} queries/s, "
                   f"errors {errors}")
+            for kind in ("count/sum", "group by"):
+                part = np.array([t for k, t in latencies if k == kind]) * 1000
+                print(f"rows {n:>11,}: {kind:>9}: p50 {np.percentile(part, 50):6.1f} ms, "
+                      f"p99 {np.percentile(part, 99):6.1f} ms ({part.size} queries)")
             if n == int(args.rows[0]):
                 per, check, allowed, refused = audit_timing(config, args.audit_answered, args.audit_timed)
                 print(f"rows {n:>11,}: restricted mode after {args.audit_answered} queries "

@@ -67,6 +67,7 @@ def test_config_reads_tables_and_resolves_paths_relative_to_the_file(config):
     (('privacy_unit = "person_id"', 'max_rows_per_unit = 2'), "'max_rows_per_unit'"),
     (('[service]', '[service]\nseed = "abc"'), "'seed'"),
     (('[service]', '[service]\ncache = "yes"'), "'cache'"),
+    (('[service]', '[service]\nsync = "off"'), "'sync'"),
 ])
 def test_every_bad_configuration_names_its_key(tmp_path, change, culprit):
     (tmp_path / "service.toml").write_text(CONFIG.replace(*change, 1))

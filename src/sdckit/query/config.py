@@ -11,6 +11,8 @@ Example::
     [service]
     state = "state.db"          # analysts (key hashes), budgets, audit log; relative to this file
     cache = true                # the same query asked twice gets the stored answer at no cost
+    sync = "full"               # "full": each charge is on disk (fsync) before the answer; "normal":
+                                # survives kill -9 of the server but not a power loss (faster)
     # seed = "<32+ hex digits>" # tests only: reproducible noise (a secret; never in production)
     [restricted]
     min_query_set = 5           # query-set-size control k (Denning)
@@ -43,7 +45,7 @@ IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 #: Largest number of groups a GROUP BY may produce (product of the domains' sizes).
 MAX_GROUPS = 100_000
 
-_SERVICE_KEYS = {"state", "cache", "seed"}
+_SERVICE_KEYS = {"state", "cache", "seed", "sync"}
 _RESTRICTED_KEYS = {"min_query_set", "collusion"}
 _TABLE_KEYS = {"name", "path", "table", "privacy_unit", "max_rows_per_unit", "bounds", "domains",
                "bounds_from_data"}
@@ -111,10 +113,12 @@ class ServiceConfig:
     collusion: bool = False
     cache: bool = True
     seed: int | None = None
+    sync: str = "full"
 
     def to_dict(self) -> dict[str, Any]:
         return {"path": str(self.path), "state": str(self.state), "min_query_set": self.min_query_set,
                 "collusion": self.collusion, "cache": self.cache, "seeded": self.seed is not None,
+                "sync": self.sync,
                 "tables": {k: v.to_dict() for k, v in self.tables.items()}}
 
 
@@ -249,6 +253,10 @@ def load_config(path: str | Path) -> ServiceConfig:
             raise _fail("[service] 'seed'", "must be a string of at least 32 hex digits (128 bits; "
                                             "`sdckit seed` prints one). Leave it out in production.")
         seed = parse_seed(seed)
+    sync = service.get("sync", "full")
+    if sync not in ("full", "normal"):
+        raise _fail("[service] 'sync'", 'must be "full" (every charge on disk before the answer: survives '
+                                        'power loss) or "normal" (survives a crash of the server, not of the machine).')
     k = restricted.get("min_query_set", 5)
     if not isinstance(k, int) or isinstance(k, bool) or k < 1:
         raise _fail("[restricted] 'min_query_set'", "must be an int >= 1.")
@@ -264,4 +272,4 @@ def load_config(path: str | Path) -> ServiceConfig:
         if table.name.lower() in {n.lower() for n in tables}:
             raise _fail(f"table {table.name!r}", "is declared twice.")
         tables[table.name] = table
-    return ServiceConfig(path, state_path.resolve(), tables, k, collusion, cache, seed)
+    return ServiceConfig(path, state_path.resolve(), tables, k, collusion, cache, seed, sync)

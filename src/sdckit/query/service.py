@@ -58,7 +58,7 @@ class Service:
         config = load_config(config_path)
         self.db = Database(config)
         self.config = self.db.config
-        self.state = State(config.state)
+        self.state = State(config.state, config.sync)
         self.restricted = Restricted(self.db, self.state, self.config)
 
     # ------------------------------------------------------------------ helpers

@@ -169,7 +169,7 @@ def _name(node: exp.Expression) -> str:
     return type(node).__name__.upper()
 
 
-def _tokens_check(sql: str) -> None:
+def _tokens_check(sql: str) -> list:
     try:
         tokens = sqlglot.Dialect.get_or_raise(_DIALECT).tokenize(sql)
     except (TokenError, ParseError, ValueError) as exc:
@@ -181,6 +181,7 @@ def _tokens_check(sql: str) -> None:
             raise UnsupportedQuery("Several statements are not supported: send one SELECT (no ';' between statements).")
     if not tokens:
         raise UnsupportedQuery("The SQL is empty: send one SELECT statement.")
+    return tokens
 
 
 def _short(exc: Exception) -> str:
@@ -194,9 +195,10 @@ def parse(sql: str, config: ServiceConfig) -> Query:
         raise UnsupportedQuery("The 'sql' field must be a string holding one SELECT statement.")
     if len(sql) > MAX_SQL:
         raise UnsupportedQuery(f"The SQL is longer than {MAX_SQL} characters.")
-    _tokens_check(sql)
+    tokens = _tokens_check(sql)
     try:
-        statements = [s for s in sqlglot.parse(sql, read=_DIALECT) if s is not None]
+        parser = sqlglot.Dialect.get_or_raise(_DIALECT).parser()
+        statements = [s for s in parser.parse(tokens, sql) if s is not None]
     except (ParseError, TokenError, ValueError, RecursionError) as exc:
         raise UnsupportedQuery(f"The SQL cannot be parsed ({_short(exc)}).") from None
     if len(statements) != 1:

@@ -1,6 +1,7 @@
 """The service's state database: analysts, budgets, the spend ledger, the audit log, answers.
 
-SQLite (stdlib ``sqlite3``) in WAL mode with ``synchronous = FULL``; every change is one
+SQLite (stdlib ``sqlite3``) in WAL mode with ``synchronous = FULL`` (``[service] sync = "normal"``
+trades survival of a power loss for speed; both survive a crash of the server); every change is one
 ``BEGIN IMMEDIATE`` transaction (the database's write lock, held across threads *and*
 processes), so
 
@@ -109,8 +110,11 @@ def _hash(key: str, salt: bytes) -> bytes:
 class State:
     """The state database at ``path`` (created on first use)."""
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, sync: str = "full") -> None:
+        if sync not in ("full", "normal"):
+            raise ParameterError(f"The 'sync' parameter of State must be 'full' or 'normal'. Got {sync!r} instead.")
         self.path = Path(path)
+        self._sync = sync.upper()
         self._local = threading.local()
         self._verified: dict[bytes, str] = {}
         self._verified_lock = threading.Lock()
@@ -124,7 +128,7 @@ class State:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             con = sqlite3.connect(self.path, timeout=60, isolation_level=None, check_same_thread=False)
             con.execute("PRAGMA busy_timeout = 60000")
-            con.execute("PRAGMA synchronous = FULL")
+            con.execute(f"PRAGMA synchronous = {self._sync}")
             self._local.con = con
         return con
 
