@@ -394,3 +394,12 @@ def test_the_seed_is_refused_when_weak(tmp_path):
     config.write_text(config.read_text().replace(SEED, "1234"))
     with pytest.raises(ParameterError, match=r"\[service\] 'seed'"):
         load_config(config)
+
+
+def test_client_names_an_unreachable_service():
+    from sdckit.query.client import ServiceUnreachable
+    from query_helpers import free_port
+
+    with Client(f"http://127.0.0.1:{free_port()}", "k.x") as client:
+        with pytest.raises(ServiceUnreachable, match="cannot be reached"):
+            client.sql("SELECT COUNT(*) FROM census", epsilon=0.1)

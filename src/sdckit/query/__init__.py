@@ -9,7 +9,7 @@ The server's modules (FastAPI, uvicorn) are imported only when the server is bui
 ``from sdckit.query import Client`` stays light.
 """
 
-from sdckit.query.client import Client, QueryError
+from sdckit.query.client import Client, QueryError, ServiceUnreachable
 from sdckit.query.config import ServiceConfig, TableConfig, load_config
 
-__all__ = ["Client", "QueryError", "ServiceConfig", "TableConfig", "load_config"]
+__all__ = ["Client", "QueryError", "ServiceUnreachable", "ServiceConfig", "TableConfig", "load_config"]

@@ -19,6 +19,10 @@ class QueryError(SdcError):
         self.payload = payload
 
 
+class ServiceUnreachable(SdcError):
+    """No answer from the service's address (not running, wrong URL, network)."""
+
+
 class Client:
     """Ask the service at ``url`` with the API ``key``.
 
@@ -54,12 +58,19 @@ class Client:
             raise QueryError(response.status_code, payload)
         return payload
 
+    def _send(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        try:
+            return self._http.request(method, path, **kwargs)
+        except httpx.HTTPError as exc:
+            raise ServiceUnreachable(f"The query service at {self._http.base_url} cannot be reached "
+                                     f"({type(exc).__name__}): is `sdckit serve` running there?") from None
+
     def query(self, sql: str, epsilon: float | str | None = None) -> dict[str, Any]:
         """The raw JSON answer."""
         body: dict[str, Any] = {"sql": sql}
         if epsilon is not None:
             body["epsilon"] = epsilon
-        return self._check(self._http.post("/v1/query", json=body))
+        return self._check(self._send("POST", "/v1/query", json=body))
 
     def sql(self, sql: str, epsilon: float | str | None = None) -> pd.DataFrame:
         """The answer as a DataFrame, its metadata in ``.attrs``; :class:`QueryError` if refused."""
@@ -70,4 +81,4 @@ class Client:
 
     def budget(self) -> dict[str, Any]:
         """``epsilon_total``, ``epsilon_spent``, ``epsilon_remaining``."""
-        return self._check(self._http.get("/v1/budget"))
+        return self._check(self._send("GET", "/v1/budget"))

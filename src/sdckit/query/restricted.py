@@ -40,6 +40,10 @@ from sdckit.query.sql import Query, parse
 from sdckit.query.state import State
 
 
+#: Largest number of membership cells (groups x records) one restricted query may need.
+MAX_MEMBERSHIP_CELLS = 400_000_000
+
+
 class Refused(SdcError):
     """The service will not give this answer (HTTP 403)."""
 
@@ -81,6 +85,9 @@ class Restricted:
             m[rows] = True
             return [m]
         n_cells = math.prod(len(table.domains[c]) for c in query.group_by)
+        if n_cells * n > MAX_MEMBERSHIP_CELLS:
+            raise Refused(f"The GROUP BY has {n_cells} groups over {n} records: too many for the auditor's "
+                          "membership vectors; group on fewer columns or values.")
         cells = cell_indices(table, query.group_by, result, rows.size)
         out = [np.zeros(n, dtype=bool) for _ in range(n_cells)]
         keep = cells >= 0
