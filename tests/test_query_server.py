@@ -403,3 +403,26 @@ def test_client_names_an_unreachable_service():
     with Client(f"http://127.0.0.1:{free_port()}", "k.x") as client:
         with pytest.raises(ServiceUnreachable, match="cannot be reached"):
             client.sql("SELECT COUNT(*) FROM census", epsilon=0.1)
+
+
+@needs_auditor
+@pytest.mark.parametrize("collusion", [False, True])
+def test_the_auditor_keeps_its_knowledge_across_a_restart_and_audits_collusion(tmp_path, collusion):
+    """Analyst A learns SUM over region N; after a restart analyst A (and, when collusion is
+    audited, analyst B) is refused the difference that isolates the known unique."""
+    make_data(tmp_path)
+    config = write_config(tmp_path, collusion=collusion)
+    a = add_analyst(config, "a", "restricted")
+    b = add_analyst(config, "b", "restricted")
+    server = Server(config)
+    try:
+        assert post(server.url, a, "SELECT SUM(income) FROM census WHERE region = 'N'").status_code == 200
+        server.stop()
+        server = Server(config)
+        second = f"SELECT SUM(income) FROM census WHERE region = 'N' AND age < {TARGET_AGE}"
+        other = post(server.url, b, second)
+        assert other.status_code == (403 if collusion else 200)
+        if not collusion:
+            assert post(server.url, a, second).status_code == 403
+    finally:
+        server.stop()
