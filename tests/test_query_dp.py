@@ -205,3 +205,23 @@ def test_generated_predicates_select_the_rows_sql_logic_says(oracle_db, where):
     got = sorted(oracle_db.aggregate(membership_sql(q, t))["__sdc_row"].tolist())
     rows = _ORACLE_ROWS.astype(object).where(_ORACLE_ROWS.notna(), None).to_dict("records")
     assert got == [i for i, row in enumerate(rows) if _truth(where, row) is True]
+
+
+@pytest.mark.parametrize("kind", ["parquet", "duckdb"])
+def test_parquet_and_duckdb_sources_load_like_csv(tmp_path, kind):
+    import duckdb
+
+    frame = pd.DataFrame({"pid": [1, 2, 3], "v": [1.5, 20.0, 3.0], "g": ["a", "b", "a"]})
+    if kind == "parquet":
+        frame.to_parquet(tmp_path / "t.parquet")
+        source = 'path = "t.parquet"\n'
+    else:
+        con = duckdb.connect(str(tmp_path / "t.duckdb"))
+        con.execute("CREATE TABLE people AS SELECT * FROM frame")
+        con.close()
+        source = 'path = "t.duckdb"\ntable = "people"\n'
+    (tmp_path / "s.toml").write_text("[[table]]\nname = \"t\"\n" + source + 'privacy_unit = "pid"\n'
+                                     "[table.bounds]\nv = [0, 10]\n[table.domains]\ng = [\"a\", \"b\"]\n")
+    db = Database(load_config(tmp_path / "s.toml"))
+    plan, (counts, sums) = _exact(db, "SELECT g, COUNT(*), SUM(v) FROM t GROUP BY g")
+    assert counts.tolist() == [2, 1] and sums["v"].tolist() == [4.5, 10.0]

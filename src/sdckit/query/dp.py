@@ -78,6 +78,13 @@ class Plan:
     is_dp: bool
     data_bounded: tuple[str, ...] = field(default=())
 
+    def to_dict(self) -> dict[str, Any]:
+        return {"query": self.query.to_dict(), "epsilon": exact_text(self.epsilon), "k": self.k,
+                "shares": dict(self.shares), "sensitivities": dict(self.sensitivities),
+                "count_scale": self.count_scale, "sum_scales": dict(self.sum_scales),
+                "bounds": {c: list(b) for c, b in self.bounds.items()}, "cells": len(self.cells),
+                "is_dp": self.is_dp, "data_bounded": list(self.data_bounded)}
+
     def mechanism(self) -> str:
         """A sentence stating the mechanisms, the sensitivities and the budget split."""
         parts = []

@@ -22,7 +22,7 @@ from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from sdckit.query.service import Service
+from sdckit.query.service import NotJSON, Service
 
 #: Largest request body accepted (bytes).
 MAX_BODY = 64 * 1024
@@ -58,15 +58,8 @@ def create_app(config_path: str | Path | None = None, service: Service | None = 
         try:
             body = json.loads(raw)
         except (ValueError, UnicodeDecodeError):
-            body = _NotJSON
-        key = _bearer(request)
-        if body is _NotJSON:
-            if service.authenticate(key) is None:
-                return JSONResponse({"error": "Missing or wrong API key: send the header 'Authorization: Bearer <key>'."},
-                                    status_code=401)
-            return JSONResponse({"error": 'The request body must be JSON: {"sql": "SELECT ...", "epsilon": 0.1}.'},
-                                status_code=400)
-        status, payload = await run_in_threadpool(service.query, key, body)
+            body = NotJSON()
+        status, payload = await run_in_threadpool(service.query, _bearer(request), body)
         return JSONResponse(payload, status_code=status)
 
     @app.get("/v1/budget")
@@ -75,13 +68,6 @@ def create_app(config_path: str | Path | None = None, service: Service | None = 
         return JSONResponse(payload, status_code=status)
 
     return app
-
-
-class _NotJSONType:
-    pass
-
-
-_NotJSON = _NotJSONType()
 
 
 def serve(config_path: str | Path, host: str = "127.0.0.1", port: int = 8000) -> None:

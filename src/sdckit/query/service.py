@@ -41,6 +41,10 @@ _BODY_KEYS = {"sql", "epsilon"}
 Response = tuple[int, dict[str, Any]]
 
 
+class NotJSON:
+    """The request body was not JSON (the server passes this in its place)."""
+
+
 def _error(status: int, message: str, **extra: Any) -> Response:
     return status, {"error": message, **extra}
 
@@ -75,7 +79,9 @@ class Service:
     def budget(self, key: str | None) -> Response:
         analyst = self.authenticate(key)
         if analyst is None:
+            self.state.log(None, None, "refused: authentication (budget)", 401)
             return _error(401, UNAUTHORIZED)
+        self.state.log(analyst.name, None, "budget read", 200)
         return 200, analyst.budget()
 
     def query(self, key: str | None, body: Any) -> Response:
@@ -102,6 +108,8 @@ class Service:
                                "already charged for it stays charged.")
 
     def _query(self, analyst: Analyst, body: Any) -> Response:
+        if isinstance(body, NotJSON):
+            raise UnsupportedQuery('The request body must be JSON: {"sql": "SELECT ...", "epsilon": 0.1}.')
         if not isinstance(body, dict):
             raise UnsupportedQuery('The request body must be a JSON object: {"sql": "SELECT ...", "epsilon": 0.1}.')
         extra = sorted(set(body) - _BODY_KEYS)
