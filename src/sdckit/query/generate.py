@@ -9,9 +9,14 @@ configured names and sdckit's internal names.
 Relations (created by :mod:`sdckit.query.data` when the service starts):
 
 * ``"sdc_<table>"``: the table as loaded, with ``"__sdc_row"`` (0..n-1), the fixed order of the
-  records the restricted mode's membership vectors use;
+  records the restricted mode's membership vectors use, and ``"__sdc_code_<col>"`` for each
+  text-domain column (its value's index in the domain, -1 outside it);
 * ``"sdc_dp_<table>"``: the same after bounding each privacy unit's contribution to
-  ``max_rows_per_unit`` rows (dp mode).
+  ``max_rows_per_unit`` rows, with ``"__sdc_clamp_<col>"`` (the bounded column clamped, DOUBLE).
+
+``=``, ``<>`` and ``IN`` on a text-domain column compare the code when the value is in the domain
+(the same rows, faster) and the text otherwise; GROUP BY groups on the code. The result columns
+are sdckit's aliases ``n``, ``s0``, ..., ``g0``, ...
 """
 
 from __future__ import annotations
