@@ -328,22 +328,34 @@ def test_fifty_concurrent_clients_cannot_overspend(service):
     assert spent["greedy"] == charged["greedy"] == Fraction(1)
 
 
-def test_restart_and_kill9_during_load_lose_no_charge(tmp_path):
+def test_a_restart_keeps_the_budget_and_the_stored_answers(tmp_path):
     make_data(tmp_path)
     config = write_config(tmp_path, seed=True)
     key = add_analyst(config, "load", "dp", "1000")
     bob = add_analyst(config, "bob", "restricted")
     server = Server(config)
     try:
-        # a graceful restart first: budget, cache and restricted history survive
         sql = "SELECT region, COUNT(*) FROM census GROUP BY region"
         first = post(server.url, key, sql, 0.5).json()
         assert post(server.url, bob, "SELECT COUNT(*) FROM census WHERE age < 50").status_code == 200
         server.stop()
-        server = Server(config)
+        server = Server(config)  # replays bob's answered query into the auditor on first use
         again = post(server.url, key, sql, 0.5).json()
         assert again["cached"] and again["rows"] == first["rows"] and again["epsilon_remaining"] == 999.5
-        # then load from 8 clients and kill -9 in the middle of it
+        assert post(server.url, bob, "SELECT COUNT(*) FROM census WHERE age < 40").status_code == 200
+    finally:
+        server.stop()
+
+
+def test_kill9_during_load_loses_no_charge(tmp_path):
+    """8 clients send dp queries; the server is killed with SIGKILL in the middle. Every answer a
+    client received was charged (before it was computed) and the charge is still there after the
+    restart; the ledger and the total agree; spent never decreases."""
+    make_data(tmp_path)
+    config = write_config(tmp_path, seed=True)
+    key = add_analyst(config, "load", "dp", "1000")
+    server = Server(config)
+    try:
         received: list[float] = []
         lock = threading.Lock()
         stop = threading.Event()
@@ -364,7 +376,7 @@ def test_restart_and_kill9_during_load_lose_no_charge(tmp_path):
         threads = [threading.Thread(target=worker, args=(i,)) for i in range(8)]
         for t in threads:
             t.start()
-        deadline = 100
+        deadline = 200
         while len(received) < 40 and deadline:
             threading.Event().wait(0.05)
             deadline -= 1
@@ -373,10 +385,10 @@ def test_restart_and_kill9_during_load_lose_no_charge(tmp_path):
         stop.set()
         for t in threads:
             t.join()
+        assert len(received) >= 40
         spent, charged = _ledger(config)
-        # every answer a client received was charged before it was computed, and kept
         assert spent["load"] == charged["load"]
-        assert spent["load"] >= Fraction(1, 2) + Fraction(len(received), 100)
+        assert spent["load"] >= Fraction(len(received), 100)
         assert float(spent["load"]) >= seen
         server = Server(config)
         after = httpx.get(server.url + "/v1/budget", headers={"Authorization": f"Bearer {key}"}).json()
