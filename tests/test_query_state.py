@@ -136,3 +136,20 @@ def test_analyst_cli_add_list_budget_log(tmp_path, capsys):
     assert code == 2 and "'nowhere'" in err
     code, _, err = _cli(capsys, "analyst", "budget", config, "zed")
     assert code == 2 and "No analyst is called 'zed'" in err
+
+
+def test_serve_and_query_commands_name_bad_input(tmp_path, capsys):
+    code, _, err = _cli(capsys, "serve", str(tmp_path / "missing.toml"))
+    assert code == 2 and "does not exist" in err
+    make_data(tmp_path)
+    config = write_config(tmp_path)
+    config.write_text(config.read_text().replace("min_query_set = 5", "min_query_set = -1"))
+    code, _, err = _cli(capsys, "serve", str(config))
+    assert code == 2 and "'min_query_set'" in err and "Traceback" not in err
+    code, _, err = _cli(capsys, "query", "--url", "http://127.0.0.1:9", "--key-file", str(tmp_path / "none.key"),
+                        "SELECT COUNT(*) FROM census")
+    assert code == 2 and "'--key-file'" in err
+    (tmp_path / "k.key").write_text("abc.def\n")
+    code, _, err = _cli(capsys, "query", "--url", "http://127.0.0.1:9", "--key-file", str(tmp_path / "k.key"),
+                        "SELECT COUNT(*) FROM census")
+    assert code == 2 and "cannot be reached" in err
