@@ -438,3 +438,11 @@ def test_the_auditor_keeps_its_knowledge_across_a_restart_and_audits_collusion(t
             assert post(server.url, a, second).status_code == 403
     finally:
         server.stop()
+
+
+def test_a_second_service_on_the_same_state_database_is_refused(service):
+    from sdckit.core.errors import ParameterError
+    from sdckit.query.service import Service
+
+    with pytest.raises(ParameterError, match="Another sdckit query service is running"):
+        Service(service["config"])

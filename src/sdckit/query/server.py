@@ -75,6 +75,9 @@ def serve(config_path: str | Path, host: str = "127.0.0.1", port: int = 8000) ->
     import uvicorn
 
     app = create_app(config_path)
+    if app.state.service.config.seed is not None:
+        print("sdckit query service: WARNING: [service] seed is set: the noise is reproducible by anyone "
+              "who has the seed. For tests only; remove it in production.", file=sys.stderr, flush=True)
     print(f"sdckit query service: http://{host}:{port} (POST /v1/query, GET /v1/budget)", file=sys.stderr, flush=True)
     uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)
 

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from sdckit.core.errors import SdcError
+from sdckit.core.errors import ParameterError, SdcError
 from sdckit.core.random import as_generator
 from sdckit.dp.accountant import exact, exact_text
 from sdckit.query import dp
@@ -60,6 +60,7 @@ class Service:
 
     def __init__(self, config_path: str | Path) -> None:
         config = load_config(config_path)
+        self._lock_file = _exclusive(config.state)
         self.db = Database(config)
         self.config = self.db.config
         self.state = State(config.state, config.sync)
@@ -164,6 +165,26 @@ class Service:
     def _cache_key(mode: str, query: Any, epsilon: Fraction | None) -> str:
         text = json.dumps({"mode": mode, "query": query.to_dict(), "epsilon": str(epsilon)}, sort_keys=True)
         return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _exclusive(state: Path) -> Any:
+    """Hold an exclusive lock on ``<state>.lock`` for the life of the process: the restricted mode's
+    auditors live in one process, so a second server on the same state database is refused (the
+    budget alone would be safe: its charges are transactions). Released when the process ends,
+    however it ends."""
+    state.parent.mkdir(parents=True, exist_ok=True)
+    handle = open(state.with_name(state.name + ".lock"), "a+")
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX: no lock
+        return handle
+    try:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        handle.close()
+        raise ParameterError(f"Another sdckit query service is running on the state database {state}; "
+                             "stop it first (one service per state database).") from None
+    return handle
 
 
 def _budget_fields(charged: Fraction, analyst: Analyst) -> dict[str, Any]:
