@@ -12,6 +12,7 @@ same query, if any (no charge) -> charge in one transaction -> compute -> store 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -65,6 +66,8 @@ class Service:
         self.config = self.db.config
         self.state = State(config.state, config.sync)
         self.restricted = Restricted(self.db, self.state, self.config)
+        # the parsed form depends only on the text and the (fixed) configuration; refusals are not cached
+        self._parse = functools.lru_cache(maxsize=4096)(lambda sql: parse(sql, self.config))
 
     # ------------------------------------------------------------------ helpers
     def _rng(self, stream: int) -> np.random.Generator:
@@ -119,7 +122,9 @@ class Service:
         if "sql" not in body:
             raise UnsupportedQuery("The request needs the field 'sql' holding one SELECT statement.")
         sql = body["sql"]
-        query = parse(sql, self.config)
+        if not isinstance(sql, str):
+            raise UnsupportedQuery("The 'sql' field must be a string holding one SELECT statement.")
+        query = self._parse(sql)
         if not analyst.may_query(query.table):
             raise Refused(f"The analyst {analyst.name!r} may not query table {query.table!r}; ask the data "
                           "protector for access.")
