@@ -119,7 +119,7 @@ def audit_timing(config: Path, answered: int, timed: int) -> tuple[float, float,
     """Mean ms per query (memberships + check) and of ``Auditor.check`` alone, after ``answered``
     random restricted queries."""
     from sdckit.query.service import Service
-    from sdckit.query.restricted import Refused, audited_kinds
+    from sdckit.query.restricted import audited_kinds
     from sdckit.query.sql import parse
 
     service = Service(config)

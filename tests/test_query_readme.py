@@ -10,7 +10,6 @@ import shlex
 import sys
 from pathlib import Path
 
-import pytest
 
 from query_helpers import Server, free_port
 
