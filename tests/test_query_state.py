@@ -153,3 +153,27 @@ def test_serve_and_query_commands_name_bad_input(tmp_path, capsys):
     code, _, err = _cli(capsys, "query", "--url", "http://127.0.0.1:9", "--key-file", str(tmp_path / "k.key"),
                         "SELECT COUNT(*) FROM census")
     assert code == 2 and "cannot be reached" in err
+
+
+def test_restricted_answers_stop_when_the_data_changed_since_they_were_audited(tmp_path):
+    """The auditor replays answered queries on the data; on other data that replay would be
+    wrong, so the service refuses restricted answers (fail closed); dp answers go on."""
+    from sdckit.query.service import Service
+
+    frame = make_data(tmp_path)
+    config = write_config(tmp_path)
+    state = State(tmp_path / "state.db")
+    bob = state.add_analyst("bob", "restricted")
+    ann = state.add_analyst("ann", "dp", 1)
+    service = Service(config)
+    assert service.query(bob, {"sql": "SELECT COUNT(*) FROM census WHERE age < 50"})[0] == 200
+    service.close()
+    service = Service(config)  # same data: the history replays
+    assert service.query(bob, {"sql": "SELECT COUNT(*) FROM census WHERE age < 40"})[0] == 200
+    service.close()
+    frame.assign(income=frame.income + 1).to_csv(tmp_path / "census.csv", index=False)
+    service = Service(config)
+    status, body = service.query(bob, {"sql": "SELECT COUNT(*) FROM census WHERE age < 30"})
+    assert status == 403 and "changed since queries on it were answered" in body["error"]
+    assert service.query(ann, {"sql": "SELECT COUNT(*) FROM census", "epsilon": 0.5})[0] == 200
+    service.close()

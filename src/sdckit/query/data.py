@@ -18,6 +18,7 @@ missing value.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import threading
 from typing import Any
 
@@ -30,6 +31,14 @@ from sdckit.query.generate import ROW, clamp_column, code_column, is_text_domain
 
 _NUMERIC = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER",
             "UBIGINT", "FLOAT", "DOUBLE", "REAL", "DECIMAL")
+
+
+def _sha256(path: Any) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def _q(name: str) -> str:
@@ -54,6 +63,8 @@ class Database:
         self._local = threading.local()
         self.n_rows: dict[str, int] = {}
         self.unique_units: dict[str, bool] = {}
+        #: SHA-256 of each table's file (restricted-mode answers are audited on this data)
+        self.fingerprints: dict[str, str] = {}
         tables = {name: self._load(t) for name, t in config.tables.items()}
         self.config = dataclasses.replace(config, tables=tables)
 
@@ -81,6 +92,7 @@ class Database:
 
     def _load(self, t: TableConfig) -> TableConfig:
         source, params = self._source(t)
+        self.fingerprints[t.name] = _sha256(t.path) + (f":{t.source_table}" if t.source_table else "")
         try:
             described = self._con.execute(f"DESCRIBE SELECT * FROM {source}", params).fetchall()
         except duckdb.Error as exc:

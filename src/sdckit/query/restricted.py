@@ -16,8 +16,9 @@ auditor per analyst and table, so each analyst's own answers are audited; ``true
 per table for all analysts together, so colluding analysts who pool their answers cannot derive
 a value either (each analyst is then refused what another's answers would complete).
 
-The answered queries are stored in the state database and replayed into the auditors when the
-service starts, so a restart keeps what was learned. The restricted mode needs one row per
+The answered queries are stored in the state database, with a SHA-256 fingerprint of the data
+file, and replayed into the auditors when the service starts, so a restart keeps what was learned;
+if the data changed, restricted answers on that table stop (fail closed). The restricted mode needs one row per
 privacy unit (records = people); a table with several rows per person is refused there.
 Missing values count as 0 in SUM; AVG is SUM / COUNT(*).
 """
@@ -105,7 +106,12 @@ class Restricted:
         if auditor is not None:
             return auditor
         auditor = Auditor(self.db.n_rows[table.name], self.config.min_query_set)
-        for _, sql in self.state.answered(table.name, None if holder == "*" else holder):
+        for _, sql, data in self.state.answered(table.name, None if holder == "*" else holder):
+            if data != self.db.fingerprints[table.name]:
+                raise Refused(f"The data of table {table.name!r} changed since queries on it were answered "
+                              "and audited; what those answers revealed cannot be replayed on other data, so "
+                              "the service refuses restricted answers on it (restore the data, or start a new "
+                              "state database).")
             try:
                 past = parse(sql, self.config)
             except SdcError:
@@ -140,7 +146,7 @@ class Restricted:
                 decision = auditor.check(members, kind, column)
                 if not decision.allowed:
                     raise Refused(f"Refused by the auditor: {decision.reason}")
-            self.state.record_answered(analyst, table.name, sql)
+            self.state.record_answered(analyst, table.name, sql, self.db.fingerprints[table.name])
             for kind, column in audited_kinds(query):
                 auditor.record(members, kind, column)
         return self.compute(query, table, members)

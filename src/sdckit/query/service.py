@@ -69,6 +69,11 @@ class Service:
         # the parsed form depends only on the text and the (fixed) configuration; refusals are not cached
         self._parse = functools.lru_cache(maxsize=4096)(lambda sql: parse(sql, self.config))
 
+    def close(self) -> None:
+        """Release the data and the state database's lock (the process may start another service)."""
+        self.db.close()
+        self._lock_file.close()
+
     # ------------------------------------------------------------------ helpers
     def _rng(self, stream: int) -> np.random.Generator:
         """OS entropy, or (tests only, ``[service] seed``) the seed's stream number ``stream``."""

@@ -53,7 +53,7 @@ CREATE TABLE IF NOT EXISTS audit (
     decision TEXT NOT NULL, status INTEGER NOT NULL, epsilon TEXT NOT NULL DEFAULT '0', detail TEXT);
 CREATE TABLE IF NOT EXISTS answered (
     id INTEGER PRIMARY KEY AUTOINCREMENT, analyst TEXT NOT NULL, tbl TEXT NOT NULL,
-    sql TEXT NOT NULL, time REAL NOT NULL);
+    sql TEXT NOT NULL, time REAL NOT NULL, data TEXT NOT NULL DEFAULT '');
 CREATE TABLE IF NOT EXISTS cache (
     analyst TEXT NOT NULL, key TEXT NOT NULL, response TEXT NOT NULL, PRIMARY KEY (analyst, key));
 """
@@ -263,21 +263,24 @@ class State:
         keys = ("id", "analyst", "time", "sql", "decision", "status", "epsilon", "detail")
         return [dict(zip(keys, r)) for r in rows]
 
-    def record_answered(self, name: str, table: str, sql: str) -> None:
-        """Remember an answered restricted-mode query (replayed into the auditor on start) and log it."""
+    def record_answered(self, name: str, table: str, sql: str, data: str = "") -> None:
+        """Remember an answered restricted-mode query (replayed into the auditor on start) with the
+        fingerprint of the data it was answered on, and log it."""
         now = time.time()
         with self._transaction() as con:
-            con.execute("INSERT INTO answered (analyst, tbl, sql, time) VALUES (?, ?, ?, ?)", (name, table, sql, now))
+            con.execute("INSERT INTO answered (analyst, tbl, sql, time, data) VALUES (?, ?, ?, ?, ?)",
+                        (name, table, sql, now, data))
             con.execute("INSERT INTO audit (analyst, time, sql, decision, status, epsilon, detail) "
                         "VALUES (?, ?, ?, 'answered', 200, '0', 'restricted')", (name, now, sql))
 
-    def answered(self, table: str, name: str | None = None) -> list[tuple[str, str]]:
-        """(analyst, sql) of the answered restricted queries on ``table`` (of one analyst), in order."""
+    def answered(self, table: str, name: str | None = None) -> list[tuple[str, str, str]]:
+        """(analyst, sql, data fingerprint) of the answered restricted queries on ``table`` (of one
+        analyst), in order."""
         if name is None:
-            rows = self._con().execute("SELECT analyst, sql FROM answered WHERE tbl = ? ORDER BY id", (table,))
+            rows = self._con().execute("SELECT analyst, sql, data FROM answered WHERE tbl = ? ORDER BY id", (table,))
         else:
-            rows = self._con().execute("SELECT analyst, sql FROM answered WHERE tbl = ? AND analyst = ? ORDER BY id",
-                                       (table, name))
+            rows = self._con().execute("SELECT analyst, sql, data FROM answered WHERE tbl = ? AND analyst = ? "
+                                       "ORDER BY id", (table, name))
         return [tuple(r) for r in rows.fetchall()]
 
     def cached(self, name: str, key: str) -> dict[str, Any] | None:
