@@ -83,7 +83,7 @@ def test_table_the_analyst_may_not_query_is_403(service):
     ("SELECT COUNT(*) FROM nowhere", "Unknown table 'nowhere'"),
     ("SELECT SUM(income) FROM census ORDER BY 1", "ORDER BY"),
     ("DELETE FROM census", "Only SELECT"),
-    ("SELECT MEDIAN(income) FROM census", "Quantiles"),
+    ("SELECT PERCENTILE_CONT(0.5) WITHIN GROUP (ORDER BY income) FROM census", "quantile form"),
     ("SELEC COUNT(*) FROM census", "cannot be parsed"),
 ])
 def test_unsupported_sql_is_400_naming_what(service, sql, culprit):
@@ -131,6 +131,16 @@ def test_body_not_json_is_400(service):
     r = httpx.post(service["url"] + "/v1/query", content=b"SELECT 1",
                    headers={"Authorization": f"Bearer {service['keys']['alice']}"})
     assert r.status_code == 400 and "must be JSON" in r.json()["error"]
+
+
+def test_dp_quantile_over_http_and_refused_in_restricted_mode(service):
+    r = post(service["url"], service["keys"]["alice"], "SELECT region, MEDIAN(age) AS m FROM census GROUP BY region", 1.0)
+    body = r.json()
+    assert r.status_code == 200 and body["columns"] == ["region", "m"]
+    assert all(0 <= row[1] <= 120 for row in body["rows"]) and "permute-and-flip" in body["mechanism"]
+    assert body["noise_scale"][1]["grid_resolution"] == pytest.approx(120 / 1024)
+    r = post(service["url"], service["keys"]["bob"], "SELECT MEDIAN(age) FROM census WHERE age < 50")
+    assert r.status_code == 400 and "dp mode only" in r.json()["error"]
 
 
 def test_restricted_analyst_must_not_send_epsilon(service):

@@ -119,7 +119,10 @@ def test_a_full_query_parses_to_the_object_written_by_hand(config):
     ("SELECT COUNT(DISTINCT age) FROM census", "COUNT(DISTINCT"),
     ("SELECT SUM(region) FROM census", "bounds of 'region'"),
     ("SELECT MAX(age) FROM census", "function MAX"),
-    ("SELECT QUANTILE_CONT(age, 0.5) FROM census", "Quantiles"),
+    ("SELECT QUANTILE_CONT(age, 1.5) FROM census", "strictly between 0 and 1"),
+    ("SELECT QUANTILE_CONT(age, 'x') FROM census", "strictly between 0 and 1"),
+    ("SELECT MEDIAN(region) FROM census", "needs public bounds"),
+    ("SELECT PERCENTILE_DISC(0.5) WITHIN GROUP (ORDER BY age) FROM census", "quantile form"),
     ("SELECT COUNT(*) + 1 FROM census", "ADD"),
     ("SELECT COUNT(*) FROM census WHERE LOWER(region) = 'n'", "function"),
     ("SELECT COUNT(*) FROM census WHERE age = income", "another column"),
@@ -147,6 +150,13 @@ def test_everything_else_is_refused_naming_what(config, sql, culprit):
     with pytest.raises(UnsupportedQuery) as info:
         parse(sql, config)
     assert culprit in str(info.value)
+
+
+def test_quantiles_parse_with_their_level(config):
+    q = parse("SELECT MEDIAN(income), QUANTILE_CONT(age, 0.9) AS p90, QUANTILE(age, 0.25) FROM census", config)
+    assert [(o.kind, o.column, o.label, o.q) for o in q.outputs] == [
+        ("quantile", "income", "median_income", 0.5), ("quantile", "age", "p90", 0.9),
+        ("quantile", "age", "q0.25_age", 0.25)]
 
 
 def test_very_long_or_deep_sql_is_refused(config):

@@ -34,10 +34,13 @@ from typing import Any
 
 import numpy as np
 
+from sdckit.core.errors import ParameterError
 from sdckit.dp.accountant import exact_text, split_epsilon
 from sdckit.dp.mechanisms import Geometric, grid_scale, laplace_randomise
+from sdckit.dp.sampling import bernoulli_exp_neg_rational
 from sdckit.query.config import TableConfig
-from sdckit.query.generate import COUNT_ALIAS, cell_indices, sum_alias, summed_columns
+from sdckit.query.generate import (BIN_ALIAS, COUNT_ALIAS, QUANTILE_BINS, cell_indices, quantile_columns, sum_alias,
+                                   summed_columns)
 from sdckit.query.sql import Query
 
 
@@ -55,6 +58,41 @@ def discrete_laplace_radius(scale: float, confidence: float) -> int:
 def laplace_radius(scale: float, confidence: float) -> float:
     """``b ln(1 / (1 - confidence))``: ``P(|Y| <= r) = confidence`` for Laplace(0, b)."""
     return scale * -math.log1p(-confidence)
+
+
+#: Epsilon of a quantile is rounded down to a multiple of 2**-EPS_BITS (exact rational sampling).
+EPS_BITS = 20
+#: Utilities are integers: D * #{x < c} - round(q D) * n with D = 2**Q_BITS.
+Q_BITS = 16
+#: Exponents past this are clipped (probability below exp(-64); clipping only shrinks differences).
+_MAX_EXPONENT = 64
+
+
+def quantile_key(output: Any) -> str:
+    """The measurement name of a quantile output."""
+    return f"quantile:{output.column}:{output.q!r}"
+
+
+def permute_and_flip(below: np.ndarray, n: int, q: float, epsilon: float, k: int, rng: np.random.Generator) -> int:
+    """Index of the grid point chosen as the q-quantile (McKenna & Sheldon 2020, permute-and-flip).
+
+    ``below[j]`` is the number of records below grid point ``j``; the utility
+    ``u_j = -|D below_j - round(q D) n|`` (``D = 2**16``) changes by at most ``D k`` when one person
+    (``k`` rows) is added or removed. Candidates are visited in a random order and candidate ``j``
+    is taken with probability ``exp(-epsilon (u* - u_j) / (2 D k))``, the best one surely: an
+    epsilon-DP choice. Every coin is exact (:func:`~sdckit.dp.sampling.bernoulli_exp_neg_rational`
+    with ``epsilon`` rounded down to a multiple of 2**-20); no floating point on the sampling path.
+    """
+    d = 2**Q_BITS
+    utility = -np.abs(d * below.astype(np.int64) - int(round(q * d)) * int(n))
+    gap = utility.max() - utility  # >= 0, 0 at the best candidates
+    eps_num = math.floor(epsilon * 2**EPS_BITS)
+    den = 2 ** (EPS_BITS + 1) * d * k
+    cap = -(-_MAX_EXPONENT * den // eps_num)  # gaps past this have probability below exp(-64)
+    num = np.minimum(gap, cap) * eps_num
+    coins = bernoulli_exp_neg_rational(num, den, rng)
+    order = rng.permutation(below.size)
+    return int(order[np.argmax(coins[order])])
 
 
 @dataclass(frozen=True)
@@ -95,6 +133,13 @@ class Plan:
             lo, hi = self.bounds[column]
             parts.append(f"SUM({column}) clamped to [{lo:g}, {hi:g}]: exact Laplace on a dyadic grid, "
                          f"sensitivity {self.sensitivities[column]:g}, epsilon {self.shares[column]:.6g}, scale {scale:.6g}")
+        for o in self.query.outputs:
+            if o.kind == "quantile" and f"QUANTILE({o.column}, {o.q:g})" not in " ".join(parts):
+                lo, hi = self.bounds[o.column]
+                parts.append(f"QUANTILE({o.column}, {o.q:g}): permute-and-flip (exponential-mechanism family) over the "
+                             f"{QUANTILE_BINS + 1} points of a public grid of [{lo:g}, {hi:g}] (resolution "
+                             f"{(hi - lo) / QUANTILE_BINS:.6g}), sensitivity {self.k}, epsilon {self.shares[quantile_key(o)]:.6g} "
+                             f"(rounded down to a multiple of 2**-{EPS_BITS}); no ci95")
         if any(o.kind == "avg" for o in self.query.outputs):
             parts.append("AVG = noisy SUM / max(noisy COUNT, 1) clamped to the bounds (costs the COUNT and SUM shares)")
         split = f"epsilon {exact_text(self.epsilon)} split equally over {len(self.shares)} measurement(s)"
@@ -117,9 +162,12 @@ def plan(query: Query, table: TableConfig, epsilon: Fraction) -> Plan:
     k = table.max_rows_per_unit if table.privacy_unit else 1
     summed = summed_columns(query)
     needs_count = any(o.kind in ("count", "avg") for o in query.outputs)
-    measurements = (["count"] if needs_count else []) + list(summed)
+    quantiles = list(dict.fromkeys(quantile_key(o) for o in query.outputs if o.kind == "quantile"))
+    measurements = (["count"] if needs_count else []) + list(summed) + quantiles
     share = split_epsilon(epsilon, len(measurements))
     shares = {m: share for m in measurements}
+    if quantiles and math.floor(share * 2**EPS_BITS) < 1:
+        raise ParameterError(f"The epsilon share of a quantile ({share:.3g}) is below 2**-{EPS_BITS}: ask with a larger epsilon.")
     sensitivities: dict[str, float] = {}
     count_scale = None
     if needs_count:
@@ -134,9 +182,10 @@ def plan(query: Query, table: TableConfig, epsilon: Fraction) -> Plan:
         grid, steps = grid_scale(np.asarray(sens, dtype=float), share)
         sum_scales[column] = float(steps) * float(grid)  # the noise's actual scale (>= sens/epsilon)
     cells = tuple(itertools.product(*(table.domains[c] for c in query.group_by)))
-    data_bounded = tuple(c for c in summed if c in table.data_bounds)
+    used = list(summed) + list(quantile_columns(query))
+    data_bounded = tuple(c for c in dict.fromkeys(used) if c in table.data_bounds)
     return Plan(query, epsilon, k, shares, sensitivities, count_scale, sum_scales,
-                {c: table.bounds[c] for c in summed}, cells, not data_bounded, data_bounded)
+                {c: table.bounds[c] for c in used}, cells, not data_bounded, data_bounded)
 
 
 def exact_cells(plan_: Plan, table: TableConfig, result: dict[str, np.ndarray]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
@@ -160,10 +209,37 @@ def exact_cells(plan_: Plan, table: TableConfig, result: dict[str, np.ndarray]) 
     return counts, sums
 
 
-def answer(plan_: Plan, table: TableConfig, result: dict[str, np.ndarray], rng: np.random.Generator) -> dict[str, Any]:
-    """The noisy answer: ``columns``, ``rows``, ``mechanism``, ``noise_scale``, ``ci95``."""
+def histograms(plan_: Plan, table: TableConfig, result: dict[str, np.ndarray]) -> np.ndarray:
+    """Counts per cell and bin (cells x QUANTILE_BINS) from :func:`~sdckit.query.generate.histogram_sql`."""
+    size = len(result[COUNT_ALIAS])
+    cells = cell_indices(table, plan_.query.group_by, result, size) if plan_.query.group_by else np.zeros(size, dtype=np.int64)
+    out = np.zeros((len(plan_.cells), QUANTILE_BINS), dtype=np.int64)
+    bins = np.asarray(np.ma.filled(result[BIN_ALIAS], -1) if isinstance(result[BIN_ALIAS], np.ma.MaskedArray)
+                      else result[BIN_ALIAS], dtype=np.int64)
+    keep = (cells >= 0) & (bins >= 0) & (bins < QUANTILE_BINS)
+    np.add.at(out, (cells[keep], bins[keep]), np.asarray(result[COUNT_ALIAS], dtype=np.int64)[keep])
+    return out
+
+
+def answer(plan_: Plan, table: TableConfig, result: dict[str, np.ndarray], rng: np.random.Generator,
+           hists: dict[str, dict[str, np.ndarray]] | None = None) -> dict[str, Any]:
+    """The noisy answer: ``columns``, ``rows``, ``mechanism``, ``noise_scale``, ``ci95``.
+
+    ``hists`` maps each quantile column to the result of its
+    :func:`~sdckit.query.generate.histogram_sql`."""
     counts, sums = exact_cells(plan_, table, result)
     n = len(plan_.cells)
+    chosen: dict[str, list[float]] = {}
+    for o in plan_.query.outputs:
+        key = quantile_key(o) if o.kind == "quantile" else None
+        if key is None or key in chosen:
+            continue
+        lo, hi = plan_.bounds[o.column]
+        hist = histograms(plan_, table, hists[o.column])
+        below = np.concatenate([np.zeros((n, 1), dtype=np.int64), np.cumsum(hist, axis=1)], axis=1)
+        width = (hi - lo) / QUANTILE_BINS
+        chosen[key] = [lo + width * permute_and_flip(below[i], int(below[i, -1]), o.q, plan_.shares[key], plan_.k, rng)
+                       for i in range(n)]
     noisy_count = None
     if plan_.count_scale is not None:
         geometric = Geometric(epsilon=plan_.shares["count"], sensitivity=plan_.k)
@@ -183,6 +259,9 @@ def answer(plan_: Plan, table: TableConfig, result: dict[str, np.ndarray], rng: 
             scales.append(plan_.count_scale)
         elif o.kind == "sum":
             scales.append(plan_.sum_scales[o.column])
+        elif o.kind == "quantile":
+            lo, hi = plan_.bounds[o.column]
+            scales.append({"grid_resolution": (hi - lo) / QUANTILE_BINS, "epsilon": plan_.shares[quantile_key(o)]})
         else:
             scales.append({"sum": plan_.sum_scales[o.column], "count": plan_.count_scale})
     out_rows, ci = [], []
@@ -202,6 +281,9 @@ def answer(plan_: Plan, table: TableConfig, result: dict[str, np.ndarray], rng: 
                 r = laplace_radius(plan_.sum_scales[o.column], 0.95)
                 row.append(s)
                 row_ci.append([s - r, s + r])
+            elif o.kind == "quantile":
+                row.append(chosen[quantile_key(o)][i])
+                row_ci.append(None)
             else:
                 lo, hi = plan_.bounds[o.column]
                 s = float(noisy_sum[o.column][i])

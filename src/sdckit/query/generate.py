@@ -219,6 +219,39 @@ def cell_indices(table: TableConfig, group_by: tuple[str, ...], result: dict[str
     return np.where(valid, index, -1)
 
 
+#: Bins of the public grid of a quantile's bounds (dp mode): the answer is one of its 1025 edges.
+QUANTILE_BINS = 1024
+#: Alias of the bin index in :func:`histogram_sql`.
+BIN_ALIAS = "b"
+
+
+def histogram_sql(query: Query, table: TableConfig, column: str) -> Generated:
+    """``SELECT group AS g0, .., bin AS b, COUNT(*) AS n FROM sdc_dp_<t> WHERE .. GROUP BY ..``:
+    the clamped ``column``'s histogram over :data:`QUANTILE_BINS` equal bins of its bounds (the
+    last bin holds the upper bound), per cell, for a dp quantile."""
+    bind = _Params()
+    low, high = table.bounds[column]
+    scaled = exp.Mul(this=exp.Paren(this=exp.Sub(this=_col(clamp_column(column), table), expression=bind(float(low)))),
+                     expression=bind(QUANTILE_BINS / (float(high) - float(low))))
+    index = exp.Anonymous(this="LEAST", expressions=[exp.Floor(this=scaled), bind(QUANTILE_BINS - 1)])
+    selects: list[exp.Expression] = [_alias(_group_expression(c, table), group_alias(i)) for i, c in enumerate(query.group_by)]
+    selects.append(_alias(exp.cast(index, "BIGINT"), BIN_ALIAS))
+    selects.append(_alias(exp.Count(this=exp.Star()), COUNT_ALIAS))
+    statement = exp.Select(expressions=selects).from_(
+        exp.Table(this=exp.to_identifier(relation_name(table, "dp"), quoted=True)), copy=False)
+    if query.where is not None:
+        statement = statement.where(_condition(query.where, table, bind), copy=False)
+    keys = [exp.Column(this=exp.to_identifier(group_alias(i), quoted=True)) for i in range(len(query.group_by))]
+    keys.append(exp.Column(this=exp.to_identifier(BIN_ALIAS, quoted=True)))
+    statement = statement.group_by(*keys, copy=False)
+    return Generated(statement.sql(dialect="duckdb"), tuple(bind.values))
+
+
+def quantile_columns(query: Query) -> tuple[str, ...]:
+    """Distinct columns under a quantile, in order of first use."""
+    return tuple(dict.fromkeys(o.column for o in query.aggregates if o.kind == "quantile"))
+
+
 def summed_columns(query: Query) -> tuple[str, ...]:
     """Distinct columns under SUM or AVG, in order of first use."""
     return tuple(dict.fromkeys(o.column for o in query.aggregates if o.kind in ("sum", "avg")))

@@ -28,7 +28,7 @@ from sdckit.dp.accountant import exact, exact_text
 from sdckit.query import dp
 from sdckit.query.config import load_config
 from sdckit.query.data import Database
-from sdckit.query.generate import aggregate_sql
+from sdckit.query.generate import aggregate_sql, histogram_sql, quantile_columns
 from sdckit.query.restricted import Refused, Restricted
 from sdckit.query.sql import UnsupportedQuery, parse
 from sdckit.query.state import Analyst, BudgetRefused, State
@@ -135,6 +135,9 @@ class Service:
                           "protector for access.")
         epsilon_given = body.get("epsilon")
         if analyst.mode == "restricted":
+            if any(o.kind == "quantile" for o in query.outputs):
+                raise UnsupportedQuery("Quantiles are answered in dp mode only: the restricted mode's auditor "
+                                       "reasons over COUNT and SUM answers.")
             if epsilon_given is not None:
                 raise UnsupportedQuery("A restricted analyst gets exact answers: leave out 'epsilon'.")
             return self._restricted(analyst, query, sql)
@@ -154,7 +157,8 @@ class Service:
                 return 200, {**stored, **_budget_fields(Fraction(0), current), "cached": True}
         charge_id, after = self.state.charge(analyst.name, epsilon, sql, json.dumps(query.to_dict()))
         data = self.db.aggregate(aggregate_sql(query, table, "dp"))
-        result = dp.answer(plan, table, data, self._rng(charge_id))
+        hists = {c: self.db.aggregate(histogram_sql(query, table, c)) for c in quantile_columns(query)}
+        result = dp.answer(plan, table, data, self._rng(charge_id), hists)
         if self.config.cache:
             self.state.store(analyst.name, cache_key, result)
         return 200, {**result, **_budget_fields(epsilon, after), "cached": False}

@@ -96,13 +96,15 @@ Predicate = Union[Compare, InList, Between, And, Or, Not]
 class Output:
     """One column of the answer: a group column or an aggregate.
 
-    ``kind`` is ``"group"``, ``"count"``, ``"sum"`` or ``"avg"``; ``column`` the grouped or
-    aggregated column (``None`` for ``COUNT(*)``); ``label`` the name shown to the analyst.
+    ``kind`` is ``"group"``, ``"count"``, ``"sum"``, ``"avg"`` or ``"quantile"`` (level ``q``);
+    ``column`` the grouped or aggregated column (``None`` for ``COUNT(*)``); ``label`` the name
+    shown to the analyst.
     """
 
     kind: str
     column: str | None
     label: str
+    q: float | None = None  # the quantile's level (kind "quantile")
 
 
 @dataclass(frozen=True)
@@ -121,7 +123,7 @@ class Query:
     def to_dict(self) -> dict[str, Any]:
         """A canonical, JSON-serialisable form (cache key, audit log)."""
         return {"table": self.table,
-                "outputs": [[o.kind, o.column, o.label] for o in self.outputs],
+                "outputs": [[o.kind, o.column, o.label] + ([o.q] if o.q is not None else []) for o in self.outputs],
                 "where": _pred_dict(self.where), "group_by": list(self.group_by)}
 
 
@@ -318,9 +320,23 @@ def _output(node: exp.Expression, label: str | None, table: TableConfig, group_b
                 if key != "this" and value:
                     raise UnsupportedQuery(f"{kind.upper()} with extra arguments is not supported.")
             return Output(kind, column, label or f"{kind}_{column}")
-    if isinstance(node, exp.Quantile | exp.PercentileCont | exp.PercentileDisc | exp.ApproxQuantile | exp.Median):
-        raise UnsupportedQuery("Quantiles (MEDIAN, QUANTILE, PERCENTILE) are not supported: "
-                               "the service has no floating-point-safe private quantile.")
+    if isinstance(node, exp.Median | exp.Quantile | exp.PercentileCont):
+        if isinstance(node, exp.Median):
+            level: Any = 0.5
+        else:
+            level_node = node.args.get("quantile") if isinstance(node, exp.Quantile) else node.args.get("expression")
+            if level_node is None:
+                raise UnsupportedQuery("QUANTILE_CONT(column, q) needs a level q between 0 and 1.")
+            level = _literal(level_node)
+        if isinstance(level, str) or not 0 < level < 1:
+            raise UnsupportedQuery("A quantile's level q must be a number strictly between 0 and 1.")
+        column = _column(node.this, table, "The argument of a quantile")
+        if column not in table.bounds and not table.bounds_from_data:
+            raise UnsupportedQuery(f"A quantile of {column!r} needs public bounds ([table.bounds] in the configuration).")
+        name = "median" if isinstance(node, exp.Median) else f"q{level:g}"
+        return Output("quantile", column, label or f"{name}_{column}", float(level))
+    if isinstance(node, exp.WithinGroup | exp.PercentileDisc | exp.ApproxQuantile):
+        raise UnsupportedQuery("This quantile form is not supported: write MEDIAN(column) or QUANTILE_CONT(column, q).")
     if isinstance(node, exp.Func):
         name = node.sql_name() if hasattr(node, "sql_name") else _name(node)
         raise UnsupportedQuery(f"The function {name} is not supported: only COUNT(*), SUM and AVG.")
