@@ -2,14 +2,15 @@
 
 Supported (seed 002 section 4.6.2: statistical queries over query sets defined by predicates)::
 
-    SELECT [group columns,] COUNT(*) | SUM(col) | AVG(col) [AS name], ...
+    SELECT [group columns,] COUNT(*) | SUM(col) | AVG(col) | MEDIAN(col) | QUANTILE_CONT(col, q)
+           [AS name], ...
     FROM table
     [WHERE predicate]          -- col op literal (=, <>, !=, <, <=, >, >=), col [NOT] IN (...),
                                -- col [NOT] BETWEEN a AND b, AND, OR, NOT, parentheses
     [GROUP BY col, ...]        -- columns with a declared domain
 
 Everything else is refused with :class:`UnsupportedQuery` naming what is not supported: joins,
-sub-queries, functions other than the three aggregates, several statements, comments, ORDER
+sub-queries, functions other than these aggregates, several statements, comments, ORDER
 BY, LIMIT, HAVING, DISTINCT, column-to-column comparisons, NULL tests, undeclared columns.
 The analyst's text never reaches the database: :mod:`sdckit.query.generate` writes the SQL
 from the :class:`Query` object.
