@@ -340,8 +340,8 @@ def _output(node: exp.Expression, label: str | None, table: TableConfig, group_b
         raise UnsupportedQuery("This quantile form is not supported: write MEDIAN(column) or QUANTILE_CONT(column, q).")
     if isinstance(node, exp.Func):
         name = node.sql_name() if hasattr(node, "sql_name") else _name(node)
-        raise UnsupportedQuery(f"The function {name} is not supported: only COUNT(*), SUM and AVG.")
-    raise UnsupportedQuery(f"{_name(node)} in the select list is not supported: only group columns and COUNT(*), SUM, AVG.")
+        raise UnsupportedQuery(f"The function {name} is not supported: only COUNT(*), SUM, AVG, MEDIAN and QUANTILE_CONT.")
+    raise UnsupportedQuery(f"{_name(node)} in the select list is not supported: only group columns and COUNT(*), SUM, AVG, MEDIAN, QUANTILE_CONT.")
 
 
 def _literal(node: exp.Expression) -> Any:
