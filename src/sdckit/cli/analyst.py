@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime, timezone
+from fractions import Fraction
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -13,6 +14,7 @@ from rich.table import Table
 from sdckit.cli.app import app
 from sdckit.cli.common import console
 from sdckit.core.errors import ParameterError
+from sdckit.dp.accountant import exact_text
 from sdckit.query.config import load_config
 from sdckit.query.state import State
 
@@ -99,5 +101,5 @@ def log(service: Service, name: Annotated[str, typer.Argument(help="The analyst'
         table.add_column(column)
     for r in rows:
         when = datetime.fromtimestamp(r["time"], tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
-        table.add_row(when, r["decision"], str(r["status"]), r["epsilon"], r["sql"] or "")
+        table.add_row(when, r["decision"], str(r["status"]), exact_text(Fraction(r["epsilon"])), r["sql"] or "")
     console.print(table)
