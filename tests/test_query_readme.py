@@ -18,8 +18,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def _blocks() -> tuple[str, str]:
     text = (ROOT / "README.md").read_text(encoding="utf-8")
-    bash = re.search(r"<!-- query-quickstart -->\n```bash\n(.*?)```", text, re.S).group(1)
-    python = re.search(r"<!-- query-client -->\n```python\n(.*?)```", text, re.S).group(1)
+    # the README runner (tests/readme_runner.py) skips these blocks ("not-run"): they need a server
+    bash = re.search(r"<!-- query-quickstart -->\n(?:<!-- not-run:[^\n]*-->\n)?```bash\n(.*?)```", text, re.S).group(1)
+    python = re.search(r"<!-- query-client -->\n(?:<!-- not-run:[^\n]*-->\n)?```python\n(.*?)```", text, re.S).group(1)
     return bash, python
 
 
