@@ -18,6 +18,9 @@ How one query is answered with budget ``epsilon``:
   drawn from a cryptographic generator.
 * **AVG** = noisy SUM / max(noisy COUNT, 1), clamped to ``[lo, hi]``: it costs the COUNT share
   and the SUM share of its column (the split is stated in the answer).
+* **Quantiles** (``MEDIAN``, ``QUANTILE_CONT(col, q)``): one more measurement each; the answer is
+  a point of a public grid of 1025 points of the bounds, chosen by permute-and-flip (McKenna &
+  Sheldon 2020) with exact coins (:func:`permute_and_flip`); no ci95.
 * **ci95** per value: COUNT ``[c - r, c + r]`` with ``r`` the exact 95% radius of the discrete
   Laplace; SUM ``[s - b ln 20, s + b ln 20]``; AVG the range of ``(S +/- r_S)/(C -/+ r_C)`` with
   97.5% radii (a union bound: coverage >= 95%), within the bounds. Released counts are not
