@@ -1,0 +1,197 @@
+"""Benchmark of the query service (issue 15): latency and throughput over HTTP on loopback, and
+the restricted mode's auditor time per query after 1,000 answered queries.
+
+For each size (default 1e6 and 1e7 generated rows) the script writes a Parquet table, starts
+the real server (uvicorn, one process) on 127.0.0.1, and sends ``--queries`` dp queries (COUNT
+and SUM with random WHERE clauses, a quarter of them with GROUP BY; caching off, so each is
+computed and charged) from ``--clients`` concurrent clients. It prints p50/p99 latency and
+throughput. Then, in process, it answers 1,000 random restricted queries through the auditor
+and times the next ones (membership vectors from DuckDB + ``Auditor.check``).
+
+Goals: COUNT/SUM p50 < 25 ms at 1e6 rows; auditor < 50 ms per query after 1,000 queries.
+
+    python benchmarks/bench_query.py [--rows 1000000 10000000] [--queries 10000] [--clients 8]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import numpy as np
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(ROOT / "tests"))
+
+from query_helpers import Server  # noqa: E402
+from sdckit.query.state import State  # noqa: E402
+
+REGIONS = ["N", "S", "E", "W"]
+
+
+def make_table(folder: Path, n: int) -> Path:
+    rng = np.random.default_rng(1)
+    path = folder / f"census_{n}.parquet"
+    pd.DataFrame({
+        "person_id": np.arange(n, dtype=np.int64),
+        "age": rng.integers(0, 100, n).astype(np.int32),
+        "income": rng.integers(0, 250_000, n).astype(np.int64),
+        "region": rng.choice(REGIONS, n),
+    }).to_parquet(path)
+    return path
+
+
+def write_config(folder: Path, table: Path, sync: str = "full") -> Path:
+    config = folder / "service.toml"
+    config.write_text(f"""[service]
+state = "state.db"
+cache = false
+sync = "{sync}"
+[restricted]
+min_query_set = 5
+[[table]]
+name = "census"
+path = "{table.name}"
+privacy_unit = "person_id"
+[table.bounds]
+income = [0, 200000]
+age = [0, 120]
+[table.domains]
+region = ["N", "S", "E", "W"]
+""")
+    return config
+
+
+def random_query(rng: np.random.Generator) -> tuple[str, str]:
+    """(kind, sql): three COUNT/SUM forms and one GROUP BY, equally often."""
+    a, b = sorted(rng.integers(0, 100, 2))
+    r = REGIONS[rng.integers(4)]
+    kind = rng.integers(4)
+    if kind == 0:
+        return "count/sum", f"SELECT COUNT(*) FROM census WHERE age > {a} AND region = '{r}'"
+    if kind == 1:
+        return "count/sum", f"SELECT SUM(income) FROM census WHERE age BETWEEN {a} AND {b}"
+    if kind == 2:
+        return "count/sum", f"SELECT COUNT(*), SUM(income) FROM census WHERE region IN ('{r}', 'N') OR age < {a}"
+    return "group by", f"SELECT region, COUNT(*) FROM census WHERE age >= {a} GROUP BY region"
+
+
+def load(url: str, key: str, queries: int, clients: int) -> tuple[list[tuple[str, float]], float, int]:
+    latencies: list[tuple[str, float]] = []
+    errors = [0]
+    lock = threading.Lock()
+    per_client = queries // clients
+
+    def worker(seed: int) -> None:
+        rng = np.random.default_rng(seed)
+        mine = []
+        with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {key}"}, timeout=120) as http:
+            for _ in range(per_client):
+                kind, sql = random_query(rng)
+                t0 = time.perf_counter()
+                r = http.post("/v1/query", json={"sql": sql, "epsilon": 0.001})
+                mine.append((kind, time.perf_counter() - t0))
+                if r.status_code != 200:
+                    with lock:
+                        errors[0] += 1
+        with lock:
+            latencies.extend(mine)
+
+    start = time.perf_counter()
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return latencies, time.perf_counter() - start, errors[0]
+
+
+def audit_timing(config: Path, answered: int, timed: int) -> tuple[float, float, int, int]:
+    """Mean ms per query (memberships + check) and of ``Auditor.check`` alone, after ``answered``
+    random restricted queries."""
+    from sdckit.query.service import Service
+    from sdckit.query.restricted import audited_kinds
+    from sdckit.query.sql import parse
+
+    service = Service(config)
+    restricted = service.restricted
+    table = service.config.tables["census"]
+    rng = np.random.default_rng(7)
+    allowed = refused = 0
+    total = check = 0.0
+    for i in range(answered + timed):
+        a, b = sorted(rng.integers(0, 100, 2))
+        sql = f"SELECT SUM(income) FROM census WHERE age BETWEEN {a} AND {b} AND region <> '{REGIONS[i % 4]}'"
+        query = parse(sql, service.config)
+        t0 = time.perf_counter()
+        members = restricted.memberships(query, table)
+        t1 = time.perf_counter()
+        auditor = restricted._auditor("bench", table)
+        decisions = [auditor.check(members, kind, column) for kind, column in audited_kinds(query)]
+        t2 = time.perf_counter()
+        if all(d.allowed for d in decisions):
+            for kind, column in audited_kinds(query):
+                auditor.record(members, kind, column)
+            allowed += 1
+        else:
+            refused += 1
+        if i >= answered:
+            total += t2 - t0
+            check += t2 - t1
+    return 1000 * total / timed, 1000 * check / timed, allowed, refused
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rows", type=float, nargs="+", default=[1e6, 1e7])
+    parser.add_argument("--queries", type=int, default=10_000)
+    parser.add_argument("--clients", type=int, default=8)
+    parser.add_argument("--audit-answered", type=int, default=1000)
+    parser.add_argument("--audit-timed", type=int, default=50)
+    parser.add_argument("--sync", choices=["full", "normal"], default="full")
+    parser.add_argument("--no-audit", action="store_true", help="skip the restricted-mode timing")
+    args = parser.parse_args()
+    print(f"cpus {os.cpu_count()}, load average {os.getloadavg()[0]:.1f}, {args.queries} queries from "
+          f"{args.clients} clients per size, state database sync = {args.sync}")
+    for rows in args.rows:
+        n = int(rows)
+        with tempfile.TemporaryDirectory() as tmp:
+            folder = Path(tmp)
+            t0 = time.perf_counter()
+            table = make_table(folder, n)
+            config = write_config(folder, table, args.sync)
+            key = State(folder / "state.db").add_analyst("bench", "dp", str(args.queries))
+            t1 = time.perf_counter()
+            server = Server(config)
+            t2 = time.perf_counter()
+            try:
+                latencies, elapsed, errors = load(server.url, key, args.queries, args.clients)
+            finally:
+                server.stop()
+            ms = np.array([t for _, t in latencies]) * 1000
+            print(f"rows {n:>11,}: data {t1 - t0:5.1f} s, server start {t2 - t1:5.1f} s; all queries: "
+                  f"p50 {np.percentile(ms, 50):6.1f} ms, p99 {np.percentile(ms, 99):6.1f} ms, "
+                  f"mean {statistics.fmean(ms):6.1f} ms, throughput {len(ms) / elapsed:6.1f} queries/s, "
+                  f"errors {errors}")
+            for kind in ("count/sum", "group by"):
+                part = np.array([t for k, t in latencies if k == kind]) * 1000
+                print(f"rows {n:>11,}: {kind:>9}: p50 {np.percentile(part, 50):6.1f} ms, "
+                      f"p99 {np.percentile(part, 99):6.1f} ms ({part.size} queries)")
+            if n == int(args.rows[0]) and not args.no_audit:
+                per, check, allowed, refused = audit_timing(config, args.audit_answered, args.audit_timed)
+                print(f"rows {n:>11,}: restricted mode after {args.audit_answered} queries "
+                      f"({allowed} answered, {refused} refused in all): {per:.1f} ms per query "
+                      f"(memberships + audit), Auditor.check {check:.1f} ms")
+
+
+if __name__ == "__main__":
+    main()

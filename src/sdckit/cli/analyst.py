@@ -1,0 +1,105 @@
+"""``sdckit analyst add|list|budget|log``: the query service's analysts, in its state database."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from fractions import Fraction
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.table import Table
+
+from sdckit.cli.app import app
+from sdckit.cli.common import console
+from sdckit.core.errors import ParameterError
+from sdckit.dp.accountant import exact_text
+from sdckit.query.config import load_config
+from sdckit.query.state import State
+
+analyst_app = typer.Typer(help="Analysts of the query service: add one (prints its API key once), "
+                               "list them, show a budget or an audit log.", no_args_is_help=True)
+app.add_typer(analyst_app, name="analyst")
+
+Service = Annotated[Path, typer.Argument(help="The service configuration (service.toml).")]
+
+
+def _state(service: Path) -> tuple[State, list[str]]:
+    config = load_config(service)
+    return State(config.state), list(config.tables)
+
+
+@analyst_app.command("add")
+def add(
+    service: Service,
+    name: Annotated[str, typer.Argument(help="The analyst's name.")],
+    mode: Annotated[str, typer.Option("--mode", help="dp (noisy answers under a budget) or restricted (exact answers, audited).")],
+    epsilon: Annotated[Optional[str], typer.Option("--epsilon", help="Total epsilon budget (dp mode), e.g. 1.0 or 1/3.")] = None,
+    delta: Annotated[Optional[str], typer.Option("--delta", help="Total delta (dp mode; the service's mechanisms are pure epsilon-DP).")] = None,
+    tables: Annotated[Optional[str], typer.Option("--tables", help="Tables the analyst may query, comma-separated (default: all).")] = None,
+) -> None:
+    """Create an analyst and print its new API key, alone on stdout, once: only a salted scrypt
+    hash of it is stored."""
+    state, known = _state(service)
+    chosen = None
+    if tables is not None:
+        chosen = [t.strip() for t in tables.split(",") if t.strip()]
+        for t in chosen:
+            if t not in known:
+                raise ParameterError(f"The '--tables' option names {t!r}, which the service does not serve "
+                                     f"({', '.join(known)}).")
+    key = state.add_analyst(name, mode, epsilon, delta if delta is not None else 0, chosen)
+    typer.echo(key)
+
+
+@analyst_app.command("list")
+def list_(service: Service) -> None:
+    """Every analyst with mode, tables and budget."""
+    state, _ = _state(service)
+    table = Table(title="analysts")
+    for column in ("name", "mode", "tables", "epsilon total", "spent", "remaining"):
+        table.add_column(column)
+    for a in state.analysts():
+        b = a.budget()
+        exact = b.get("exact", {})
+        table.add_row(a.name, a.mode, ", ".join(a.tables) if a.tables else "all",
+                      exact.get("epsilon_total", "-"), exact.get("epsilon_spent", "-"), exact.get("epsilon_remaining", "-"))
+    console.print(table)
+
+
+@analyst_app.command("budget")
+def budget(service: Service, name: Annotated[str, typer.Argument(help="The analyst's name.")],
+           json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False) -> None:
+    """The analyst's epsilon total, spent and remaining (exact)."""
+    state, _ = _state(service)
+    b = state.analyst(name).budget()
+    if json_out:
+        typer.echo(json.dumps(b))
+        return
+    if b["epsilon_total"] is None:
+        typer.echo(f"{name}: restricted mode (exact answers), no epsilon budget")
+        return
+    e = b["exact"]
+    typer.echo(f"{name}: epsilon total {e['epsilon_total']}, spent {e['epsilon_spent']}, remaining {e['epsilon_remaining']}")
+
+
+@analyst_app.command("log")
+def log(service: Service, name: Annotated[str, typer.Argument(help="The analyst's name.")],
+        limit: Annotated[Optional[int], typer.Option("--limit", help="Only the last N requests.")] = None,
+        json_out: Annotated[bool, typer.Option("--json", help="Print JSON lines.")] = False) -> None:
+    """The analyst's requests: time, SQL, decision, budget charged."""
+    state, _ = _state(service)
+    state.analyst(name)
+    rows = state.audit_log(name, limit)
+    if json_out:
+        for r in rows:
+            typer.echo(json.dumps(r))
+        return
+    table = Table(title=f"audit log of {name}")
+    for column in ("time (UTC)", "decision", "status", "epsilon", "sql"):
+        table.add_column(column)
+    for r in rows:
+        when = datetime.fromtimestamp(r["time"], tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+        table.add_row(when, r["decision"], str(r["status"]), exact_text(Fraction(r["epsilon"])), r["sql"] or "")
+    console.print(table)

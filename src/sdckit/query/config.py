@@ -1,0 +1,275 @@
+"""The service's configuration file, ``service.toml`` (DESIGN.md section 7).
+
+Everything the protection needs that is *public* is declared here, never read from the data
+silently: each table's privacy unit, the bounds of its numeric columns (clamping and
+sensitivity) and the domains of its grouping columns (GROUP BY returns every domain value, so
+the keys of an answer never depend on the data). Every unknown key and every bad value is a
+:class:`~sdckit.core.errors.ParameterError` naming the key.
+
+Example::
+
+    [service]
+    state = "state.db"          # analysts (key hashes), budgets, audit log; relative to this file
+    cache = true                # the same query asked twice gets the stored answer at no cost
+    sync = "full"               # "full": each charge is on disk (fsync) before the answer; "normal":
+                                # survives kill -9 of the server but not a power loss (faster)
+    # seed = "<32+ hex digits>" # tests only: reproducible noise (a secret; never in production)
+    [restricted]
+    min_query_set = 5           # query-set-size control k (Denning)
+    collusion = false           # audit each analyst's knowledge alone (false) or all together
+    [[table]]
+    name = "census"
+    path = "census.csv"         # CSV or Parquet loaded into DuckDB, or a .duckdb file with `table =`
+    privacy_unit = "person_id"  # omit when one row is one person
+    max_rows_per_unit = 1       # contribution bound per privacy unit (dp mode)
+    [table.bounds]
+    income = [0, 200000]
+    [table.domains]
+    region = ["N", "S", "E", "W"]
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sdckit.core.errors import ParameterError
+from sdckit.core.random import is_strong_seed, parse_seed
+
+#: Names of tables and columns: plain SQL identifiers (they are quoted in generated SQL anyway).
+IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
+#: Largest number of groups a GROUP BY may produce (product of the domains' sizes).
+MAX_GROUPS = 100_000
+
+_SERVICE_KEYS = {"state", "cache", "seed", "sync"}
+_RESTRICTED_KEYS = {"min_query_set", "collusion"}
+_TABLE_KEYS = {"name", "path", "table", "privacy_unit", "max_rows_per_unit", "bounds", "domains",
+               "bounds_from_data"}
+_TOP_KEYS = {"service", "restricted", "table"}
+
+
+@dataclass(frozen=True)
+class TableConfig:
+    """One queryable table and its public metadata.
+
+    Attributes
+    ----------
+    name : str
+        The name analysts write in ``FROM``.
+    path : Path
+        CSV, Parquet or DuckDB file (absolute).
+    source_table : str or None
+        Table inside a ``.duckdb`` file.
+    privacy_unit : str or None
+        Column identifying the person; ``None``: one row is one person.
+    max_rows_per_unit : int
+        Rows a privacy unit may contribute (dp mode); the rest of its rows are left out.
+    bounds : dict
+        ``column -> (low, high)``, public bounds of numeric columns.
+    domains : dict
+        ``column -> tuple of values``, public domains of grouping columns.
+    bounds_from_data : bool
+        Bounds of numeric columns not declared are read from the data: answers are then NOT
+        differentially private, and say so.
+    data_bounds : tuple of str
+        Columns whose bounds were read from the data (filled in when the data is loaded).
+    """
+
+    name: str
+    path: Path
+    source_table: str | None = None
+    privacy_unit: str | None = None
+    max_rows_per_unit: int = 1
+    bounds: dict[str, tuple[float, float]] = field(default_factory=dict)
+    domains: dict[str, tuple[Any, ...]] = field(default_factory=dict)
+    bounds_from_data: bool = False
+    data_bounds: tuple[str, ...] = ()
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        """Declared columns (bounds first, then domains): the only ones a query may name."""
+        return tuple(dict.fromkeys([*self.bounds, *self.domains]))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "path": str(self.path), "table": self.source_table,
+                "privacy_unit": self.privacy_unit, "max_rows_per_unit": self.max_rows_per_unit,
+                "bounds": {k: list(v) for k, v in self.bounds.items()},
+                "domains": {k: list(v) for k, v in self.domains.items()},
+                "bounds_from_data": self.bounds_from_data, "data_bounds": list(self.data_bounds)}
+
+
+@dataclass(frozen=True)
+class ServiceConfig:
+    """The whole service: state database, restricted-mode controls and tables."""
+
+    path: Path
+    state: Path
+    tables: dict[str, TableConfig]
+    min_query_set: int = 5
+    collusion: bool = False
+    cache: bool = True
+    seed: int | None = None
+    sync: str = "full"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"path": str(self.path), "state": str(self.state), "min_query_set": self.min_query_set,
+                "collusion": self.collusion, "cache": self.cache, "seeded": self.seed is not None,
+                "sync": self.sync,
+                "tables": {k: v.to_dict() for k, v in self.tables.items()}}
+
+
+def _fail(where: str, message: str) -> ParameterError:
+    return ParameterError(f"{where}: {message}")
+
+
+def _unknown(section: dict[str, Any], allowed: set[str], where: str) -> None:
+    extra = sorted(set(section) - allowed)
+    if extra:
+        raise _fail(where, f"unknown key {extra[0]!r}; allowed keys are {', '.join(sorted(allowed))}.")
+
+
+def _identifier(value: Any, where: str) -> str:
+    if not isinstance(value, str) or not IDENTIFIER.match(value):
+        raise _fail(where, "must be a name of letters, digits and underscores that does not start "
+                           "with a digit (at most 63 characters).")
+    return value
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _bounds(raw: Any, where: str) -> dict[str, tuple[float, float]]:
+    if not isinstance(raw, dict):
+        raise _fail(where, "must be a table of column = [low, high].")
+    out = {}
+    for column, pair in raw.items():
+        _identifier(column, f"{where}.{column}")
+        if (not isinstance(pair, list) or len(pair) != 2 or not all(_number(v) for v in pair)
+                or not pair[0] < pair[1]):
+            raise _fail(f"{where}.{column}", "must be [low, high], two finite numbers with low < high.")
+        out[column] = (pair[0], pair[1])
+    return out
+
+
+def _domains(raw: Any, where: str) -> dict[str, tuple[Any, ...]]:
+    if not isinstance(raw, dict):
+        raise _fail(where, "must be a table of column = [value, ...].")
+    out = {}
+    for column, values in raw.items():
+        _identifier(column, f"{where}.{column}")
+        if not isinstance(values, list) or not values:
+            raise _fail(f"{where}.{column}", "must be a non-empty list of values.")
+        strings = all(isinstance(v, str) for v in values)
+        numbers = all(_number(v) for v in values)
+        if not (strings or numbers):
+            raise _fail(f"{where}.{column}", "must list values of one kind: all strings or all numbers.")
+        if len(set(values)) != len(values):
+            raise _fail(f"{where}.{column}", "lists a value twice; list each value once.")
+        out[column] = tuple(values)
+    return out
+
+
+def _table(raw: Any, index: int, base: Path) -> TableConfig:
+    where = f"[[table]] number {index + 1}"
+    if not isinstance(raw, dict):
+        raise _fail(where, "must be a table.")
+    _unknown(raw, _TABLE_KEYS, where)
+    if "name" not in raw:
+        raise _fail(where, "the key 'name' is required.")
+    name = _identifier(raw["name"], f"{where} 'name'")
+    where = f"table {name!r}"
+    if not isinstance(raw.get("path"), str):
+        raise _fail(where, "the key 'path' (CSV, Parquet or .duckdb file) is required.")
+    path = Path(raw["path"])
+    path = path if path.is_absolute() else (base / path)
+    suffixes = "".join(path.suffixes[-2:]).lower()
+    is_duckdb = path.suffix.lower() in (".duckdb", ".db")
+    if not (is_duckdb or path.suffix.lower() in (".csv", ".parquet", ".pq", ".tsv") or suffixes.endswith(".csv.gz")):
+        raise _fail(f"{where} 'path'", "must be a .csv, .csv.gz, .tsv, .parquet or .duckdb file.")
+    source = raw.get("table")
+    if is_duckdb:
+        if source is None:
+            raise _fail(where, "a .duckdb file needs the key 'table' naming the table inside it.")
+        source = _identifier(source, f"{where} 'table'")
+    elif source is not None:
+        raise _fail(f"{where} 'table'", "is only for a .duckdb file.")
+    unit = raw.get("privacy_unit")
+    if unit is not None:
+        unit = _identifier(unit, f"{where} 'privacy_unit'")
+    rows = raw.get("max_rows_per_unit", 1)
+    if not isinstance(rows, int) or isinstance(rows, bool) or not 1 <= rows <= 1000:
+        raise _fail(f"{where} 'max_rows_per_unit'", "must be an int from 1 to 1000.")
+    if unit is None and rows != 1:
+        raise _fail(f"{where} 'max_rows_per_unit'", "needs 'privacy_unit' (without it one row is one person).")
+    bounds = _bounds(raw.get("bounds", {}), f"{where} [table.bounds]")
+    domains = _domains(raw.get("domains", {}), f"{where} [table.domains]")
+    if unit is not None and (unit in bounds or unit in domains):
+        raise _fail(f"{where} 'privacy_unit'", "must not be a declared column: the person's identifier is never queried.")
+    from_data = raw.get("bounds_from_data", False)
+    if not isinstance(from_data, bool):
+        raise _fail(f"{where} 'bounds_from_data'", "must be true or false.")
+    if not bounds and not domains and not from_data:
+        raise _fail(where, "declares no column: add [table.bounds] or [table.domains].")
+    size = 1
+    for values in domains.values():
+        size *= len(values)
+    if size > MAX_GROUPS:
+        raise _fail(f"{where} [table.domains]", f"the domains together have more than {MAX_GROUPS} combinations.")
+    return TableConfig(name, path.resolve(), source, unit, rows, bounds, domains, from_data)
+
+
+def load_config(path: str | Path) -> ServiceConfig:
+    """Read and check ``service.toml``; relative paths are relative to the file."""
+    path = Path(path).resolve()
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ParameterError(f"{path}: the service configuration file does not exist.") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ParameterError(f"{path}: not valid TOML ({exc}).") from None
+    _unknown(raw, _TOP_KEYS, str(path.name))
+    base = path.parent
+    service = raw.get("service", {})
+    restricted = raw.get("restricted", {})
+    if not isinstance(service, dict) or not isinstance(restricted, dict):
+        raise ParameterError(f"{path.name}: [service] and [restricted] must be tables.")
+    _unknown(service, _SERVICE_KEYS, "[service]")
+    _unknown(restricted, _RESTRICTED_KEYS, "[restricted]")
+    state = service.get("state", "state.db")
+    if not isinstance(state, str) or not state:
+        raise _fail("[service] 'state'", "must be a file name (relative to the configuration file).")
+    state_path = Path(state) if Path(state).is_absolute() else base / state
+    cache = service.get("cache", True)
+    if not isinstance(cache, bool):
+        raise _fail("[service] 'cache'", "must be true or false.")
+    seed = service.get("seed")
+    if seed is not None:
+        if not isinstance(seed, str) or not is_strong_seed(seed):
+            raise _fail("[service] 'seed'", "must be a string of at least 32 hex digits (128 bits; "
+                                            "`sdckit seed` prints one). Leave it out in production.")
+        seed = parse_seed(seed)
+    sync = service.get("sync", "full")
+    if sync not in ("full", "normal"):
+        raise _fail("[service] 'sync'", 'must be "full" (every charge on disk before the answer: survives '
+                                        'power loss) or "normal" (survives a crash of the server, not of the machine).')
+    k = restricted.get("min_query_set", 5)
+    if not isinstance(k, int) or isinstance(k, bool) or k < 1:
+        raise _fail("[restricted] 'min_query_set'", "must be an int >= 1.")
+    collusion = restricted.get("collusion", False)
+    if not isinstance(collusion, bool):
+        raise _fail("[restricted] 'collusion'", "must be true or false.")
+    tables_raw = raw.get("table", [])
+    if not isinstance(tables_raw, list) or not tables_raw:
+        raise ParameterError(f"{path.name}: declare at least one [[table]].")
+    tables: dict[str, TableConfig] = {}
+    for i, t in enumerate(tables_raw):
+        table = _table(t, i, base)
+        if table.name.lower() in {n.lower() for n in tables}:
+            raise _fail(f"table {table.name!r}", "is declared twice.")
+        tables[table.name] = table
+    return ServiceConfig(path, state_path.resolve(), tables, k, collusion, cache, seed, sync)

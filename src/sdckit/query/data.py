@@ -1,0 +1,174 @@
+"""The service's data: each configured table loaded once into an embedded DuckDB database.
+
+For each table two relations are made (names in :mod:`sdckit.query.generate`):
+
+* ``sdc_<name>``: the rows as read, text-domain columns as VARCHAR with their integer code
+  (``__sdc_code_<col>``: index in the declared domain, -1 outside it), plus ``__sdc_row``
+  (0..n-1, the fixed order of the records that restricted-mode membership vectors use);
+* ``sdc_dp_<name>``: at most ``max_rows_per_unit`` rows per privacy unit (the first ones in file
+  order; a choice that depends on the unit's own rows only, so bounding is a stable
+  transformation and one person changes at most ``max_rows_per_unit`` rows), with each bounded
+  column clamped to its bounds as DOUBLE (``__sdc_clamp_<col>``; a missing value counts as 0).
+
+Checks when loading (each a :class:`~sdckit.core.errors.DataError` naming the table and column,
+never a value): declared columns exist, bounded columns are numeric, the privacy unit has no
+missing value.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import threading
+from typing import Any
+
+import duckdb
+import numpy as np
+
+from sdckit.core.errors import DataError
+from sdckit.query.config import IDENTIFIER, ServiceConfig, TableConfig
+from sdckit.query.generate import ROW, clamp_column, code_column, is_text_domain, relation_name
+
+_NUMERIC = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER",
+            "UBIGINT", "FLOAT", "DOUBLE", "REAL", "DECIMAL")
+
+
+def _sha256(path: Any) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _q(name: str) -> str:
+    """A quoted identifier (names come from the checked configuration)."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+class Database:
+    """An in-memory DuckDB holding every configured table; one cursor per thread.
+
+    Parameters
+    ----------
+    config : ServiceConfig
+        The checked configuration. :attr:`config` is the same with, for tables whose
+        configuration allows it, bounds read from the data filled in (and marked).
+    """
+
+    def __init__(self, config: ServiceConfig, threads: int | None = None) -> None:
+        self._con = duckdb.connect(":memory:")
+        if threads:
+            self._con.execute(f"SET threads = {int(threads)}")
+        self._local = threading.local()
+        self.n_rows: dict[str, int] = {}
+        self.unique_units: dict[str, bool] = {}
+        #: SHA-256 of each table's file (restricted-mode answers are audited on this data)
+        self.fingerprints: dict[str, str] = {}
+        tables = {name: self._load(t) for name, t in config.tables.items()}
+        self.config = dataclasses.replace(config, tables=tables)
+
+    def cursor(self) -> duckdb.DuckDBPyConnection:
+        """This thread's cursor (DuckDB connections are not shared across threads)."""
+        cur = getattr(self._local, "cursor", None)
+        if cur is None:
+            cur = self._local.cursor = self._con.cursor()
+        return cur
+
+    def execute(self, sql: str, params: tuple[Any, ...] = ()) -> duckdb.DuckDBPyConnection:
+        return self.cursor().execute(sql, list(params))
+
+    # ------------------------------------------------------------------ loading
+    def _source(self, t: TableConfig) -> tuple[str, list[Any]]:
+        if not t.path.exists():
+            raise DataError(f"table {t.name!r}: the file {t.path} does not exist.")
+        suffix = t.path.suffix.lower()
+        if t.source_table is not None:
+            self._con.execute(f"ATTACH ? AS {_q('src_' + t.name)} (READ_ONLY)", [str(t.path)])
+            return f"{_q('src_' + t.name)}.{_q(t.source_table)}", []
+        if suffix in (".parquet", ".pq"):
+            return "read_parquet(?)", [str(t.path)]
+        return "read_csv(?, header = true)", [str(t.path)]
+
+    def _load(self, t: TableConfig) -> TableConfig:
+        source, params = self._source(t)
+        self.fingerprints[t.name] = _sha256(t.path) + (f":{t.source_table}" if t.source_table else "")
+        try:
+            described = self._con.execute(f"DESCRIBE SELECT * FROM {source}", params).fetchall()
+        except duckdb.Error as exc:
+            raise DataError(f"table {t.name!r}: {t.path.name} cannot be read ({type(exc).__name__}).") from None
+        types = {row[0]: str(row[1]).upper() for row in described}
+        lower = {name.lower(): name for name in types}
+        needed = [*t.columns] + ([t.privacy_unit] if t.privacy_unit else [])
+        for column in needed:
+            if column not in types:
+                hint = f" (the file has {lower[column.lower()]!r}: names are case-sensitive)" if column.lower() in lower else ""
+                raise DataError(f"table {t.name!r}: the declared column {column!r} is not in {t.path.name}{hint}.")
+        for column in t.bounds:
+            if not types[column].startswith(_NUMERIC):
+                raise DataError(f"table {t.name!r}: column {column!r} has bounds but is not numeric ({types[column]}).")
+        for column, values in t.domains.items():
+            numeric_domain = not isinstance(values[0], str)
+            if numeric_domain and not types[column].startswith(_NUMERIC):
+                raise DataError(f"table {t.name!r}: the domain of {column!r} lists numbers but the column holds text.")
+        text_cols = [c for c in t.domains if is_text_domain(t, c)]
+        select = "*"
+        if text_cols:
+            select = (f"* EXCLUDE ({', '.join(_q(c) for c in text_cols)}), "
+                      + ", ".join(f"CAST({_q(c)} AS VARCHAR) AS {_q(c)}" for c in text_cols))
+        codes = "".join(
+            f", CASE WHEN CAST({_q(c)} AS VARCHAR) IS NULL THEN NULL "
+            f"ELSE COALESCE(list_position(?, CAST({_q(c)} AS VARCHAR)), 0) - 1 END AS {_q(code_column(c))}"
+            for c in text_cols)
+        code_params = [list(t.domains[c]) for c in text_cols]
+        base = relation_name(t, "restricted")
+        self._con.execute(f"CREATE TABLE {_q(base)} AS SELECT {select}{codes}, "
+                          f"(row_number() OVER () - 1) AS {_q(ROW)} FROM {source}", code_params + params)
+        n = self._con.execute(f"SELECT COUNT(*) FROM {_q(base)}").fetchone()[0]
+        self.n_rows[t.name] = int(n)
+        if t.bounds_from_data:
+            t = self._data_bounds(t, base, types)
+        clamps = "".join(
+            f", LEAST(GREATEST(CAST(COALESCE({_q(c)}, 0) AS DOUBLE), ?), ?) AS {_q(clamp_column(c))}"
+            for c in t.bounds)
+        clamp_params = [float(v) for c in t.bounds for v in t.bounds[c]]
+        dp = relation_name(t, "dp")
+        bounded = ""
+        if t.privacy_unit:
+            unit = _q(t.privacy_unit)
+            missing, distinct = self._con.execute(
+                f"SELECT COUNT(*) - COUNT({unit}), COUNT(DISTINCT {unit}) FROM {_q(base)}").fetchone()
+            if missing:
+                raise DataError(f"table {t.name!r}: the privacy unit {t.privacy_unit!r} has missing values; "
+                                "every row must name its person.")
+            self.unique_units[t.name] = int(distinct) == n
+            if int(distinct) != n:
+                bounded = (f" QUALIFY row_number() OVER (PARTITION BY {unit} ORDER BY {_q(ROW)}) "
+                           f"<= {int(t.max_rows_per_unit)}")
+        else:
+            self.unique_units[t.name] = True
+        self._con.execute(f"CREATE TABLE {_q(dp)} AS SELECT *{clamps} FROM {_q(base)}{bounded}", clamp_params)
+        return t
+
+    def _data_bounds(self, t: TableConfig, base: str, types: dict[str, str]) -> TableConfig:
+        bounds = dict(t.bounds)
+        read = []
+        for column, kind in types.items():
+            if column in bounds or column == t.privacy_unit or not kind.startswith(_NUMERIC) or column in t.domains:
+                continue
+            if not IDENTIFIER.match(column) or column.startswith("__sdc_"):
+                continue
+            lo, hi = self._con.execute(f"SELECT MIN({_q(column)}), MAX({_q(column)}) FROM {_q(base)}").fetchone()
+            if lo is None:
+                continue
+            bounds[column] = (float(lo), float(hi) if hi > lo else float(lo) + 1.0)
+            read.append(column)
+        return dataclasses.replace(t, bounds=bounds, data_bounds=tuple(read))
+
+    def aggregate(self, g: Any) -> dict[str, np.ndarray]:
+        """Run a generated statement and return its columns as numpy arrays."""
+        return self.cursor().execute(g.sql, list(g.params)).fetchnumpy()
+
+    def close(self) -> None:
+        self._con.close()
+

@@ -1,0 +1,304 @@
+"""Differentially private answers of the query service (seed 002 section 4.6.2; Dwork & Roth 2014).
+
+How one query is answered with budget ``epsilon``:
+
+* **Contributions** are bounded per privacy unit: at most ``max_rows_per_unit`` (``k``) rows
+  of each person are kept (:mod:`sdckit.query.data`); values are clamped to the declared public
+  bounds ``[lo, hi]`` (a missing value counts as 0, clamped).
+* **Measurements**: one noisy COUNT(*) (when the query has COUNT or AVG) and one noisy clamped
+  SUM per summed/averaged column. ``epsilon`` is split equally over them (sequential
+  composition; each share is the largest float not above the exact quotient, so the shares
+  never cost more than the ``epsilon`` charged).
+* **Groups**: a GROUP BY returns every combination of the declared domains, empty ones included
+  (the keys never depend on the data). One person changes at most ``k`` rows, so the L1
+  sensitivity of the whole vector of group counts is ``k`` and of group sums
+  ``k * max(|lo|, |hi|)``: every group gets noise of that scale (parallel composition).
+* **Noise**: COUNT gets the exact discrete Laplace (geometric) mechanism, SUM the exact Laplace
+  mechanism on a dyadic grid (:mod:`sdckit.dp.mechanisms`): floating-point safe (Mironov 2012),
+  drawn from a cryptographic generator.
+* **AVG** = noisy SUM / max(noisy COUNT, 1), clamped to ``[lo, hi]``: it costs the COUNT share
+  and the SUM share of its column (the split is stated in the answer).
+* **Quantiles** (``MEDIAN``, ``QUANTILE_CONT(col, q)``): one more measurement each; the answer is
+  a point of a public grid of 1025 points of the bounds, chosen by permute-and-flip (McKenna &
+  Sheldon 2020) with exact coins (:func:`permute_and_flip`); no ci95.
+* **ci95** per value: COUNT ``[c - r, c + r]`` with ``r`` the exact 95% radius of the discrete
+  Laplace; SUM ``[s - b ln 20, s + b ln 20]``; AVG the range of ``(S +/- r_S)/(C -/+ r_C)`` with
+  97.5% radii (a union bound: coverage >= 95%), within the bounds. Released counts are not
+  clamped at 0 (unbiased noise); their intervals are.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from sdckit.core.errors import ParameterError
+from sdckit.dp.accountant import exact_text, split_epsilon
+from sdckit.dp.mechanisms import Geometric, grid_scale, laplace_randomise
+from sdckit.dp.sampling import bernoulli_exp_neg_rational
+from sdckit.query.config import TableConfig
+from sdckit.query.generate import (BIN_ALIAS, COUNT_ALIAS, QUANTILE_BINS, cell_indices, quantile_columns, sum_alias,
+                                   summed_columns)
+from sdckit.query.sql import Query
+
+
+def discrete_laplace_radius(scale: float, confidence: float) -> int:
+    """Smallest integer ``m`` with ``P(|Y| <= m) >= confidence`` for the discrete Laplace of
+    scale ``b`` (``P(Y = y)`` proportional to ``exp(-|y|/b)``).
+
+    ``P(|Y| <= m) = 1 - 2 p**(m+1) / (1 + p)`` with ``p = exp(-1/b)``.
+    """
+    p = math.exp(-1.0 / scale)
+    target = (1.0 - confidence) * (1.0 + p) / 2.0
+    return max(0, math.ceil(math.log(target) / math.log(p) - 1e-12) - 1)
+
+
+def laplace_radius(scale: float, confidence: float) -> float:
+    """``b ln(1 / (1 - confidence))``: ``P(|Y| <= r) = confidence`` for Laplace(0, b)."""
+    return scale * -math.log1p(-confidence)
+
+
+#: Epsilon of a quantile is rounded down to a multiple of 2**-EPS_BITS (exact rational sampling).
+EPS_BITS = 20
+#: Utilities are integers: D * #{x < c} - round(q D) * n with D = 2**Q_BITS.
+Q_BITS = 16
+#: Exponents past this are clipped (probability below exp(-64); clipping only shrinks differences).
+_MAX_EXPONENT = 64
+
+
+def quantile_key(output: Any) -> str:
+    """The measurement name of a quantile output."""
+    return f"quantile:{output.column}:{output.q!r}"
+
+
+def permute_and_flip(below: np.ndarray, n: int, q: float, epsilon: float, k: int, rng: np.random.Generator) -> int:
+    """Index of the grid point chosen as the q-quantile (McKenna & Sheldon 2020, permute-and-flip).
+
+    ``below[j]`` is the number of records below grid point ``j``; the utility
+    ``u_j = -|D below_j - round(q D) n|`` (``D = 2**16``) changes by at most ``D k`` when one person
+    (``k`` rows) is added or removed. Candidates are visited in a random order and candidate ``j``
+    is taken with probability ``exp(-epsilon (u* - u_j) / (2 D k))``, the best one surely: an
+    epsilon-DP choice. Every coin is exact (:func:`~sdckit.dp.sampling.bernoulli_exp_neg_rational`
+    with ``epsilon`` rounded down to a multiple of 2**-20); no floating point on the sampling path.
+    """
+    d = 2**Q_BITS
+    utility = -np.abs(d * below.astype(np.int64) - int(round(q * d)) * int(n))
+    gap = utility.max() - utility  # >= 0, 0 at the best candidates
+    eps_num = math.floor(epsilon * 2**EPS_BITS)
+    den = 2 ** (EPS_BITS + 1) * d * k
+    cap = -(-_MAX_EXPONENT * den // eps_num)  # gaps past this have probability below exp(-64)
+    num = np.minimum(gap, cap) * eps_num
+    coins = bernoulli_exp_neg_rational(num, den, rng)
+    order = rng.permutation(below.size)
+    return int(order[np.argmax(coins[order])])
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The mechanisms one query will use, checked before anything is charged.
+
+    ``shares`` maps each measurement (``"count"`` or a summed column) to its epsilon;
+    ``count_scale`` and ``sum_scales`` are the noise scales; ``sensitivities`` the L1
+    sensitivities; ``cells`` the group keys (one empty tuple without GROUP BY).
+    """
+
+    query: Query
+    epsilon: Fraction
+    k: int
+    shares: dict[str, float]
+    sensitivities: dict[str, float]
+    count_scale: float | None
+    sum_scales: dict[str, float]
+    bounds: dict[str, tuple[float, float]]
+    cells: tuple[tuple[Any, ...], ...]
+    is_dp: bool
+    data_bounded: tuple[str, ...] = field(default=())
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"query": self.query.to_dict(), "epsilon": exact_text(self.epsilon), "k": self.k,
+                "shares": dict(self.shares), "sensitivities": dict(self.sensitivities),
+                "count_scale": self.count_scale, "sum_scales": dict(self.sum_scales),
+                "bounds": {c: list(b) for c, b in self.bounds.items()}, "cells": len(self.cells),
+                "is_dp": self.is_dp, "data_bounded": list(self.data_bounded)}
+
+    def mechanism(self) -> str:
+        """A sentence stating the mechanisms, the sensitivities and the budget split."""
+        parts = []
+        if "count" in self.shares:
+            parts.append(f"COUNT: exact geometric (discrete Laplace), sensitivity {self.k}, "
+                         f"epsilon {self.shares['count']:.6g}, scale {self.count_scale:.6g}")
+        for column, scale in self.sum_scales.items():
+            lo, hi = self.bounds[column]
+            parts.append(f"SUM({column}) clamped to [{lo:g}, {hi:g}]: exact Laplace on a dyadic grid, "
+                         f"sensitivity {self.sensitivities[column]:g}, epsilon {self.shares[column]:.6g}, scale {scale:.6g}")
+        for o in self.query.outputs:
+            if o.kind == "quantile" and f"QUANTILE({o.column}, {o.q:g})" not in " ".join(parts):
+                lo, hi = self.bounds[o.column]
+                parts.append(f"QUANTILE({o.column}, {o.q:g}): permute-and-flip (exponential-mechanism family) over the "
+                             f"{QUANTILE_BINS + 1} points of a public grid of [{lo:g}, {hi:g}] (resolution "
+                             f"{(hi - lo) / QUANTILE_BINS:.6g}), sensitivity {self.k}, epsilon {self.shares[quantile_key(o)]:.6g} "
+                             f"(rounded down to a multiple of 2**-{EPS_BITS}); no ci95")
+        if any(o.kind == "avg" for o in self.query.outputs):
+            parts.append("AVG = noisy SUM / max(noisy COUNT, 1) clamped to the bounds (costs the COUNT and SUM shares)")
+        split = f"epsilon {exact_text(self.epsilon)} split equally over {len(self.shares)} measurement(s)"
+        groups = (f"; GROUP BY: all {len(self.cells)} groups of the declared domains, parallel composition"
+                  if self.query.group_by else "")
+        contributions = f"; at most {self.k} row(s) per privacy unit"
+        text = "; ".join(parts) + f"; {split}{groups}{contributions}"
+        if not self.is_dp:
+            text = ("NOT differentially private: bounds of " + ", ".join(self.data_bounded)
+                    + " were read from the data. " + text)
+        return text
+
+
+def plan(query: Query, table: TableConfig, epsilon: Fraction) -> Plan:
+    """Check that ``query`` can be answered with ``epsilon`` and fix its mechanisms.
+
+    Raises :class:`~sdckit.core.errors.ParameterError` (an epsilon too small to sample exactly)
+    before any budget is charged.
+    """
+    k = table.max_rows_per_unit if table.privacy_unit else 1
+    summed = summed_columns(query)
+    needs_count = any(o.kind in ("count", "avg") for o in query.outputs)
+    quantiles = list(dict.fromkeys(quantile_key(o) for o in query.outputs if o.kind == "quantile"))
+    measurements = (["count"] if needs_count else []) + list(summed) + quantiles
+    share = split_epsilon(epsilon, len(measurements))
+    shares = {m: share for m in measurements}
+    if quantiles and math.floor(share * 2**EPS_BITS) < 1:
+        raise ParameterError(f"The epsilon share of a quantile ({share:.3g}) is below 2**-{EPS_BITS}: ask with a larger epsilon.")
+    sensitivities: dict[str, float] = {}
+    count_scale = None
+    if needs_count:
+        sensitivities["count"] = float(k)
+        geometric = Geometric(epsilon=share, sensitivity=k)
+        count_scale = geometric._scale_numerator() / 2**20
+    sum_scales = {}
+    for column in summed:
+        lo, hi = table.bounds[column]
+        sens = k * max(abs(lo), abs(hi))
+        sensitivities[column] = float(sens)
+        grid, steps = grid_scale(np.asarray(sens, dtype=float), share)
+        sum_scales[column] = float(steps) * float(grid)  # the noise's actual scale (>= sens/epsilon)
+    cells = tuple(itertools.product(*(table.domains[c] for c in query.group_by)))
+    used = list(summed) + list(quantile_columns(query))
+    data_bounded = tuple(c for c in dict.fromkeys(used) if c in table.data_bounds)
+    return Plan(query, epsilon, k, shares, sensitivities, count_scale, sum_scales,
+                {c: table.bounds[c] for c in used}, cells, not data_bounded, data_bounded)
+
+
+def exact_cells(plan_: Plan, table: TableConfig, result: dict[str, np.ndarray]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """True counts and clamped sums per cell from the result of
+    :func:`~sdckit.query.generate.aggregate_sql` (``n, s0, ..., g0, ...`` as numpy arrays); rows
+    whose group values are outside the declared domains belong to no cell."""
+    summed = list(plan_.sum_scales)
+    size = len(result[COUNT_ALIAS])
+    counts = np.zeros(len(plan_.cells), dtype=np.int64)
+    sums = {c: np.zeros(len(plan_.cells)) for c in summed}
+    if plan_.query.group_by:
+        cells = cell_indices(table, plan_.query.group_by, result, size)
+    else:
+        cells = np.zeros(size, dtype=np.int64)
+    keep = cells >= 0
+    counts[cells[keep]] = np.asarray(result[COUNT_ALIAS], dtype=np.int64)[keep]
+    for j, column in enumerate(summed):
+        values = result[sum_alias(j)]
+        values = np.ma.filled(values, 0.0) if isinstance(values, np.ma.MaskedArray) else values
+        sums[column][cells[keep]] = np.asarray(values, dtype=float)[keep]
+    return counts, sums
+
+
+def histograms(plan_: Plan, table: TableConfig, result: dict[str, np.ndarray]) -> np.ndarray:
+    """Counts per cell and bin (cells x QUANTILE_BINS) from :func:`~sdckit.query.generate.histogram_sql`."""
+    size = len(result[COUNT_ALIAS])
+    cells = cell_indices(table, plan_.query.group_by, result, size) if plan_.query.group_by else np.zeros(size, dtype=np.int64)
+    out = np.zeros((len(plan_.cells), QUANTILE_BINS), dtype=np.int64)
+    bins = np.asarray(np.ma.filled(result[BIN_ALIAS], -1) if isinstance(result[BIN_ALIAS], np.ma.MaskedArray)
+                      else result[BIN_ALIAS], dtype=np.int64)
+    keep = (cells >= 0) & (bins >= 0) & (bins < QUANTILE_BINS)
+    np.add.at(out, (cells[keep], bins[keep]), np.asarray(result[COUNT_ALIAS], dtype=np.int64)[keep])
+    return out
+
+
+def answer(plan_: Plan, table: TableConfig, result: dict[str, np.ndarray], rng: np.random.Generator,
+           hists: dict[str, dict[str, np.ndarray]] | None = None) -> dict[str, Any]:
+    """The noisy answer: ``columns``, ``rows``, ``mechanism``, ``noise_scale``, ``ci95``.
+
+    ``hists`` maps each quantile column to the result of its
+    :func:`~sdckit.query.generate.histogram_sql`."""
+    counts, sums = exact_cells(plan_, table, result)
+    n = len(plan_.cells)
+    chosen: dict[str, list[float]] = {}
+    for o in plan_.query.outputs:
+        key = quantile_key(o) if o.kind == "quantile" else None
+        if key is None or key in chosen:
+            continue
+        lo, hi = plan_.bounds[o.column]
+        hist = histograms(plan_, table, hists[o.column])
+        below = np.concatenate([np.zeros((n, 1), dtype=np.int64), np.cumsum(hist, axis=1)], axis=1)
+        width = (hi - lo) / QUANTILE_BINS
+        chosen[key] = [lo + width * permute_and_flip(below[i], int(below[i, -1]), o.q, plan_.shares[key], plan_.k, rng)
+                       for i in range(n)]
+    noisy_count = None
+    if plan_.count_scale is not None:
+        geometric = Geometric(epsilon=plan_.shares["count"], sensitivity=plan_.k)
+        noisy_count = counts + geometric.noise(n, rng)
+    noisy_sum = {c: laplace_randomise(sums[c], plan_.sensitivities[c], plan_.shares[c], rng, noise_at_zero=True)
+                 for c in plan_.sum_scales}
+    rc95 = rc975 = 0
+    if plan_.count_scale is not None:
+        rc95 = discrete_laplace_radius(plan_.count_scale, 0.95)
+        rc975 = discrete_laplace_radius(plan_.count_scale, 0.975)
+    columns = [o.label for o in plan_.query.outputs]
+    scales: list[Any] = []
+    for o in plan_.query.outputs:
+        if o.kind == "group":
+            scales.append(None)
+        elif o.kind == "count":
+            scales.append(plan_.count_scale)
+        elif o.kind == "sum":
+            scales.append(plan_.sum_scales[o.column])
+        elif o.kind == "quantile":
+            lo, hi = plan_.bounds[o.column]
+            scales.append({"grid_resolution": (hi - lo) / QUANTILE_BINS, "epsilon": plan_.shares[quantile_key(o)]})
+        else:
+            scales.append({"sum": plan_.sum_scales[o.column], "count": plan_.count_scale})
+    out_rows, ci = [], []
+    for i, cell in enumerate(plan_.cells):
+        group = dict(zip(plan_.query.group_by, cell))
+        row, row_ci = [], []
+        for o in plan_.query.outputs:
+            if o.kind == "group":
+                row.append(group[o.column])
+                row_ci.append(None)
+            elif o.kind == "count":
+                c = int(noisy_count[i])
+                row.append(c)
+                row_ci.append([max(0, c - rc95), max(0, c + rc95)])
+            elif o.kind == "sum":
+                s = float(noisy_sum[o.column][i])
+                r = laplace_radius(plan_.sum_scales[o.column], 0.95)
+                row.append(s)
+                row_ci.append([s - r, s + r])
+            elif o.kind == "quantile":
+                row.append(chosen[quantile_key(o)][i])
+                row_ci.append(None)
+            else:
+                lo, hi = plan_.bounds[o.column]
+                s = float(noisy_sum[o.column][i])
+                c = int(noisy_count[i])
+                row.append(min(max(s / max(c, 1), lo), hi))
+                rs = laplace_radius(plan_.sum_scales[o.column], 0.975)
+                if c - rc975 > 0:
+                    corners = [(s + a) / (c + b) for a in (-rs, rs) for b in (-rc975, rc975)]
+                    row_ci.append([max(lo, min(corners)), min(hi, max(corners))])
+                else:
+                    row_ci.append([lo, hi])
+        out_rows.append(row)
+        ci.append(row_ci)
+    return {"columns": columns, "rows": out_rows, "mechanism": plan_.mechanism(), "noise_scale": scales,
+            "ci95": ci, "dp": plan_.is_dp}

@@ -1,0 +1,257 @@
+"""The DuckDB SQL the service runs, written by sdckit from a :class:`~sdckit.query.sql.Query`.
+
+The analyst's text never reaches DuckDB: the statement is built with sqlglot's expression
+builders from the parsed query object; identifiers are the *configuration's* names (checked
+again here against the table's declared columns and quoted), and every literal value is a bound
+parameter (``?``). The only strings in the generated SQL are therefore sdckit's keywords, the
+configured names and sdckit's internal names.
+
+Relations (created by :mod:`sdckit.query.data` when the service starts):
+
+* ``"sdc_<table>"``: the table as loaded, with ``"__sdc_row"`` (0..n-1), the fixed order of the
+  records the restricted mode's membership vectors use, and ``"__sdc_code_<col>"`` for each
+  text-domain column (its value's index in the domain, -1 outside it);
+* ``"sdc_dp_<table>"``: the same after bounding each privacy unit's contribution to
+  ``max_rows_per_unit`` rows, with ``"__sdc_clamp_<col>"`` (the bounded column clamped, DOUBLE).
+
+``=``, ``<>`` and ``IN`` on a text-domain column compare the code when the value is in the domain
+(the same rows, faster) and the text otherwise; GROUP BY groups on the code. The result columns
+are sdckit's aliases ``n``, ``s0``, ..., ``g0``, ...
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from sqlglot import exp
+
+from sdckit.core.errors import ParameterError
+from sdckit.query.config import IDENTIFIER, TableConfig
+from sdckit.query.sql import And, Between, Compare, InList, Not, Or, Predicate, Query
+
+#: The row-order column of every loaded table.
+ROW = "__sdc_row"
+#: Aliases of the aggregate query's result columns (sdckit's own names).
+COUNT_ALIAS = "n"
+
+_OPS = {"=": exp.EQ, "<>": exp.NEQ, "<": exp.LT, "<=": exp.LTE, ">": exp.GT, ">=": exp.GTE}
+
+
+def code_column(column: str) -> str:
+    """The integer code of a text-domain column: the value's index in the declared domain, -1
+    for a value outside it, NULL for a missing value (made when the data is loaded)."""
+    return f"__sdc_code_{column}"
+
+
+def clamp_column(column: str) -> str:
+    """A bounded column clamped to its bounds as DOUBLE, a missing value as 0 (dp relation)."""
+    return f"__sdc_clamp_{column}"
+
+
+def is_text_domain(table: TableConfig, column: str) -> bool:
+    """Whether ``column`` has a domain of strings (and so a code column)."""
+    values = table.domains.get(column)
+    return values is not None and isinstance(values[0], str) and column not in table.bounds
+
+
+def sum_alias(i: int) -> str:
+    return f"s{i}"
+
+
+def group_alias(i: int) -> str:
+    return f"g{i}"
+
+
+@dataclass(frozen=True)
+class Generated:
+    """A statement and its bound parameters, ready for ``duckdb.execute(sql, params)``."""
+
+    sql: str
+    params: tuple[Any, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"sql": self.sql, "params": list(self.params)}
+
+
+def relation_name(table: TableConfig, mode: str) -> str:
+    """Name of the DuckDB relation that serves ``table`` in ``mode`` (``"dp"`` or ``"restricted"``)."""
+    return f"sdc_dp_{table.name}" if mode == "dp" else f"sdc_{table.name}"
+
+
+def _ident(name: str, table: TableConfig) -> exp.Identifier:
+    internal = {code_column(c) for c in table.domains} | {clamp_column(c) for c in table.bounds}
+    if not (name in table.columns or name in internal) or not (IDENTIFIER.match(name) or name in internal):
+        raise ParameterError(f"Internal check: column {name!r} is not declared for table {table.name!r}.")
+    return exp.to_identifier(name, quoted=True)
+
+
+def _col(name: str, table: TableConfig) -> exp.Column:
+    return exp.Column(this=_ident(name, table))
+
+
+def _alias(node: exp.Expression, name: str) -> exp.Alias:
+    return exp.Alias(this=node, alias=exp.to_identifier(name, quoted=True))
+
+
+class _Params:
+    def __init__(self) -> None:
+        self.values: list[Any] = []
+
+    def __call__(self, value: Any) -> exp.Placeholder:
+        if isinstance(value, bool) or not isinstance(value, int | float | str):
+            raise ParameterError("Internal check: a query value is not a number or a string.")
+        self.values.append(value)
+        return exp.Placeholder()
+
+
+def _in(column: exp.Expression, values: list[Any], bind: _Params) -> exp.Expression:
+    return exp.In(this=column, expressions=[bind(v) for v in values])
+
+
+def _text_condition(p: Compare | InList, table: TableConfig, bind: _Params) -> exp.Expression | None:
+    """``=``, ``<>`` and ``IN`` on a text-domain column, on its integer code where the value is
+    in the domain (the same rows: a code equals i exactly when the value is the domain's i-th)."""
+    domain = {v: i for i, v in enumerate(table.domains[p.column])}
+    code = _col(code_column(p.column), table)
+    if isinstance(p, Compare):
+        if p.op not in ("=", "<>") or p.value not in domain:
+            return None
+        return _OPS[p.op](this=code, expression=bind(domain[p.value]))
+    inside = [domain[v] for v in dict.fromkeys(p.values) if v in domain]
+    outside = [v for v in dict.fromkeys(p.values) if v not in domain]
+    parts = []
+    if inside:
+        parts.append(_in(code, inside, bind))
+    if outside:
+        parts.append(_in(_col(p.column, table), outside, bind))
+    node = parts[0] if len(parts) == 1 else exp.Or(this=exp.Paren(this=parts[0]), expression=exp.Paren(this=parts[1]))
+    return exp.Not(this=exp.Paren(this=node)) if p.negated else node
+
+
+def _condition(p: Predicate, table: TableConfig, bind: _Params) -> exp.Expression:
+    if isinstance(p, Compare | InList) and is_text_domain(table, p.column):
+        node = _text_condition(p, table, bind)
+        if node is not None:
+            return node
+    if isinstance(p, Compare):
+        return _OPS[p.op](this=_col(p.column, table), expression=bind(p.value))
+    if isinstance(p, InList):
+        node = _in(_col(p.column, table), list(p.values), bind)
+        return exp.Not(this=exp.Paren(this=node)) if p.negated else node
+    if isinstance(p, Between):
+        node = exp.Between(this=_col(p.column, table), low=bind(p.low), high=bind(p.high))
+        return exp.Not(this=exp.Paren(this=node)) if p.negated else node
+    if isinstance(p, And | Or):
+        cls = exp.And if isinstance(p, And) else exp.Or
+        parts = [exp.Paren(this=_condition(i, table, bind)) for i in p.items]
+        node = parts[0]
+        for part in parts[1:]:
+            node = cls(this=node, expression=part)
+        return node
+    if isinstance(p, Not):
+        return exp.Not(this=exp.Paren(this=_condition(p.item, table, bind)))
+    raise ParameterError("Internal check: unknown predicate.")
+
+
+def _group_expression(column: str, table: TableConfig) -> exp.Column:
+    return _col(code_column(column) if is_text_domain(table, column) else column, table)
+
+
+def _statement(selects: list[exp.Expression], query: Query, table: TableConfig, mode: str,
+               bind: _Params, group: bool) -> Generated:
+    statement = exp.Select(expressions=selects).from_(
+        exp.Table(this=exp.to_identifier(relation_name(table, mode), quoted=True)), copy=False)
+    if query.where is not None:
+        statement = statement.where(_condition(query.where, table, bind), copy=False)
+    if group and query.group_by:
+        statement = statement.group_by(*[_group_expression(c, table) for c in query.group_by], copy=False)
+    return Generated(statement.sql(dialect="duckdb"), tuple(bind.values))
+
+
+def aggregate_sql(query: Query, table: TableConfig, mode: str) -> Generated:
+    """``SELECT COUNT(*) AS n, SUM(..) AS s0, .., group AS g0, .. FROM relation WHERE .. GROUP BY ..``.
+
+    One ``COUNT(*)`` (``n``), one ``SUM`` per distinct summed/averaged column in order of first
+    use (``s0``, ...) and the group columns (``g0``, ...; a text-domain column as its code). In
+    dp mode the sums are over the clamped columns (bounds in force when the data was loaded), in
+    restricted mode over the values as they are.
+    """
+    bind = _Params()
+    selects: list[exp.Expression] = [_alias(exp.Count(this=exp.Star()), COUNT_ALIAS)]
+    for i, column in enumerate(summed_columns(query)):
+        value = _col(clamp_column(column) if mode == "dp" else column, table)
+        selects.append(_alias(exp.Sum(this=value), sum_alias(i)))
+    selects.extend(_alias(_group_expression(c, table), group_alias(i)) for i, c in enumerate(query.group_by))
+    return _statement(selects, query, table, mode, bind, group=True)
+
+
+def membership_sql(query: Query, table: TableConfig) -> Generated:
+    """``SELECT __sdc_row, group AS g0, .. FROM sdc_<table> WHERE ..``: the query set's records."""
+    bind = _Params()
+    selects: list[exp.Expression] = [exp.Column(this=exp.to_identifier(ROW, quoted=True))]
+    selects.extend(_alias(_group_expression(c, table), group_alias(i)) for i, c in enumerate(query.group_by))
+    return _statement(selects, query, table, "restricted", bind, group=False)
+
+
+def cell_indices(table: TableConfig, group_by: tuple[str, ...], result: dict[str, np.ndarray], size: int) -> np.ndarray:
+    """The cell (index into the product of the declared domains, first column slowest) of each
+    result row from its ``g0, g1, ...`` columns; -1 for a row outside the domains or missing."""
+    index = np.zeros(size, dtype=np.int64)
+    valid = np.ones(size, dtype=bool)
+    for i, column in enumerate(group_by):
+        raw = result[group_alias(i)]
+        domain = table.domains[column]
+        mask = np.ma.getmaskarray(raw) if isinstance(raw, np.ma.MaskedArray) else np.zeros(size, dtype=bool)
+        if is_text_domain(table, column):
+            codes = np.asarray(np.ma.filled(raw, -1) if isinstance(raw, np.ma.MaskedArray) else raw, dtype=np.int64)
+        else:
+            values = np.asarray(np.ma.filled(raw, np.nan) if isinstance(raw, np.ma.MaskedArray) else raw, dtype=float)
+            order = np.argsort(np.asarray(domain, dtype=float), kind="stable")
+            sorted_domain = np.asarray(domain, dtype=float)[order]
+            pos = np.clip(np.searchsorted(sorted_domain, values), 0, len(domain) - 1)
+            hit = sorted_domain[pos] == values
+            codes = np.where(hit, order[pos], -1)
+        codes = np.where(mask, -1, codes)
+        valid &= codes >= 0
+        index = index * len(domain) + np.where(codes >= 0, codes, 0)
+    return np.where(valid, index, -1)
+
+
+#: Bins of the public grid of a quantile's bounds (dp mode): the answer is one of its 1025 edges.
+QUANTILE_BINS = 1024
+#: Alias of the bin index in :func:`histogram_sql`.
+BIN_ALIAS = "b"
+
+
+def histogram_sql(query: Query, table: TableConfig, column: str) -> Generated:
+    """``SELECT group AS g0, .., bin AS b, COUNT(*) AS n FROM sdc_dp_<t> WHERE .. GROUP BY ..``:
+    the clamped ``column``'s histogram over :data:`QUANTILE_BINS` equal bins of its bounds (the
+    last bin holds the upper bound), per cell, for a dp quantile."""
+    bind = _Params()
+    low, high = table.bounds[column]
+    scaled = exp.Mul(this=exp.Paren(this=exp.Sub(this=_col(clamp_column(column), table), expression=bind(float(low)))),
+                     expression=bind(QUANTILE_BINS / (float(high) - float(low))))
+    index = exp.Anonymous(this="LEAST", expressions=[exp.Floor(this=scaled), bind(QUANTILE_BINS - 1)])
+    selects: list[exp.Expression] = [_alias(_group_expression(c, table), group_alias(i)) for i, c in enumerate(query.group_by)]
+    selects.append(_alias(exp.cast(index, "BIGINT"), BIN_ALIAS))
+    selects.append(_alias(exp.Count(this=exp.Star()), COUNT_ALIAS))
+    statement = exp.Select(expressions=selects).from_(
+        exp.Table(this=exp.to_identifier(relation_name(table, "dp"), quoted=True)), copy=False)
+    if query.where is not None:
+        statement = statement.where(_condition(query.where, table, bind), copy=False)
+    keys = [exp.Column(this=exp.to_identifier(group_alias(i), quoted=True)) for i in range(len(query.group_by))]
+    keys.append(exp.Column(this=exp.to_identifier(BIN_ALIAS, quoted=True)))
+    statement = statement.group_by(*keys, copy=False)
+    return Generated(statement.sql(dialect="duckdb"), tuple(bind.values))
+
+
+def quantile_columns(query: Query) -> tuple[str, ...]:
+    """Distinct columns under a quantile, in order of first use."""
+    return tuple(dict.fromkeys(o.column for o in query.aggregates if o.kind == "quantile"))
+
+
+def summed_columns(query: Query) -> tuple[str, ...]:
+    """Distinct columns under SUM or AVG, in order of first use."""
+    return tuple(dict.fromkeys(o.column for o in query.aggregates if o.kind in ("sum", "avg")))

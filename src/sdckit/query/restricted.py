@@ -1,0 +1,191 @@
+"""Exact answers under classical protection: query-set-size control and an auditor (seed 002
+section 4.6.2; Denning 1980 for trackers, Chin & Ozsoyoglu 1982 for auditing).
+
+For each query the service computes, over the table's records in their fixed order
+(``__sdc_row``), the membership vector of the query set (one per group of a GROUP BY). Then
+
+1. **query-set-size control**: a query set (any group) with fewer than ``k`` records or more
+   than ``N - k`` is refused (``k = [restricted] min_query_set``);
+2. **audit**: :class:`~sdckit.query.auditor.Auditor` decides, from what the knowledge holder
+   has already been told, whether these answers would let a single record's value (or its
+   membership) be derived, by trackers or differencing included. COUNT is audited as kind
+   ``"count"``, SUM(col) as ``"sum"`` of ``col``, AVG(col) as both.
+
+**Whose knowledge is audited** (``[restricted] collusion``): ``false`` (the default) keeps one
+auditor per analyst and table, so each analyst's own answers are audited; ``true`` keeps one
+per table for all analysts together, so colluding analysts who pool their answers cannot derive
+a value either (each analyst is then refused what another's answers would complete).
+
+The answered queries are stored in the state database, with a SHA-256 fingerprint of the data
+file, and replayed into the auditors when the service starts, so a restart keeps what was learned;
+if the data changed, restricted answers on that table stop (fail closed). The restricted mode needs one row per
+privacy unit (records = people); a table with several rows per person is refused there.
+Missing values count as 0 in SUM; AVG is SUM / COUNT(*).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import threading
+from typing import Any
+
+import numpy as np
+
+from sdckit.core.errors import SdcError
+from sdckit.query.auditor import Auditor
+from sdckit.query.config import ServiceConfig, TableConfig
+from sdckit.query.data import Database
+from sdckit.query.generate import COUNT_ALIAS, ROW, aggregate_sql, cell_indices, membership_sql, sum_alias, summed_columns
+from sdckit.query.sql import Query, parse
+from sdckit.query.state import State
+
+
+#: Largest number of membership cells (groups x records) one restricted query may need.
+MAX_MEMBERSHIP_CELLS = 400_000_000
+
+
+class Refused(SdcError):
+    """The service will not give this answer (HTTP 403)."""
+
+
+def audited_kinds(query: Query) -> list[tuple[str, str | None]]:
+    """``(kind, column)`` pairs the auditor must allow: COUNT -> count, SUM -> sum, AVG -> both."""
+    kinds: list[tuple[str, str | None]] = []
+    if any(o.kind in ("count", "avg") for o in query.outputs):
+        kinds.append(("count", None))
+    kinds.extend(("sum", c) for c in summed_columns(query))
+    return kinds
+
+
+class Restricted:
+    """The restricted mode over one loaded database and one state database."""
+
+    def __init__(self, db: Database, state: State, config: ServiceConfig) -> None:
+        self.db = db
+        self.state = state
+        self.config = config
+        self._auditors: dict[tuple[str, str], Auditor] = {}
+        self._locks: dict[tuple[str, str], threading.Lock] = {}
+        self._guard = threading.Lock()
+
+    def _holder(self, analyst: str) -> str:
+        return "*" if self.config.collusion else analyst
+
+    def _lock(self, key: tuple[str, str]) -> threading.Lock:
+        with self._guard:
+            return self._locks.setdefault(key, threading.Lock())
+
+    def memberships(self, query: Query, table: TableConfig) -> list[np.ndarray]:
+        """One boolean vector over the table's records per cell (one without GROUP BY)."""
+        n = self.db.n_rows[table.name]
+        result = self.db.aggregate(membership_sql(query, table))
+        rows = np.asarray(result[ROW], dtype=np.int64)
+        if not query.group_by:
+            m = np.zeros(n, dtype=bool)
+            m[rows] = True
+            return [m]
+        n_cells = math.prod(len(table.domains[c]) for c in query.group_by)
+        if n_cells * n > MAX_MEMBERSHIP_CELLS:
+            raise Refused(f"The GROUP BY has {n_cells} groups over {n} records: too many for the auditor's "
+                          "membership vectors; group on fewer columns or values.")
+        cells = cell_indices(table, query.group_by, result, rows.size)
+        out = [np.zeros(n, dtype=bool) for _ in range(n_cells)]
+        keep = cells >= 0
+        order = np.argsort(cells[keep], kind="stable")
+        sorted_cells, sorted_rows = cells[keep][order], rows[keep][order]
+        bounds = np.searchsorted(sorted_cells, np.arange(n_cells + 1))
+        for i in range(n_cells):
+            out[i][sorted_rows[bounds[i]:bounds[i + 1]]] = True
+        return out
+
+    def _auditor(self, holder: str, table: TableConfig) -> Auditor:
+        """The holder's auditor for ``table``, built on first use by replaying its answered queries."""
+        key = (holder, table.name)
+        auditor = self._auditors.get(key)
+        if auditor is not None:
+            return auditor
+        auditor = Auditor(self.db.n_rows[table.name], self.config.min_query_set)
+        for _, sql, data in self.state.answered(table.name, None if holder == "*" else holder):
+            if data != self.db.fingerprints[table.name]:
+                raise Refused(f"The data of table {table.name!r} changed since queries on it were answered "
+                              "and audited; what those answers revealed cannot be replayed on other data, so "
+                              "the service refuses restricted answers on it (restore the data, or start a new "
+                              "state database).")
+            try:
+                past = parse(sql, self.config)
+            except SdcError:
+                raise Refused("The audit history holds a query the current configuration no longer "
+                              "accepts; the service refuses restricted answers on this table until "
+                              "the configuration is restored.") from None
+            members = self.memberships(past, table)
+            for kind, column in audited_kinds(past):
+                auditor.record(members, kind, column)
+        self._auditors[key] = auditor
+        return auditor
+
+    def answer(self, analyst: str, query: Query, sql: str) -> dict[str, Any]:
+        """Check, record and compute an exact answer, or raise :class:`Refused`."""
+        table = self.config.tables[query.table]
+        if not self.db.unique_units[table.name]:
+            raise Refused(f"Table {table.name!r} has several rows per privacy unit; the restricted mode "
+                          "audits one record per person and does not answer on it (use a dp analyst).")
+        members = self.memberships(query, table)
+        n, k = self.db.n_rows[table.name], self.config.min_query_set
+        for m in members:
+            size = int(np.count_nonzero(m))
+            if size < k or size > n - k:
+                what = "a group of the GROUP BY" if query.group_by else "the query set"
+                raise Refused(f"Refused by query-set-size control: {what} has fewer than {k} records or "
+                              f"leaves fewer than {k} out. Ask about larger sets of records.")
+        holder = self._holder(analyst)
+        key = (holder, table.name)
+        with self._lock(key):
+            auditor = self._auditor(holder, table)
+            for kind, column in audited_kinds(query):
+                decision = auditor.check(members, kind, column)
+                if not decision.allowed:
+                    raise Refused(f"Refused by the auditor: {decision.reason}")
+            self.state.record_answered(analyst, table.name, sql, self.db.fingerprints[table.name])
+            for kind, column in audited_kinds(query):
+                auditor.record(members, kind, column)
+        return self.compute(query, table, members)
+
+    def compute(self, query: Query, table: TableConfig, members: list[np.ndarray]) -> dict[str, Any]:
+        """The exact answer (every cell, in the order of the declared domains)."""
+        result = self.db.aggregate(aggregate_sql(query, table, "restricted"))
+        summed = list(summed_columns(query))
+        cells = list(itertools.product(*(table.domains[c] for c in query.group_by)))
+        size = len(result[COUNT_ALIAS])
+        index = cell_indices(table, query.group_by, result, size) if query.group_by else np.zeros(size, dtype=np.int64)
+        found = {int(i): r for r, i in enumerate(index.tolist()) if i >= 0}
+        out = []
+        for c, cell in enumerate(cells):
+            r = found.get(c)
+            count = int(result[COUNT_ALIAS][r]) if r is not None else 0
+            sums = {}
+            for j, column in enumerate(summed):
+                value = result[sum_alias(j)][r] if r is not None else 0
+                sums[column] = 0 if value is np.ma.masked else value
+            values: list[Any] = []
+            group = dict(zip(query.group_by, cell))
+            for o in query.outputs:
+                if o.kind == "group":
+                    values.append(group[o.column])
+                elif o.kind == "count":
+                    values.append(count)
+                elif o.kind == "sum":
+                    values.append(_json_number(sums[o.column]))
+                else:
+                    values.append(float(sums[o.column]) / count if count else None)
+            out.append(values)
+        return {"columns": [o.label for o in query.outputs], "rows": out,
+                "mechanism": "exact answer (restricted mode: query-set-size control and auditing)",
+                "noise_scale": None, "ci95": None, "dp": False}
+
+
+def _json_number(value: Any) -> Any:
+    if isinstance(value, int | np.integer):
+        return int(value)
+    f = float(value)
+    return int(f) if f.is_integer() and abs(f) < 2**53 else f

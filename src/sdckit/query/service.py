@@ -1,0 +1,218 @@
+"""The query service's logic, independent of HTTP: authenticate, parse, charge or audit, answer.
+
+Every request ends in ``(status, JSON body)``; every refusal is ``{"error": "..."}`` with a
+sentence the analyst can act on: 400 for SQL sdckit cannot parse or does not support (or a bad
+request body), 401 for a missing or wrong key, 403 for what it will not answer (a table the
+analyst may not query, the budget, query-set size, the auditor). Every request is appended to the
+audit log (analyst, time, SQL, decision, budget charged).
+
+Order in dp mode: parse and plan (nothing charged for a bad query) -> the stored answer of the
+same query, if any (no charge) -> charge in one transaction -> compute -> store the answer.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import logging
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from sdckit.core.errors import ParameterError, SdcError
+from sdckit.core.random import as_generator
+from sdckit.dp.accountant import exact, exact_text
+from sdckit.query import dp
+from sdckit.query.config import load_config
+from sdckit.query.data import Database
+from sdckit.query.generate import aggregate_sql, histogram_sql, quantile_columns
+from sdckit.query.restricted import Refused, Restricted
+from sdckit.query.sql import UnsupportedQuery, parse
+from sdckit.query.state import Analyst, BudgetRefused, State
+
+log = logging.getLogger("sdckit.query")
+
+UNAUTHORIZED = ("Missing or wrong API key: send the header 'Authorization: Bearer <key>' with the key "
+                "`sdckit analyst add` printed.")
+_BODY_KEYS = {"sql", "epsilon"}
+
+Response = tuple[int, dict[str, Any]]
+
+
+class NotJSON:
+    """The request body was not JSON (the server passes this in its place)."""
+
+
+def _error(status: int, message: str, **extra: Any) -> Response:
+    return status, {"error": message, **extra}
+
+
+class Service:
+    """One service: its configuration, data (DuckDB) and state database.
+
+    Parameters
+    ----------
+    config_path : path
+        The ``service.toml``.
+    """
+
+    def __init__(self, config_path: str | Path) -> None:
+        config = load_config(config_path)
+        self._lock_file = _exclusive(config.state)
+        self.db = Database(config)
+        self.config = self.db.config
+        self.state = State(config.state, config.sync)
+        self.restricted = Restricted(self.db, self.state, self.config)
+        # the parsed form depends only on the text and the (fixed) configuration; refusals are not cached
+        self._parse = functools.lru_cache(maxsize=4096)(lambda sql: parse(sql, self.config))
+
+    def close(self) -> None:
+        """Release the data and the state database's lock (the process may start another service)."""
+        self.db.close()
+        self._lock_file.close()
+
+    # ------------------------------------------------------------------ helpers
+    def _rng(self, stream: int) -> np.random.Generator:
+        """OS entropy, or (tests only, ``[service] seed``) the seed's stream number ``stream``."""
+        if self.config.seed is None:
+            return as_generator(None)
+        return as_generator(np.random.SeedSequence(self.config.seed, spawn_key=(stream,)))
+
+    def authenticate(self, key: str | None) -> Analyst | None:
+        return self.state.authenticate(key)
+
+    # ------------------------------------------------------------------ endpoints
+    def budget(self, key: str | None) -> Response:
+        analyst = self.authenticate(key)
+        if analyst is None:
+            self.state.log(None, None, "refused: authentication (budget)", 401)
+            return _error(401, UNAUTHORIZED)
+        self.state.log(analyst.name, None, "budget read", 200)
+        return 200, analyst.budget()
+
+    def query(self, key: str | None, body: Any) -> Response:
+        analyst = self.authenticate(key)
+        if analyst is None:
+            self.state.log(None, _sql_of(body), "refused: authentication", 401)
+            return _error(401, UNAUTHORIZED)
+        sql = _sql_of(body)
+        try:
+            return self._query(analyst, body)
+        except BudgetRefused as exc:  # logged by the charge's own transaction
+            return _error(403, str(exc), epsilon_remaining=float(exc.remaining),
+                          exact={"epsilon_remaining": exact_text(exc.remaining)})
+        except Refused as exc:
+            self.state.log(analyst.name, sql, "refused: " + _short(str(exc)), 403)
+            return _error(403, str(exc))
+        except SdcError as exc:
+            self.state.log(analyst.name, sql, "refused: unsupported", 400, _short(str(exc)))
+            return _error(400, str(exc))
+        except Exception:  # a bug: keep the log line, never show internals
+            log.exception("query failed")
+            self.state.log(analyst.name, sql, "error", 500)
+            return _error(500, "The service failed while answering; the request is logged. Any budget "
+                               "already charged for it stays charged.")
+
+    def _query(self, analyst: Analyst, body: Any) -> Response:
+        if isinstance(body, NotJSON):
+            raise UnsupportedQuery('The request body must be JSON: {"sql": "SELECT ...", "epsilon": 0.1}.')
+        if not isinstance(body, dict):
+            raise UnsupportedQuery('The request body must be a JSON object: {"sql": "SELECT ...", "epsilon": 0.1}.')
+        extra = sorted(set(body) - _BODY_KEYS)
+        if extra:
+            raise UnsupportedQuery(f"Unknown field {extra[0]!r} in the request: send 'sql' and, in dp mode, 'epsilon'.")
+        if "sql" not in body:
+            raise UnsupportedQuery("The request needs the field 'sql' holding one SELECT statement.")
+        sql = body["sql"]
+        if not isinstance(sql, str):
+            raise UnsupportedQuery("The 'sql' field must be a string holding one SELECT statement.")
+        query = self._parse(sql)
+        if not analyst.may_query(query.table):
+            raise Refused(f"The analyst {analyst.name!r} may not query table {query.table!r}; ask the data "
+                          "protector for access.")
+        epsilon_given = body.get("epsilon")
+        if analyst.mode == "restricted":
+            if any(o.kind == "quantile" for o in query.outputs):
+                raise UnsupportedQuery("Quantiles are answered in dp mode only: the restricted mode's auditor "
+                                       "reasons over COUNT and SUM answers.")
+            if epsilon_given is not None:
+                raise UnsupportedQuery("A restricted analyst gets exact answers: leave out 'epsilon'.")
+            return self._restricted(analyst, query, sql)
+        if epsilon_given is None:
+            raise UnsupportedQuery("A dp query needs 'epsilon' (a number > 0): the budget it spends.")
+        if isinstance(epsilon_given, bool) or not isinstance(epsilon_given, int | float | str):
+            raise UnsupportedQuery("'epsilon' must be a number > 0 (or a string such as \"0.1\" or \"1/3\").")
+        epsilon = exact(epsilon_given, "the query", "epsilon")
+        table = self.config.tables[query.table]
+        plan = dp.plan(query, table, epsilon)
+        cache_key = self._cache_key("dp", query, epsilon)
+        if self.config.cache:
+            stored = self.state.cached(analyst.name, cache_key)
+            if stored is not None:
+                current = self.state.analyst(analyst.name)
+                self.state.log(analyst.name, sql, "answered from cache", 200)
+                return 200, {**stored, **_budget_fields(Fraction(0), current), "cached": True}
+        charge_id, after = self.state.charge(analyst.name, epsilon, sql, json.dumps(query.to_dict()))
+        data = self.db.aggregate(aggregate_sql(query, table, "dp"))
+        hists = {c: self.db.aggregate(histogram_sql(query, table, c)) for c in quantile_columns(query)}
+        result = dp.answer(plan, table, data, self._rng(charge_id), hists)
+        if self.config.cache:
+            self.state.store(analyst.name, cache_key, result)
+        return 200, {**result, **_budget_fields(epsilon, after), "cached": False}
+
+    def _restricted(self, analyst: Analyst, query: Any, sql: str) -> Response:
+        cache_key = self._cache_key("restricted", query, None)
+        if self.config.cache:
+            stored = self.state.cached(analyst.name, cache_key)
+            if stored is not None:
+                self.state.log(analyst.name, sql, "answered from cache", 200)
+                return 200, {**stored, "epsilon_spent": 0.0, "epsilon_remaining": None, "cached": True}
+        result = self.restricted.answer(analyst.name, query, sql)
+        if self.config.cache:
+            self.state.store(analyst.name, cache_key, result)
+        return 200, {**result, "epsilon_spent": 0.0, "epsilon_remaining": None, "cached": False}
+
+    @staticmethod
+    def _cache_key(mode: str, query: Any, epsilon: Fraction | None) -> str:
+        text = json.dumps({"mode": mode, "query": query.to_dict(), "epsilon": str(epsilon)}, sort_keys=True)
+        return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _exclusive(state: Path) -> Any:
+    """Hold an exclusive lock on ``<state>.lock`` for the life of the process: the restricted mode's
+    auditors live in one process, so a second server on the same state database is refused (the
+    budget alone would be safe: its charges are transactions). Released when the process ends,
+    however it ends."""
+    state.parent.mkdir(parents=True, exist_ok=True)
+    handle = open(state.with_name(state.name + ".lock"), "a+")
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX: no lock
+        return handle
+    try:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        handle.close()
+        raise ParameterError(f"Another sdckit query service is running on the state database {state}; "
+                             "stop it first (one service per state database).") from None
+    return handle
+
+
+def _budget_fields(charged: Fraction, analyst: Analyst) -> dict[str, Any]:
+    remaining = analyst.epsilon_remaining
+    return {"epsilon_spent": float(charged), "epsilon_remaining": float(remaining),
+            "exact": {"epsilon_spent": exact_text(charged), "epsilon_remaining": exact_text(remaining)}}
+
+
+def _sql_of(body: Any) -> str | None:
+    if isinstance(body, dict) and isinstance(body.get("sql"), str):
+        return body["sql"][:10_000]
+    return None
+
+
+def _short(text: str) -> str:
+    return " ".join(text.split())[:300]
+

@@ -1,0 +1,310 @@
+"""The service's state database: analysts, budgets, the spend ledger, the audit log, answers.
+
+SQLite (stdlib ``sqlite3``) in WAL mode with ``synchronous = FULL`` (``[service] sync = "normal"``
+trades survival of a power loss for speed; both survive a crash of the server); every change is one
+``BEGIN IMMEDIATE`` transaction (the database's write lock, held across threads *and*
+processes), so
+
+* a charge checks ``spent + cost <= total`` and writes the new total, the ledger row and the
+  audit row in one transaction, *before* the answer is computed; it is never refunded. A
+  committed charge survives a crash or ``kill -9`` of the server at any moment (the WAL is on
+  disk before ``COMMIT`` returns), so spent budget never decreases;
+* budgets are exact :class:`fractions.Fraction` values, stored as text ``"numerator/denominator"``
+  and never summed as floats: ten charges of 0.1 fill a budget of 1 exactly.
+
+API keys are ``<key id>.<secret>`` with 256 bits of OS entropy (:func:`secrets.token_urlsafe`);
+only a salted scrypt hash is stored (the key id is a public lookup handle), and a presented key
+is checked with :func:`hmac.compare_digest` on the hash.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import re
+import secrets
+import sqlite3
+import threading
+import time
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+from sdckit.core.errors import ParameterError
+from sdckit.dp.accountant import exact, exact_text
+
+#: scrypt cost (RFC 7914): n = 2**14, r = 8, p = 1 (16 MiB, about 50 ms per check).
+SCRYPT = {"n": 2**14, "r": 8, "p": 1, "dklen": 32}
+NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+MODES = ("dp", "restricted")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS analysts (
+    name TEXT PRIMARY KEY, key_id TEXT UNIQUE NOT NULL, salt BLOB NOT NULL, key_hash BLOB NOT NULL,
+    mode TEXT NOT NULL, epsilon_total TEXT, delta_total TEXT,
+    epsilon_spent TEXT NOT NULL DEFAULT '0', tables TEXT NOT NULL, created REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS charges (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, analyst TEXT NOT NULL, time REAL NOT NULL,
+    epsilon TEXT NOT NULL, query TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS audit (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, analyst TEXT, time REAL NOT NULL, sql TEXT,
+    decision TEXT NOT NULL, status INTEGER NOT NULL, epsilon TEXT NOT NULL DEFAULT '0', detail TEXT);
+CREATE TABLE IF NOT EXISTS answered (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, analyst TEXT NOT NULL, tbl TEXT NOT NULL,
+    sql TEXT NOT NULL, time REAL NOT NULL, data TEXT NOT NULL DEFAULT '');
+CREATE TABLE IF NOT EXISTS cache (
+    analyst TEXT NOT NULL, key TEXT NOT NULL, response TEXT NOT NULL, PRIMARY KEY (analyst, key));
+"""
+
+
+class BudgetRefused(ParameterError):
+    """The charge would take the analyst past the budget (HTTP 403); nothing was charged."""
+
+    def __init__(self, message: str, remaining: Fraction) -> None:
+        super().__init__(message)
+        self.remaining = remaining
+
+
+@dataclass(frozen=True)
+class Analyst:
+    """An analyst as the state database holds it (no key, no hash)."""
+
+    name: str
+    mode: str
+    epsilon_total: Fraction | None
+    delta_total: Fraction | None
+    epsilon_spent: Fraction
+    tables: tuple[str, ...] | None  # None: every table
+
+    @property
+    def epsilon_remaining(self) -> Fraction | None:
+        return None if self.epsilon_total is None else self.epsilon_total - self.epsilon_spent
+
+    def may_query(self, table: str) -> bool:
+        return self.tables is None or table in self.tables
+
+    def budget(self) -> dict[str, Any]:
+        """``epsilon_total``, ``epsilon_spent``, ``epsilon_remaining`` (floats) and exact texts."""
+        if self.epsilon_total is None:
+            return {"mode": self.mode, "epsilon_total": None, "epsilon_spent": 0.0, "epsilon_remaining": None}
+        return {"mode": self.mode, "epsilon_total": float(self.epsilon_total),
+                "epsilon_spent": float(self.epsilon_spent), "epsilon_remaining": float(self.epsilon_remaining),
+                "exact": {"epsilon_total": exact_text(self.epsilon_total), "epsilon_spent": exact_text(self.epsilon_spent),
+                          "epsilon_remaining": exact_text(self.epsilon_remaining)}}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "mode": self.mode, "tables": list(self.tables) if self.tables else "all",
+                **self.budget()}
+
+
+def _frac(text: str | None) -> Fraction | None:
+    return None if text is None else Fraction(text)
+
+
+def _hash(key: str, salt: bytes) -> bytes:
+    return hashlib.scrypt(key.encode("utf-8"), salt=salt, maxmem=64 * 2**20, **SCRYPT)
+
+
+class State:
+    """The state database at ``path`` (created on first use)."""
+
+    def __init__(self, path: str | Path, sync: str = "full") -> None:
+        if sync not in ("full", "normal"):
+            raise ParameterError(f"The 'sync' parameter of State must be 'full' or 'normal'. Got {sync!r} instead.")
+        self.path = Path(path)
+        self._sync = sync.upper()
+        self._local = threading.local()
+        self._verified: dict[bytes, str] = {}
+        self._verified_lock = threading.Lock()
+        con = self._con()
+        con.execute("PRAGMA journal_mode = WAL")
+        con.executescript(_SCHEMA)
+
+    def _con(self) -> sqlite3.Connection:
+        con = getattr(self._local, "con", None)
+        if con is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            con = sqlite3.connect(self.path, timeout=60, isolation_level=None, check_same_thread=False)
+            con.execute("PRAGMA busy_timeout = 60000")
+            con.execute(f"PRAGMA synchronous = {self._sync}")
+            self._local.con = con
+        return con
+
+    def _transaction(self):
+        return _Transaction(self._con())
+
+    # ------------------------------------------------------------------ analysts
+    def add_analyst(self, name: str, mode: str, epsilon: Any = None, delta: Any = 0,
+                    tables: list[str] | None = None) -> str:
+        """Create an analyst and return the new API key (shown once; only its hash is kept)."""
+        if not isinstance(name, str) or not NAME.match(name):
+            raise ParameterError("The analyst NAME must be 1-64 letters, digits, '_', '.' or '-'.")
+        if mode not in MODES:
+            raise ParameterError(f"The '--mode' option must be 'dp' or 'restricted'. Got {mode!r} instead.")
+        if mode == "dp":
+            if epsilon is None:
+                raise ParameterError("A dp analyst needs a budget: give '--epsilon' (a number > 0, e.g. 1.0).")
+            eps = exact(epsilon, "analyst add", "epsilon")
+            dlt = exact(delta if delta is not None else 0, "analyst add", "delta", positive=False, below_one=True)
+            eps_text, delta_text = str(eps), str(dlt)
+        else:
+            if epsilon is not None or delta not in (None, 0):
+                raise ParameterError("A restricted analyst gets exact answers and has no epsilon budget: "
+                                     "leave out '--epsilon' and '--delta'.")
+            eps_text = delta_text = None
+        key_id = secrets.token_hex(8)
+        key = f"{key_id}.{secrets.token_urlsafe(32)}"
+        salt = secrets.token_bytes(16)
+        with self._transaction() as con:
+            if con.execute("SELECT 1 FROM analysts WHERE name = ?", (name,)).fetchone():
+                raise ParameterError(f"The analyst {name!r} exists already; choose another name.")
+            con.execute("INSERT INTO analysts (name, key_id, salt, key_hash, mode, epsilon_total, delta_total, "
+                        "tables, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        (name, key_id, salt, _hash(key, salt), mode, eps_text, delta_text,
+                         json.dumps(tables) if tables else "*", time.time()))
+        return key
+
+    def _analyst(self, row: tuple) -> Analyst:
+        name, mode, eps, dlt, spent, tables = row
+        return Analyst(name, mode, _frac(eps), _frac(dlt), Fraction(spent),
+                       None if tables == "*" else tuple(json.loads(tables)))
+
+    _COLUMNS = "name, mode, epsilon_total, delta_total, epsilon_spent, tables"
+
+    def analyst(self, name: str) -> Analyst:
+        row = self._con().execute(f"SELECT {self._COLUMNS} FROM analysts WHERE name = ?", (name,)).fetchone()
+        if row is None:
+            raise ParameterError(f"No analyst is called {name!r} (`sdckit analyst list` shows them).")
+        return self._analyst(row)
+
+    def analysts(self) -> list[Analyst]:
+        rows = self._con().execute(f"SELECT {self._COLUMNS} FROM analysts ORDER BY name").fetchall()
+        return [self._analyst(r) for r in rows]
+
+    def authenticate(self, key: str | None) -> Analyst | None:
+        """The analyst whose key this is, or ``None`` (missing, malformed or wrong key)."""
+        if not key or len(key) > 200 or "." not in key:
+            return None
+        digest = hashlib.sha256(key.encode("utf-8", "replace")).digest()
+        with self._verified_lock:
+            known = self._verified.get(digest)
+        if known is not None:
+            return self.analyst(known)
+        key_id = key.split(".", 1)[0]
+        row = self._con().execute("SELECT name, salt, key_hash FROM analysts WHERE key_id = ?", (key_id,)).fetchone()
+        if row is None:
+            _hash(key, b"0" * 16)  # same work as a real check: no timing hint that the id exists
+            return None
+        name, salt, stored = row
+        if not hmac.compare_digest(_hash(key, salt), stored):
+            return None
+        with self._verified_lock:
+            self._verified[digest] = name
+        return self.analyst(name)
+
+    # ------------------------------------------------------------------ budget
+    def charge(self, name: str, epsilon: Fraction, sql: str, query: str) -> tuple[int, Analyst]:
+        """Charge ``epsilon`` to ``name`` in one transaction, or raise :class:`BudgetRefused`.
+
+        Returns the ledger row's id (it numbers the answer's random stream when the service is
+        seeded) and the analyst after the charge. The audit row is written in the same
+        transaction, so a charge is never without its log line.
+        """
+        now = time.time()
+        with self._transaction() as con:
+            row = con.execute(f"SELECT {self._COLUMNS} FROM analysts WHERE name = ?", (name,)).fetchone()
+            analyst = self._analyst(row)
+            if analyst.epsilon_total is None:
+                raise ParameterError(f"The analyst {name!r} has no epsilon budget (restricted mode).")
+            remaining = analyst.epsilon_total - analyst.epsilon_spent
+            if epsilon > remaining:
+                con.execute("INSERT INTO audit (analyst, time, sql, decision, status, epsilon, detail) "
+                            "VALUES (?, ?, ?, 'refused: budget', 403, '0', ?)",
+                            (name, now, sql, f"asked {exact_text(epsilon)}, remaining {exact_text(remaining)}"))
+                raise BudgetRefused(
+                    f"The query asks for epsilon {exact_text(epsilon)} but only {exact_text(remaining)} of "
+                    f"the budget {exact_text(analyst.epsilon_total)} remains: ask with a smaller epsilon "
+                    "(or ask the data protector for a new budget).", remaining)
+            spent = analyst.epsilon_spent + epsilon
+            con.execute("UPDATE analysts SET epsilon_spent = ? WHERE name = ?", (str(spent), name))
+            cur = con.execute("INSERT INTO charges (analyst, time, epsilon, query) VALUES (?, ?, ?, ?)",
+                              (name, now, str(epsilon), query))
+            charge_id = int(cur.lastrowid)
+            con.execute("INSERT INTO audit (analyst, time, sql, decision, status, epsilon, detail) "
+                        "VALUES (?, ?, ?, 'charged', 200, ?, ?)",
+                        (name, now, sql, str(epsilon), f"charge {charge_id}"))
+        return charge_id, Analyst(analyst.name, analyst.mode, analyst.epsilon_total, analyst.delta_total,
+                                  spent, analyst.tables)
+
+    def ledger(self, name: str) -> list[Fraction]:
+        """Every charge of ``name``, in order."""
+        rows = self._con().execute("SELECT epsilon FROM charges WHERE analyst = ? ORDER BY id", (name,)).fetchall()
+        return [Fraction(r[0]) for r in rows]
+
+    # ------------------------------------------------------------------ audit log, answers
+    def log(self, name: str | None, sql: str | None, decision: str, status: int, detail: str = "",
+            epsilon: Fraction = Fraction(0)) -> None:
+        """Append one request to the audit log."""
+        with self._transaction() as con:
+            con.execute("INSERT INTO audit (analyst, time, sql, decision, status, epsilon, detail) "
+                        "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                        (name, time.time(), sql, decision, status, str(epsilon), detail))
+
+    def audit_log(self, name: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
+        """The audit log (of one analyst), oldest first; the last ``limit`` rows if given."""
+        where, params = ("WHERE analyst = ?", [name]) if name is not None else ("", [])
+        sql = f"SELECT id, analyst, time, sql, decision, status, epsilon, detail FROM audit {where} ORDER BY id"
+        if limit is not None:
+            sql = f"SELECT * FROM ({sql} DESC LIMIT ?) ORDER BY id"
+            params.append(int(limit))
+        rows = self._con().execute(sql, params).fetchall()
+        keys = ("id", "analyst", "time", "sql", "decision", "status", "epsilon", "detail")
+        return [dict(zip(keys, r)) for r in rows]
+
+    def record_answered(self, name: str, table: str, sql: str, data: str = "") -> None:
+        """Remember an answered restricted-mode query (replayed into the auditor on start) with the
+        fingerprint of the data it was answered on, and log it."""
+        now = time.time()
+        with self._transaction() as con:
+            con.execute("INSERT INTO answered (analyst, tbl, sql, time, data) VALUES (?, ?, ?, ?, ?)",
+                        (name, table, sql, now, data))
+            con.execute("INSERT INTO audit (analyst, time, sql, decision, status, epsilon, detail) "
+                        "VALUES (?, ?, ?, 'answered', 200, '0', 'restricted')", (name, now, sql))
+
+    def answered(self, table: str, name: str | None = None) -> list[tuple[str, str, str]]:
+        """(analyst, sql, data fingerprint) of the answered restricted queries on ``table`` (of one
+        analyst), in order."""
+        if name is None:
+            rows = self._con().execute("SELECT analyst, sql, data FROM answered WHERE tbl = ? ORDER BY id", (table,))
+        else:
+            rows = self._con().execute("SELECT analyst, sql, data FROM answered WHERE tbl = ? AND analyst = ? "
+                                       "ORDER BY id", (table, name))
+        return [tuple(r) for r in rows.fetchall()]
+
+    def cached(self, name: str, key: str) -> dict[str, Any] | None:
+        row = self._con().execute("SELECT response FROM cache WHERE analyst = ? AND key = ?", (name, key)).fetchone()
+        return None if row is None else json.loads(row[0])
+
+    def store(self, name: str, key: str, response: dict[str, Any]) -> None:
+        with self._transaction() as con:
+            con.execute("INSERT OR IGNORE INTO cache (analyst, key, response) VALUES (?, ?, ?)",
+                        (name, key, json.dumps(response)))
+
+
+class _Transaction:
+    """``BEGIN IMMEDIATE`` ... ``COMMIT`` (``ROLLBACK`` on an exception other than a refusal)."""
+
+    def __init__(self, con: sqlite3.Connection) -> None:
+        self.con = con
+
+    def __enter__(self) -> sqlite3.Connection:
+        self.con.execute("BEGIN IMMEDIATE")
+        return self.con
+
+    def __exit__(self, kind, value, tb) -> None:
+        if kind is None or issubclass(kind, BudgetRefused):
+            self.con.execute("COMMIT")  # a refusal keeps its audit row
+        else:
+            self.con.execute("ROLLBACK")

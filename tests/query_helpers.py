@@ -1,0 +1,127 @@
+"""Helpers of the query-service tests: small generated data, a configuration, and the real
+server started on 127.0.0.1 on a free port in a subprocess."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import numpy as np
+import pandas as pd
+
+import sdckit
+
+#: A strong test-only seed (the service refuses a weak one).
+SEED = "0123456789abcdef0123456789abcdef"
+N = 400
+TARGET_AGE = 130  # the one record with age >= 121: a known unique
+
+
+def make_data(folder: Path, n: int = N) -> pd.DataFrame:
+    """``census.csv``: person_id, age (0-99, one record 130), income (0-250000, so that clamping
+    to [0, 200000] matters), region (N/S/E/W), grp (0-199); ``other.csv``: a second table."""
+    rng = np.random.default_rng(20261125)
+    frame = pd.DataFrame({
+        "person_id": np.arange(n),
+        "age": rng.integers(0, 100, n),
+        "income": rng.integers(0, 250_001, n),
+        "region": rng.choice(list("NSEW"), n),
+        "grp": rng.integers(0, 200, n),
+    })
+    frame.loc[0, ["age", "region"]] = [TARGET_AGE, "N"]
+    frame.to_csv(folder / "census.csv", index=False)
+    pd.DataFrame({"x": rng.integers(0, 10, 50)}).to_csv(folder / "other.csv", index=False)
+    return frame
+
+
+def write_config(folder: Path, *, seed: bool = False, cache: bool = True, k: int = 5,
+                 collusion: bool = False) -> Path:
+    service = ['state = "state.db"', f"cache = {str(cache).lower()}"]
+    if seed:
+        service.append(f'seed = "{SEED}"')
+    text = "\n".join([
+        "[service]", *service,
+        "[restricted]", f"min_query_set = {k}", f"collusion = {str(collusion).lower()}",
+        "[[table]]", 'name = "census"', 'path = "census.csv"', 'privacy_unit = "person_id"',
+        "[table.bounds]", "income = [0, 200000]", "age = [0, 120]",
+        "[table.domains]", 'region = ["N", "S", "E", "W"]', f"grp = {list(range(200))}",
+        "[[table]]", 'name = "other"', 'path = "other.csv"',
+        "[table.bounds]", "x = [0, 10]",
+    ])
+    path = folder / "service.toml"
+    path.write_text(text + "\n", encoding="utf-8")
+    return path
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def env() -> dict[str, str]:
+    e = dict(os.environ)
+    root = str(Path(sdckit.__file__).resolve().parents[1])
+    e["PYTHONPATH"] = root + os.pathsep + e.get("PYTHONPATH", "")
+    return e
+
+
+class Server:
+    """The real service in a subprocess (``python -m sdckit.query.server``) on a free port."""
+
+    def __init__(self, config: Path, command: list[str] | None = None) -> None:
+        self.config = config
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        args = command or [sys.executable, "-m", "sdckit.query.server", str(config)]
+        self.proc = subprocess.Popen([*args, "--port", str(self.port)], env=env(),
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 30
+        while True:
+            if self.proc.poll() is not None:
+                raise RuntimeError("the server exited: " + self.proc.stderr.read().decode()[-2000:])
+            try:
+                if httpx.get(self.url + "/v1/budget", timeout=1).status_code == 401:
+                    return
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError("the server did not start in 30 s")
+            time.sleep(0.1)
+
+    def kill9(self) -> None:
+        os.kill(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(10)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.kill9()
+        self.proc.stderr.close()
+
+
+def add_analyst(config: Path, name: str, mode: str, epsilon: str | None = None, tables: str | None = None) -> str:
+    """``sdckit analyst add`` through the library call the CLI makes; returns the key."""
+    from sdckit.query.config import load_config
+    from sdckit.query.state import State
+
+    state = State(load_config(config).state)
+    return state.add_analyst(name, mode, epsilon, 0, tables.split(",") if tables else None)
+
+
+def post(url: str, key: str | None, sql: str, epsilon: float | None = None, client: httpx.Client | None = None) -> httpx.Response:
+    body: dict = {"sql": sql}
+    if epsilon is not None:
+        body["epsilon"] = epsilon
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    return (client or httpx).post(url + "/v1/query", json=body, headers=headers, timeout=30)
