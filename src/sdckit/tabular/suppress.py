@@ -118,19 +118,23 @@ class _Problem:
         scale = max(float(np.abs(v).max()) if len(v) else 1.0, 1.0)
         self.tol = 1e-7 * scale
         self._att: LP | None = None
+        self._flow: LP | None = None
+        self.certs: dict[tuple[int, bool], np.ndarray] = {}
 
     # ------------------------------------------------------------ attacker LPs
     def attacker(self, y: np.ndarray) -> LP:
+        """The attacker LP with deviation bounds -LB_i y_i <= z_i <= UB_i y_i (y may be fractional)."""
         if self._att is None:
             C = len(self.cand)
             z = np.zeros(self.A.shape[0])
             self._att = LP(self.A, z, z, np.zeros(C), np.zeros(C))
-        on = y > 0.5
-        self._att.set_bounds(np.arange(len(y)), np.where(on, -self.LB, 0.0), np.where(on, self.UB, 0.0))
+        y = np.clip(y, 0.0, 1.0)
+        self._att.set_bounds(np.arange(len(y)), -self.LB * y, self.UB * y)
         return self._att
 
-    def violated_cuts(self, y: np.ndarray) -> list[tuple[np.ndarray, np.ndarray, float]]:
-        """Capacity cuts (columns, coefficients, rhs) violated by pattern ``y``."""
+    def violated_cuts(self, y: np.ndarray, first: bool = False) -> list[tuple[np.ndarray, np.ndarray, float]]:
+        """Capacity cuts (columns, coefficients, rhs) violated by pattern ``y`` (Fischetti &
+        Salazar 2001, section 3); with ``first``, stop at the first one."""
         lp = self.attacker(y)
         cuts = []
         for p in self.prim:
@@ -149,6 +153,8 @@ class _Problem:
                     nz = np.flatnonzero(coef > 1e-9 * level)
                     cuts.append((nz, coef[nz], level))
                 lp.set_costs([p], [0.0])
+                if first and cuts:
+                    return cuts
         return cuts
 
     def row_cuts(self) -> list[tuple[np.ndarray, np.ndarray, float]]:
@@ -172,42 +178,98 @@ class _Problem:
         return cuts
 
     # ------------------------------------------------------------ heuristic
-    def flow_protect(self, y: np.ndarray, order: np.ndarray | None = None, boost: float = 1.0) -> np.ndarray:
-        """Suppress, for each primary cell and direction, the cells of its cheapest deviation
-        flow (cells already suppressed are free). Returns the new pattern."""
-        y = y.copy().astype(float)
+    def flow_lp(self) -> LP:
+        if self._flow is None:
+            C = len(self.cand)
+            A2 = sp.hstack([self.A, -self.A]).tocsc()
+            z = np.zeros(self.A.shape[0])
+            self._flow = LP(A2, z, z, np.zeros(2 * C), np.r_[self.UB, self.LB])
+        return self._flow
+
+    def flow(self, p: int, up: bool, level: float, cost: np.ndarray, avail: np.ndarray) -> np.ndarray | None:
+        """Support of the cheapest deviation flow that moves cell ``p`` by ``level`` up (or down)
+        through the cells in ``avail``; None when there is none."""
         C = len(self.cand)
-        A2 = sp.hstack([self.A, -self.A]).tocsc()
-        z = np.zeros(self.A.shape[0])
+        lp = self.flow_lp()
+        hi = np.r_[np.where(avail, self.UB, 0.0), np.where(avail, self.LB, 0.0)]
+        lo = np.zeros(2 * C)
+        k = p if up else C + p
+        other = C + p if up else p
+        if level > hi[k] + 1e-12:
+            return None
+        lo[k] = hi[k] = level
+        hi[other] = 0.0
+        lp.set_bounds(np.arange(2 * C), lo, hi)
+        lp.set_costs(np.arange(2 * C), np.r_[cost, cost])
+        st = lp.solve()
+        if st != "optimal":
+            return None
+        x = lp.x
+        return np.flatnonzero((x[:C] + x[C:]) > 1e-9 * max(level, 1.0))
+
+    def base_cost(self) -> np.ndarray:
         pos_w = self.w[self.w > 0]
         eps = 1e-3 * (float(pos_w.mean()) if len(pos_w) else 1.0)
-        base = self.w + eps
-        lp = LP(A2, z, z, np.zeros(2 * C), np.r_[self.UB, self.LB], np.r_[base, base])
+        return self.w + eps
+
+    def flow_protect(self, y: np.ndarray, order: np.ndarray | None = None, boost: float = 1.0) -> np.ndarray:
+        """Suppress, for each primary cell and direction, the cells of its cheapest deviation
+        flow (cells already suppressed are free). Returns the new pattern; the flows' supports
+        are kept as certificates (``self.certs``)."""
+        y = y.copy().astype(float)
+        base = self.base_cost()
+        avail = np.ones(len(self.cand), bool)
         if order is None:
             order = self.prim[np.lexsort((self.prim, -self.upl[self.prim]))]
         for p in order:
             for up, level in ((True, self.upl[p] * boost), (False, self.lpl[p] * boost)):
                 if level <= 0:
                     continue
-                cost = np.where(y > 0.5, 0.0, base)
-                lp.set_costs(np.arange(2 * C), np.r_[cost, cost])
-                lo, hi = np.zeros(2), np.r_[self.UB[p], self.LB[p]]
-                if up:
-                    lo[0] = hi[0] = min(level, self.UB[p])
-                    hi[1] = 0.0
-                else:
-                    lo[1] = hi[1] = min(level, self.LB[p])
-                    hi[0] = 0.0
-                lp.set_bounds([p, C + p], lo, hi)
-                st = lp.solve()
-                if st != "optimal":
+                cap = self.UB[p] if up else self.LB[p]
+                sup = self.flow(p, up, min(level, cap), np.where(y > 0.5, 0.0, base), avail)
+                if sup is None:
                     raise DataError(f"Primary cell {self.table.cell_name(int(self.cand[p]))} cannot be "
                                     "protected to its levels by any suppression pattern (the table's "
                                     "equations do not allow it).")
-                x = lp.x
-                moved = (x[:C] + x[C:]) > 1e-9 * max(level, 1.0)
-                y[moved] = 1.0
-                lp.set_bounds([p, C + p], [0.0, 0.0], [self.UB[p], self.LB[p]])
+                y[sup] = 1.0
+                self.certs[(int(p), up)] = sup
+        return y
+
+    def drop_redundant(self, y: np.ndarray, deadline: float | None) -> np.ndarray:
+        """Publish again each secondary cell, costliest first, when every primary keeps a
+        protecting flow through the cells still suppressed (certificates are re-solved only for
+        the primaries whose flow used the cell)."""
+        y = y.copy()
+        base = self.base_cost()
+        users: dict[int, set] = {}
+        for key, sup in self.certs.items():
+            for j in sup:
+                users.setdefault(int(j), set()).add(key)
+        sec = np.setdiff1d(np.flatnonzero(y > 0.5), self.prim)
+        order = sec[np.lexsort((sec, -self.w[sec]))]
+        for j in order:
+            if deadline is not None and time.perf_counter() > deadline:
+                break
+            y[j] = 0.0
+            avail = y > 0.5
+            new = {}
+            for key in sorted(users.get(int(j), ())):
+                p, up = key
+                level = self.upl[p] if up else self.lpl[p]
+                cap = self.UB[p] if up else self.LB[p]
+                sup = self.flow(p, up, min(level, cap), base, avail)
+                if sup is None:
+                    break
+                new[key] = sup
+            else:
+                for key, sup in new.items():
+                    for i in self.certs[key]:
+                        users.get(int(i), set()).discard(key)
+                    self.certs[key] = sup
+                    for i in sup:
+                        users.setdefault(int(i), set()).add(key)
+                continue
+            y[j] = 1.0
         return y
 
     def is_safe(self, y: np.ndarray) -> np.ndarray:
@@ -268,7 +330,7 @@ def suppress(table: Table, rules: Any = None, primary: Any = None, method: str =
         optimal, gap, lower = True, 0.0, 0.0
     elif method == "fast":
         y = prob.flow_protect(y0)
-        y = _drop_redundant(prob, y, deadline=None if time_limit is None else start + time_limit)
+        y = prob.drop_redundant(y, deadline=None if time_limit is None else start + time_limit)
     else:
         y, optimal, lower, rounds = _optimal(prob, y0, start, time_limit)
     y = _repair(prob, y)
@@ -307,76 +369,129 @@ def _repair(prob: _Problem, y: np.ndarray) -> np.ndarray:
     return y
 
 
-def _drop_redundant(prob: _Problem, y: np.ndarray, deadline: float | None) -> np.ndarray:
-    """Publish again each secondary cell, costliest first, when the pattern stays safe under
-    the model's attacker (the audit follows)."""
-    sec = np.flatnonzero((y > 0.5))
-    sec = np.setdiff1d(sec, prob.prim)
-    if not len(sec) or len(sec) > 400:
-        return y
-    order = sec[np.lexsort((sec, -prob.w[sec]))]
-    for j in order:
-        if deadline is not None and time.perf_counter() > deadline:
-            break
-        y[j] = 0.0
-        if prob.violated_cuts(y):
-            y[j] = 1.0
-    return y
+class _Master:
+    """The master problem: min w'y over the cuts found so far, y_p = 1 for primaries (highspy)."""
+
+    def __init__(self, w: np.ndarray, lb: np.ndarray) -> None:
+        import highspy
+        self.C = len(w)
+        h = highspy.Highs()
+        h.setOptionValue("output_flag", False)
+        h.setOptionValue("threads", 1)
+        h.setOptionValue("random_seed", 0)
+        h.setOptionValue("mip_rel_gap", 1e-9)
+        h.setOptionValue("mip_abs_gap", 1e-9)
+        lp = highspy.HighsLp()
+        lp.num_col_ = self.C
+        lp.num_row_ = 0
+        lp.col_cost_ = np.asarray(w, float)
+        lp.col_lower_ = np.asarray(lb, float)
+        lp.col_upper_ = np.ones(self.C)
+        h.passModel(lp)
+        self.h, self.hs, self.rows = h, highspy, 0
+
+    def add(self, cuts) -> None:
+        if not cuts:
+            return
+        starts, idx, val, lo = [], [], [], []
+        k = 0
+        for c, coef, level in cuts:
+            starts.append(k)
+            idx.append(np.asarray(c, np.int32))
+            val.append(np.asarray(coef, float) / level)  # scaled: rhs 1
+            lo.append(1.0 - 1e-9)
+            k += len(c)
+        n = len(cuts)
+        self.h.addRows(n, np.asarray(lo), np.full(n, self.hs.kHighsInf), k, np.asarray(starts, np.int32),
+                       np.concatenate(idx), np.concatenate(val))
+        self.rows += n
+
+    def integral(self, on: bool) -> None:
+        kind = self.hs.HighsVarType.kInteger if on else self.hs.HighsVarType.kContinuous
+        self.h.changeColsIntegrality(self.C, np.arange(self.C, dtype=np.int32), np.array([kind] * self.C))
+
+    def solve(self, time_left: float | None, incumbent: np.ndarray | None = None):
+        """(x, objective, lower bound, finished) of the current master."""
+        self.h.setOptionValue("time_limit", float(time_left) if time_left is not None else self.hs.kHighsInf)
+        if incumbent is not None:
+            sol = self.hs.HighsSolution()
+            sol.col_value = np.asarray(incumbent, float)
+            sol.value_valid = True
+            self.h.setSolution(sol)
+        self.h.run()
+        st = self.h.getModelStatus()
+        info = self.h.getInfo()
+        ok = st == self.hs.HighsModelStatus.kOptimal
+        if st == self.hs.HighsModelStatus.kInfeasible:
+            raise DataError("No suppression pattern protects every primary cell (the model is infeasible).")
+        x = np.asarray(self.h.getSolution().col_value) if info.primal_solution_status == 2 else None
+        bound = getattr(info, "mip_dual_bound", None)
+        obj = float(info.objective_function_value)
+        return x, obj, bound, ok
 
 
 def _optimal(prob: _Problem, y0: np.ndarray, start: float, time_limit: float | None):
+    """Branch-and-cut in the manner of Fischetti & Salazar (2001): capacity cuts on the LP
+    relaxation first, then on integer solutions of the master MILP; each integer solution
+    the attacker refutes is completed by the flow heuristic into a safe pattern (upper bound)."""
     C = len(prob.cand)
-    lb = y0.copy()
-    integrality = np.ones(C)
-    rows: list[np.ndarray] = []
-    cols: list[np.ndarray] = []
-    vals: list[np.ndarray] = []
-    rhs: list[float] = []
 
-    def add(cuts):
-        for c, coef, level in cuts:
-            rows.append(np.full(len(c), len(rhs)))
-            cols.append(np.asarray(c))
-            vals.append(np.asarray(coef, float))
-            rhs.append(float(level))
+    def left():
+        return None if time_limit is None else time_limit - (time.perf_counter() - start)
 
-    add(prob.row_cuts())
-    lower = None
+    master = _Master(prob.w, y0)
+    master.add(prob.row_cuts())
+    # a first safe pattern (upper bound) from the heuristic
+    best = prob.drop_redundant(prob.flow_protect(y0), deadline=None if time_limit is None else start + 0.2 * time_limit)
+    best_cost = float(prob.w @ best)
+    lower = 0.0
     rounds = 0
-    y = y0
-    seen: set[tuple] = set()
+    # phase 1: cuts on the LP relaxation
+    master.integral(False)
+    for _ in range(200):
+        rounds += 1
+        t = left()
+        if t is not None and t <= 0:
+            return best, False, lower, rounds
+        x, obj, _, ok = master.solve(t)
+        if not ok or x is None:
+            break
+        lower = max(lower, obj)
+        cuts = prob.violated_cuts(x)
+        if not cuts:
+            break
+        master.add(cuts)
+    # phase 2: integer master
+    master.integral(True)
     while True:
         rounds += 1
-        left = None if time_limit is None else time_limit - (time.perf_counter() - start)
-        if left is not None and left <= 0:
-            return y, False, lower, rounds
-        options = {"disp": False, "mip_rel_gap": 1e-9}
-        if left is not None:
-            options["time_limit"] = left
-        cons = []
-        if rhs:
-            M = sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
-                              shape=(len(rhs), C))
-            # scale each cut by its rhs for numerics
-            r = np.asarray(rhs)
-            M = sp.diags(1.0 / r) @ M
-            cons = [LinearConstraint(M, np.ones(len(r)) * (1 - 1e-9), np.inf)]
-        res = milp(prob.w, constraints=cons, integrality=integrality, bounds=Bounds(lb, np.ones(C)),
-                   options=options)
-        if res.x is None:
-            if res.status == 1:  # time limit, no incumbent
-                return y, False, lower, rounds
-            raise DataError("No suppression pattern protects every primary cell (the model is infeasible).")
-        y = np.round(res.x)
-        bound = getattr(res, "mip_dual_bound", None)
-        lower = float(bound) if bound is not None and np.isfinite(bound) else (float(res.fun) if res.status == 0 else lower)
-        if res.status != 0:
-            return y, False, lower, rounds
+        if best_cost <= lower + 1e-9 * max(1.0, abs(best_cost)):
+            return best, True, lower, rounds
+        t = left()
+        if t is not None and t <= 0:
+            return best, False, lower, rounds
+        x, obj, bound, ok = master.solve(t)
+        if bound is not None and np.isfinite(bound):
+            lower = max(lower, float(bound))
+        if x is None:
+            return best, False, lower, rounds
+        y = np.round(x)
+        if not ok:
+            lower = max(lower, float(bound) if bound is not None and np.isfinite(bound) else lower)
+            cand = _complete(prob, y)
+            if float(prob.w @ cand) < best_cost:
+                best, best_cost = cand, float(prob.w @ cand)
+            return best, False, lower, rounds
+        lower = max(lower, obj)
         cuts = prob.violated_cuts(y)
         if not cuts:
-            return y, True, float(res.fun), rounds
-        key = tuple(np.flatnonzero(y))
-        if key in seen:  # pragma: no cover - a violated cut always excludes y
-            return y, False, lower, rounds
-        seen.add(key)
-        add(cuts)
+            return y, True, obj, rounds
+        master.add(cuts)
+        cand = _complete(prob, y)
+        if float(prob.w @ cand) < best_cost - 1e-12:
+            best, best_cost = cand, float(prob.w @ cand)
+
+
+def _complete(prob: _Problem, y: np.ndarray) -> np.ndarray:
+    """A safe pattern containing ``y``: the flow heuristic with ``y``'s cells free."""
+    return prob.flow_protect(y)
