@@ -118,8 +118,17 @@ class _Problem:
         scale = max(float(np.abs(v).max()) if len(v) else 1.0, 1.0)
         self.tol = 1e-7 * scale
         self._att: LP | None = None
+        self.codes = table.code_index()[self.cand]  # (C x d) code positions
+        self._near = {}  # (siblings kept or None) -> per dimension: code -> allowed codes around it
+        self._margins = []
+        allpos = table.code_index()
+        for k, h in enumerate(table.hierarchies):
+            others_root = np.all(np.delete(allpos, k, axis=1) == 0, axis=1)
+            m = np.zeros(len(h.codes))
+            m[allpos[others_root, k]] = np.abs(v[others_root])
+            self._margins.append(m)
         self._flow: LP | None = None
-        self.certs: dict[tuple[int, bool], np.ndarray] = {}
+        self.certs: dict[tuple[int, bool | None], np.ndarray] = {}
 
     # ------------------------------------------------------------ attacker LPs
     def attacker(self, y: np.ndarray) -> LP:
@@ -207,6 +216,75 @@ class _Problem:
         x = lp.x
         return np.flatnonzero((x[:C] + x[C:]) > 1e-9 * max(level, 1.0))
 
+    def _near_codes(self, k: int, c: int, siblings: int | None) -> np.ndarray:
+        key = (k, c, siblings)
+        if key not in self._near:
+            h = self.table.hierarchies[k]
+            par = np.asarray(h.parents)
+            size = np.ones(len(par), int)  # codes are in depth-first order: a subtree is a run
+            for i in range(len(par) - 1, 0, -1):
+                size[par[i]] += size[i]
+            ok = np.zeros(len(h.codes), bool)
+            a = par[c]
+            sib = np.flatnonzero(par == a) if a >= 0 else np.zeros(0, int)
+            sib = sib[sib != c]
+            if siblings is not None:  # the largest by their one-way margin
+                m = self._margins[k]
+                sib = sib[np.lexsort((sib, -m[sib]))][:siblings]
+            for r in np.r_[c, sib]:
+                ok[r:r + size[r]] = True
+            while a >= 0:
+                ok[a] = True  # ancestors
+                a = par[a]
+            self._near[key] = ok
+        return self._near[key]
+
+    def neighbourhood(self, p: int, siblings: int | None = None) -> np.ndarray:
+        """Candidate cells whose code in every dimension lies below the primary's code or one of
+        its siblings, or is one of its ancestors (the sub-table where its cheapest flows lie);
+        with ``siblings``, only that many siblings per dimension, the largest first."""
+        keep = np.ones(len(self.cand), bool)
+        for k in range(self.codes.shape[1]):
+            keep &= self._near_codes(k, int(self.codes[p, k]), siblings)[self.codes[:, k]]
+        return np.flatnonzero(keep)
+
+    def flow_local(self, p: int, level: float, cost: np.ndarray, avail: np.ndarray) -> np.ndarray | None:
+        """:meth:`flow_near` on a small neighbourhood (3 siblings per dimension), then on the
+        whole one."""
+        for siblings in (3, None):
+            sup = self.flow_near(p, level, cost, avail, siblings)
+            if sup is not None:
+                return sup
+        return None
+
+    def flow_near(self, p: int, level: float, cost: np.ndarray, avail: np.ndarray,
+                  siblings: int | None) -> np.ndarray | None:
+        """Support of the cheapest flow on the primary's neighbourhood that moves it up by
+        ``level`` while every other cell moves at most by its value either way, so that the
+        reversed flow (scaled to the lower level <= upper level) protects the lower side too."""
+        sub = self.neighbourhood(p, siblings)
+        sub = sub[avail[sub] | (sub == p)]
+        if level > self.UB[p]:
+            return None
+        A = self.A[:, sub]
+        rows = np.flatnonzero(np.diff(A.indptr))
+        A = A[rows]
+        n = len(sub)
+        me = int(np.flatnonzero(sub == p)[0])
+        cap = np.minimum(self.UB[sub], self.LB[sub])
+        hi = np.r_[cap, cap]
+        lo = np.zeros(2 * n)
+        lo[me] = hi[me] = level
+        hi[n + me] = 0.0
+        if self.lpl[p] > 0 and self.lpl[p] > self.LB[p] + 1e-12:
+            return None
+        z = np.zeros(A.shape[0])
+        lp = LP(sp.hstack([A, -A]).tocsc(), z, z, lo, hi, np.r_[cost[sub], cost[sub]])
+        if lp.solve() != "optimal":
+            return None
+        x = lp.x
+        return sub[(x[:n] + x[n:]) > 1e-9 * max(level, 1.0)]
+
     def base_cost(self) -> np.ndarray:
         pos_w = self.w[self.w > 0]
         eps = 1e-3 * (float(pos_w.mean()) if len(pos_w) else 1.0)
@@ -222,6 +300,12 @@ class _Problem:
         if order is None:
             order = self.prim[np.lexsort((self.prim, -self.upl[self.prim]))]
         for p in order:
+            if self.upl[p] >= self.lpl[p]:
+                sup = self.flow_local(p, self.upl[p] * boost, np.where(y > 0.5, 0.0, base), avail)
+                if sup is not None:
+                    y[sup] = 1.0
+                    self.certs[(int(p), None)] = sup
+                    continue
             for up, level in ((True, self.upl[p] * boost), (False, self.lpl[p] * boost)):
                 if level <= 0:
                     continue
@@ -253,11 +337,14 @@ class _Problem:
             y[j] = 0.0
             avail = y > 0.5
             new = {}
-            for key in sorted(users.get(int(j), ())):
+            for key in sorted(users.get(int(j), ()), key=lambda k: (k[0], str(k[1]))):
                 p, up = key
-                level = self.upl[p] if up else self.lpl[p]
-                cap = self.UB[p] if up else self.LB[p]
-                sup = self.flow(p, up, min(level, cap), base, avail)
+                if up is None:
+                    sup = self.flow_local(p, self.upl[p], base, avail)
+                else:
+                    level = self.upl[p] if up else self.lpl[p]
+                    cap = self.UB[p] if up else self.LB[p]
+                    sup = self.flow(p, up, min(level, cap), base, avail)
                 if sup is None:
                     break
                 new[key] = sup
@@ -330,7 +417,8 @@ def suppress(table: Table, rules: Any = None, primary: Any = None, method: str =
         optimal, gap, lower = True, 0.0, 0.0
     elif method == "fast":
         y = prob.flow_protect(y0)
-        y = prob.drop_redundant(y, deadline=None if time_limit is None else start + time_limit)
+        # redundancy removal is an improvement step: bounded by the time limit (default 60 s)
+        y = prob.drop_redundant(y, deadline=start + (60.0 if time_limit is None else time_limit))
     else:
         y, optimal, lower, rounds = _optimal(prob, y0, start, time_limit)
     y = _repair(prob, y)
