@@ -8,6 +8,32 @@ import scipy.sparse as sp
 import highspy
 
 INF = highspy.kHighsInf
+_QUIET = False
+
+
+def new_highs() -> highspy.Highs:
+    """A silent HiGHS instance (the first one ever made prints a banner on file descriptor 1,
+    which is sent to /dev/null)."""
+    global _QUIET
+    if _QUIET:
+        h = highspy.Highs()
+    else:
+        import os
+        import sys
+        sys.stdout.flush()
+        saved = os.dup(1)
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, 1)
+            h = highspy.Highs()
+            h.setOptionValue("output_flag", False)
+        finally:
+            os.dup2(saved, 1)
+            os.close(saved)
+            os.close(devnull)
+        _QUIET = True
+    h.setOptionValue("output_flag", False)
+    return h
 
 
 class LP:
@@ -17,8 +43,7 @@ class LP:
         A = sp.csc_matrix(A)
         A.sort_indices()
         m, n = A.shape
-        h = highspy.Highs()
-        h.setOptionValue("output_flag", False)
+        h = new_highs()
         h.setOptionValue("threads", 1)
         h.setOptionValue("random_seed", 0)
         lp = highspy.HighsLp()

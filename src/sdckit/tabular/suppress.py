@@ -36,7 +36,7 @@ from scipy.optimize import Bounds, LinearConstraint, milp
 
 from sdckit.core.errors import DataError, ParameterError
 from sdckit.tabular.audit import AuditResult, audit_pattern, intervals, protected
-from sdckit.tabular.lp import LP
+from sdckit.tabular.lp import LP, new_highs
 from sdckit.tabular.rules import Sensitivity, sensitivity
 from sdckit.tabular.table import Table
 
@@ -463,8 +463,7 @@ class _Master:
     def __init__(self, w: np.ndarray, lb: np.ndarray) -> None:
         import highspy
         self.C = len(w)
-        h = highspy.Highs()
-        h.setOptionValue("output_flag", False)
+        h = new_highs()
         h.setOptionValue("threads", 1)
         h.setOptionValue("random_seed", 0)
         h.setOptionValue("mip_rel_gap", 1e-9)
