@@ -42,10 +42,11 @@ class AuditResult:
                 "suppressed_cells": self.suppressed, "lps_solved": self.lp_solved}
 
 
-def intervals(table: Table, suppressed: np.ndarray, A: sp.csr_matrix | None = None
-              ) -> tuple[np.ndarray, np.ndarray, int]:
+def intervals(table: Table, suppressed: np.ndarray, A: sp.csr_matrix | None = None,
+              only: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, int]:
     """(lo, hi, number of LPs) for each cell: the intruder's bounds (equal to the value when
-    published). Solved per connected component of the suppressed cells' equations."""
+    published). Solved per connected component of the suppressed cells' equations; with ``only``
+    (a boolean mask), just for those suppressed cells (the others' bounds are left NaN)."""
     A = table.equations() if A is None else A
     v = table.cells["value"].to_numpy(float)
     n = len(v)
@@ -76,8 +77,14 @@ def intervals(table: Table, suppressed: np.ndarray, A: sp.csr_matrix | None = No
             hi[S[cols]] = np.inf
             continue
         sub = sub[r]
+        todo = range(len(cols)) if only is None else np.flatnonzero(only[S[cols]])
+        if only is not None:
+            lo[S[cols]] = np.nan
+            hi[S[cols]] = np.nan
+        if not len(todo):
+            continue
         lp = LP(sub, rhs[r], rhs[r], col_lo[cols], np.full(len(cols), np.inf))
-        for j in range(len(cols)):
+        for j in todo:
             for sign in (1.0, -1.0):
                 lp.set_costs([j], [sign])
                 status = lp.solve()

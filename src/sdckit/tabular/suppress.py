@@ -363,7 +363,7 @@ class _Problem:
         """Audit (no upper bounds): mask over primaries (positions in self.prim) unprotected."""
         mask = np.zeros(len(self.table.cells), bool)
         mask[self.cand[y > 0.5]] = True
-        lo, hi, _ = intervals(self.table, mask)
+        lo, hi, _ = intervals(self.table, mask, only=self.sens.primary)
         ok = protected(self.table, lo, hi, self.sens, mask)
         return ~ok[self.cand[self.prim]]
 
