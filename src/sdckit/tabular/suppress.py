@@ -41,6 +41,9 @@ from sdckit.tabular.rules import Sensitivity, sensitivity
 from sdckit.tabular.table import Table
 
 STATUSES = ("safe", "primary", "secondary")
+#: Above this many non-empty cells the heuristic's flows are sought on each primary's
+#: neighbourhood first (one LP per primary); below, on the whole table (two LPs, better patterns).
+LOCAL_ABOVE = 3000
 
 
 @dataclass(frozen=True)
@@ -118,6 +121,7 @@ class _Problem:
         scale = max(float(np.abs(v).max()) if len(v) else 1.0, 1.0)
         self.tol = 1e-7 * scale
         self._att: LP | None = None
+        self._next = 0
         self.codes = table.code_index()[self.cand]  # (C x d) code positions
         self._near = {}  # (siblings kept or None) -> per dimension: code -> allowed codes around it
         self._margins = []
@@ -141,12 +145,20 @@ class _Problem:
         self._att.set_bounds(np.arange(len(y)), -self.LB * y, self.UB * y)
         return self._att
 
-    def violated_cuts(self, y: np.ndarray, first: bool = False) -> list[tuple[np.ndarray, np.ndarray, float]]:
+    def violated_cuts(self, y: np.ndarray, first: bool = False, limit: int | None = None
+                      ) -> list[tuple[np.ndarray, np.ndarray, float]]:
         """Capacity cuts (columns, coefficients, rhs) violated by pattern ``y`` (Fischetti &
-        Salazar 2001, section 3); with ``first``, stop at the first one."""
+        Salazar 2001, section 3); with ``first``, stop at the first one; with ``limit``, after
+        that many, the next call going on from the primary where this one stopped."""
         lp = self.attacker(y)
         cuts = []
-        for p in self.prim:
+        P = len(self.prim)
+        start = self._next if limit is not None else 0
+        for step in range(P):
+            p = self.prim[(start + step) % P]
+            if limit is not None and len(cuts) >= limit:
+                self._next = (start + step) % P
+                return cuts
             for sign, level in ((-1.0, self.upl[p]), (1.0, self.lpl[p])):
                 if level <= 0:
                     continue
@@ -299,8 +311,9 @@ class _Problem:
         avail = np.ones(len(self.cand), bool)
         if order is None:
             order = self.prim[np.lexsort((self.prim, -self.upl[self.prim]))]
+        local = len(self.cand) > LOCAL_ABOVE
         for p in order:
-            if self.upl[p] >= self.lpl[p]:
+            if local and self.upl[p] >= self.lpl[p]:
                 sup = self.flow_local(p, self.upl[p] * boost, np.where(y > 0.5, 0.0, base), avail)
                 if sup is not None:
                     y[sup] = 1.0
@@ -535,7 +548,8 @@ def _optimal(prob: _Problem, y0: np.ndarray, start: float, time_limit: float | N
     rounds = 0
     # phase 1: cuts on the LP relaxation
     master.integral(False)
-    for _ in range(200):
+    limit = max(10, len(prob.prim) // 10)
+    for _ in range(500):
         rounds += 1
         t = left()
         if t is not None and t <= 0:
@@ -544,7 +558,7 @@ def _optimal(prob: _Problem, y0: np.ndarray, start: float, time_limit: float | N
         if not ok or x is None:
             break
         lower = max(lower, obj)
-        cuts = prob.violated_cuts(x)
+        cuts = prob.violated_cuts(x, limit=limit)
         if not cuts:
             break
         master.add(cuts)
@@ -570,7 +584,7 @@ def _optimal(prob: _Problem, y0: np.ndarray, start: float, time_limit: float | N
                 best, best_cost = cand, float(prob.w @ cand)
             return best, False, lower, rounds
         lower = max(lower, obj)
-        cuts = prob.violated_cuts(y)
+        cuts = prob.violated_cuts(y, limit=limit)
         if not cuts:
             return y, True, obj, rounds
         master.add(cuts)
