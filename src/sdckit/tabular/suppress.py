@@ -447,7 +447,10 @@ def suppress(table: Table, rules: Any = None, primary: Any = None, method: str =
     if method == "optimal" and lower is not None:
         base = float(w[sens.primary].sum())
         full = total_cost + base
-        gap = 0.0 if optimal else max(0.0, (full - lower) / full) if full > 0 else 0.0
+        if optimal:
+            gap, lower = 0.0, full
+        else:
+            gap = max(0.0, (full - lower) / full) if full > 0 else 0.0
     v = np.abs(table.cells["value"].to_numpy(float))
     share = float(v[mask].sum() / v.sum()) if v.sum() > 0 else 0.0
     cells = table.cells[list(table.dimensions) + ["value", "freq"]].copy()
