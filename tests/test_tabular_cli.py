@@ -88,3 +88,29 @@ def test_recipe_errors_name_the_key(tmp_path, cli):
     bad.write_text('[table]\ninput = "x.csv"\ndimensions = ["a"]\n')
     done = cli("table", "protect", str(bad))
     assert done.returncode == 2 and "x.csv" in done.stderr
+
+
+def test_tau_argus_job_comes_over(tmp_path):
+    """A tau-ARGUS microdata job (.asc + .rda, hierarchy from the .rda's .hrc) as a recipe."""
+    tau = ROOT / "tests" / "data" / "tauargus" / "microdata"
+    recipe = tmp_path / "job.toml"
+    recipe.write_text(f"""
+[table]
+input = "{tau / 'tau_testW_head.asc'}"
+rda = "{tau / 'Tau_TestW.rda'}"
+dimensions = ["Size", "Region"]
+response = "Var2"
+
+[[rule]]
+type = "p"
+p = 15
+
+[suppression]
+method = "optimal"
+time_limit = 30
+""")
+    result, paths = run_table_recipe(recipe, tmp_path / "out")
+    region = result.table.hierarchies[1]
+    assert region.total == "Total" and len(region.subtotals) > 0  # from region2.hrc
+    assert result.primaries > 0 and result.audit.safe
+    assert set(result.cells["status"]) == {"safe", "primary", "secondary"}
