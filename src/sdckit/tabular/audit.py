@@ -61,6 +61,10 @@ def intervals(table: Table, suppressed: np.ndarray, A: sp.csr_matrix | None = No
     pub = np.ones(n, bool)
     pub[S] = False
     rhs = -(A[rows][:, np.flatnonzero(pub)] @ v[pub])
+    # given cells may add up only within a tolerance (Table.from_cells rtol): each equation keeps
+    # the slack the true values leave it, so that the true values stay feasible
+    scale = max(float(np.abs(v).max()) if n else 1.0, 1.0)
+    slack = np.abs(A[rows] @ v) + 1e-9 * scale
     if AS.shape[0]:
         adj = (AS.T @ AS).tocsr()
         ncomp, label = connected_components(adj, directed=False)
@@ -83,7 +87,7 @@ def intervals(table: Table, suppressed: np.ndarray, A: sp.csr_matrix | None = No
             hi[S[cols]] = np.nan
         if not len(todo):
             continue
-        lp = LP(sub, rhs[r], rhs[r], col_lo[cols], np.full(len(cols), np.inf))
+        lp = LP(sub, rhs[r] - slack[r], rhs[r] + slack[r], col_lo[cols], np.full(len(cols), np.inf))
         for j in todo:
             for sign in (1.0, -1.0):
                 lp.set_costs([j], [sign])
