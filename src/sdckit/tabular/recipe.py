@@ -195,7 +195,10 @@ def published_view(result: SuppressionResult) -> pd.DataFrame:
     (hierarchy order); suppressed cells are shown as ``x``."""
     t = result.table
     cells = result.cells
-    shown = np.where(cells["status"].to_numpy() == "safe", [_fmt(v) for v in cells["value"]], "x")
+    vals = cells["value"].to_numpy(float)
+    integral = bool(np.all(np.isclose(vals, np.round(vals))))
+    text = [str(int(round(v))) if integral else f"{v:.2f}" for v in vals]
+    shown = np.where(cells["status"].to_numpy() == "safe", text, "x")
     last = t.dimensions[-1]
     frame = cells[list(t.dimensions)].copy()
     frame["shown"] = shown
@@ -208,10 +211,6 @@ def published_view(result: SuppressionResult) -> pd.DataFrame:
     wide = wide.reindex(index=rows, columns=list(order))
     wide.columns.name = None
     return wide.reset_index()
-
-
-def _fmt(v: float) -> str:
-    return str(int(round(v))) if float(v).is_integer() else f"{v:.2f}"
 
 
 def cell_file(result: SuppressionResult) -> pd.DataFrame:
