@@ -430,8 +430,9 @@ def suppress(table: Table, rules: Any = None, primary: Any = None, method: str =
         optimal, gap, lower = True, 0.0, 0.0
     elif method == "fast":
         y = prob.flow_protect(y0)
-        # redundancy removal is an improvement step: bounded by the time limit (default 60 s)
-        y = prob.drop_redundant(y, deadline=start + (60.0 if time_limit is None else time_limit))
+        # redundancy removal is an improvement step: half the time limit (default 60 s), the rest
+        # is left to the audit
+        y = prob.drop_redundant(y, deadline=start + (60.0 if time_limit is None else 0.5 * time_limit))
     else:
         y, optimal, lower, rounds = _optimal(prob, y0, start, time_limit)
     y = _repair(prob, y)
