@@ -87,7 +87,8 @@ def intervals(table: Table, suppressed: np.ndarray, A: sp.csr_matrix | None = No
             hi[S[cols]] = np.nan
         if not len(todo):
             continue
-        lp = LP(sub, rhs[r] - slack[r], rhs[r] + slack[r], col_lo[cols], np.full(len(cols), np.inf))
+        lp = LP(sub, rhs[r] - slack[r], rhs[r] + slack[r], col_lo[cols], np.full(len(cols), np.inf),
+                primal=True)
         for j in todo:
             for sign in (1.0, -1.0):
                 lp.set_costs([j], [sign])

@@ -39,13 +39,15 @@ def new_highs() -> highspy.Highs:
 class LP:
     """min c'x  s.t.  row_lo <= A x <= row_hi,  col_lo <= x <= col_hi  (HiGHS, one thread)."""
 
-    def __init__(self, A: sp.spmatrix, row_lo, row_hi, col_lo, col_hi, cost=None) -> None:
+    def __init__(self, A: sp.spmatrix, row_lo, row_hi, col_lo, col_hi, cost=None, primal: bool = False) -> None:
         A = sp.csc_matrix(A)
         A.sort_indices()
         m, n = A.shape
         h = new_highs()
         h.setOptionValue("threads", 1)
         h.setOptionValue("random_seed", 0)
+        if primal:  # re-solves after cost changes only: the basis stays primal feasible
+            h.setOptionValue("simplex_strategy", 4)
         lp = highspy.HighsLp()
         lp.num_col_ = n
         lp.num_row_ = m

@@ -140,7 +140,7 @@ class _Problem:
         if self._att is None:
             C = len(self.cand)
             z = np.zeros(self.A.shape[0])
-            self._att = LP(self.A, z, z, np.zeros(C), np.zeros(C))
+            self._att = LP(self.A, z, z, np.zeros(C), np.zeros(C), primal=True)
         y = np.clip(y, 0.0, 1.0)
         self._att.set_bounds(np.arange(len(y)), -self.LB * y, self.UB * y)
         return self._att
@@ -435,14 +435,20 @@ def suppress(table: Table, rules: Any = None, primary: Any = None, method: str =
         y = prob.drop_redundant(y, deadline=start + (60.0 if time_limit is None else 0.5 * time_limit))
     else:
         y, optimal, lower, rounds = _optimal(prob, y0, start, time_limit)
-    y = _repair(prob, y)
-    mask = np.zeros(len(table.cells), bool)
-    mask[prob.cand[y > 0.5]] = True
-    status = np.where(sens.primary, "primary", np.where(mask, "secondary", "safe"))
-    result_audit = audit_pattern(table, mask, sens, status)
-    if not result_audit.safe:  # pragma: no cover - _repair guarantees it
-        bad = int(np.flatnonzero(~result_audit.cells["protected"].to_numpy())[0])
-        raise DataError(f"Primary cell {table.cell_name(bad)} could not be protected.")
+    # audit; a primary still short (numerical slack) is protected again with a larger level
+    for boost in (1.0, 1.01, 1.1, 1.5, None):
+        mask = np.zeros(len(table.cells), bool)
+        mask[prob.cand[y > 0.5]] = True
+        status = np.where(sens.primary, "primary", np.where(mask, "secondary", "safe"))
+        result_audit = audit_pattern(table, mask, sens, status)
+        if result_audit.safe:
+            break
+        bad_cells = ~result_audit.cells["protected"].to_numpy()
+        if boost is None:
+            raise DataError(f"Primary cell {table.cell_name(int(np.flatnonzero(bad_cells)[0]))} could not "
+                            "be protected.")
+        bad = bad_cells[prob.cand[prob.prim]]
+        y = prob.flow_protect(y, order=prob.prim[bad], boost=boost)
     sec = mask & ~sens.primary
     total_cost = float(w[sec].sum())
     if method == "optimal" and lower is not None:
@@ -459,19 +465,6 @@ def suppress(table: Table, rules: Any = None, primary: Any = None, method: str =
     return SuppressionResult(table, sens, cells, method, cost, int(sens.primary.sum()), int(sec.sum()),
                              share, total_cost, bool(optimal), gap, lower,
                              time.perf_counter() - start, rounds, result_audit)
-
-
-def _repair(prob: _Problem, y: np.ndarray) -> np.ndarray:
-    """Audit; protect any primary still short (numerical slack) with a larger level."""
-    for boost in (1.0, 1.01, 1.1, 1.5):
-        bad = prob.is_safe(y)
-        if not bad.any():
-            return y
-        y = prob.flow_protect(y, order=prob.prim[bad], boost=boost)
-    if prob.is_safe(y).any():
-        i = int(prob.cand[prob.prim[prob.is_safe(y)][0]])
-        raise DataError(f"Primary cell {prob.table.cell_name(i)} could not be protected.")
-    return y
 
 
 class _Master:
