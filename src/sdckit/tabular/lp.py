@@ -74,7 +74,15 @@ class LP:
             self.h.changeColsBounds(len(idx), idx, _finite(lo), _finite(hi))
 
     def solve(self) -> str:
-        """Run HiGHS; 'optimal', 'unbounded', 'infeasible' or another status text."""
+        """Run HiGHS; 'optimal', 'unbounded', 'infeasible' or another status text. A solve that
+        does not end optimal from the previous basis is repeated from scratch."""
+        status = self._solve()
+        if status != "optimal":
+            self.h.clearSolver()
+            status = self._solve()
+        return status
+
+    def _solve(self) -> str:
         self.h.run()
         st = self.h.getModelStatus()
         if st == highspy.HighsModelStatus.kOptimal:
