@@ -1,0 +1,149 @@
+"""Benchmark of sdckit.tabular: cell suppression on tables built from sdcMicro's testdata and on
+a synthetic 1e6-row 4-D table, both methods; prints cells, primaries, secondaries, suppressed
+value share, time and the audit's verdict.
+
+Run: PYTHONPATH=src python benchmarks/bench_tabular.py [--only NAME] [--skip-optimal-above N]
+
+Data: /work/shared/data/sdcmicro/testdata.csv (sdcMicro 5.8.1, GPL-2) when present, else
+tests/data/sdcmicro/testdata.csv.gz.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from sdckit.tabular import MinFrequency, Table, suppress
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = [Path("/work/shared/data/sdcmicro/testdata.csv"), ROOT / "tests/data/sdcmicro/testdata.csv.gz"]
+
+# Hierarchies on testdata's codes (sdcTable's benchmark shapes: 2,592 cells for the 4-D table).
+WATER = {"1": "W1", "2": "W1", "3": "W1", "4": "W2", "5": "W2", "6": "W3", "7": "W3", "9": "W3",
+         "W1": "Total", "W2": "Total", "W3": "Total"}
+RELAT = {"1": "R1", "2": "R1", "3": "R1", "4": "R2", "5": "R2", "6": "R2", "7": "R2", "8": "R2",
+         "9": "R2", "R1": "Total", "R2": "Total"}
+
+
+def testdata() -> pd.DataFrame:
+    for p in DATA:
+        if p.exists():
+            return pd.read_csv(p)
+    raise SystemExit("testdata.csv not found")
+
+
+def synthetic(n: int = 1_000_000, seed: int = 20261125) -> tuple[pd.DataFrame, dict]:
+    """A 4-D table from n records: A (12 leaves in 3 groups), B (10 leaves in 2 groups), C (8),
+    D (8) -> 16 x 13 x 9 x 9 = 16,848 cells; skewed margins so that small cells occur."""
+    rng = np.random.default_rng(seed)
+
+    def zipf(k, s):
+        p = 1.0 / np.arange(1, k + 1) ** s
+        return p / p.sum()
+
+    cols = {}
+    for name, k, s in (("A", 12, 1.0), ("B", 10, 1.0), ("C", 8, 1.2), ("D", 8, 1.4)):
+        cols[name] = rng.choice(k, size=n, p=zipf(k, s))
+    frame = pd.DataFrame({k: np.char.add(k, np.char.zfill(v.astype(str), 2)) for k, v in cols.items()})
+    frame["y"] = rng.lognormal(3.0, 1.0, n).round(2)
+    hier = {
+        "A": {**{f"A{i:02d}": f"A-{i // 4}" for i in range(12)}, **{f"A-{g}": "Total" for g in range(3)}},
+        "B": {**{f"B{i:02d}": f"B-{i // 5}" for i in range(10)}, **{f"B-{g}": "Total" for g in range(2)}},
+        "C": None, "D": None,
+    }
+    return frame, hier
+
+
+def run(name: str, table: Table, rules, methods, time_limit: float | None) -> None:
+    print(f"\n== {name}: {len(table.cells):,} cells ({int((~table.empty).sum()):,} non-empty), "
+          f"dimensions {' x '.join(table.dimensions)}")
+    for m in methods:
+        t0 = time.perf_counter()
+        r = suppress(table, rules, method=m, cost="value", time_limit=time_limit if m == "optimal" else None)
+        dt = time.perf_counter() - t0
+        opt = ""
+        if m == "optimal":
+            opt = "proved optimal" if r.optimal else f"gap {r.gap:.2%}" if r.gap is not None else "no bound"
+        print(f"  {m:8s} primaries {r.primaries:5d}  secondaries {r.secondaries:5d}  "
+              f"cost {r.secondary_cost:12,.0f}  suppressed value share {r.suppressed_value_share:7.3%}  "
+              f"time {dt:7.1f} s  audit {'safe' if r.audit.safe else 'UNSAFE'} "
+              f"({r.audit.lp_solved} LPs)  {opt}", flush=True)
+
+
+TABLES = Path("/work/shared/data/tables")
+INSTANCES = [("tau_simple2d", ["Size", "Region"]), ("rtau_act_size", ["ACTIVITY", "SIZE"]),
+             ("tau_ent_region_mun", ["region", "mun"]), ("tau_ent_act_product", ["act", "product"]),
+             ("tau_ent_act_region", ["act", "region"])]
+
+
+def published_instance(name: str, dims: list[str]) -> tuple[Table, list] | None:
+    """A published cell-suppression instance (cells, hierarchies, primary cells as published)."""
+    d = TABLES / name
+    if not d.exists():
+        return None
+    hier = {}
+    for dim in dims:
+        h = pd.read_csv(d / f"hierarchy_{dim}.csv", dtype=str).dropna()
+        hier[dim] = dict(zip(h["child"].str.strip(), h["parent"].str.strip()))
+    cells = pd.read_csv(d / "cells.csv", dtype={k: str for k in dims})
+    top = [c for c in ("top1", "top2") if c in cells.columns]
+    table = Table.from_cells(cells, dims, hier, top=top, rtol=1e-6)
+    prim = pd.read_csv(d / "primary.csv", dtype={k: str for k in dims})
+    return table, [tuple(r) for r in prim[dims].itertuples(index=False)]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--only", default=None)
+    ap.add_argument("--time-limit", type=float, default=300.0)
+    ap.add_argument("--rows", type=int, default=1_000_000)
+    args = ap.parse_args()
+    d = testdata().astype({c: str for c in ("urbrur", "roof", "water", "relat")})
+    rule = [MinFrequency(3)]
+    cases = [
+        ("water x relat", ["water", "relat"], {"water": WATER, "relat": RELAT}, ("optimal", "fast")),
+        ("urbrur x water x relat", ["urbrur", "water", "relat"], {"water": WATER, "relat": RELAT}, ("optimal", "fast")),
+        ("urbrur x roof x water x relat", ["urbrur", "roof", "water", "relat"], {"water": WATER, "relat": RELAT},
+         ("optimal", "fast")),
+    ]
+    for name, dims, hier, methods in cases:
+        if args.only and args.only not in name:
+            continue
+        t0 = time.perf_counter()
+        table = Table.from_microdata(d, dims, hier)
+        print(f"(built in {time.perf_counter() - t0:.2f} s)", end="")
+        run(f"testdata {name}, frequency table, MinFrequency(3)", table, rule, methods, args.time_limit)
+    for name, dims in INSTANCES:
+        if args.only and args.only not in name:
+            continue
+        got = published_instance(name, dims)
+        if got is None:
+            print(f"\n== {name}: not found, skipped")
+            continue
+        table, prim = got
+        print(f"\n== published instance {name}: {len(prim)} primary cells as published (level 10% of value)", end="")
+        for m in ("optimal", "fast"):
+            t0 = time.perf_counter()
+            r = suppress(table, None, primary=prim, method=m, cost="value",
+                         time_limit=args.time_limit if m == "optimal" else None)
+            dt = time.perf_counter() - t0
+            opt = ("proved optimal" if r.optimal else f"gap {r.gap:.2%}") if m == "optimal" else ""
+            if m == "optimal":
+                print(f", {len(table.cells):,} cells ({int((~table.empty).sum()):,} non-empty)")
+            print(f"  {m:8s} primaries {r.primaries:5d}  secondaries {r.secondaries:5d}  "
+                  f"cost {r.secondary_cost:14,.0f}  suppressed value share {r.suppressed_value_share:7.3%}  "
+                  f"time {dt:7.1f} s  audit {'safe' if r.audit.safe else 'UNSAFE'}  {opt}", flush=True)
+    if not args.only or "synthetic" in args.only:
+        frame, hier = synthetic(args.rows)
+        t0 = time.perf_counter()
+        table = Table.from_microdata(frame, ["A", "B", "C", "D"], hier, response="y")
+        print(f"(built from {len(frame):,} rows in {time.perf_counter() - t0:.1f} s)", end="")
+        run("synthetic 4-D, magnitude table (y), MinFrequency(3)", table, rule, ("fast",), args.time_limit)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,119 @@
+"""``sdckit table``: protect a table by cell suppression (a TOML recipe) and audit a pattern."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.table import Table as RichTable
+
+from sdckit.cli.app import app
+from sdckit.cli.common import console, write_json
+from sdckit.core.errors import ParameterError
+from sdckit.io import read
+from sdckit.tabular import Table, audit_pattern, sensitivity
+from sdckit.tabular.recipe import _hierarchy, build_table, load_table_recipe, run_table_recipe
+
+table_app = typer.Typer(help="Tables: protect by cell suppression (recipe), audit a suppression pattern.",
+                        no_args_is_help=True, rich_markup_mode=None)
+app.add_typer(table_app, name="table")
+
+
+@table_app.command("protect")
+def protect(
+    recipe: Annotated[Path, typer.Argument(help="The table recipe (TOML: [table], [[rule]], [suppression], [output]).")],
+    out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Output folder (default: the recipe's [output] dir).")] = None,
+) -> None:
+    """Build the recipe's table, find primary cells by its rules, suppress secondary cells,
+    audit the pattern by LP, and write the cell file, the published view (suppressed cells as x),
+    the manifest and an HTML report."""
+    result, paths = run_table_recipe(recipe, out)
+    t = RichTable(title=f"{recipe.name}: cell suppression ({result.method})")
+    t.add_column("measure")
+    t.add_column("value", justify="right")
+    t.add_row("cells", f"{len(result.cells):,}")
+    t.add_row("primary cells", f"{result.primaries:,}")
+    t.add_row("secondary cells", f"{result.secondaries:,}")
+    t.add_row("suppressed value share", f"{result.suppressed_value_share:.3%}")
+    if result.method == "optimal":
+        t.add_row("optimality", "proved" if result.optimal else f"gap {result.gap:.2%}" if result.gap is not None else "unknown")
+    t.add_row("audit", "safe" if result.audit.safe else "UNSAFE")
+    t.add_row("time", f"{result.seconds:.2f} s")
+    console.print(t)
+    for name, p in paths.items():
+        console.print(f"{name}: {p}")
+
+
+@table_app.command("audit")
+def audit_cmd(
+    cells: Annotated[Path, typer.Argument(help="A cell file with the dimension codes, value and status (e.g. from 'table protect').")],
+    recipe: Annotated[Optional[Path], typer.Option("--recipe", "-r", help="The recipe: dimensions, hierarchies and rules (levels).")] = None,
+    dimensions: Annotated[Optional[str], typer.Option("--dimensions", "-d", help="Dimension columns, comma-separated (without --recipe).")] = None,
+    hierarchy: Annotated[Optional[list[str]], typer.Option("--hierarchy", help="DIM=FILE (.hrc or child,parent CSV); repeatable.")] = None,
+    status: Annotated[str, typer.Option("--status", help="The status column (safe / primary / secondary).")] = "status",
+    json_out: Annotated[Optional[Path], typer.Option("--json", help="Write the audit summary as JSON here.")] = None,
+) -> None:
+    """The interval an intruder can deduce by LP for every suppressed cell, and whether every
+    primary cell meets its protection levels (from the file's upper/lower columns, else from the
+    recipe's rules). Exit status 1 when a primary cell is unprotected."""
+    frame = read(cells)
+    tab = None
+    if recipe is not None:
+        r = load_table_recipe(recipe)
+        dims = list(r.dimensions)
+        tab = build_table(r)[0]
+        rules = list(r.rules)
+    else:
+        if not dimensions:
+            raise ParameterError("Give --dimensions (or --recipe).")
+        dims = [d.strip() for d in dimensions.split(",") if d.strip()]
+        hier = {}
+        for item in hierarchy or []:
+            if "=" not in item:
+                raise ParameterError(f"--hierarchy takes DIM=FILE. Got {item!r} instead.")
+            d, f = item.split("=", 1)
+            hier[d.strip()] = _hierarchy(f.strip(), d.strip(), Path("."), [], None)
+        rules = []
+    for col in (status, "value"):
+        if col not in frame.columns:
+            raise ParameterError(f"The cell file has no {col!r} column.")
+    for d in dims:
+        frame[d] = frame[d].astype(str).str.strip()
+    freq = "freq" if "freq" in frame.columns else None
+    if tab is None:
+        tab = Table.from_cells(frame, dims, hier, value="value", freq=freq, rtol=1e-6)
+    st = frame.set_index(dims)[status].astype(str)
+    keys = list(zip(*(tab.cells[d] for d in dims)))
+    stat = [st.get(k if len(dims) > 1 else k[0], "safe") for k in keys]
+    bad = sorted(set(stat) - {"safe", "primary", "secondary"})
+    if bad:
+        raise ParameterError(f"The status column has {bad[0]!r}; it takes safe, primary or secondary.")
+    import numpy as np
+    stat = np.asarray(stat, dtype=object)
+    primary = stat == "primary"
+    sens = sensitivity(tab, rules, primary=primary)
+    if {"upper", "lower"} <= set(frame.columns):
+        lv = frame.set_index(dims)[["upper", "lower"]]
+        up = np.array([lv["upper"].get(k if len(dims) > 1 else k[0], 0.0) for k in keys], float)
+        lo = np.array([lv["lower"].get(k if len(dims) > 1 else k[0], 0.0) for k in keys], float)
+        sens = type(sens)(sens.primary, np.where(sens.primary, np.maximum(np.nan_to_num(up), 0), 0.0),
+                          np.where(sens.primary, np.maximum(np.nan_to_num(lo), 0), 0.0), sens.reason)
+        sens = type(sens)(sens.primary, np.where(sens.primary, np.maximum(sens.upper, 1e-6 * max(1.0, float(np.abs(tab.cells["value"]).max()))), 0.0),
+                          sens.lower, sens.reason)
+    a = audit_pattern(tab, stat != "safe", sens, np.where(sens.primary, "primary", stat))
+    t = RichTable(title=f"{cells.name}: audit")
+    t.add_column("measure")
+    t.add_column("value", justify="right")
+    t.add_row("suppressed cells", f"{a.suppressed:,}")
+    t.add_row("primary cells", f"{int(sens.primary.sum()):,}")
+    t.add_row("unprotected primary cells", f"{a.unprotected:,}")
+    t.add_row("verdict", "safe" if a.safe else "UNSAFE")
+    console.print(t)
+    if not a.safe:
+        for _, row in a.cells[~a.cells["protected"]].head(10).iterrows():
+            console.print("unprotected: (" + ", ".join(f"{d}={row[d]}" for d in dims) + ")")
+    if json_out is not None:
+        write_json(json_out, a.to_dict())
+    if not a.safe:
+        raise typer.Exit(code=1)

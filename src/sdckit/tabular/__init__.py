@@ -1,0 +1,23 @@
+"""Tables: hierarchies, sensitivity rules, secondary cell suppression and its LP audit
+(issue 13; DESIGN.md section 6).
+
+Example::
+
+    from sdckit.tabular import Table, PPercent, MinFrequency, suppress, audit
+    table = Table.from_microdata(frame, ["region", "size"], {"region": {"A1": "A", "A": "Total"}},
+                                 response="turnover")
+    result = suppress(table, [MinFrequency(3), PPercent(10)], method="optimal")
+    result.cells            # codes, value, freq, status in {safe, primary, secondary}
+    audit(result).safe      # True: every primary meets its protection levels
+"""
+
+from sdckit.tabular.audit import AuditResult, audit, audit_pattern
+from sdckit.tabular.hierarchy import Hierarchy, as_hierarchy
+from sdckit.tabular.rules import (PQ, Dominance, Manual, MinFrequency, PPercent, Rule, RuleSet,
+                                  Sensitivity, sensitivity)
+from sdckit.tabular.suppress import SuppressionResult, suppress
+from sdckit.tabular.table import Table
+
+__all__ = ["AuditResult", "Dominance", "Hierarchy", "Manual", "MinFrequency", "PPercent", "PQ", "Rule",
+           "RuleSet", "Sensitivity", "SuppressionResult", "Table", "as_hierarchy", "audit", "audit_pattern",
+           "sensitivity", "suppress"]

@@ -1,0 +1,260 @@
+"""Sensitivity rules: which cells are primary (unsafe) and how much protection each needs.
+
+Each rule is a frozen value; rules combine with ``|`` or in a list (a cell is primary when any
+rule says so; its protection levels are the largest those rules ask). Definitions follow
+Hundepool et al. (2012), *Statistical Disclosure Control*, Wiley, ch. 4.2 (sensitivity rules)
+and 4.3 (protection levels), and the tau-ARGUS 4.2 manual (section 4.2); DESIGN.md section 6
+writes them out. With x1 >= x2 >= ... the largest contributions and X the cell total:
+
+- ``MinFrequency(n, share)``: primary when 0 < contributors < n; levels = share x |X|.
+- ``Dominance(n, k)``: primary when x1 + ... + xn > k/100 X; levels = 100/k (x1+...+xn) - X.
+- ``PPercent(p)``: primary when X - x1 - x2 < p/100 x1; levels = p/100 x1 - (X - x1 - x2).
+- ``PQ(p, q)``: primary when p/100 x1 > q/100 (X - x1 - x2); levels = p/100 x1 - q/100 (X - x1 - x2).
+- ``Manual(cells, share)``: the cells listed; levels = share x |X|.
+
+Empty cells (no contributor, structural zeros) are never primary. Upper and lower levels are
+equal (symmetric protection, as tau-ARGUS); the lower level is capped at what the intruder's
+lower bound allows (X when values are non-negative; Fischetti & Salazar 2001, section 2).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from sdckit.core.errors import ParameterError
+
+if TYPE_CHECKING:
+    from sdckit.tabular.table import Table
+
+
+@dataclass(frozen=True)
+class Sensitivity:
+    """What the rules say of each cell: ``primary`` mask, ``upper``/``lower`` protection levels
+    (0 where not primary) and ``reason`` (the first rule's name that flags each cell, or '')."""
+
+    primary: np.ndarray
+    upper: np.ndarray
+    lower: np.ndarray
+    reason: np.ndarray
+
+
+class Rule:
+    """Base of the sensitivity rules; ``rule | other`` combines them."""
+
+    name = "rule"
+
+    def evaluate(self, table: "Table") -> tuple[np.ndarray, np.ndarray]:
+        """(primary mask, protection level) over ``table.cells``."""
+        raise NotImplementedError
+
+    def __or__(self, other: "Rule") -> "RuleSet":
+        return RuleSet(tuple(_flatten([self, other])))
+
+    def to_dict(self) -> dict[str, Any]:
+        d = {"rule": self.name}
+        d.update({k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()})
+        return d
+
+
+def _flatten(rules: Iterable[Any]) -> list[Rule]:
+    out: list[Rule] = []
+    for r in rules:
+        if isinstance(r, RuleSet):
+            out.extend(r.rules)
+        elif isinstance(r, Rule):
+            out.append(r)
+        else:
+            raise ParameterError(f"A sensitivity rule must be a Rule (MinFrequency, Dominance, PPercent, "
+                                 f"PQ, Manual). Got {type(r).__name__} instead.")
+    return out
+
+
+def _top(table: "Table", n: int, rule: str) -> np.ndarray:
+    have = table.n_top
+    if have < n:
+        raise ParameterError(f"The rule {rule} needs the {n} largest contributions of each cell; the "
+                             f"table carries {have} (build it with top={n}, or give top columns).")
+    return table.cells[[f"top{j + 1}" for j in range(n)]].to_numpy(float)
+
+
+def _num(value: Any, name: str, rule: str, low: float, high: float | None = None,
+         integer: bool = False, open_low: bool = False) -> None:
+    ok = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
+    if ok and integer:
+        ok = float(value) == int(value)
+    if ok:
+        ok = (value > low if open_low else value >= low) and (high is None or value <= high)
+    if not ok:
+        rng = f"{'>' if open_low else '>='} {low}" + (f" and <= {high}" if high is not None else "")
+        kind = "an int" if integer else "a number"
+        raise ParameterError(f"The '{name}' parameter of {rule} must be {kind} {rng}. Got {value!r} instead.")
+
+
+@dataclass(frozen=True)
+class MinFrequency(Rule):
+    """Threshold rule: a cell with fewer than ``n`` contributors (but at least one) is primary.
+
+    Its protection level is ``share`` x |cell value| (tau-ARGUS's "frequency safety range",
+    Hundepool et al. 2012, section 4.2.1 and 4.3)."""
+
+    n: int
+    share: float = 0.1
+    name = "frequency"
+
+    def __post_init__(self) -> None:
+        _num(self.n, "n", "MinFrequency", 1, integer=True)
+        _num(self.share, "share", "MinFrequency", 0, 1, open_low=True)
+
+    def evaluate(self, table: "Table") -> tuple[np.ndarray, np.ndarray]:
+        c = table.cells["contributors"].to_numpy()
+        prim = (c > 0) & (c < self.n)
+        return prim, self.share * np.abs(table.cells["value"].to_numpy(float))
+
+
+@dataclass(frozen=True)
+class Dominance(Rule):
+    """(n, k)-dominance: primary when the ``n`` largest contributions exceed ``k`` percent of the
+    cell total. Level ``100/k (x1+...+xn) - X`` (Hundepool et al. 2012, section 4.3.2)."""
+
+    n: int
+    k: float
+    name = "dominance"
+
+    def __post_init__(self) -> None:
+        _num(self.n, "n", "Dominance", 1, integer=True)
+        _num(self.k, "k", "Dominance", 0, 100, open_low=True)
+
+    def evaluate(self, table: "Table") -> tuple[np.ndarray, np.ndarray]:
+        s = _top(table, int(self.n), "Dominance").sum(axis=1)
+        X = table.cells["value"].to_numpy(float)
+        level = 100.0 / self.k * s - X
+        return (s > self.k / 100.0 * X) & (X != 0), level
+
+
+@dataclass(frozen=True)
+class PQ(Rule):
+    """Prior-posterior (p, q) rule: an intruder who knows every contribution within ``q``
+    percent must not estimate x1 within ``p`` percent. Primary when ``p x1 > q (X - x1 - x2)``;
+    level ``p/100 x1 - q/100 (X - x1 - x2)`` (Hundepool et al. 2012, sections 4.2.3, 4.3.2)."""
+
+    p: float
+    q: float = 100.0
+    name = "pq"
+
+    def __post_init__(self) -> None:
+        _num(self.p, "p", type(self).__name__, 0, open_low=True)
+        _num(self.q, "q", type(self).__name__, 0, 100, open_low=True)
+        if self.p >= self.q:
+            raise ParameterError(f"The 'p' parameter of {type(self).__name__} must be below q={self.q}. Got {self.p!r} instead.")
+
+    def evaluate(self, table: "Table") -> tuple[np.ndarray, np.ndarray]:
+        t = _top(table, 2, type(self).__name__)
+        X = table.cells["value"].to_numpy(float)
+        rest = X - t[:, 0] - t[:, 1]
+        level = self.p / 100.0 * t[:, 0] - self.q / 100.0 * rest
+        return (level > 0) & (table.cells["contributors"].to_numpy() > 0), level
+
+
+@dataclass(frozen=True)
+class PPercent(PQ):
+    """p% rule: the second-largest contributor must not estimate x1 within ``p`` percent.
+    Primary when ``X - x1 - x2 < p/100 x1``; level ``p/100 x1 - (X - x1 - x2)`` (the (p, q)
+    rule with q = 100; Hundepool et al. 2012, sections 4.2.2, 4.3.2)."""
+
+    q: float = field(default=100.0, init=False)
+    name = "p%"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"rule": self.name, "p": self.p}
+
+
+@dataclass(frozen=True)
+class Manual(Rule):
+    """Cells declared primary by hand (tuples of codes or ``{dimension: code}``); level
+    ``share`` x |value|."""
+
+    cells: tuple = ()
+    share: float = 0.1
+    name = "manual"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "cells", tuple(tuple(c.items()) if isinstance(c, dict) else tuple(c)
+                                                 if not isinstance(c, str) else (c,) for c in self.cells))
+        _num(self.share, "share", "Manual", 0, 1, open_low=True)
+
+    def evaluate(self, table: "Table") -> tuple[np.ndarray, np.ndarray]:
+        keys = [dict(c) if c and isinstance(c[0], tuple) else c for c in self.cells]
+        prim = np.zeros(len(table.cells), bool)
+        prim[table.locate(keys)] = True
+        return prim & ~table.empty, self.share * np.abs(table.cells["value"].to_numpy(float))
+
+
+@dataclass(frozen=True)
+class RuleSet(Rule):
+    """Several rules: primary when any says so; levels the largest among the rules that flag."""
+
+    rules: tuple[Rule, ...] = ()
+    name = "rules"
+
+    def evaluate(self, table: "Table") -> tuple[np.ndarray, np.ndarray]:
+        s = sensitivity(table, self.rules)
+        return s.primary, s.upper
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"rule": "any", "rules": [r.to_dict() for r in self.rules]}
+
+
+def as_rules(rules: Any) -> tuple[Rule, ...]:
+    """A rule, a RuleSet, a list of rules, or None (no rule) as a tuple of rules."""
+    if rules is None:
+        return ()
+    if isinstance(rules, Rule):
+        return tuple(_flatten([rules]))
+    if isinstance(rules, Sequence):
+        return tuple(_flatten(rules))
+    raise ParameterError(f"The 'rules' parameter must be a Rule or a list of rules. Got {type(rules).__name__} instead.")
+
+
+def sensitivity(table: "Table", rules: Any, primary: Any = None, floor: float | None = None) -> Sensitivity:
+    """Primary cells and protection levels of ``table`` under ``rules`` plus cells ``primary``
+    (a boolean mask or a list of cell keys; level 10% of |value| unless a rule gives more).
+
+    Every primary cell needs an interval of positive width: a level of 0 is raised to ``floor``
+    (default 1e-6 x the largest |value|, "sliding protection"). The lower level is capped at the
+    cell's value when values cannot be negative (the intruder knows x >= 0). Empty cells are never
+    primary.
+    """
+    n = len(table.cells)
+    prim = np.zeros(n, bool)
+    level = np.zeros(n)
+    reason = np.full(n, "", dtype=object)
+    for r in as_rules(rules):
+        p, lv = r.evaluate(table)
+        p = np.asarray(p, bool) & ~table.empty
+        level = np.where(p, np.maximum(level, lv), level)
+        reason[p & ~prim] = r.name
+        prim |= p
+    if primary is not None:
+        idx = table.locate(primary)
+        extra = np.zeros(n, bool)
+        extra[idx] = True
+        if (extra & table.empty).any():
+            i = int(np.flatnonzero(extra & table.empty)[0])
+            raise ParameterError(f"Cell {table.cell_name(i)} given as primary is empty (a structural zero): "
+                                 "it cannot be protected by suppression.")
+        value = np.abs(table.cells["value"].to_numpy(float))
+        level = np.where(extra & ~prim, 0.1 * value, level)
+        reason[extra & ~prim] = "given"
+        prim |= extra
+    value = table.cells["value"].to_numpy(float)
+    scale = float(np.abs(value).max()) if n else 1.0
+    floor = 1e-6 * max(scale, 1.0) if floor is None else floor
+    upper = np.where(prim, np.maximum(level, floor), 0.0)
+    lower = upper.copy()
+    if not table.negative:
+        lower = np.where(prim, np.minimum(lower, np.maximum(value, 0.0)), 0.0)
+    return Sensitivity(prim, upper, lower, reason)

@@ -1,0 +1,595 @@
+"""Secondary cell suppression: the cheapest set of further cells to suppress so that no primary
+cell can be estimated, from the published cells and the table's equations, within its
+protection levels.
+
+``method="optimal"``: the exact model of Fischetti & Salazar (2001), "Solving the cell
+suppression problem on tabular data with linear constraints", *Management Science* 47(7),
+1008-1027: binary y_i (cell i suppressed), minimise sum w_i y_i, and for every primary cell p and
+each direction the attacker LP  max/min z_p  s.t.  A z = 0,  -LB_i y_i <= z_i <= UB_i y_i  must
+reach the upper/lower protection level. Its dual gives the "capacity" cuts
+sum_i (UB_i d_i^- + LB_i d_i^+) y_i >= level (section 3), strengthened by capping each
+coefficient at the level; they are added lazily (Benders-style) to a master MILP solved by HiGHS
+(scipy.optimize.milp) until no attacker LP is violated. The model starts with the same cuts of
+each single equation through a primary cell.
+
+``method="fast"``: for each primary cell and direction, the cheapest deviation flow
+(min sum w_i |z_i| with z_p at its level, the same bounds, cells already suppressed free; the
+network-flow heuristic of Kelly, Golden & Assad 1992 and Castro 2007 generalised to any table by
+LP), suppressing the cells it moves; then redundant secondaries are dropped while the pattern
+stays safe, and the result is audited.
+
+Deviation bounds: LB_i = x_i when values are non-negative (else the table's total absolute
+value), UB_i = the table's total absolute value. Both methods return only after :func:`audit`
+has shown every primary cell protected against an intruder without upper bounds.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import scipy.sparse as sp
+from scipy.optimize import Bounds, LinearConstraint, milp
+
+from sdckit.core.errors import DataError, ParameterError
+from sdckit.tabular.audit import AuditResult, audit_pattern, intervals, protected
+from sdckit.tabular.lp import LP, new_highs
+from sdckit.tabular.rules import Sensitivity, sensitivity
+from sdckit.tabular.table import Table
+
+STATUSES = ("safe", "primary", "secondary")
+#: Above this many non-empty cells the heuristic's flows are sought on each primary's
+#: neighbourhood first (one LP per primary); below, on the whole table (two LPs, better patterns).
+LOCAL_ABOVE = 3000
+
+
+@dataclass(frozen=True)
+class SuppressionResult:
+    """A protected table.
+
+    Attributes
+    ----------
+    cells : DataFrame
+        The dimension codes, ``value``, ``freq`` and ``status`` (``safe``/``primary``/``secondary``).
+    optimal : bool
+        True when the MILP proved the pattern optimal (``method="optimal"`` only).
+    gap : float or None
+        Relative gap (cost - lower bound) / cost when a time limit stopped the MILP; 0 when optimal.
+    """
+
+    table: Table = field(repr=False)
+    sensitivity: Sensitivity = field(repr=False)
+    cells: pd.DataFrame = field(repr=False)
+    method: str
+    cost: str
+    primaries: int
+    secondaries: int
+    suppressed_value_share: float
+    secondary_cost: float
+    optimal: bool
+    gap: float | None
+    lower_bound: float | None
+    seconds: float
+    rounds: int
+    audit: AuditResult = field(repr=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"method": self.method, "cost": self.cost, "cells": len(self.cells),
+                "primaries": self.primaries, "secondaries": self.secondaries,
+                "suppressed_value_share": self.suppressed_value_share,
+                "secondary_cost": self.secondary_cost, "optimal": self.optimal, "gap": self.gap,
+                "lower_bound": self.lower_bound, "seconds": round(self.seconds, 3),
+                "rounds": self.rounds, "audit": self.audit.to_dict()}
+
+
+def cell_costs(table: Table, cost: str) -> np.ndarray:
+    """Weight of suppressing each cell: its |value|, its frequency, or 1."""
+    if cost == "value":
+        return np.abs(table.cells["value"].to_numpy(float))
+    if cost == "freq":
+        return table.cells["freq"].to_numpy(float)
+    if cost == "unity":
+        return np.ones(len(table.cells))
+    raise ParameterError(f"The 'cost' parameter of suppress must be 'value', 'freq' or 'unity'. Got {cost!r} instead.")
+
+
+class _Problem:
+    """What both methods share: candidate cells, equations on them, deviation bounds, weights."""
+
+    def __init__(self, table: Table, sens: Sensitivity, w: np.ndarray) -> None:
+        self.table, self.sens = table, sens
+        v = table.cells["value"].to_numpy(float)
+        self.v = v
+        self.cand = np.flatnonzero(~table.empty)  # structural zeros are never suppressed
+        A = table.equations()[:, self.cand].tocsr()
+        keep = np.flatnonzero(np.diff(A.indptr))
+        self.A = A[keep].tocsr()
+        C = len(self.cand)
+        M = float(np.abs(v[self.cand]).sum()) or 1.0
+        self.M = M
+        vc = v[self.cand]
+        self.UB = np.full(C, M)
+        self.LB = np.full(C, M) if table.negative else np.maximum(vc, 0.0)
+        self.w = w[self.cand]
+        self.pos = {int(c): j for j, c in enumerate(self.cand)}
+        self.prim = np.array([self.pos[int(i)] for i in np.flatnonzero(sens.primary)], dtype=np.int64)
+        self.upl = sens.upper[self.cand]
+        self.lpl = sens.lower[self.cand]
+        scale = max(float(np.abs(v).max()) if len(v) else 1.0, 1.0)
+        self.tol = 1e-7 * scale
+        self._att: LP | None = None
+        self._next = 0
+        self.codes = table.code_index()[self.cand]  # (C x d) code positions
+        self._near = {}  # (siblings kept or None) -> per dimension: code -> allowed codes around it
+        self._margins = []
+        allpos = table.code_index()
+        for k, h in enumerate(table.hierarchies):
+            others_root = np.all(np.delete(allpos, k, axis=1) == 0, axis=1)
+            m = np.zeros(len(h.codes))
+            m[allpos[others_root, k]] = np.abs(v[others_root])
+            self._margins.append(m)
+        self._flow: LP | None = None
+        self.certs: dict[tuple[int, bool | None], np.ndarray] = {}
+
+    # ------------------------------------------------------------ attacker LPs
+    def attacker(self, y: np.ndarray) -> LP:
+        """The attacker LP with deviation bounds -LB_i y_i <= z_i <= UB_i y_i (y may be fractional)."""
+        if self._att is None:
+            C = len(self.cand)
+            z = np.zeros(self.A.shape[0])
+            self._att = LP(self.A, z, z, np.zeros(C), np.zeros(C), primal=True)
+        y = np.clip(y, 0.0, 1.0)
+        self._att.set_bounds(np.arange(len(y)), -self.LB * y, self.UB * y)
+        return self._att
+
+    def violated_cuts(self, y: np.ndarray, first: bool = False, limit: int | None = None
+                      ) -> list[tuple[np.ndarray, np.ndarray, float]]:
+        """Capacity cuts (columns, coefficients, rhs) violated by pattern ``y`` (Fischetti &
+        Salazar 2001, section 3); with ``first``, stop at the first one; with ``limit``, after
+        that many, the next call going on from the primary where this one stopped."""
+        lp = self.attacker(y)
+        cuts = []
+        P = len(self.prim)
+        start = self._next if limit is not None else 0
+        for step in range(P):
+            p = self.prim[(start + step) % P]
+            if limit is not None and len(cuts) >= limit:
+                self._next = (start + step) % P
+                return cuts
+            for sign, level in ((-1.0, self.upl[p]), (1.0, self.lpl[p])):
+                if level <= 0:
+                    continue
+                lp.set_costs([p], [sign])
+                st = lp.solve()
+                if st != "optimal":  # pragma: no cover - bounded, feasible (z = 0)
+                    raise RuntimeError(f"attacker LP: {st}")
+                reach = -lp.objective  # max z_p (sign -1) or max -z_p (sign +1)
+                if reach < level - self.tol:
+                    d = lp.col_dual
+                    coef = np.maximum(d, 0) * self.LB + np.maximum(-d, 0) * self.UB
+                    coef = np.minimum(coef, level)
+                    nz = np.flatnonzero(coef > 1e-9 * level)
+                    cuts.append((nz, coef[nz], level))
+                lp.set_costs([p], [0.0])
+                if first and cuts:
+                    return cuts
+        return cuts
+
+    def row_cuts(self) -> list[tuple[np.ndarray, np.ndarray, float]]:
+        """The cuts of each single equation through a primary cell, both directions."""
+        A = self.A.tocsc()
+        Ar = self.A
+        cuts = []
+        for p in self.prim:
+            for r in A.indices[A.indptr[p]:A.indptr[p + 1]]:
+                cols = Ar.indices[Ar.indptr[r]:Ar.indptr[r + 1]]
+                sgn = Ar.data[Ar.indptr[r]:Ar.indptr[r + 1]]
+                sp_ = sgn[cols == p][0]
+                other = cols != p
+                c, s = cols[other], sgn[other]
+                same = s == sp_
+                for level, cap_same, cap_opp in ((self.upl[p], self.LB, self.UB), (self.lpl[p], self.UB, self.LB)):
+                    if level <= 0:
+                        continue
+                    coef = np.minimum(np.where(same, cap_same[c], cap_opp[c]), level)
+                    cuts.append((c, coef, level))
+        return cuts
+
+    # ------------------------------------------------------------ heuristic
+    def flow_lp(self) -> LP:
+        if self._flow is None:
+            C = len(self.cand)
+            A2 = sp.hstack([self.A, -self.A]).tocsc()
+            z = np.zeros(self.A.shape[0])
+            self._flow = LP(A2, z, z, np.zeros(2 * C), np.r_[self.UB, self.LB])
+        return self._flow
+
+    def flow(self, p: int, up: bool, level: float, cost: np.ndarray, avail: np.ndarray) -> np.ndarray | None:
+        """Support of the cheapest deviation flow that moves cell ``p`` by ``level`` up (or down)
+        through the cells in ``avail``; None when there is none."""
+        C = len(self.cand)
+        lp = self.flow_lp()
+        hi = np.r_[np.where(avail, self.UB, 0.0), np.where(avail, self.LB, 0.0)]
+        lo = np.zeros(2 * C)
+        k = p if up else C + p
+        other = C + p if up else p
+        if level > hi[k] + 1e-12:
+            return None
+        lo[k] = hi[k] = level
+        hi[other] = 0.0
+        lp.set_bounds(np.arange(2 * C), lo, hi)
+        lp.set_costs(np.arange(2 * C), np.r_[cost, cost])
+        st = lp.solve()
+        if st != "optimal":
+            return None
+        x = lp.x
+        return np.flatnonzero((x[:C] + x[C:]) > 1e-9 * max(level, 1.0))
+
+    def _near_codes(self, k: int, c: int, siblings: int | None) -> np.ndarray:
+        key = (k, c, siblings)
+        if key not in self._near:
+            h = self.table.hierarchies[k]
+            par = np.asarray(h.parents)
+            size = np.ones(len(par), int)  # codes are in depth-first order: a subtree is a run
+            for i in range(len(par) - 1, 0, -1):
+                size[par[i]] += size[i]
+            ok = np.zeros(len(h.codes), bool)
+            a = par[c]
+            sib = np.flatnonzero(par == a) if a >= 0 else np.zeros(0, int)
+            sib = sib[sib != c]
+            if siblings is not None:  # the largest by their one-way margin
+                m = self._margins[k]
+                sib = sib[np.lexsort((sib, -m[sib]))][:siblings]
+            for r in np.r_[c, sib]:
+                ok[r:r + size[r]] = True
+            while a >= 0:
+                ok[a] = True  # ancestors
+                a = par[a]
+            self._near[key] = ok
+        return self._near[key]
+
+    def neighbourhood(self, p: int, siblings: int | None = None) -> np.ndarray:
+        """Candidate cells whose code in every dimension lies below the primary's code or one of
+        its siblings, or is one of its ancestors (the sub-table where its cheapest flows lie);
+        with ``siblings``, only that many siblings per dimension, the largest first."""
+        keep = np.ones(len(self.cand), bool)
+        for k in range(self.codes.shape[1]):
+            keep &= self._near_codes(k, int(self.codes[p, k]), siblings)[self.codes[:, k]]
+        return np.flatnonzero(keep)
+
+    def flow_local(self, p: int, level: float, cost: np.ndarray, avail: np.ndarray) -> np.ndarray | None:
+        """:meth:`flow_near` on a small neighbourhood (3 siblings per dimension), then on the
+        whole one."""
+        for siblings in (3, None):
+            sup = self.flow_near(p, level, cost, avail, siblings)
+            if sup is not None:
+                return sup
+        return None
+
+    def flow_near(self, p: int, level: float, cost: np.ndarray, avail: np.ndarray,
+                  siblings: int | None) -> np.ndarray | None:
+        """Support of the cheapest flow on the primary's neighbourhood that moves it up by
+        ``level`` while every other cell moves at most by its value either way, so that the
+        reversed flow (scaled to the lower level <= upper level) protects the lower side too."""
+        sub = self.neighbourhood(p, siblings)
+        sub = sub[avail[sub] | (sub == p)]
+        if level > self.UB[p]:
+            return None
+        A = self.A[:, sub]
+        rows = np.flatnonzero(np.diff(A.indptr))
+        A = A[rows]
+        n = len(sub)
+        me = int(np.flatnonzero(sub == p)[0])
+        cap = np.minimum(self.UB[sub], self.LB[sub])
+        hi = np.r_[cap, cap]
+        lo = np.zeros(2 * n)
+        lo[me] = hi[me] = level
+        hi[n + me] = 0.0
+        if self.lpl[p] > 0 and self.lpl[p] > self.LB[p] + 1e-12:
+            return None
+        z = np.zeros(A.shape[0])
+        lp = LP(sp.hstack([A, -A]).tocsc(), z, z, lo, hi, np.r_[cost[sub], cost[sub]])
+        if lp.solve() != "optimal":
+            return None
+        x = lp.x
+        return sub[(x[:n] + x[n:]) > 1e-9 * max(level, 1.0)]
+
+    def base_cost(self) -> np.ndarray:
+        pos_w = self.w[self.w > 0]
+        eps = 1e-3 * (float(pos_w.mean()) if len(pos_w) else 1.0)
+        return self.w + eps
+
+    def flow_protect(self, y: np.ndarray, order: np.ndarray | None = None, boost: float = 1.0) -> np.ndarray:
+        """Suppress, for each primary cell and direction, the cells of its cheapest deviation
+        flow (cells already suppressed are free). Returns the new pattern; the flows' supports
+        are kept as certificates (``self.certs``)."""
+        y = y.copy().astype(float)
+        base = self.base_cost()
+        avail = np.ones(len(self.cand), bool)
+        if order is None:
+            order = self.prim[np.lexsort((self.prim, -self.upl[self.prim]))]
+        local = len(self.cand) > LOCAL_ABOVE
+        for p in order:
+            if local and self.upl[p] >= self.lpl[p]:
+                sup = self.flow_local(p, self.upl[p] * boost, np.where(y > 0.5, 0.0, base), avail)
+                if sup is not None:
+                    y[sup] = 1.0
+                    self.certs[(int(p), None)] = sup
+                    continue
+            for up, level in ((True, self.upl[p] * boost), (False, self.lpl[p] * boost)):
+                if level <= 0:
+                    continue
+                cap = self.UB[p] if up else self.LB[p]
+                sup = self.flow(p, up, min(level, cap), np.where(y > 0.5, 0.0, base), avail)
+                if sup is None:
+                    raise DataError(f"Primary cell {self.table.cell_name(int(self.cand[p]))} cannot be "
+                                    "protected to its levels by any suppression pattern (the table's "
+                                    "equations do not allow it).")
+                y[sup] = 1.0
+                self.certs[(int(p), up)] = sup
+        return y
+
+    def drop_redundant(self, y: np.ndarray, deadline: float | None) -> np.ndarray:
+        """Publish again each secondary cell, costliest first, when every primary keeps a
+        protecting flow through the cells still suppressed (certificates are re-solved only for
+        the primaries whose flow used the cell)."""
+        y = y.copy()
+        base = self.base_cost()
+        users: dict[int, set] = {}
+        for key, sup in self.certs.items():
+            for j in sup:
+                users.setdefault(int(j), set()).add(key)
+        sec = np.setdiff1d(np.flatnonzero(y > 0.5), self.prim)
+        order = sec[np.lexsort((sec, -self.w[sec]))]
+        for j in order:
+            if deadline is not None and time.perf_counter() > deadline:
+                break
+            y[j] = 0.0
+            avail = y > 0.5
+            new = {}
+            for key in sorted(users.get(int(j), ()), key=lambda k: (k[0], str(k[1]))):
+                p, up = key
+                if up is None:
+                    sup = self.flow_local(p, self.upl[p], base, avail)
+                else:
+                    level = self.upl[p] if up else self.lpl[p]
+                    cap = self.UB[p] if up else self.LB[p]
+                    sup = self.flow(p, up, min(level, cap), base, avail)
+                if sup is None:
+                    break
+                new[key] = sup
+            else:
+                for key, sup in new.items():
+                    for i in self.certs[key]:
+                        users.get(int(i), set()).discard(key)
+                    self.certs[key] = sup
+                    for i in sup:
+                        users.setdefault(int(i), set()).add(key)
+                continue
+            y[j] = 1.0
+        return y
+
+    def is_safe(self, y: np.ndarray) -> np.ndarray:
+        """Audit (no upper bounds): mask over primaries (positions in self.prim) unprotected."""
+        mask = np.zeros(len(self.table.cells), bool)
+        mask[self.cand[y > 0.5]] = True
+        lo, hi, _ = intervals(self.table, mask, only=self.sens.primary)
+        ok = protected(self.table, lo, hi, self.sens, mask)
+        return ~ok[self.cand[self.prim]]
+
+
+def suppress(table: Table, rules: Any = None, primary: Any = None, method: str = "optimal",
+             cost: str = "value", time_limit: float | None = None) -> SuppressionResult:
+    """Protect ``table`` by primary and secondary cell suppression.
+
+    Parameters
+    ----------
+    table : Table
+    rules : Rule or list of rules, optional
+        Sensitivity rules (:mod:`sdckit.tabular.rules`) that decide the primary cells and their
+        protection levels.
+    primary : boolean mask over ``table.cells`` or list of cell keys, optional
+        Further primary cells (level 10% of |value| unless a rule asks more).
+    method : {"optimal", "fast"}
+        Exact MILP with cut generation (Fischetti & Salazar 2001), or the flow heuristic.
+    cost : {"value", "freq", "unity"}
+        What a suppressed cell costs.
+    time_limit : float, optional
+        Seconds for the MILP; when it stops the search, the best pattern is completed by the
+        heuristic, audited and returned with the gap to the proven lower bound.
+
+    Returns
+    -------
+    SuppressionResult
+        Never an unprotected pattern: the audit runs before it returns.
+
+    Raises
+    ------
+    DataError
+        A primary cell that no pattern can protect (named by its codes).
+    """
+    start = time.perf_counter()
+    if method not in ("optimal", "fast"):
+        raise ParameterError(f"The 'method' parameter of suppress must be 'optimal' or 'fast'. Got {method!r} instead.")
+    if time_limit is not None and not (isinstance(time_limit, (int, float)) and time_limit > 0):
+        raise ParameterError(f"The 'time_limit' parameter of suppress must be a number > 0 or None. Got {time_limit!r} instead.")
+    if not isinstance(table, Table):
+        raise ParameterError(f"The 'table' parameter of suppress must be a Table. Got {type(table).__name__} instead.")
+    w = cell_costs(table, cost)
+    sens = sensitivity(table, rules, primary)
+    prob = _Problem(table, sens, w)
+    C = len(prob.cand)
+    y0 = np.zeros(C)
+    y0[prob.prim] = 1.0
+    optimal, gap, lower, rounds = False, None, None, 0
+    if not len(prob.prim):
+        y = y0
+        optimal, gap, lower = True, 0.0, 0.0
+    elif method == "fast":
+        y = prob.flow_protect(y0)
+        # redundancy removal is an improvement step: half the time limit (default 60 s), the rest
+        # is left to the audit
+        y = prob.drop_redundant(y, deadline=start + (60.0 if time_limit is None else 0.5 * time_limit))
+    else:
+        y, optimal, lower, rounds = _optimal(prob, y0, start, time_limit)
+    # audit; a primary still short (numerical slack) is protected again with a larger level
+    for boost in (1.0, 1.01, 1.1, 1.5, None):
+        mask = np.zeros(len(table.cells), bool)
+        mask[prob.cand[y > 0.5]] = True
+        status = np.where(sens.primary, "primary", np.where(mask, "secondary", "safe"))
+        result_audit = audit_pattern(table, mask, sens, status)
+        if result_audit.safe:
+            break
+        bad_cells = ~result_audit.cells["protected"].to_numpy()
+        if boost is None:
+            raise DataError(f"Primary cell {table.cell_name(int(np.flatnonzero(bad_cells)[0]))} could not "
+                            "be protected.")
+        bad = bad_cells[prob.cand[prob.prim]]
+        y = prob.flow_protect(y, order=prob.prim[bad], boost=boost)
+    sec = mask & ~sens.primary
+    total_cost = float(w[sec].sum())
+    if method == "optimal" and lower is not None:
+        base = float(w[sens.primary].sum())
+        full = total_cost + base
+        if optimal:
+            gap, lower = 0.0, full
+        else:
+            gap = max(0.0, (full - lower) / full) if full > 0 else 0.0
+    v = np.abs(table.cells["value"].to_numpy(float))
+    share = float(v[mask].sum() / v.sum()) if v.sum() > 0 else 0.0
+    cells = table.cells[list(table.dimensions) + ["value", "freq"]].copy()
+    cells["status"] = pd.Categorical(status, categories=list(STATUSES)).astype(str)
+    return SuppressionResult(table, sens, cells, method, cost, int(sens.primary.sum()), int(sec.sum()),
+                             share, total_cost, bool(optimal), gap, lower,
+                             time.perf_counter() - start, rounds, result_audit)
+
+
+class _Master:
+    """The master problem: min w'y over the cuts found so far, y_p = 1 for primaries (highspy)."""
+
+    def __init__(self, w: np.ndarray, lb: np.ndarray) -> None:
+        import highspy
+        self.C = len(w)
+        h = new_highs()
+        h.setOptionValue("threads", 1)
+        h.setOptionValue("random_seed", 0)
+        h.setOptionValue("mip_rel_gap", 1e-9)
+        h.setOptionValue("mip_abs_gap", 1e-9)
+        lp = highspy.HighsLp()
+        lp.num_col_ = self.C
+        lp.num_row_ = 0
+        lp.col_cost_ = np.asarray(w, float)
+        lp.col_lower_ = np.asarray(lb, float)
+        lp.col_upper_ = np.ones(self.C)
+        h.passModel(lp)
+        self.h, self.hs, self.rows = h, highspy, 0
+
+    def add(self, cuts) -> None:
+        if not cuts:
+            return
+        starts, idx, val, lo = [], [], [], []
+        k = 0
+        for c, coef, level in cuts:
+            starts.append(k)
+            idx.append(np.asarray(c, np.int32))
+            val.append(np.asarray(coef, float) / level)  # scaled: rhs 1
+            lo.append(1.0 - 1e-9)
+            k += len(c)
+        n = len(cuts)
+        self.h.addRows(n, np.asarray(lo), np.full(n, self.hs.kHighsInf), k, np.asarray(starts, np.int32),
+                       np.concatenate(idx), np.concatenate(val))
+        self.rows += n
+
+    def integral(self, on: bool) -> None:
+        kind = self.hs.HighsVarType.kInteger if on else self.hs.HighsVarType.kContinuous
+        self.h.changeColsIntegrality(self.C, np.arange(self.C, dtype=np.int32), np.array([kind] * self.C))
+
+    def solve(self, time_left: float | None, incumbent: np.ndarray | None = None):
+        """(x, objective, lower bound, finished) of the current master."""
+        self.h.setOptionValue("time_limit", float(time_left) if time_left is not None else self.hs.kHighsInf)
+        if incumbent is not None:
+            sol = self.hs.HighsSolution()
+            sol.col_value = np.asarray(incumbent, float)
+            sol.value_valid = True
+            self.h.setSolution(sol)
+        self.h.run()
+        st = self.h.getModelStatus()
+        info = self.h.getInfo()
+        ok = st == self.hs.HighsModelStatus.kOptimal
+        if st == self.hs.HighsModelStatus.kInfeasible:
+            raise DataError("No suppression pattern protects every primary cell (the model is infeasible).")
+        x = np.asarray(self.h.getSolution().col_value) if info.primal_solution_status == 2 else None
+        bound = getattr(info, "mip_dual_bound", None)
+        obj = float(info.objective_function_value)
+        return x, obj, bound, ok
+
+
+def _optimal(prob: _Problem, y0: np.ndarray, start: float, time_limit: float | None):
+    """Branch-and-cut in the manner of Fischetti & Salazar (2001): capacity cuts on the LP
+    relaxation first, then on integer solutions of the master MILP; each integer solution
+    the attacker refutes is completed by the flow heuristic into a safe pattern (upper bound)."""
+    C = len(prob.cand)
+
+    def left():
+        return None if time_limit is None else time_limit - (time.perf_counter() - start)
+
+    master = _Master(prob.w, y0)
+    master.add(prob.row_cuts())
+    # a first safe pattern (upper bound) from the heuristic
+    best = prob.drop_redundant(prob.flow_protect(y0), deadline=None if time_limit is None else start + 0.2 * time_limit)
+    best_cost = float(prob.w @ best)
+    lower = 0.0
+    rounds = 0
+    # phase 1: cuts on the LP relaxation
+    master.integral(False)
+    limit = max(10, len(prob.prim) // 10)
+    for _ in range(500):
+        rounds += 1
+        t = left()
+        if t is not None and t <= 0:
+            return best, False, lower, rounds
+        x, obj, _, ok = master.solve(t)
+        if not ok or x is None:
+            break
+        lower = max(lower, obj)
+        cuts = prob.violated_cuts(x, limit=limit)
+        if not cuts:
+            break
+        master.add(cuts)
+    # phase 2: integer master
+    master.integral(True)
+    while True:
+        rounds += 1
+        if best_cost <= lower + 1e-9 * max(1.0, abs(best_cost)):
+            return best, True, lower, rounds
+        t = left()
+        if t is not None and t <= 0:
+            return best, False, lower, rounds
+        x, obj, bound, ok = master.solve(t)
+        if bound is not None and np.isfinite(bound):
+            lower = max(lower, float(bound))
+        if x is None:
+            return best, False, lower, rounds
+        y = np.round(x)
+        if not ok:
+            lower = max(lower, float(bound) if bound is not None and np.isfinite(bound) else lower)
+            cand = _complete(prob, y)
+            if float(prob.w @ cand) < best_cost:
+                best, best_cost = cand, float(prob.w @ cand)
+            return best, False, lower, rounds
+        lower = max(lower, obj)
+        cuts = prob.violated_cuts(y, limit=limit)
+        if not cuts:
+            return y, True, obj, rounds
+        master.add(cuts)
+        cand = _complete(prob, y)
+        if float(prob.w @ cand) < best_cost - 1e-12:
+            best, best_cost = cand, float(prob.w @ cand)
+
+
+def _complete(prob: _Problem, y: np.ndarray) -> np.ndarray:
+    """A safe pattern containing ``y``: the flow heuristic with ``y``'s cells free."""
+    return prob.flow_protect(y)

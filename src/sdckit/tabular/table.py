@@ -1,0 +1,432 @@
+"""Tables with hierarchical dimensions: every cell, subtotals included, and their equations.
+
+A table is the full cross-classification of its dimensions' hierarchies (DESIGN.md section 6):
+one cell per combination of codes, leaves, subtotals and totals alike. Each cell carries its
+value (response total, or the count for a frequency table), its frequency (records), the number
+of contributors (holdings when a holding column groups records) and its largest contributions,
+largest first, which the sensitivity rules need (Hundepool et al. 2012, *Statistical Disclosure
+Control*, ch. 4.2). Cells no record falls into are *empty* (structural zeros): published as 0,
+known to everybody, never suppressed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import scipy.sparse as sp
+
+from sdckit.core.errors import DataError, ParameterError
+from sdckit.tabular.hierarchy import Hierarchy, as_hierarchy
+
+#: Columns of ``Table.cells`` besides the dimensions and the ``top1..topK`` contributions.
+VALUE, FREQ, NCONTRIB = "value", "freq", "contributors"
+
+
+@dataclass(frozen=True)
+class Table:
+    """A hierarchical table: ``cells`` holds one row per cell, in C order over the hierarchies'
+    codes (:meth:`Hierarchy.codes` order, first dimension slowest).
+
+    Attributes
+    ----------
+    dimensions : tuple of str
+    hierarchies : tuple of Hierarchy
+    cells : DataFrame
+        Columns: the dimensions (codes as text), ``value``, ``freq``, ``contributors`` and
+        ``top1``..``topK`` (largest contributions, 0 where a cell has fewer).
+    response : str or None
+        The response column (None: a frequency table, value = count or weighted count).
+    negative : bool
+        True when values can be negative (then an intruder has no lower bound of 0).
+    """
+
+    dimensions: tuple[str, ...]
+    hierarchies: tuple[Hierarchy, ...]
+    cells: pd.DataFrame
+    response: str | None = None
+    negative: bool = False
+
+    # ------------------------------------------------------------------ shape
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(len(h) for h in self.hierarchies)
+
+    @property
+    def n_top(self) -> int:
+        """How many largest contributions each cell carries."""
+        return sum(1 for c in self.cells.columns if c.startswith("top") and c[3:].isdigit())
+
+    def code_index(self) -> np.ndarray:
+        """(cells x dimensions) positions of each cell's codes in its hierarchy."""
+        return np.stack(np.unravel_index(np.arange(len(self.cells)), self.shape), axis=1)
+
+    @property
+    def empty(self) -> np.ndarray:
+        """True for cells with no contributor (structural zeros)."""
+        return self.cells[FREQ].to_numpy() == 0
+
+    def locate(self, keys: Any) -> np.ndarray:
+        """Positions of cells given as tuples of codes, dicts ``{dimension: code}``, or a boolean
+        mask over :attr:`cells`. DataError naming the cell when a key is unknown."""
+        if isinstance(keys, (np.ndarray, pd.Series)) and np.asarray(keys).dtype == bool:
+            mask = np.asarray(keys)
+            if mask.shape != (len(self.cells),):
+                raise ParameterError(f"A boolean mask of cells must have {len(self.cells)} entries "
+                                     f"(one per cell of table.cells). Got {mask.shape} instead.")
+            return np.flatnonzero(mask)
+        out = []
+        for key in keys:
+            if isinstance(key, Mapping):
+                missing = [d for d in self.dimensions if d not in key]
+                if missing:
+                    raise ParameterError(f"Cell {dict(key)} does not name dimension {missing[0]!r}.")
+                key = tuple(key[d] for d in self.dimensions)
+            if isinstance(key, (str, int)) and len(self.dimensions) == 1:
+                key = (key,)
+            key = tuple(str(k).strip() for k in key)
+            if len(key) != len(self.dimensions):
+                raise ParameterError(f"Cell {key} has {len(key)} codes; the table has "
+                                     f"{len(self.dimensions)} dimensions {list(self.dimensions)}.")
+            pos = [h.index(c) for h, c in zip(self.hierarchies, key)]
+            out.append(int(np.ravel_multi_index(pos, self.shape)))
+        return np.asarray(out, dtype=np.int64)
+
+    def cell_name(self, i: int) -> str:
+        """A cell named by its codes, e.g. ``(region=A, size=Total)``: never by its value."""
+        pos = np.unravel_index(int(i), self.shape)
+        return "(" + ", ".join(f"{d}={h.codes[p]}" for d, h, p in zip(self.dimensions, self.hierarchies, pos)) + ")"
+
+    # ------------------------------------------------------------- equations
+    def equations(self) -> sp.csr_matrix:
+        """The table's linear relations as a sparse matrix ``A`` with ``A @ values == 0``.
+
+        One row per dimension, per code with children, per combination of the other dimensions'
+        codes: ``+1`` on the parent cell, ``-1`` on each child cell.
+        """
+        shape = self.shape
+        n = int(np.prod(shape))
+        ids = np.arange(n).reshape(shape)
+        rows, cols, vals = [], [], []
+        r0 = 0
+        for k, h in enumerate(self.hierarchies):
+            idk = np.moveaxis(ids, k, 0).reshape(shape[k], -1)
+            m = idk.shape[1]
+            par = np.asarray(h.parents)
+            for p in np.unique(par[par >= 0]):
+                kids = np.flatnonzero(par == p)
+                block = np.arange(r0, r0 + m)
+                rows.append(block)
+                cols.append(idk[p])
+                vals.append(np.ones(m))
+                for c in kids:
+                    rows.append(block)
+                    cols.append(idk[c])
+                    vals.append(-np.ones(m))
+                r0 += m
+        if r0 == 0:
+            return sp.csr_matrix((0, n))
+        return sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
+                             shape=(r0, n))
+
+    # --------------------------------------------------------------- builders
+    @classmethod
+    def from_microdata(cls, frame: pd.DataFrame, dimensions: Sequence[str],
+                       hierarchies: Mapping[str, Any] | Sequence[Any] | None = None,
+                       response: str | None = None, weight: str | None = None,
+                       holding: str | None = None, top: int = 3, total: str = "Total") -> "Table":
+        """Every cell of the table of ``frame`` over ``dimensions``.
+
+        Parameters
+        ----------
+        frame : DataFrame
+            One row per record (contributor).
+        dimensions : list of str
+            The spanning (explanatory) columns.
+        hierarchies : mapping or list, optional
+            Per dimension a :class:`Hierarchy`, a ``{child: parent}`` mapping, an ``.hrc`` path,
+            or None (flat: the column's codes under ``total``). Records must carry leaf codes.
+        response : str, optional
+            The column summed in each cell; None gives a frequency table (value = count).
+        weight : str, optional
+            Sampling weights: value = sum of weight x response (weighted count); each
+            contribution is weight x response too. ``freq`` stays the number of records.
+        holding : str, optional
+            Groups records into contributors (enterprises of one holding): the largest
+            contributions and the ``contributors`` count are per holding.
+        top : int
+            How many largest contributions to keep per cell (the rules' n at most).
+        """
+        dims = _dimension_list(frame, dimensions, "from_microdata")
+        if not isinstance(top, (int, np.integer)) or top < 1:
+            raise ParameterError(f"The 'top' parameter of Table.from_microdata must be an int >= 1. Got {top!r} instead.")
+        for col, what in ((response, "response"), (weight, "weight"), (holding, "holding")):
+            if col is not None and col not in frame.columns:
+                raise DataError(f"The {what} column {col!r} is not in the data.")
+        hier = _hierarchies(dims, hierarchies, frame, total)
+        n = len(frame)
+        shape = tuple(len(h) for h in hier)
+        pos = np.empty((n, len(dims)), dtype=np.int64)
+        for k, (d, h) in enumerate(zip(dims, hier)):
+            col = frame[d]
+            if col.isna().any():
+                raise DataError(f"Column {d!r} has missing codes (row {int(np.flatnonzero(col.isna().to_numpy())[0])}); "
+                                "recode them to a code of the hierarchy.")
+            codes = col.astype(str).str.strip()
+            uniq, inv = np.unique(codes.to_numpy(), return_inverse=True)
+            leaf = h.is_leaf_array()
+            mapped = np.empty(len(uniq), dtype=np.int64)
+            for j, u in enumerate(uniq):
+                if u not in h:
+                    raise DataError(f"Column {d!r} has code {u!r}, which is not in its hierarchy.")
+                mapped[j] = h.index(u)
+                if not leaf[mapped[j]]:
+                    raise DataError(f"Column {d!r} has code {u!r}, a subtotal of its hierarchy; records "
+                                    "must carry leaf codes.")
+            pos[:, k] = mapped[inv]
+        w = _numeric(frame, weight, "weight") if weight else np.ones(n)
+        y = _numeric(frame, response, "response") if response else np.ones(n)
+        contrib = w * y
+        leafcell = np.ravel_multi_index(pos.T, shape) if n else np.zeros(0, np.int64)
+        N = int(np.prod(shape))
+        value = np.bincount(leafcell, weights=contrib, minlength=N)
+        freq = np.bincount(leafcell, minlength=N).astype(np.int64)
+        anc = [_ancestor_pairs(h) for h in hier]
+        value = _rollup_sums(value, shape, anc)
+        freq = np.rint(_rollup_sums(freq.astype(float), shape, anc)).astype(np.int64)
+        if holding is None:
+            ncontrib = freq.copy()
+            cell, val = _leaf_top(leafcell, contrib, top)
+            cell, _, val = _rollup_rows(cell, None, val, shape, anc, top)
+        else:
+            hcodes = pd.factorize(frame[holding].astype(str), sort=True)[0].astype(np.int64)
+            key = pd.DataFrame({"c": leafcell, "h": hcodes, "v": contrib}).groupby(["c", "h"], sort=True)["v"].sum()
+            cell = key.index.get_level_values(0).to_numpy(np.int64)
+            hold = key.index.get_level_values(1).to_numpy(np.int64)
+            cell, hold, val = _rollup_rows(cell, hold, key.to_numpy(float), shape, anc, None)
+            ncontrib = np.bincount(cell, minlength=N).astype(np.int64)
+            cell, val = _top_per_cell(cell, val, top)
+        tops = _top_matrix(cell, val, N, top)
+        negative = bool((contrib < 0).any())
+        return cls._build(dims, hier, value, freq, ncontrib, tops, response, negative)
+
+    @classmethod
+    def from_cells(cls, cells: pd.DataFrame, dimensions: Sequence[str],
+                   hierarchies: Mapping[str, Any] | Sequence[Any] | None = None,
+                   value: str = "value", freq: str | None = "freq", top: Sequence[str] = (),
+                   contributors: str | None = None, total: str = "Total",
+                   rtol: float = 1e-9) -> "Table":
+        """A table from given cells (e.g. a tau-ARGUS ``.tab`` file or a published table).
+
+        Combinations not listed are empty cells (value 0, freq 0). The cells must add up along
+        every hierarchy; the first that does not is named (by its codes, never its value).
+        ``freq=None`` means the value is a count (freq = value). ``top`` names the columns with
+        the largest contributions, largest first; ``contributors`` the number of contributors
+        (default: freq).
+        """
+        dims = _dimension_list(cells, dimensions, "from_cells")
+        for col, what in ((value, "value"), (freq, "freq"), (contributors, "contributors")):
+            if col is not None and col not in cells.columns:
+                raise DataError(f"The {what} column {col!r} is not in the cells.")
+        for col in top:
+            if col not in cells.columns:
+                raise DataError(f"The top-contribution column {col!r} is not in the cells.")
+        hier = _hierarchies(dims, hierarchies, cells, total, leaves_only=False)
+        shape = tuple(len(h) for h in hier)
+        N = int(np.prod(shape))
+        pos = np.empty((len(cells), len(dims)), dtype=np.int64)
+        for k, (d, h) in enumerate(zip(dims, hier)):
+            codes = cells[d].astype(str).str.strip().to_numpy()
+            uniq, inv = np.unique(codes, return_inverse=True)
+            mapped = np.array([h.index(u) for u in uniq], dtype=np.int64)
+            pos[:, k] = mapped[inv]
+        flat = np.ravel_multi_index(pos.T, shape) if len(cells) else np.zeros(0, np.int64)
+        u, first, counts = np.unique(flat, return_index=True, return_counts=True)
+        if (counts > 1).any():
+            i = int(u[counts > 1][0])
+            raise DataError(f"Cell {_name(dims, hier, shape, i)} is listed more than once.")
+        v = np.zeros(N)
+        v[flat] = _numeric(cells, value, "value")
+        f = np.zeros(N, dtype=np.int64)
+        if freq is None:
+            f[flat] = np.rint(np.abs(v[flat])).astype(np.int64)
+        else:
+            f[flat] = np.rint(_numeric(cells, freq, "freq")).astype(np.int64)
+        nc = f.copy()
+        if contributors is not None:
+            nc[flat] = np.rint(_numeric(cells, contributors, "contributors")).astype(np.int64)
+        tops = np.zeros((N, max(len(top), 0)))
+        for j, col in enumerate(top):
+            tops[flat, j] = np.nan_to_num(pd.to_numeric(cells[col], errors="coerce").to_numpy(float))
+        table = cls._build(dims, hier, v, f, nc, tops, value, bool((v < 0).any()))
+        table.check_additivity(rtol=rtol)
+        return table
+
+    def check_additivity(self, rtol: float = 1e-9) -> None:
+        """DataError naming the first parent cell that is not the sum of its children."""
+        A = self.equations()
+        v = self.cells[VALUE].to_numpy(float)
+        r = A @ v
+        scale = float(np.abs(v).max()) if len(v) else 1.0
+        bad = np.flatnonzero(np.abs(r) > rtol * max(scale, 1.0) + 1e-9)
+        if len(bad):
+            row = A.getrow(int(bad[0]))
+            parent = int(row.indices[row.data > 0][0])
+            raise DataError(f"The cells do not add up: cell {self.cell_name(parent)} is not the sum of "
+                            "its children along one dimension (check the hierarchies and the values).")
+
+    @classmethod
+    def _build(cls, dims, hier, value, freq, ncontrib, tops, response, negative) -> "Table":
+        shape = tuple(len(h) for h in hier)
+        idx = np.unravel_index(np.arange(int(np.prod(shape))), shape)
+        data: dict[str, Any] = {d: np.asarray(h.codes, dtype=object)[i] for d, h, i in zip(dims, hier, idx)}
+        data[VALUE] = np.asarray(value, float)
+        data[FREQ] = np.asarray(freq, np.int64)
+        data[NCONTRIB] = np.asarray(ncontrib, np.int64)
+        for j in range(tops.shape[1]):
+            data[f"top{j + 1}"] = tops[:, j]
+        return cls(tuple(dims), tuple(hier), pd.DataFrame(data), response, bool(negative))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"dimensions": list(self.dimensions), "shape": list(self.shape), "cells": len(self.cells),
+                "empty_cells": int(self.empty.sum()), "response": self.response,
+                "negative": self.negative, "hierarchies": [h.to_dict() for h in self.hierarchies]}
+
+
+# ---------------------------------------------------------------------- helpers
+def _dimension_list(frame: pd.DataFrame, dimensions: Sequence[str], where: str) -> list[str]:
+    if isinstance(dimensions, str):
+        dimensions = [dimensions]
+    dims = list(dimensions)
+    if not dims:
+        raise ParameterError(f"The 'dimensions' parameter of Table.{where} must name at least one column.")
+    if len(set(dims)) != len(dims):
+        raise ParameterError(f"The 'dimensions' parameter of Table.{where} repeats a column: {dims}.")
+    for d in dims:
+        if d not in frame.columns:
+            raise DataError(f"Dimension column {d!r} is not in the data.")
+    return dims
+
+
+def _hierarchies(dims, hierarchies, frame, total, leaves_only=True) -> list[Hierarchy]:
+    if hierarchies is None:
+        hierarchies = {}
+    if not isinstance(hierarchies, Mapping):
+        hierarchies = list(hierarchies)
+        if len(hierarchies) != len(dims):
+            raise ParameterError(f"The 'hierarchies' parameter has {len(hierarchies)} entries for "
+                                 f"{len(dims)} dimensions; give one per dimension (None for flat).")
+        hierarchies = dict(zip(dims, hierarchies))
+    unknown = [k for k in hierarchies if k not in dims]
+    if unknown:
+        raise ParameterError(f"The 'hierarchies' parameter names {unknown[0]!r}, which is not a dimension.")
+    out = []
+    for d in dims:
+        codes = frame[d].dropna().astype(str).str.strip().unique()
+        if hierarchies.get(d) is None and not leaves_only:
+            codes = [c for c in codes if c != total]
+        out.append(as_hierarchy(hierarchies.get(d), name=d, codes=sorted(codes), total=total))
+    return out
+
+
+def _numeric(frame: pd.DataFrame, col: str, what: str) -> np.ndarray:
+    s = pd.to_numeric(frame[col], errors="coerce")
+    bad = s.isna().to_numpy()
+    if bad.any():
+        raise DataError(f"The {what} column {col!r} has a missing or non-numeric entry at row "
+                        f"{int(np.flatnonzero(bad)[0])}.")
+    return s.to_numpy(float)
+
+
+def _name(dims, hier, shape, i) -> str:
+    pos = np.unravel_index(int(i), shape)
+    return "(" + ", ".join(f"{d}={h.codes[p]}" for d, h, p in zip(dims, hier, pos)) + ")"
+
+
+def _ancestor_pairs(h: Hierarchy) -> tuple[np.ndarray, np.ndarray]:
+    """(code, proper ancestor) pairs of a hierarchy, as two position arrays."""
+    src, dst = [], []
+    for i in range(len(h.codes)):
+        p = h.parents[i]
+        while p >= 0:
+            src.append(i)
+            dst.append(p)
+            p = h.parents[p]
+    return np.asarray(src, np.int64), np.asarray(dst, np.int64)
+
+
+def _rollup_sums(x: np.ndarray, shape, anc) -> np.ndarray:
+    """Add every cell's value into its ancestors, one dimension at a time."""
+    a = x.reshape(shape).copy()
+    for k, (src, dst) in enumerate(anc):
+        if not len(src):
+            continue
+        b = np.moveaxis(a, k, 0)
+        add = np.zeros_like(b)
+        np.add.at(add, dst, b[src])
+        a = np.moveaxis(b + add, 0, k)
+    return np.ascontiguousarray(a).reshape(-1)
+
+
+def _leaf_top(cell: np.ndarray, val: np.ndarray, top: int) -> tuple[np.ndarray, np.ndarray]:
+    return _top_per_cell(cell, val, top)
+
+
+def _top_per_cell(cell: np.ndarray, val: np.ndarray, top: int) -> tuple[np.ndarray, np.ndarray]:
+    """Keep the ``top`` largest values of each cell (ties by order, so deterministic)."""
+    order = np.lexsort((-val, cell))
+    c, v = cell[order], val[order]
+    if not len(c):
+        return c, v
+    start = np.r_[0, np.flatnonzero(np.diff(c)) + 1]
+    rank = np.arange(len(c)) - np.repeat(start, np.diff(np.r_[start, len(c)]))
+    keep = rank < top
+    return c[keep], v[keep]
+
+
+def _rollup_rows(cell, hold, val, shape, anc, top):
+    """Copy each (cell, contributor) row to the cell's ancestors, one dimension at a time; with
+    holdings, contributions of one holding to one cell are summed, otherwise only each cell's
+    ``top`` largest are kept (a record lies in one leaf cell, so a parent's largest
+    contributions are among its children's largest)."""
+    for k, (src, dst) in enumerate(anc):
+        if not len(src):
+            continue
+        pos = np.stack(np.unravel_index(cell, shape), axis=1)
+        order = np.argsort(src, kind="stable")
+        src_s, dst_s = src[order], dst[order]
+        starts = np.searchsorted(src_s, np.arange(shape[k]))
+        ends = np.searchsorted(src_s, np.arange(shape[k]), side="right")
+        cnt = (ends - starts)[pos[:, k]]
+        rep = np.repeat(np.arange(len(cell)), cnt)
+        offs = np.arange(len(rep)) - np.repeat(np.cumsum(cnt) - cnt, cnt)
+        newk = dst_s[starts[pos[rep, k]] + offs]
+        npos = pos[rep].copy()
+        npos[:, k] = newk
+        newcell = np.ravel_multi_index(npos.T, shape)
+        cell = np.concatenate([cell, newcell])
+        val = np.concatenate([val, val[rep]])
+        if hold is not None:
+            hold = np.concatenate([hold, hold[rep]])
+            g = pd.DataFrame({"c": cell, "h": hold, "v": val}).groupby(["c", "h"], sort=True)["v"].sum()
+            cell = g.index.get_level_values(0).to_numpy(np.int64)
+            hold = g.index.get_level_values(1).to_numpy(np.int64)
+            val = g.to_numpy(float)
+        else:
+            cell, val = _top_per_cell(cell, val, top)
+    return cell, hold, val
+
+
+def _top_matrix(cell: np.ndarray, val: np.ndarray, N: int, top: int) -> np.ndarray:
+    out = np.zeros((N, top))
+    order = np.lexsort((-val, cell))
+    c, v = cell[order], val[order]
+    if len(c):
+        start = np.r_[0, np.flatnonzero(np.diff(c)) + 1]
+        rank = np.arange(len(c)) - np.repeat(start, np.diff(np.r_[start, len(c)]))
+        keep = rank < top
+        out[c[keep], rank[keep]] = v[keep]
+    return out
