@@ -106,6 +106,7 @@ def test_milp_objective_is_the_best_lp_over_all_directions(seed):
     rng = np.random.default_rng(seed)
     X = rng.integers(1, 40, size=(3, 3))
     F = rng.integers(1, 6, size=(3, 3))
+    F[rng.integers(3), rng.integers(3)] = 1  # at least one sensitive cell
     t = table2(X, F)
     rule = MinFrequency(3, share=0.25)
     cost = "unity" if seed % 2 == 0 else "inverse"
