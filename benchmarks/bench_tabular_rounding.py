@@ -34,17 +34,26 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--audit", action="store_true", help="also audit the MinFrequency(3) cells")
     ap.add_argument("--cta", action="store_true", help="also run adjust_table with MinFrequency(3)")
+    ap.add_argument("--cta-time-limit", type=float, default=60.0)
     a = ap.parse_args()
     t = count_table(a.leaves, a.seed)
     print(f"table {t.shape} = {len(t.cells)} cells, base {a.base}")
     s = time.perf_counter()
-    r = round_table(t, a.base, rules=MinFrequency(3) if a.audit else None)
+    r = round_table(t, a.base)
     print(f"controlled rounding: {time.perf_counter() - s:.2f} s  {r.to_dict()}")
+    s = time.perf_counter()
+    r = round_table(t, a.base, mip_gap=0.0, time_limit=120)
+    print(f"controlled rounding, mip_gap=0, time_limit=120: {time.perf_counter() - s:.2f} s  {r.to_dict()}")
+    if a.audit:
+        s = time.perf_counter()
+        r = round_table(t, a.base, rules=MinFrequency(3))
+        print(f"controlled rounding + audit of MinFrequency(3) cells: {time.perf_counter() - s:.2f} s  {r.to_dict()}")
     if a.cta:
         from sdckit.tabular.cta import adjust_table
-        s = time.perf_counter()
-        c = adjust_table(t, MinFrequency(3))
-        print(f"CTA: {time.perf_counter() - s:.2f} s  {c.to_dict()}")
+        for method in ("fast", "milp"):
+            s = time.perf_counter()
+            c = adjust_table(t, MinFrequency(3), method=method, time_limit=a.cta_time_limit)
+            print(f"CTA {method} (time_limit {a.cta_time_limit} s): {time.perf_counter() - s:.2f} s  {c.to_dict()}")
 
 
 if __name__ == "__main__":

@@ -156,13 +156,14 @@ def check_gap(mip_gap: Any, where: str) -> float:
 
 def solve_milp(A: sp.spmatrix, row_lo: np.ndarray, row_hi: np.ndarray, col_lo: np.ndarray,
                col_hi: np.ndarray, cost: np.ndarray, integer: np.ndarray, offset: float = 0.0,
-               mip_gap: float = 0.0, time_limit: float | None = None
-               ) -> tuple[np.ndarray | None, str, float]:
+               mip_gap: float = 0.0, time_limit: float | None = None,
+               start: np.ndarray | None = None) -> tuple[np.ndarray | None, str, float]:
     """min cost'x + offset over the rows and bounds with ``x[integer]`` whole, by HiGHS (one
     thread, fixed seed: deterministic unless the time limit stops it).
 
     Returns (x or None, status, relative gap): status "optimal" (within ``mip_gap``),
     "infeasible", or "time limit" (x is the best solution found, None when there is none).
+    ``start``: a feasible solution HiGHS starts from.
     """
     lp = LP(A, row_lo, row_hi, col_lo, col_hi, cost)
     h = lp.h
@@ -175,6 +176,11 @@ def solve_milp(A: sp.spmatrix, row_lo: np.ndarray, row_hi: np.ndarray, col_lo: n
     h.setOptionValue("mip_abs_gap", 1e-9)
     if time_limit is not None:
         h.setOptionValue("time_limit", float(time_limit))
+    if start is not None:
+        sol = highspy.HighsSolution()
+        sol.col_value = list(np.asarray(start, float))
+        sol.value_valid = True
+        h.setSolution(sol)
     h.run()
     st = h.getModelStatus()
     info = h.getInfo()
