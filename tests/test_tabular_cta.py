@@ -139,6 +139,21 @@ def test_integer_table_gets_whole_changes():
     assert d["sensitive"] == 2 and d["total_abs_adjustment"] == res.total_abs_adjustment
 
 
+def test_fast_method_is_feasible_and_no_better_than_the_milp():
+    X = [[12, 3, 25], [7, 30, 1], [14, 9, 20]]
+    F = [[5, 1, 6], [4, 2, 1], [5, 5, 1]]
+    t = table2(X, F)
+    exact = adjust_table(t, MinFrequency(3, share=0.3))
+    fast = adjust_table(t, MinFrequency(3, share=0.3), method="fast")
+    assert fast.method == "fast" and not fast.optimal and np.isnan(fast.gap)
+    assert fast.objective >= exact.objective - 1e-9
+    P = np.flatnonzero(fast.sensitivity.primary)
+    ch = fast.cells["change"].to_numpy()
+    assert np.all(np.abs(ch[P]) >= 1) and np.allclose(ch, np.rint(ch))
+    assert np.allclose(t.equations() @ fast.cells["adjusted"].to_numpy(), 0)
+    assert fast.to_dict()["method"] == "fast"
+
+
 def test_deterministic():
     X = [[12, 3, 25], [7, 30, 1], [14, 9, 20]]
     F = [[5, 1, 6], [4, 7, 1], [5, 5, 5]]
@@ -163,6 +178,8 @@ def test_sensitive_cell_listed_as_fixed():
 def test_bad_parameters():
     t = table1([10, 30, 50])
     rule = Manual([("a",)], share=0.3)
+    with pytest.raises(ParameterError, match="'method'"):
+        adjust_table(t, rule, method="lp")
     with pytest.raises(ParameterError, match="'cost'"):
         adjust_table(t, rule, cost="value")
     with pytest.raises(ParameterError, match="'integer'"):
