@@ -30,7 +30,7 @@ its protection levels (Hundepool et al. 2012, section 4.4.4; seed 002 section 4.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -284,9 +284,8 @@ def round_table(table: Table, base: float, method: str = "controlled", rules: An
                             float(absch.max(initial=0.0)), float(absch.mean()) if n else 0.0,
                             float(absch.sum()), bool(optimal), gap, 0.0)
     if rules is not None or primary is not None:
-        object.__setattr__(result, "audit", audit_rounding(result, rules, primary))
-    object.__setattr__(result, "seconds", time.perf_counter() - start)
-    return result
+        result = replace(result, audit=audit_rounding(result, rules, primary))
+    return replace(result, seconds=time.perf_counter() - start)
 
 
 def _controlled(table: Table, A: sp.csr_matrix, f: np.ndarray, r: np.ndarray, base: float,
