@@ -2,7 +2,10 @@
 
     PYTHONPATH=src python benchmarks/bench_tabular_rounding.py [--leaves 20 20 22] [--base 5]
 
-Goal: controlled rounding of a ~10k-cell 3-D table in under 2 minutes.
+Goal: controlled rounding of a ~10k-cell 3-D table in under 2 minutes. Measured (2 shared cores,
+default 21x21x23 = 10,143 cells, base 5): 4-9 s at the default mip_gap=0.01 (proven gap 0.74%);
+mip_gap=0 does not close that gap within 120 s; --audit of the 1,195 MinFrequency(3) cells
+(2,390 LPs) about 2 minutes.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ def main() -> None:
     ap.add_argument("--leaves", type=int, nargs="+", default=[20, 20, 22])
     ap.add_argument("--base", type=int, default=5)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--exact", action="store_true", help="also ask for the proven closest (mip_gap=0, 120 s)")
     ap.add_argument("--audit", action="store_true", help="also audit the MinFrequency(3) cells")
     ap.add_argument("--cta", action="store_true", help="also run adjust_table with MinFrequency(3)")
     ap.add_argument("--cta-time-limit", type=float, default=60.0)
@@ -41,9 +45,10 @@ def main() -> None:
     s = time.perf_counter()
     r = round_table(t, a.base)
     print(f"controlled rounding: {time.perf_counter() - s:.2f} s  {r.to_dict()}")
-    s = time.perf_counter()
-    r = round_table(t, a.base, mip_gap=0.0, time_limit=120)
-    print(f"controlled rounding, mip_gap=0, time_limit=120: {time.perf_counter() - s:.2f} s  {r.to_dict()}")
+    if a.exact:
+        s = time.perf_counter()
+        r = round_table(t, a.base, mip_gap=0.0, time_limit=120)
+        print(f"controlled rounding, mip_gap=0, time_limit=120: {time.perf_counter() - s:.2f} s  {r.to_dict()}")
     if a.audit:
         s = time.perf_counter()
         r = round_table(t, a.base, rules=MinFrequency(3))
