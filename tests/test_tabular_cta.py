@@ -197,3 +197,15 @@ def test_bad_parameters():
         adjust_table(t2, rule, integer=True)
     with pytest.raises(DataError, match="Total2|not in"):
         adjust_table(t, rule, fixed=[("Total2",)])
+
+
+def test_negative_table_may_go_below_zero():
+    # values can be negative, so the level of a = 2 (Manual share 1: 2) is not capped and the
+    # model may move a down to 0 or up to 4; with the total fixed one other cell makes up: 2 + 2
+    t = table1([2, -30, 50])
+    assert t.negative
+    res = adjust_table(t, Manual([("a",)], share=1.0), fixed=[("Total",)])
+    a = cell(res, r="a")
+    assert a["adjusted"] in (0.0, 4.0) and res.objective == 4
+    adj = res.cells.set_index("r")["adjusted"]
+    assert adj["a"] + adj["b"] + adj["c"] == adj["Total"] == 22

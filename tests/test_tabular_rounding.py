@@ -256,3 +256,18 @@ def test_unknown_method_and_bad_parameters():
         round_table(pd.DataFrame({"value": [1]}), 5)
     with pytest.raises(ParameterError, match="seed"):
         round_table(t, 5, method="random", random_state=-1)
+
+
+def test_negative_values_round_to_the_multiples_around_them():
+    t = table2([[-3, 6], [7, -12]], rows="ab", cols="xy")
+    res = round_table(t, 5, mip_gap=0)
+    r, v = res.cells["rounded"].to_numpy(), res.cells["value"].to_numpy()
+    assert res.additive and np.all(r % 5 == 0) and np.all(np.abs(r - v) < 5)
+    # -3 goes to -5 or 0 (never to -10 or 5); the grand total -2 likewise
+    assert cell_value(res, "a", "x") in (-5, 0) and cell_value(res, "Total", "Total") in (-5, 0)
+    _, best = brute_force_2x2([[-3, 6], [7, -12]], 5)
+    assert res.total_abs_change == pytest.approx(best)
+
+
+def cell_value(res, r, c):
+    return res.cells[(res.cells["r"] == r) & (res.cells["c"] == c)]["rounded"].iloc[0]
