@@ -7,6 +7,8 @@ import itertools
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy.optimize import linprog
 
 from sdckit.core.errors import DataError, ParameterError
@@ -209,3 +211,18 @@ def test_negative_table_may_go_below_zero():
     assert a["adjusted"] in (0.0, 4.0) and res.objective == 4
     adj = res.cells.set_index("r")["adjusted"]
     assert adj["a"] + adj["b"] + adj["c"] == adj["Total"] == 22
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.lists(st.integers(1, 50), min_size=4, max_size=4), st.lists(st.integers(1, 4), min_size=4, max_size=4))
+def test_property_additive_and_every_sensitive_cell_moved(vals, freqs):
+    t = table2(np.reshape(vals, (2, 2)), np.reshape(freqs, (2, 2)))
+    res = adjust_table(t, MinFrequency(3, share=0.2))
+    ch = res.cells["change"].to_numpy()
+    adj = res.cells["adjusted"].to_numpy()
+    assert np.allclose(t.equations() @ adj, 0) and np.all(adj >= 0)
+    s = res.sensitivity
+    P = np.flatnonzero(s.primary)
+    need = np.where(ch[P] > 0, np.ceil(s.upper[P] - 1e-9), np.minimum(np.ceil(s.lower[P] - 1e-9), t.cells["value"].to_numpy()[P]))
+    assert np.all(np.abs(ch[P]) >= need - 1e-9) and np.all(np.abs(ch[P]) > 0)
+    assert (res.cells["status"].to_numpy()[P] == "primary").all()

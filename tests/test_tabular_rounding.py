@@ -7,6 +7,8 @@ import itertools
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy.optimize import linprog
 
 from sdckit.core.errors import DataError, ParameterError
@@ -271,3 +273,18 @@ def test_negative_values_round_to_the_multiples_around_them():
 
 def cell_value(res, r, c):
     return res.cells[(res.cells["r"] == r) & (res.cells["c"] == c)]["rounded"].iloc[0]
+
+
+# ------------------------------------------------------------------ properties
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.integers(0, 60), min_size=6, max_size=6), st.integers(2, 10))
+def test_property_zero_restricted_additive_multiples_kept(flat, base):
+    t = table2(np.reshape(flat, (2, 3)), rows="ab", cols="xyz")
+    res = round_table(t, base)
+    r, v = res.cells["rounded"].to_numpy(), res.cells["value"].to_numpy()
+    assert np.allclose(t.equations() @ r, 0)
+    assert np.all(r % base == 0) and np.all(np.abs(r - v) < base)
+    assert np.all(r[v % base == 0] == v[v % base == 0])
+    assert res.cells_moved == int((v % base != 0).sum())
