@@ -153,7 +153,9 @@ def test_fast_method_is_feasible_and_no_better_than_the_milp():
     ch = fast.cells["change"].to_numpy()
     assert np.all(np.abs(ch[P]) >= 1) and np.allclose(ch, np.rint(ch))
     assert np.allclose(t.equations() @ fast.cells["adjusted"].to_numpy(), 0)
-    assert fast.to_dict()["method"] == "fast"
+    assert fast.to_dict()["method"] == "fast" and fast.to_dict()["gap"] is None
+    import json
+    json.dumps(fast.to_dict(), allow_nan=False)
 
 
 def test_deterministic():

@@ -66,7 +66,8 @@ class AdjustmentResult:
     optimal : bool
         True when HiGHS proved the adjustment the closest (within ``mip_gap``).
     gap : float
-        HiGHS's relative gap of the objective.
+        HiGHS's relative gap of the objective (NaN for ``method="fast"``: no bound; None in
+        ``to_dict()``).
     """
 
     table: Table = field(repr=False)
@@ -102,7 +103,8 @@ class AdjustmentResult:
                 "margin_abs_adjustment": self.margin_abs_adjustment,
                 "max_margin_adjustment": self.max_margin_adjustment,
                 "grand_total_change": self.grand_total_change, "objective": self.objective,
-                "optimal": self.optimal, "gap": self.gap, "seconds": round(self.seconds, 3)}
+                "optimal": self.optimal, "gap": None if np.isnan(self.gap) else self.gap,
+                "seconds": round(self.seconds, 3)}
 
 
 def cta_weights(table: Table, cost: str) -> np.ndarray:
