@@ -1,7 +1,8 @@
 """Runs the README's examples as a reader would (issue 12 section 5).
 
 The README is cut into its ``## `` sections. Each section runs in a fresh folder holding the
-bundled example data (``census.csv``, and sdcMicro's ``testdata`` under ``tests/data/sdcmicro``)
+bundled example data (``census.csv``; sdcMicro's ``testdata`` and the table examples under
+``tests/data/sdcmicro`` and ``tests/data/tabular``, as in a clone)
 and every file the README declares (``<!-- file: NAME -->``), its code blocks in order:
 
 * ``python`` blocks run in one interpreter per section (a later block sees an earlier one's
@@ -143,6 +144,7 @@ class Runner:
             (folder / name).write_text(text)
         (folder / "tests" / "data" / "sdcmicro").mkdir(parents=True)
         shutil.copy(ROOT / "tests" / "data" / "sdcmicro" / "testdata.csv.gz", folder / "tests" / "data" / "sdcmicro")
+        shutil.copytree(ROOT / "tests" / "data" / "tabular", folder / "tests" / "data" / "tabular")
 
     def close(self) -> None:
         if self.python is not None:
