@@ -47,7 +47,6 @@ import contextlib
 import dataclasses
 import hashlib
 import hmac
-import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -55,6 +54,7 @@ from typing import Any
 
 import numpy as np
 
+from sdckit.core.tomlfile import read_toml  # noqa: F401  (re-exported: compare.recipe)
 from sdckit.core.errors import ParameterError, SdcError
 from sdckit.core.method import Method
 from sdckit.core.provenance import manifest_json, parse_fingerprint_key
@@ -124,22 +124,6 @@ def _check_keys(source: Path, table: Mapping[str, Any], allowed: set[str], where
             f"unknown key(s) {', '.join(map(repr, unknown))} in {where}; allowed: "
             f"{', '.join(sorted(allowed))}.",
         )
-
-
-def read_toml(path: str | Path, what: str = "Recipe") -> tuple[dict[str, Any], Path]:
-    """Read a TOML file (a recipe of any kind), with errors that name the file."""
-    source = Path(path)
-    if not source.exists():
-        raise ParameterError(f"{what} file not found: {str(source)!r}.")
-    if source.is_dir():
-        raise ParameterError(f"{str(source)!r} is a directory, not a {what.lower()} file.")
-    try:
-        data = tomllib.loads(source.read_text(encoding="utf-8"))
-    except UnicodeDecodeError:
-        raise ParameterError(f"{what} {str(source)!r} is not UTF-8 text.") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ParameterError(f"Malformed TOML in {what.lower()} {str(source)!r}: {exc}.") from None
-    return data, source
 
 
 def load_recipe(path: str | Path, *, allow_weak_seed: bool = False) -> Recipe:

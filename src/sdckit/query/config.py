@@ -32,11 +32,11 @@ from __future__ import annotations
 
 import math
 import re
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sdckit.core.tomlfile import read_toml
 from sdckit.core.errors import ParameterError
 from sdckit.core.random import is_strong_seed, parse_seed
 
@@ -225,13 +225,7 @@ def _table(raw: Any, index: int, base: Path) -> TableConfig:
 
 def load_config(path: str | Path) -> ServiceConfig:
     """Read and check ``service.toml``; relative paths are relative to the file."""
-    path = Path(path).resolve()
-    try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ParameterError(f"{path}: the service configuration file does not exist.") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ParameterError(f"{path}: not valid TOML ({exc}).") from None
+    raw, path = read_toml(Path(path).resolve(), "Service configuration")
     _unknown(raw, _TOP_KEYS, str(path.name))
     base = path.parent
     service = raw.get("service", {})

@@ -36,7 +36,6 @@ from __future__ import annotations
 import html
 import json
 import time
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,6 +43,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from sdckit.core.tomlfile import read_toml
 from sdckit.core.errors import DataError, ParameterError
 from sdckit.core.provenance import UNPUBLISHED, created_timestamp, fingerprint
 from sdckit.core.version import __version__
@@ -86,13 +86,7 @@ class TableRecipe:
 
 def load_table_recipe(path: str | Path, out_dir: str | Path | None = None) -> TableRecipe:
     """Parse a table recipe; every error names the section and key at fault."""
-    path = Path(path)
-    try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise DataError(f"Recipe {path} does not exist.") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ParameterError(f"Recipe {path} is not valid TOML: {exc}.") from None
+    raw, path = read_toml(path, "Table recipe")
     base = path.parent
     unknown = set(raw) - {"table", "rule", "suppression", "output"}
     if unknown:

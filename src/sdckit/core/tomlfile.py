@@ -1,0 +1,27 @@
+"""Reading a TOML file (a recipe of any kind, the query service's configuration) with errors that
+name the file: one reader, so that every kind of file fails the same way."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from sdckit.core.errors import ParameterError
+
+
+def read_toml(path: str | Path, what: str = "Recipe") -> tuple[dict[str, Any], Path]:
+    """The parsed file and its path; ``what`` names the kind of file in the errors
+    (e.g. ``"Recipe"``, ``"Table recipe"``, ``"Service configuration"``)."""
+    source = Path(path)
+    if not source.exists():
+        raise ParameterError(f"{what} file not found: {str(source)!r} does not exist.")
+    if source.is_dir():
+        raise ParameterError(f"{str(source)!r} is a directory, not a {what.lower()} file.")
+    try:
+        data = tomllib.loads(source.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise ParameterError(f"{what} {str(source)!r} is not UTF-8 text.") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ParameterError(f"Malformed TOML in {what.lower()} {str(source)!r} (not valid TOML): {exc}.") from None
+    return data, source
