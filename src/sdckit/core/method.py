@@ -151,9 +151,20 @@ class Method:
 
     def transform(
         self, frame: pd.DataFrame, columns: tuple[str, ...], schema: Schema, rng: np.random.Generator
-    ) -> pd.DataFrame | Outcome:  # pragma: no cover - interface
-        """Protect ``columns`` of ``frame`` (a copy the method may change in place)."""
-        raise NotImplementedError
+    ) -> pd.DataFrame | Outcome:
+        """Protect ``columns`` of ``frame`` (a copy the method may change in place).
+
+        Every method other than a row-wise one defines it. A row-wise method need not: its
+        :meth:`transform_rows` runs on the whole frame as one chunk, with the statistics of that
+        one chunk and its report passed through :meth:`merge_info`, as the engines do per chunk.
+        """
+        if self.needs != "rows":  # pragma: no cover - interface
+            raise NotImplementedError
+        stats = self.finish_statistics(self.chunk_statistics(frame, columns)) if self.needs_statistics() else None
+        result = self.transform_rows(frame, columns, schema, rng, stats)
+        if isinstance(result, Outcome):
+            return Outcome(result.data, result.schema, self.merge_info([result.info], stats))
+        return result
 
     # ----------------------------------------------------------------- row-wise execution
     @property

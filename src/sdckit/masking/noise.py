@@ -66,11 +66,6 @@ class AdditiveNoise(Method):
         sd = np.sqrt(self.alpha * statistics.variance())
         return write_block(chunk, columns, values + rng.standard_normal(values.shape) * sd)
 
-    def transform(
-        self, frame: pd.DataFrame, columns: tuple[str, ...], schema: Schema, rng: np.random.Generator
-    ) -> pd.DataFrame:
-        return self.transform_rows(frame, columns, schema, rng, self.chunk_statistics(frame, columns))
-
 
 @register
 @dataclass(frozen=True)
@@ -143,11 +138,6 @@ class CorrelatedNoise(Method):
             c = 1.0 / np.sqrt(1.0 + self.alpha)
             masked = c * masked + (1.0 - c) * statistics.mean
         return write_block(chunk, columns, masked)
-
-    def transform(
-        self, frame: pd.DataFrame, columns: tuple[str, ...], schema: Schema, rng: np.random.Generator
-    ) -> pd.DataFrame:
-        return self.transform_rows(frame, columns, schema, rng, self.chunk_statistics(frame, columns))
 
 
 @register

@@ -105,13 +105,6 @@ class Rounding(Method):
         return {"mean_absolute_change": {
             name: (change[name] / totals[name] if totals[name] else 0.0) for name in change}}
 
-    def transform(
-        self, frame: pd.DataFrame, columns: tuple[str, ...], schema: Schema, rng: np.random.Generator
-    ) -> Outcome:
-        stats = self.chunk_statistics(frame, columns) if self.needs_statistics() else None
-        outcome = self.transform_rows(frame, columns, schema, rng, stats)
-        return Outcome(outcome.data, schema, self.merge_info([outcome.info], stats))
-
 
 def _decimals(base: float) -> int:
     """Decimals needed to write ``base`` (0.25 -> 2, 5 -> 0), capped at 15."""

@@ -145,12 +145,6 @@ class TopBottomCoding(Method):
     def merge_info(self, infos: list[dict[str, Any]], statistics: Any) -> dict[str, Any]:
         return sum_counts(infos, "top_coded", "bottom_coded")
 
-    def transform(
-        self, frame: pd.DataFrame, columns: tuple[str, ...], schema: Schema, rng: np.random.Generator
-    ) -> Outcome:
-        stats = self.chunk_statistics(frame, columns) if self.needs_statistics() else None
-        return self.transform_rows(frame, columns, schema, rng, stats)
-
 
 def _keep_integer_dtype(original: pd.Series, values: np.ndarray) -> pd.Series | np.ndarray:
     """``values`` in ``original``'s integer dtype when they are all whole numbers, else floats."""
