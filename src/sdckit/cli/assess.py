@@ -6,11 +6,10 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from rich.table import Table
 
 from sdckit.permutation.verify import N_RANDOM
 from sdckit.cli.app import app
-from sdckit.cli.common import console, progress_bar, write_json
+from sdckit.cli.common import console, figures_table, progress_bar, write_json
 from sdckit.core.errors import DataError
 from sdckit.io import read
 from sdckit.permutation.assess import assess as assess_release
@@ -44,15 +43,6 @@ def parse_orders(items: Optional[list[str]]) -> Optional[dict[str, list[str]]]:
     return orders
 
 
-def _table(title: str, rows: list[tuple[str, str]]) -> Table:
-    table = Table(title=title, show_header=False)
-    table.add_column("measure")
-    table.add_column("value", justify="right")
-    for label, value in rows:
-        table.add_row(label, value)
-    return table
-
-
 SEED = typer.Option("--seed", help="Seed for ties and random records (reproducible output).")
 RANDOM = typer.Option("--random", help="Number of random records for the verification.")
 JSON = typer.Option("--json", help="Write the full result as JSON here.")
@@ -83,7 +73,7 @@ def assess(
         result = assess_release(x, y, parse_columns(columns), null=null, n_random=n_random,
                                 schema=parse_orders(order), random_state=seed,
                                 progress=advance)
-    console.print(_table(f"Permutation assessment of {released.name}", result.summary()))
+    console.print(figures_table(f"Permutation assessment of {released.name}", result.summary(), show_header=False))
     if json_out is not None:
         write_json(json_out, result.to_dict())
     if html_out is not None:
@@ -132,6 +122,6 @@ def verify_record(
     if result.p_random is not None:
         verdict = "plausibly random" if result.plausibly_random else "NOT plausibly random"
         rows.append(("share of random records matching as closely", f"{result.p_random:.4f} ({verdict})"))
-    console.print(_table("Your record against the release", rows))
+    console.print(figures_table("Your record against the release", rows, show_header=False))
     if json_out is not None:
         write_json(json_out, result.to_dict())

@@ -1,15 +1,16 @@
-"""What the commands share: consoles, progress bars and JSON output."""
+"""What the commands share: consoles, progress bars, tables of figures and JSON output."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
 
 from sdckit.io import write_text_atomic
 
@@ -35,6 +36,17 @@ def progress_bar(description: str, total: int) -> Iterator[Any]:
             bar.update(task, completed=done, total=total_)
 
         yield advance
+
+
+def figures_table(title: str, rows: Iterable[tuple[str, str]] = (), *, show_header: bool = True) -> Table:
+    """The two-column table of named figures ("measure", "value") every command prints; more
+    rows may be added with ``add_row``."""
+    table = Table(title=title, show_header=show_header)
+    table.add_column("measure")
+    table.add_column("value", justify="right")
+    for label, value in rows:
+        table.add_row(label, value)
+    return table
 
 
 def write_json(path: Path, payload: Any) -> None:

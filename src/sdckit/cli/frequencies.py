@@ -7,10 +7,9 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from rich.table import Table
 
 from sdckit.cli.app import app
-from sdckit.cli.common import console, err_console, write_json
+from sdckit.cli.common import console, err_console, figures_table, write_json
 from sdckit.core.errors import ParameterError
 from sdckit.engine import parse_memory
 from sdckit.engine.aggregate import frequency_table, records_at_risk
@@ -61,9 +60,7 @@ def frequencies(
             result = search_file(data, hierarchies, k, max_suppression=max_suppression, engine=engine, memory=budget)
         figures["search"] = {"node": dict(zip(hierarchies, result.node, strict=True)), "metrics": result.metrics,
                              "evaluated": result.evaluated, "lattice_size": result.lattice_size}
-    shown = Table(title=f"{data.name}: classes of {', '.join(names)} ({engine})")
-    shown.add_column("measure")
-    shown.add_column("value", justify="right")
+    shown = figures_table(f"{data.name}: classes of {', '.join(names)} ({engine})")
     shown.add_row("records", f"{figures['records']:,}")
     shown.add_row("classes (distinct combinations)", f"{figures['classes']:,}")
     shown.add_row("sample uniques (fk = 1)", f"{figures['sample_uniques']:,}")

@@ -6,10 +6,9 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from rich.table import Table
 
 from sdckit.cli.app import app
-from sdckit.cli.common import console, write_json
+from sdckit.cli.common import console, figures_table, write_json
 from sdckit.io import read
 from sdckit.risk.summary import risk_summary
 
@@ -43,9 +42,7 @@ def risk(
                      threshold=threshold, suda=suda, suda_max_size=suda_max_size, sensitive=_names(sensitive),
                      sampling_fraction=sampling_fraction, population_size=population_size)
     d = s.to_dict()
-    table = Table(title=f"{data.name}: re-identification risk on {', '.join(d['keys'])}")
-    table.add_column("measure")
-    table.add_column("value", justify="right")
+    table = figures_table(f"{data.name}: re-identification risk on {', '.join(d['keys'])}")
     table.add_row("records", f"{d['records']:,}")
     table.add_row("weight", str(weight or "none (every record weighs 1)"))
     table.add_row("global risk (mean individual risk)", f"{d['global_risk']:.6f}")

@@ -6,10 +6,9 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from rich.table import Table as RichTable
 
 from sdckit.cli.app import app
-from sdckit.cli.common import console, write_json
+from sdckit.cli.common import console, figures_table, write_json
 from sdckit.core.errors import ParameterError
 from sdckit.io import read
 from sdckit.tabular import Table, audit_pattern, sensitivity
@@ -29,9 +28,7 @@ def protect(
     audit the pattern by LP, and write the cell file, the published view (suppressed cells as x),
     the manifest and an HTML report."""
     result, paths = run_table_recipe(recipe, out)
-    t = RichTable(title=f"{recipe.name}: cell suppression ({result.method})")
-    t.add_column("measure")
-    t.add_column("value", justify="right")
+    t = figures_table(f"{recipe.name}: cell suppression ({result.method})")
     t.add_row("cells", f"{len(result.cells):,}")
     t.add_row("primary cells", f"{result.primaries:,}")
     t.add_row("secondary cells", f"{result.secondaries:,}")
@@ -102,9 +99,7 @@ def audit_cmd(
         sens = type(sens)(sens.primary, np.where(sens.primary, np.maximum(sens.upper, 1e-6 * max(1.0, float(np.abs(tab.cells["value"]).max()))), 0.0),
                           sens.lower, sens.reason)
     a = audit_pattern(tab, stat != "safe", sens, np.where(sens.primary, "primary", stat))
-    t = RichTable(title=f"{cells.name}: audit")
-    t.add_column("measure")
-    t.add_column("value", justify="right")
+    t = figures_table(f"{cells.name}: audit")
     t.add_row("suppressed cells", f"{a.suppressed:,}")
     t.add_row("primary cells", f"{int(sens.primary.sum()):,}")
     t.add_row("unprotected primary cells", f"{a.unprotected:,}")
