@@ -36,6 +36,11 @@ def new_highs() -> highspy.Highs:
     return h
 
 
+#: The HiGHS model statuses the callers branch on, by name; any other is reported as HiGHS words it.
+_STATUS = {highspy.HighsModelStatus.kOptimal: "optimal", highspy.HighsModelStatus.kUnbounded: "unbounded",
+           highspy.HighsModelStatus.kInfeasible: "infeasible"}
+
+
 class LP:
     """min c'x  s.t.  row_lo <= A x <= row_hi,  col_lo <= x <= col_hi  (HiGHS, one thread)."""
 
@@ -85,25 +90,13 @@ class LP:
     def _solve(self) -> str:
         self.h.run()
         st = self.h.getModelStatus()
-        if st == highspy.HighsModelStatus.kOptimal:
-            return "optimal"
-        if st == highspy.HighsModelStatus.kUnbounded:
-            return "unbounded"
-        if st == highspy.HighsModelStatus.kInfeasible:
-            return "infeasible"
         if st == highspy.HighsModelStatus.kUnboundedOrInfeasible:
             # Solve again without presolve to tell the two apart.
             self.h.setOptionValue("presolve", "off")
             self.h.run()
             self.h.setOptionValue("presolve", "choose")
             st = self.h.getModelStatus()
-            if st == highspy.HighsModelStatus.kUnbounded:
-                return "unbounded"
-            if st == highspy.HighsModelStatus.kInfeasible:
-                return "infeasible"
-            if st == highspy.HighsModelStatus.kOptimal:
-                return "optimal"
-        return self.h.modelStatusToString(st)
+        return _STATUS.get(st) or self.h.modelStatusToString(st)
 
     @property
     def objective(self) -> float:
