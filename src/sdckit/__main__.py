@@ -7,15 +7,13 @@ traceback; :func:`sdckit.cli.main` then installs its own handler for the run its
 
 from __future__ import annotations
 
-import os
 import signal
-import sys
+
+from sdckit.core.interrupt import leave_interrupted
 
 
 def _interrupted_while_loading(signum: int, frame: object) -> None:
-    print("sdckit: interrupted; nothing was written.", file=sys.stderr)
-    sys.stderr.flush()
-    os._exit(130)
+    leave_interrupted()
 
 
 def main() -> None:

@@ -7,7 +7,6 @@ line on stderr and the exit status is 2 (typer reports usage errors with status 
 from __future__ import annotations
 
 import importlib
-import os
 import pkgutil
 import signal
 import sys
@@ -15,6 +14,7 @@ import warnings
 
 from sdckit.cli.app import app
 from sdckit.core.errors import SdcError, SecurityWarning
+from sdckit.core.interrupt import leave_interrupted
 
 __all__ = ["app", "main"]
 
@@ -41,14 +41,7 @@ def main(argv: list[str] | None = None) -> None:
     except OSError as exc:  # e.g. disk full or permission denied while writing
         fail(f"{exc.strerror or exc}: {exc.filename or ''}".strip(": "))
     except (KeyboardInterrupt, Interrupted):
-        # Ctrl-C: the exception unwound every atomic write (temporary files removed), so
-        # nothing half-written is left. Leave at once with 130 (128 + SIGINT) rather than
-        # through interpreter shutdown, which could crash in a worker thread still running
-        # native code (e.g. a KD-tree query pool).
-        print("sdckit: interrupted; nothing was written.", file=sys.stderr)
-        sys.stderr.flush()
-        sys.stdout.flush()
-        os._exit(130)
+        leave_interrupted()  # the exception unwound every atomic write: nothing half-written
     finally:
         signal.signal(signal.SIGINT, previous)
 
