@@ -27,6 +27,7 @@ import numpy as np
 
 from sdckit.core.errors import DataError
 from sdckit.query.config import IDENTIFIER, ServiceConfig, TableConfig
+from sdckit.query.cube import Cube
 from sdckit.query.generate import ROW, clamp_column, code_column, is_text_domain, relation_name
 
 _NUMERIC = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER",
@@ -67,6 +68,8 @@ class Database:
         self.fingerprints: dict[str, str] = {}
         tables = {name: self._load(t) for name, t in config.tables.items()}
         self.config = dataclasses.replace(config, tables=tables)
+        #: the pre-aggregated dp relation of each table (None: no column qualifies; see sdckit.query.cube)
+        self.cubes: dict[str, Cube | None] = {name: Cube.build(self._con, t) for name, t in tables.items()}
 
     def cursor(self) -> duckdb.DuckDBPyConnection:
         """This thread's cursor (DuckDB connections are not shared across threads)."""

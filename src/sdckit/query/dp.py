@@ -231,6 +231,13 @@ def answer(plan_: Plan, table: TableConfig, result: dict[str, np.ndarray], rng: 
     ``hists`` maps each quantile column to the result of its
     :func:`~sdckit.query.generate.histogram_sql`."""
     counts, sums = exact_cells(plan_, table, result)
+    return answer_cells(plan_, table, counts, sums, rng, hists)
+
+
+def answer_cells(plan_: Plan, table: TableConfig, counts: np.ndarray, sums: dict[str, np.ndarray],
+                 rng: np.random.Generator, hists: dict[str, dict[str, np.ndarray]] | None = None) -> dict[str, Any]:
+    """:func:`answer` from the true counts and clamped sums per cell (:func:`exact_cells`, or
+    :meth:`sdckit.query.cube.Cube.cells`): the same noise from the same ``rng``."""
     n = len(plan_.cells)
     chosen: dict[str, list[float]] = {}
     for o in plan_.query.outputs:
