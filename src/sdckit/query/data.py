@@ -62,6 +62,8 @@ class Database:
         if threads:
             self._con.execute(f"SET threads = {int(threads)}")
         self._local = threading.local()
+        self._units: dict[str, np.ndarray] = {}
+        self._units_lock = threading.Lock()
         self.n_rows: dict[str, int] = {}
         self.unique_units: dict[str, bool] = {}
         #: SHA-256 of each table's file (restricted-mode answers are audited on this data)
@@ -167,6 +169,20 @@ class Database:
             bounds[column] = (float(lo), float(hi) if hi > lo else float(lo) + 1.0)
             read.append(column)
         return dataclasses.replace(t, bounds=bounds, data_bounds=tuple(read))
+
+    def units(self, t: TableConfig) -> np.ndarray | None:
+        """The privacy unit of each record (``__sdc_row`` order) as an index 0..P-1, or ``None``
+        when every record is its own person; computed on first use (restricted mode)."""
+        if self.unique_units[t.name]:
+            return None
+        with self._units_lock:
+            if t.name not in self._units:
+                base, row = _q(relation_name(t, "restricted")), _q(ROW)
+                result = self._con.cursor().execute(
+                    f"SELECT CAST(dense_rank() OVER (ORDER BY {_q(t.privacy_unit)}) - 1 AS INTEGER) AS u "
+                    f"FROM {base} ORDER BY {row}").fetchnumpy()
+                self._units[t.name] = np.asarray(result["u"], dtype=np.int64)
+            return self._units[t.name]
 
     def aggregate(self, g: Any) -> dict[str, np.ndarray]:
         """Run a generated statement and return its columns as numpy arrays."""
