@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from query_helpers import SEED, add_analyst
-from sdckit.query import dp
+from sdckit.query import dp, ranges
 from sdckit.query.config import load_config
 from sdckit.query.cube import EXACT, Cube
 from sdckit.query.data import Database
@@ -44,6 +44,12 @@ grp = [1, 2, 3]
 def _table(folder: Path, n: int = 80, seed: int = 3) -> pd.DataFrame:
     """Small data with every awkward case: missing ages, regions and groups, a region and a group
     outside the domains, incomes above the bound, persons with 1-3 rows (k = 2 keeps 2)."""
+    frame = _frame(n, seed)
+    frame.to_csv(folder / "t.csv", index=False)
+    return frame
+
+
+def _frame(n: int = 80, seed: int = 3) -> pd.DataFrame:
     rng = np.random.default_rng(seed)
     frame = pd.DataFrame({
         "pid": rng.integers(0, n // 2, n),
@@ -55,8 +61,13 @@ def _table(folder: Path, n: int = 80, seed: int = 3) -> pd.DataFrame:
     })
     for column in ("age", "region", "grp"):
         frame.loc[rng.random(n) < 0.1, column] = pd.NA
-    frame.to_csv(folder / "t.csv", index=False)
     return frame
+
+
+def _near_data(column: str) -> st.SearchStrategy:
+    """Literals at, and half a unit either side of, the column's own values (the boundaries)."""
+    values = sorted({int(v) for v in _frame()[column].dropna()})
+    return st.builds(lambda v, d: v + d if d else v, st.sampled_from(values), st.sampled_from([0, -0.5, 0.5]))
 
 
 def _config(folder: Path, seed: bool = False) -> Path:
@@ -95,7 +106,8 @@ def _same(a, b) -> None:
 
 
 # ------------------------------------------------------------------ random predicates
-_numbers = st.one_of(st.integers(-5, 105), st.floats(-5, 105, allow_nan=False).map(lambda x: round(x, 1)))
+_numbers = st.one_of(st.integers(-5, 105), st.floats(-5, 105, allow_nan=False).map(lambda x: round(x, 1)),
+                     _near_data("age"))
 _texts = st.sampled_from(REGIONS + ["X", "Z", "", "n", "NN"])
 _ops = st.sampled_from(["=", "<>", "<", "<=", ">", ">="])
 
@@ -206,6 +218,7 @@ def test_answers_are_bit_identical_with_and_without_the_cube_under_a_seed(tmp_pa
     """Two seeded services on the same data, one with its cubes removed: every answer (noise
     included) is the same, query after query."""
     sqls = ["SELECT COUNT(*), SUM(income) FROM t WHERE age > 30 AND region = 'N'",
+            "SELECT COUNT(*), AVG(income) FROM t WHERE NOT (income BETWEEN 100 AND 900.5)",
             "SELECT region, COUNT(*), AVG(age) FROM t WHERE grp IN (1, 2) OR age < 20 GROUP BY region",
             "SELECT SUM(income) FROM t WHERE age BETWEEN 10 AND 70.5",
             "SELECT grp, region, COUNT(*) FROM t GROUP BY grp, region",
@@ -220,9 +233,92 @@ def test_answers_are_bit_identical_with_and_without_the_cube_under_a_seed(tmp_pa
         service = Service(config)
         if not use_cube:
             service.db.cubes.clear()
+            service.db.ranges.clear()
         try:
             answers.append([service.query(key, {"sql": sql, "epsilon": "1/3"}) for sql in sqls])
         finally:
             service.close()
     assert all(status == 200 for status, _ in answers[0])
     assert answers[0] == answers[1]
+
+
+# ------------------------------------------------------------------ range indexes (sdckit.query.ranges)
+@pytest.fixture(scope="module")
+def indexes(db):
+    table = db.config.tables["t"]
+    built = ranges.build(db._con, table, set(), ["income", "age"])
+    assert set(built) == {"age", "income", "grp"}  # the integer columns; text and 'frac' (DOUBLE) are not
+    return built
+
+
+_range_leaves = st.one_of(*[
+    st.one_of(st.builds(Compare, st.just(c), _ops, v),
+              st.builds(InList, st.just(c), st.lists(v, min_size=1, max_size=4).map(tuple), st.booleans()),
+              st.builds(Between, st.just(c), v, v, st.booleans()))
+    for c, v in (("age", _numbers), ("grp", st.integers(-1, 6)),
+                 ("income", st.one_of(st.integers(-10, 1600), st.floats(-10, 1600).map(lambda x: round(x, 2)),
+                                      _near_data("income"))))])
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(leaf=_range_leaves, negate=st.booleans(),
+       outputs=st.lists(st.sampled_from([Output("count", None, "c"), Output("sum", "income", "s"),
+                                         Output("avg", "age", "a")]), min_size=1, max_size=3, unique=True))
+def test_a_range_index_gives_duckdbs_true_answer(db, indexes, leaf, negate, outputs):
+    query = Query("t", tuple(outputs), Not(leaf) if negate else leaf, ())
+    index = indexes[leaf.column]
+    assert index.covers(query)
+    _same(index.cells(query), _duckdb(db, query))
+
+
+def test_range_intervals_by_hand():
+    assert ranges.intervals(Compare("x", "<", 2.5)) == [(-2**62, 2)]
+    assert ranges.intervals(Compare("x", ">=", -2.5)) == [(-2, 2**62)]
+    assert ranges.intervals(Compare("x", "=", 2.5)) == []
+    assert ranges.intervals(Compare("x", "<>", 3)) == [(-2**62, 2), (4, 2**62)]
+    assert ranges.intervals(InList("x", (5, 1, 1.5, 3.0), negated=True)) == [(-2**62, 0), (2, 2), (4, 4), (6, 2**62)]
+    assert ranges.intervals(Between("x", 7.2, 7.9)) == []
+    assert ranges.intervals(Not(Between("x", 1, 3))) == [(-2**62, 0), (4, 2**62)]
+
+
+def test_a_range_index_declines_other_shapes(indexes, db):
+    index = indexes["income"]
+    for sql in ("SELECT COUNT(*) FROM t", "SELECT COUNT(*) FROM t WHERE income > 3 AND income < 9",
+                "SELECT COUNT(*) FROM t WHERE age > 3", "SELECT region, COUNT(*) FROM t WHERE income > 3 GROUP BY region",
+                "SELECT SUM(frac) FROM t WHERE income > 3", "SELECT MEDIAN(age) FROM t WHERE income > 3",
+                f"SELECT COUNT(*) FROM t WHERE income > {EXACT}"):
+        assert not index.covers(parse(sql, db.config)), sql
+    assert index.covers(parse("SELECT COUNT(*), AVG(income) FROM t WHERE NOT (income IN (1, 2))", db.config))
+
+
+def test_the_database_answers_from_a_range_index_when_the_cube_cannot(db):
+    """With a cube too small to hold income, an income range comes from the range index."""
+    table = db.config.tables["t"]
+    small = Cube.build(db._con, table, max_cells=40)
+    built = ranges.build(db._con, table, set(small.keys), list(small.sums))
+    assert "income" in built and "region" not in built
+    query = parse("SELECT COUNT(*), SUM(income), AVG(age) FROM t WHERE income >= 750", db.config)
+    assert not small.covers(query) and built["income"].covers(query)
+    _same(built["income"].cells(query), _duckdb(db, query))
+    assert ranges.build(db._con, table, set(), ["income"], max_bytes=100) == {}  # over the memory budget
+
+
+def test_every_comparison_at_every_boundary_on_both_fast_paths(db, indexes):
+    """Each operator, with literals at and half a unit either side of three of the data's values, with
+    and without NOT: the cube (age) and the range index (income, age) give DuckDB's numbers."""
+    frame = _frame()
+    cube = db.cubes["t"]
+    outputs = (Output("count", None, "c"), Output("sum", "income", "s"))
+    for column in ("age", "income"):
+        values = sorted({int(v) for v in frame[column].dropna()})
+        for base in (values[1], values[len(values) // 2], values[-2]):
+            for literal in (base, base - 0.5, base + 0.5):
+                leaves = [Compare(column, op, literal) for op in ("=", "<>", "<", "<=", ">", ">=")]
+                leaves += [Between(column, literal, literal + 7), InList(column, (literal, base + 1))]
+                for leaf in leaves:
+                    for where in (leaf, Not(leaf)):
+                        query = Query("t", outputs, where, ())
+                        truth = _duckdb(db, query)
+                        _same(indexes[column].cells(query), truth)
+                        if column == "age":
+                            _same(cube.cells(query, 1), truth)

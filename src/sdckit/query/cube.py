@@ -134,7 +134,7 @@ class Cube:
                 bound = int(present)
         if not chosen:
             return None
-        summable = cls._summable(con, table, relation)
+        summable = summable_columns(con, table)
         chosen.sort(key=table.columns.index)
         selects = [_q(c) for c in chosen] + ["COUNT(*)"] + [f"SUM({_q(clamp_column(c))})" for c in summable]
         aliases = [f"k{i}" for i in range(len(chosen))] + ["n"] + [f"s{i}" for i in range(len(summable))]
@@ -147,28 +147,6 @@ class Cube:
                               else result[f"s{i}"], dtype=float) for i, c in enumerate(summable)}
         return cls(table, keys, counts, sums)
 
-    @staticmethod
-    def _summable(con: Any, table: TableConfig, relation: str) -> list[str]:
-        """Bounded columns whose clamped sums are exact in any order (see the module's description)."""
-        columns = list(table.bounds)
-        if not columns:
-            return []
-        scale = float(2**FRACTION_BITS)
-        parts = []
-        for c in columns:
-            v = _q(clamp_column(c))
-            parts.append(f"bool_and({v} = floor({v})), bool_and({v} * {scale} = floor({v} * {scale})), SUM(abs({v}))")
-        row = con.execute(f"SELECT {', '.join(parts)} FROM {relation}").fetchone()
-        out = []
-        for i, c in enumerate(columns):
-            integral, dyadic, magnitude = row[3 * i: 3 * i + 3]
-            magnitude = 0.0 if magnitude is None else float(magnitude)
-            if integral in (True, None) and magnitude < EXACT:
-                out.append(c)
-            elif dyadic and magnitude < EXACT / scale:
-                out.append(c)
-        return out
-
     # ------------------------------------------------------------------ answering
     def covers(self, query: Query) -> bool:
         """Whether the cube answers ``query`` exactly as DuckDB would."""
@@ -178,7 +156,7 @@ class Cube:
             return False
         if any(c not in self.keys for c in (*predicate_columns(query.where), *query.group_by)):
             return False
-        return _literals_exact(query.where)
+        return literals_exact(query.where)
 
     def cells(self, query: Query, n_cells: int) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         """True counts and clamped sums per answer cell (the product of the GROUP BY domains,
@@ -241,6 +219,37 @@ class Cube:
         return true, unknown
 
 
+def summable_columns(con: Any, table: TableConfig) -> list[str]:
+    """Bounded columns whose clamped values are multiples of 2**-10 (integers, usually) with
+    magnitudes summing below 2**43 (2**53 for integers): their sums are exact in any order."""
+    columns = list(table.bounds)
+    if not columns:
+        return []
+    scale = float(2**FRACTION_BITS)
+    parts = []
+    for c in columns:
+        v = _q(clamp_column(c))
+        parts.append(f"bool_and({v} = floor({v})), bool_and({v} * {scale} = floor({v} * {scale})), SUM(abs({v}))")
+    row = con.execute(f"SELECT {', '.join(parts)} FROM {_q(relation_name(table, 'dp'))}").fetchone()
+    out = []
+    for i, c in enumerate(columns):
+        integral, dyadic, magnitude = row[3 * i: 3 * i + 3]
+        magnitude = 0.0 if magnitude is None else float(magnitude)
+        if integral in (True, None) and magnitude < EXACT:
+            out.append(c)
+        elif dyadic and magnitude < EXACT / scale:
+            out.append(c)
+    return out
+
+
+def integer_columns(con: Any, table: TableConfig) -> list[str]:
+    """Declared integer columns of the dp relation (the privacy unit left out)."""
+    relation = _q(relation_name(table, "dp"))
+    types = {row[0]: str(row[1]).upper() for row in con.execute(f"DESCRIBE {relation}").fetchall()}
+    return [c for c in table.columns if c != table.privacy_unit and c in types and not is_text_domain(table, c)
+            and types[c].startswith(_INTEGER_TYPES)]
+
+
 def _compare(values: np.ndarray, op: str, value: Any) -> np.ndarray:
     if values.dtype == object:
         return np.array([_OPS[op](v, value) for v in values], dtype=bool)
@@ -267,14 +276,14 @@ def _key(raw: Any, text: bool) -> _Key:
     return _Key(values, index)
 
 
-def _literals_exact(p: Predicate | None) -> bool:
+def literals_exact(p: Predicate | None) -> bool:
     """Every numeric literal within +/-2**53 (where an int64 key and a double literal compare the
     same way in numpy and in DuckDB)."""
     if p is None:
         return True
     if isinstance(p, And | Or):
-        return all(_literals_exact(i) for i in p.items)
+        return all(literals_exact(i) for i in p.items)
     if isinstance(p, Not):
-        return _literals_exact(p.item)
+        return literals_exact(p.item)
     values = [p.value] if isinstance(p, Compare) else list(p.values) if isinstance(p, InList) else [p.low, p.high]
     return all(isinstance(v, str) or (math.isfinite(v) and abs(v) < EXACT) for v in values)
