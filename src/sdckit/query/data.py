@@ -10,6 +10,9 @@ For each table two relations are made (names in :mod:`sdckit.query.generate`):
   transformation and one person changes at most ``max_rows_per_unit`` rows), with each bounded
   column clamped to its bounds as DOUBLE (``__sdc_clamp_<col>``; a missing value counts as 0).
 
+Then the dp relation's fast paths are built (:mod:`sdckit.query.cube`, :mod:`sdckit.query.ranges`):
+:meth:`Database.fast_cells` answers the COUNT/SUM/AVG queries they cover without a scan.
+
 Checks when loading (each a :class:`~sdckit.core.errors.DataError` naming the table and column,
 never a value): declared columns exist, bounded columns are numeric, the privacy unit has no
 missing value.
