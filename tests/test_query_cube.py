@@ -102,6 +102,7 @@ def _same(a, b) -> None:
     assert a[0].dtype == b[0].dtype and np.array_equal(a[0], b[0])
     assert list(a[1]) == list(b[1])
     for column in a[1]:
+        assert a[1][column].dtype == b[1][column].dtype
         assert np.array_equal(a[1][column], b[1][column])  # exact, not approximately
 
 
@@ -322,3 +323,18 @@ def test_every_comparison_at_every_boundary_on_both_fast_paths(db, indexes):
                         _same(indexes[column].cells(query), truth)
                         if column == "age":
                             _same(cube.cells(query, 1), truth)
+
+
+def test_an_empty_table_gives_zero_counts_and_sums_on_both_paths(tmp_path):
+    pd.DataFrame({"pid": pd.Series([], dtype="int64"), "age": pd.Series([], dtype="int64"),
+                  "income": pd.Series([], dtype="int64"), "region": pd.Series([], dtype="str"),
+                  "grp": pd.Series([], dtype="int64"), "frac": pd.Series([], dtype="float64")}).to_parquet(tmp_path / "t.parquet")
+    (tmp_path / "service.toml").write_text(CONFIG.format(seed="").replace("t.csv", "t.parquet"), encoding="utf-8")
+    db = Database(load_config(tmp_path / "service.toml"))
+    try:
+        for sql in ("SELECT COUNT(*), SUM(income) FROM t WHERE age > 3",
+                    "SELECT region, COUNT(*), AVG(age) FROM t WHERE grp IN (1, 2) GROUP BY region"):
+            query = parse(sql, db.config)
+            _same(_cube(db, query), _duckdb(db, query))
+    finally:
+        db.close()

@@ -181,8 +181,8 @@ class Cube:
             cell = np.zeros(self.size, dtype=np.int64)
         keep = selected & (cell >= 0)
         counts = np.bincount(cell[keep], weights=self.counts[keep], minlength=n_cells)
-        sums = {c: np.bincount(cell[keep], weights=self.sums[c][keep], minlength=n_cells)
-                for c in summed_columns(query)}
+        sums = {c: np.bincount(cell[keep], weights=self.sums[c][keep], minlength=n_cells).astype(float)
+                for c in summed_columns(query)}  # (float even when nothing is selected)
         return np.rint(counts).astype(np.int64), sums
 
     def _where(self, p: Predicate) -> tuple[np.ndarray, np.ndarray]:
