@@ -9,6 +9,9 @@ processes), so
   audit row in one transaction, *before* the answer is computed; it is never refunded. A
   committed charge survives a crash or ``kill -9`` of the server at any moment (the WAL is on
   disk before ``COMMIT`` returns), so spent budget never decreases;
+* charges asked at the same time share one transaction (group commit, :meth:`State.charge`):
+  one fsync for all of them, each still checked against the total the ones before it left and
+  returned only once committed;
 * budgets are exact :class:`fractions.Fraction` values, stored as text ``"numerator/denominator"``
   and never summed as floats: ten charges of 0.1 fill a budget of 1 exactly.
 
