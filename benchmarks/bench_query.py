@@ -4,8 +4,9 @@ the restricted mode's auditor time per query after 1,000 answered queries.
 For each size (default 1e6 and 1e7 generated rows) the script writes a Parquet table, starts
 the real server (uvicorn, one process) on 127.0.0.1, and sends ``--queries`` dp queries (COUNT
 and SUM with random WHERE clauses, a quarter of them with GROUP BY; caching off, so each is
-computed and charged) from ``--clients`` concurrent clients. It prints p50/p99 latency and
-throughput. Then, in process, it answers 1,000 random restricted queries through the auditor
+computed and charged) from ``--clients`` concurrent clients, after ``--single`` queries from one
+client. It prints p50/p99 latency, throughput and the server's CPU time per query (from /proc:
+independent of the machine's load, unlike the latencies). Then, in process, it answers 1,000 random restricted queries through the auditor
 and times the next ones (membership vectors from DuckDB + ``Auditor.check``).
 
 Goals: COUNT/SUM p50 < 25 ms at 1e6 rows; auditor < 50 ms per query after 1,000 queries.
@@ -115,6 +116,15 @@ def load(url: str, key: str, queries: int, clients: int) -> tuple[list[tuple[str
     return latencies, time.perf_counter() - start, errors[0]
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of process ``pid`` (all its threads), from /proc (Linux)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return float("nan")
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def audit_timing(config: Path, answered: int, timed: int) -> tuple[float, float, int, int]:
     """Mean ms per query (memberships + check) and of ``Auditor.check`` alone, after ``answered``
     random restricted queries."""
@@ -159,6 +169,7 @@ def main() -> None:
     parser.add_argument("--audit-timed", type=int, default=50)
     parser.add_argument("--sync", choices=["full", "normal"], default="full")
     parser.add_argument("--no-audit", action="store_true", help="skip the restricted-mode timing")
+    parser.add_argument("--single", type=int, default=200, help="queries from one client first (0: none)")
     args = parser.parse_args()
     print(f"cpus {os.cpu_count()}, load average {os.getloadavg()[0]:.1f}, {args.queries} queries from "
           f"{args.clients} clients per size, state database sync = {args.sync}")
@@ -174,10 +185,19 @@ def main() -> None:
             server = Server(config)
             t2 = time.perf_counter()
             try:
+                if args.single:
+                    single, _, _ = load(server.url, key, args.single, 1)
+                    ms1 = np.array([t for _, t in single]) * 1000
+                    print(f"rows {n:>11,}: one client, {len(ms1)} queries: p50 {np.percentile(ms1, 50):6.1f} ms, "
+                          f"p99 {np.percentile(ms1, 99):6.1f} ms")
+                cpu0 = cpu_seconds(server.proc.pid)
                 latencies, elapsed, errors = load(server.url, key, args.queries, args.clients)
+                cpu = cpu_seconds(server.proc.pid) - cpu0
             finally:
                 server.stop()
             ms = np.array([t for _, t in latencies]) * 1000
+            print(f"rows {n:>11,}: server CPU time {1000 * cpu / len(latencies):.2f} ms per query "
+                  f"(load independent; the clients' own CPU not counted)")
             print(f"rows {n:>11,}: data {t1 - t0:5.1f} s, server start {t2 - t1:5.1f} s; all queries: "
                   f"p50 {np.percentile(ms, 50):6.1f} ms, p99 {np.percentile(ms, 99):6.1f} ms, "
                   f"mean {statistics.fmean(ms):6.1f} ms, throughput {len(ms) / elapsed:6.1f} queries/s, "

@@ -271,3 +271,41 @@ def test_parquet_and_duckdb_sources_load_like_csv(tmp_path, kind):
     db = Database(load_config(tmp_path / "s.toml"))
     plan, (counts, sums) = _exact(db, "SELECT g, COUNT(*), SUM(v) FROM t GROUP BY g")
     assert counts.tolist() == [2, 1] and sums["v"].tolist() == [4.5, 10.0]
+
+
+def test_quantile_rank_radius_by_hand_and_nearly_tight():
+    """r = 2 k ln(1025 / 0.05) / eps' (eps' = eps rounded down to a multiple of 2**-20). On a
+    histogram where every candidate but the best is exactly r records off, the union bound says
+    P(a wrong candidate) <= 5%; permute-and-flip gives about half that (the best is met, on average,
+    half-way through the permutation). Half the radius would be violated most of the time."""
+    assert dp.quantile_rank_radius(1.0, 1) == pytest.approx(2 * math.log(20500))
+    assert dp.quantile_rank_radius(0.5, 3) == pytest.approx(12 * math.log(20500))
+    eps_rounded = math.floor(0.3 * 2**20) / 2**20
+    assert dp.quantile_rank_radius(0.3, 1) == pytest.approx(2 * math.log(20500) / eps_rounded, rel=1e-12)
+    r = dp.quantile_rank_radius(0.5, 1)
+    off = math.ceil(r)  # every other candidate is this many records from the target rank n/2
+    below = np.array([0] * 512 + [off] + [2 * off] * 512)
+    rng = np.random.default_rng(11)
+    wrong = np.mean([dp.permute_and_flip(below, 2 * off, 0.5, 0.5, 1, rng) != 512 for _ in range(400)])
+    assert 0.005 < wrong <= 0.05  # expected about 0.024 (binomial sd 0.008)
+    half = math.ceil(r / 2)
+    below = np.array([0] * 512 + [half] + [2 * half] * 512)
+    assert np.mean([dp.permute_and_flip(below, 2 * half, 0.5, 0.5, 1, rng) != 512 for _ in range(60)]) > 0.5
+
+
+def test_a_quantile_answer_states_its_rank_radius(tmp_path):
+    frame = pd.DataFrame({"pid": range(50), "v": np.arange(50) % 10})
+    frame.to_csv(tmp_path / "t.csv", index=False)
+    (tmp_path / "s.toml").write_text('[[table]]\nname = "t"\npath = "t.csv"\nprivacy_unit = "pid"\n'
+                                     'max_rows_per_unit = 2\n[table.bounds]\nv = [0, 10]\n')
+    db = Database(load_config(tmp_path / "s.toml"))
+    t = db.config.tables["t"]
+    from sdckit.query.generate import histogram_sql
+
+    q = parse("SELECT COUNT(*), MEDIAN(v) FROM t", db.config)
+    p = dp.plan(q, t, Fraction(1))
+    out = dp.answer(p, t, db.aggregate(aggregate_sql(q, t, "dp")), np.random.default_rng(0),
+                    {"v": db.aggregate(histogram_sql(q, t, "v"))})
+    scale = out["noise_scale"][1]
+    assert scale["epsilon"] == 0.5 and scale["rank_radius95"] == pytest.approx(2 * 2 * math.log(20500) / 0.5)
+    assert out["ci95"][0][1] is None and "rank_radius95" in out["mechanism"]

@@ -177,3 +177,81 @@ def test_restricted_answers_stop_when_the_data_changed_since_they_were_audited(t
     assert status == 403 and "changed since queries on it were answered" in body["error"]
     assert service.query(ann, {"sql": "SELECT COUNT(*) FROM census", "epsilon": 0.5})[0] == 200
     service.close()
+
+
+# ------------------------------------------------------------------ auth cache, group commit
+def test_scrypt_runs_once_per_key_and_a_changed_or_removed_key_is_not_served_from_memory(state, tmp_path, monkeypatch):
+    import sdckit.query.state as state_module
+
+    key = state.add_analyst("ann", "dp", "1")
+    calls = []
+    real = state_module._hash
+    monkeypatch.setattr(state_module, "_hash", lambda k, s: calls.append(1) or real(k, s))
+    assert [state.authenticate(key).name for _ in range(5)] == ["ann"] * 5
+    assert len(calls) == 1  # then from memory
+    assert state.authenticate(key + "x") is None and len(calls) == 2  # a wrong key is always checked
+    assert key not in repr(state._verified) and all(len(d) == 32 for d in state._verified)  # SHA-256, never the key
+    con = sqlite3.connect(tmp_path / "state.db")
+    con.execute("UPDATE analysts SET key_hash = ? WHERE name = 'ann'", (b"\0" * 32,))  # the key was changed
+    con.commit()
+    assert state.authenticate(key) is None and len(calls) == 3
+    assert state.authenticate(key) is None
+    con.execute("DELETE FROM analysts WHERE name = 'ann'")  # the analyst was removed
+    con.commit()
+    assert state.authenticate(key) is None
+    con.close()
+
+
+def test_a_group_commit_charges_each_against_the_total_left_by_the_ones_before(state):
+    """One transaction, four charges: the third would pass the budget and is refused with its
+    audit row, the unknown analyst fails alone, the others are committed."""
+    from sdckit.query.state import _Charge
+
+    state.add_analyst("ann", "dp", "1")
+    batch = [_Charge("ann", Fraction(1, 2), "a", "{}"), _Charge("nobody", Fraction(1, 10), "b", "{}"),
+             _Charge("ann", Fraction(2, 3), "c", "{}"), _Charge("ann", Fraction(1, 2), "d", "{}")]
+    state._commit_charges(batch)
+    assert all(r.done for r in batch)
+    assert batch[0].error is None and batch[0].result[1].epsilon_spent == Fraction(1, 2)
+    assert isinstance(batch[1].error, ParameterError) and "nobody" in str(batch[1].error)
+    assert isinstance(batch[2].error, BudgetRefused) and batch[2].error.remaining == Fraction(1, 2)
+    assert batch[3].error is None and batch[3].result[1].epsilon_spent == 1
+    assert state.ledger("ann") == [Fraction(1, 2), Fraction(1, 2)]
+    assert [(r["sql"], r["decision"]) for r in state.audit_log("ann")] == [
+        ("a", "charged"), ("c", "refused: budget"), ("d", "charged")]
+    assert batch[3].result[0] > batch[0].result[0]  # ledger ids in order
+
+
+def test_concurrent_charges_share_commits_and_each_returns_after_its_own(state, monkeypatch):
+    """While one commit is slow, the charges that arrive wait and go together in the next one:
+    fewer transactions than charges, and none of them returns before its transaction commits."""
+    state.add_analyst("ann", "dp", "100")
+    batches, committed = [], []
+    real = state._commit_charges
+
+    def slow(batch):
+        import time
+        time.sleep(0.02)
+        real(batch)
+        batches.append(len(batch))
+        committed.extend(id(r) for r in batch)
+
+    monkeypatch.setattr(state, "_commit_charges", slow)
+    returned_before_commit = []
+
+    def worker() -> None:
+        other = sqlite3.connect(state.path)  # another connection sees only committed rows
+        for _ in range(5):
+            charge_id, _ = state.charge("ann", Fraction(1, 10), "q", "{}")
+            if other.execute("SELECT COUNT(*) FROM charges WHERE id = ?", (charge_id,)).fetchone()[0] != 1:
+                returned_before_commit.append(charge_id)
+        other.close()
+
+    threads = [threading.Thread(target=worker) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sum(batches) == 40 and len(batches) < 40 and max(batches) > 1
+    assert not returned_before_commit
+    assert state.analyst("ann").epsilon_spent == 4 == sum(state.ledger("ann"))

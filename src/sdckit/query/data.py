@@ -10,6 +10,9 @@ For each table two relations are made (names in :mod:`sdckit.query.generate`):
   transformation and one person changes at most ``max_rows_per_unit`` rows), with each bounded
   column clamped to its bounds as DOUBLE (``__sdc_clamp_<col>``; a missing value counts as 0).
 
+Then the dp relation's fast paths are built (:mod:`sdckit.query.cube`, :mod:`sdckit.query.ranges`):
+:meth:`Database.fast_cells` answers the COUNT/SUM/AVG queries they cover without a scan.
+
 Checks when loading (each a :class:`~sdckit.core.errors.DataError` naming the table and column,
 never a value): declared columns exist, bounded columns are numeric, the privacy unit has no
 missing value.
@@ -27,6 +30,8 @@ import numpy as np
 
 from sdckit.core.errors import DataError
 from sdckit.query.config import IDENTIFIER, ServiceConfig, TableConfig
+from sdckit.query import ranges
+from sdckit.query.cube import Cube, summable_columns
 from sdckit.query.generate import ROW, clamp_column, code_column, is_text_domain, relation_name
 
 _NUMERIC = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER",
@@ -61,12 +66,33 @@ class Database:
         if threads:
             self._con.execute(f"SET threads = {int(threads)}")
         self._local = threading.local()
+        self._units: dict[str, np.ndarray] = {}
+        self._units_lock = threading.Lock()
         self.n_rows: dict[str, int] = {}
         self.unique_units: dict[str, bool] = {}
         #: SHA-256 of each table's file (restricted-mode answers are audited on this data)
         self.fingerprints: dict[str, str] = {}
         tables = {name: self._load(t) for name, t in config.tables.items()}
         self.config = dataclasses.replace(config, tables=tables)
+        #: the pre-aggregated dp relation of each table (None: no column qualifies; see sdckit.query.cube)
+        self.cubes: dict[str, Cube | None] = {name: Cube.build(self._con, t) for name, t in tables.items()}
+        #: sorted values and prefix sums of each table's many-valued integer columns (sdckit.query.ranges)
+        self.ranges: dict[str, dict[str, ranges.RangeIndex]] = {}
+        for name, t in tables.items():
+            cube = self.cubes[name]
+            summable = list(cube.sums) if cube is not None else summable_columns(self._con, t)
+            self.ranges[name] = ranges.build(self._con, t, set(cube.keys) if cube is not None else set(), summable)
+
+    def fast_cells(self, query: Any, n_cells: int) -> tuple[np.ndarray, dict[str, np.ndarray]] | None:
+        """True counts and clamped sums per cell of a dp query from the cube or a range index,
+        without a scan (the same numbers as DuckDB's), or ``None`` when neither answers it."""
+        cube = self.cubes.get(query.table)
+        if cube is not None and cube.covers(query):
+            return cube.cells(query, n_cells)
+        for index in self.ranges.get(query.table, {}).values():
+            if index.covers(query):
+                return index.cells(query)
+        return None
 
     def cursor(self) -> duckdb.DuckDBPyConnection:
         """This thread's cursor (DuckDB connections are not shared across threads)."""
@@ -164,6 +190,20 @@ class Database:
             bounds[column] = (float(lo), float(hi) if hi > lo else float(lo) + 1.0)
             read.append(column)
         return dataclasses.replace(t, bounds=bounds, data_bounds=tuple(read))
+
+    def units(self, t: TableConfig) -> np.ndarray | None:
+        """The privacy unit of each record (``__sdc_row`` order) as an index 0..P-1, or ``None``
+        when every record is its own person; computed on first use (restricted mode)."""
+        if self.unique_units[t.name]:
+            return None
+        with self._units_lock:
+            if t.name not in self._units:
+                base, row = _q(relation_name(t, "restricted")), _q(ROW)
+                result = self._con.cursor().execute(
+                    f"SELECT CAST(dense_rank() OVER (ORDER BY {_q(t.privacy_unit)}) - 1 AS INTEGER) AS u "
+                    f"FROM {base} ORDER BY {row}").fetchnumpy()
+                self._units[t.name] = np.asarray(result["u"], dtype=np.int64)
+            return self._units[t.name]
 
     def aggregate(self, g: Any) -> dict[str, np.ndarray]:
         """Run a generated statement and return its columns as numpy arrays."""

@@ -20,7 +20,8 @@ How one query is answered with budget ``epsilon``:
   and the SUM share of its column (the split is stated in the answer).
 * **Quantiles** (``MEDIAN``, ``QUANTILE_CONT(col, q)``): one more measurement each; the answer is
   a point of a public grid of 1025 points of the bounds, chosen by permute-and-flip (McKenna &
-  Sheldon 2020) with exact coins (:func:`permute_and_flip`); no ci95.
+  Sheldon 2020) with exact coins (:func:`permute_and_flip`); no ci95 (value intervals would need
+  the data's density), but a 95% bound on its rank error (:func:`quantile_rank_radius`).
 * **ci95** per value: COUNT ``[c - r, c + r]`` with ``r`` the exact 95% radius of the discrete
   Laplace; SUM ``[s - b ln 20, s + b ln 20]``; AVG the range of ``(S +/- r_S)/(C -/+ r_C)`` with
   97.5% radii (a union bound: coverage >= 95%), within the bounds. Released counts are not
@@ -98,6 +99,23 @@ def permute_and_flip(below: np.ndarray, n: int, q: float, epsilon: float, k: int
     return int(order[np.argmax(coins[order])])
 
 
+def quantile_rank_radius(epsilon: float, k: int, confidence: float = 0.95, candidates: int = QUANTILE_BINS + 1) -> float:
+    """Records by which, with probability >= ``confidence``, the rank of a permute-and-flip
+    quantile (:func:`permute_and_flip`) is further from the target rank than the best grid point's.
+
+    Permute-and-flip outputs candidate ``j`` only if ``j``'s own coin comes up, so
+    ``P(out = j) <= exp(-eps' gap_j / (2 D k))`` (``eps'`` the epsilon rounded down to a multiple of
+    2**-20, gaps clipped only past exponent 64, far beyond this bound). A union bound over the
+    ``m`` candidates: ``P(gap >= G) <= m exp(-eps' G / (2 D k)) = 1 - confidence`` at
+    ``G = (2 D k / eps') ln(m / (1 - confidence))``, and a gap ``G`` in utility is ``G / D`` records:
+    ``|below_out - q n| <= |below_best - q n| + (2 k / eps') ln(m / (1 - confidence))``. This is
+    a statement about ranks; a value interval would need the data's density near the quantile,
+    which is not released (so the quantile's ``ci95`` stays ``null``).
+    """
+    eps = math.floor(epsilon * 2**EPS_BITS) / 2**EPS_BITS
+    return 2.0 * k * math.log(candidates / (1.0 - confidence)) / eps
+
+
 @dataclass(frozen=True)
 class Plan:
     """The mechanisms one query will use, checked before anything is charged.
@@ -142,7 +160,10 @@ class Plan:
                 parts.append(f"QUANTILE({o.column}, {o.q:g}): permute-and-flip (exponential-mechanism family) over the "
                              f"{QUANTILE_BINS + 1} points of a public grid of [{lo:g}, {hi:g}] (resolution "
                              f"{(hi - lo) / QUANTILE_BINS:.6g}), sensitivity {self.k}, epsilon {self.shares[quantile_key(o)]:.6g} "
-                             f"(rounded down to a multiple of 2**-{EPS_BITS}); no ci95")
+                             f"(rounded down to a multiple of 2**-{EPS_BITS}); no ci95 (a value interval would need "
+                             f"the data's density): with probability >= 95% its rank is at most "
+                             f"{quantile_rank_radius(self.shares[quantile_key(o)], self.k):.4g} records further from "
+                             f"q times the count than the best grid point's (rank_radius95)")
         if any(o.kind == "avg" for o in self.query.outputs):
             parts.append("AVG = noisy SUM / max(noisy COUNT, 1) clamped to the bounds (costs the COUNT and SUM shares)")
         split = f"epsilon {exact_text(self.epsilon)} split equally over {len(self.shares)} measurement(s)"
@@ -231,6 +252,13 @@ def answer(plan_: Plan, table: TableConfig, result: dict[str, np.ndarray], rng: 
     ``hists`` maps each quantile column to the result of its
     :func:`~sdckit.query.generate.histogram_sql`."""
     counts, sums = exact_cells(plan_, table, result)
+    return answer_cells(plan_, table, counts, sums, rng, hists)
+
+
+def answer_cells(plan_: Plan, table: TableConfig, counts: np.ndarray, sums: dict[str, np.ndarray],
+                 rng: np.random.Generator, hists: dict[str, dict[str, np.ndarray]] | None = None) -> dict[str, Any]:
+    """:func:`answer` from the true counts and clamped sums per cell (:func:`exact_cells`, or
+    :meth:`sdckit.query.cube.Cube.cells`): the same noise from the same ``rng``."""
     n = len(plan_.cells)
     chosen: dict[str, list[float]] = {}
     for o in plan_.query.outputs:
@@ -264,7 +292,8 @@ def answer(plan_: Plan, table: TableConfig, result: dict[str, np.ndarray], rng: 
             scales.append(plan_.sum_scales[o.column])
         elif o.kind == "quantile":
             lo, hi = plan_.bounds[o.column]
-            scales.append({"grid_resolution": (hi - lo) / QUANTILE_BINS, "epsilon": plan_.shares[quantile_key(o)]})
+            scales.append({"grid_resolution": (hi - lo) / QUANTILE_BINS, "epsilon": plan_.shares[quantile_key(o)],
+                           "rank_radius95": quantile_rank_radius(plan_.shares[quantile_key(o)], plan_.k)})
         else:
             scales.append({"sum": plan_.sum_scales[o.column], "count": plan_.count_scale})
     out_rows, ci = [], []

@@ -207,7 +207,8 @@ def cell_indices(table: TableConfig, group_by: tuple[str, ...], result: dict[str
         if is_text_domain(table, column):
             codes = np.asarray(np.ma.filled(raw, -1) if isinstance(raw, np.ma.MaskedArray) else raw, dtype=np.int64)
         else:
-            values = np.asarray(np.ma.filled(raw, np.nan) if isinstance(raw, np.ma.MaskedArray) else raw, dtype=float)
+            values = np.asarray(np.ma.filled(raw.astype(float), np.nan) if isinstance(raw, np.ma.MaskedArray) else raw,
+                                dtype=float)  # (an integer column with a missing value is masked: fill as float)
             order = np.argsort(np.asarray(domain, dtype=float), kind="stable")
             sorted_domain = np.asarray(domain, dtype=float)[order]
             pos = np.clip(np.searchsorted(sorted_domain, values), 0, len(domain) - 1)

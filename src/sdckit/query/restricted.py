@@ -18,9 +18,17 @@ a value either (each analyst is then refused what another's answers would comple
 
 The answered queries are stored in the state database, with a SHA-256 fingerprint of the data
 file, and replayed into the auditors when the service starts, so a restart keeps what was learned;
-if the data changed, restricted answers on that table stop (fail closed). The restricted mode needs one row per
-privacy unit (records = people); a table with several rows per person is refused there.
+if the data changed, restricted answers on that table stop (fail closed).
 Missing values count as 0 in SUM; AVG is SUM / COUNT(*).
+
+**Several rows per person** (a ``privacy_unit`` with repeated values): every query set (every
+group) must keep or leave out *all* rows of each person, or it is refused. Then a COUNT(*) or
+SUM is a sum over the persons in the set of each person's own total (rows, or the column's sum
+over the person's rows), the same unknown in every query, so the audit runs over persons exactly
+as over records: memberships are vectors over persons, query-set-size control counts persons,
+and COUNT(*) (rows) is audited as the COUNT knowledge over persons. A set that splits a person
+would reveal a part of that person's total, an unknown the audit does not model.
+
 """
 
 from __future__ import annotations
@@ -76,7 +84,33 @@ class Restricted:
         with self._guard:
             return self._locks.setdefault(key, threading.Lock())
 
+    def n_units(self, table: TableConfig) -> int:
+        """Number of audited units: records, or persons on a table with several rows per person."""
+        units = self.db.units(table)
+        return self.db.n_rows[table.name] if units is None else int(units.max()) + 1 if units.size else 0
+
     def memberships(self, query: Query, table: TableConfig) -> list[np.ndarray]:
+        """One boolean vector per cell (one without GROUP BY) over the audited units: records, or
+        persons on a table with several rows per person (:class:`Refused` when a set splits a
+        person's rows)."""
+        rows = self._row_memberships(query, table)
+        units = self.db.units(table)
+        if units is None:
+            return rows
+        total = np.bincount(units, minlength=self.n_units(table))
+        out = []
+        for m in rows:
+            inside = np.bincount(units[m], minlength=total.size)
+            if np.any((inside > 0) & (inside < total)):
+                what = "a group of the GROUP BY" if query.group_by else "the query set"
+                raise Refused(f"Refused: {what} takes some but not all rows of a person (table {table.name!r} has "
+                              f"several rows per {table.privacy_unit!r}); in restricted mode a condition must keep "
+                              "or leave out each person's rows together: condition on columns that are the same "
+                              "for all rows of a person.")
+            out.append(inside > 0)
+        return out
+
+    def _row_memberships(self, query: Query, table: TableConfig) -> list[np.ndarray]:
         """One boolean vector over the table's records per cell (one without GROUP BY)."""
         n = self.db.n_rows[table.name]
         result = self.db.aggregate(membership_sql(query, table))
@@ -105,7 +139,7 @@ class Restricted:
         auditor = self._auditors.get(key)
         if auditor is not None:
             return auditor
-        auditor = Auditor(self.db.n_rows[table.name], self.config.min_query_set)
+        auditor = Auditor(self.n_units(table), self.config.min_query_set)
         for _, sql, data in self.state.answered(table.name, None if holder == "*" else holder):
             if data != self.db.fingerprints[table.name]:
                 raise Refused(f"The data of table {table.name!r} changed since queries on it were answered "
@@ -127,17 +161,15 @@ class Restricted:
     def answer(self, analyst: str, query: Query, sql: str) -> dict[str, Any]:
         """Check, record and compute an exact answer, or raise :class:`Refused`."""
         table = self.config.tables[query.table]
-        if not self.db.unique_units[table.name]:
-            raise Refused(f"Table {table.name!r} has several rows per privacy unit; the restricted mode "
-                          "audits one record per person and does not answer on it (use a dp analyst).")
         members = self.memberships(query, table)
-        n, k = self.db.n_rows[table.name], self.config.min_query_set
+        n, k = self.n_units(table), self.config.min_query_set
+        unit = "records" if self.db.unique_units[table.name] else "persons"
         for m in members:
             size = int(np.count_nonzero(m))
             if size < k or size > n - k:
                 what = "a group of the GROUP BY" if query.group_by else "the query set"
-                raise Refused(f"Refused by query-set-size control: {what} has fewer than {k} records or "
-                              f"leaves fewer than {k} out. Ask about larger sets of records.")
+                raise Refused(f"Refused by query-set-size control: {what} has fewer than {k} {unit} or "
+                              f"leaves fewer than {k} out. Ask about larger sets of {unit}.")
         holder = self._holder(analyst)
         key = (holder, table.name)
         with self._lock(key):

@@ -1,0 +1,289 @@
+"""Pre-aggregated answers of dp COUNT/SUM queries: a cube over the dp relation's few-valued columns.
+
+The dp relation (``sdc_dp_<t>``, :mod:`sdckit.query.data`) never changes while the service runs.
+When the service starts, its rows are grouped once by every declared column with few distinct
+values (integer columns and text-domain columns; at most :data:`MAX_CELLS` combinations present)::
+
+    SELECT k1, k2, .., COUNT(*), SUM(clamped c1), .. FROM sdc_dp_<t> GROUP BY k1, k2, ..
+
+A query whose WHERE and GROUP BY name only these columns is then answered from the cube's rows
+(a few hundred or thousand) instead of a scan of every record: the predicate is evaluated on the
+cube's keys with SQL's three-valued logic (a comparison with a missing value is unknown, and
+WHERE keeps only rows where it is true), and the counts and sums of the selected cube rows are
+added up per answer cell (:func:`~sdckit.query.generate.cell_indices`, as for DuckDB's result).
+
+Exactly the same true answer as the DuckDB path (tests compare both on random predicates):
+
+* counts are integers;
+* a clamped column's sums are used only when every clamped value is a multiple of 2**-10 (an
+  integer, in the common case) and the sum of their magnitudes stays below 2**43 (2**53 for
+  integers): every partial sum, in any order, is then exact in double precision, so DuckDB's
+  ``SUM`` and the cube's sum of sums are the same number;
+* keys and literals are compared where int64 and double agree: an integer column is in the cube
+  only if its values lie within +/-2**53, and a query whose numeric literal lies outside that range
+  goes to DuckDB; text is compared by code point, which is DuckDB's (UTF-8 byte) order.
+
+Anything else (quantiles, a column not in the cube, a sum the cube cannot make exact) is answered
+by DuckDB. Nothing here runs SQL built from the analyst's query: the cube is built from the
+configuration's names only, and the analyst's values are compared with numpy.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from sdckit.query.config import TableConfig
+from sdckit.query.generate import cell_indices, clamp_column, group_alias, is_text_domain, relation_name, summed_columns
+from sdckit.query.sql import And, Between, Compare, InList, Not, Or, Predicate, Query, predicate_columns
+
+#: Most cube rows (non-empty key combinations) kept; more columns are left out, fewest-valued first.
+MAX_CELLS = 50_000
+#: Integer keys and numeric literals must lie within +/- this bound (int64 and double agree there).
+EXACT = 2**53
+#: Clamped values must be multiples of 2**-FRACTION_BITS for their sums to come from the cube.
+FRACTION_BITS = 10
+
+_INTEGER_TYPES = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT", "HUGEINT")
+
+
+def _q(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+@dataclass(frozen=True)
+class _Key:
+    """One cube column: its distinct values (sorted; int64 or str) and, per cube row, the index
+    of the row's value in them (-1: missing)."""
+
+    values: np.ndarray
+    index: np.ndarray
+
+    def leaf(self, test: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(true, unknown) per cube row, from ``test`` per distinct value."""
+        known = self.index >= 0
+        true = np.zeros(self.index.size, dtype=bool)
+        true[known] = test[self.index[known]]
+        return true, ~known
+
+
+class Cube:
+    """The pre-aggregated dp relation of one table (see the module's description).
+
+    Build it with :meth:`build`; :meth:`covers` says whether a query can be answered from it,
+    :meth:`cells` gives the true counts and clamped sums per answer cell.
+    """
+
+    def __init__(self, table: TableConfig, keys: dict[str, _Key], counts: np.ndarray,
+                 sums: dict[str, np.ndarray]) -> None:
+        self.table = table
+        self.keys = keys
+        self.counts = counts
+        self.sums = sums
+
+    @property
+    def size(self) -> int:
+        """Number of cube rows."""
+        return int(self.counts.size)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"table": self.table.name, "columns": list(self.keys), "summed": list(self.sums), "rows": self.size}
+
+    # ------------------------------------------------------------------ building
+    @classmethod
+    def build(cls, con: Any, table: TableConfig, max_cells: int = MAX_CELLS) -> Cube | None:
+        """The cube of ``table``'s dp relation in the DuckDB connection ``con``, or ``None`` when
+        no declared column qualifies."""
+        relation = _q(relation_name(table, "dp"))
+        types = {row[0]: str(row[1]).upper() for row in con.execute(f"DESCRIBE {relation}").fetchall()}
+        candidates = []
+        for column in table.columns:
+            if column == table.privacy_unit or column not in types:
+                continue
+            if is_text_domain(table, column) and types[column] == "VARCHAR":
+                candidates.append(column)
+            elif types[column].startswith(_INTEGER_TYPES):
+                candidates.append(column)
+        if not candidates:
+            return None
+        stats = con.execute("SELECT " + ", ".join(
+            f"approx_count_distinct({_q(c)}), "
+            + ("0, 0" if is_text_domain(table, c) else f"CAST(MIN({_q(c)}) AS HUGEINT), CAST(MAX({_q(c)}) AS HUGEINT)")
+            for c in candidates) + f" FROM {relation}").fetchone()
+        distinct = {}
+        for i, column in enumerate(candidates):
+            count, low, high = stats[3 * i: 3 * i + 3]
+            if low is not None and (abs(int(low)) >= EXACT or abs(int(high)) >= EXACT):
+                continue
+            distinct[column] = int(count) + 1  # a missing value is one more key
+        chosen: list[str] = []
+        bound = 1
+        for column in sorted(distinct, key=lambda c: (distinct[c], candidates.index(c))):
+            if bound * distinct[column] <= max_cells:
+                chosen.append(column)
+                bound *= distinct[column]
+                continue
+            trial = chosen + [column]
+            present = con.execute(f"SELECT COUNT(*) FROM (SELECT DISTINCT {', '.join(_q(c) for c in trial)} "
+                                  f"FROM {relation})").fetchone()[0]
+            if int(present) <= max_cells:
+                chosen.append(column)
+                bound = int(present)
+        if not chosen:
+            return None
+        summable = summable_columns(con, table)
+        chosen.sort(key=table.columns.index)
+        selects = [_q(c) for c in chosen] + ["COUNT(*)"] + [f"SUM({_q(clamp_column(c))})" for c in summable]
+        aliases = [f"k{i}" for i in range(len(chosen))] + ["n"] + [f"s{i}" for i in range(len(summable))]
+        sql = (f"SELECT {', '.join(f'{s} AS {a}' for s, a in zip(selects, aliases))} FROM {relation} "
+               f"GROUP BY {', '.join(_q(c) for c in chosen)}")
+        result = con.execute(sql).fetchnumpy()
+        keys = {c: _key(result[f"k{i}"], text=types[c] == "VARCHAR") for i, c in enumerate(chosen)}
+        counts = np.asarray(result["n"], dtype=np.int64)
+        sums = {c: np.asarray(np.ma.filled(result[f"s{i}"], 0.0) if isinstance(result[f"s{i}"], np.ma.MaskedArray)
+                              else result[f"s{i}"], dtype=float) for i, c in enumerate(summable)}
+        return cls(table, keys, counts, sums)
+
+    # ------------------------------------------------------------------ answering
+    def covers(self, query: Query) -> bool:
+        """Whether the cube answers ``query`` exactly as DuckDB would."""
+        if any(o.kind not in ("group", "count", "sum", "avg") for o in query.outputs):
+            return False
+        if any(c not in self.sums for c in summed_columns(query)):
+            return False
+        if any(c not in self.keys for c in (*predicate_columns(query.where), *query.group_by)):
+            return False
+        return literals_exact(query.where)
+
+    def cells(self, query: Query, n_cells: int) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        """True counts and clamped sums per answer cell (the product of the GROUP BY domains,
+        first column slowest; one cell without GROUP BY), as
+        :func:`~sdckit.query.dp.exact_cells` gives them from DuckDB's result."""
+        selected = np.ones(self.size, dtype=bool) if query.where is None else self._where(query.where)[0]
+        if query.group_by:
+            codes = {}
+            for i, column in enumerate(query.group_by):
+                key = self.keys[column]
+                missing = key.index < 0
+                if is_text_domain(self.table, column):
+                    position = {v: j for j, v in enumerate(self.table.domains[column])}
+                    per_value = np.array([position.get(v, -1) for v in key.values], dtype=np.int64)
+                    raw = per_value[np.where(missing, 0, key.index)] if key.values.size else np.zeros(self.size, np.int64)
+                else:
+                    raw = (key.values[np.where(missing, 0, key.index)] if key.values.size
+                           else np.zeros(self.size, np.int64)).astype(float)
+                codes[group_alias(i)] = np.ma.masked_array(raw, mask=missing)
+            cell = cell_indices(self.table, query.group_by, codes, self.size)
+        else:
+            cell = np.zeros(self.size, dtype=np.int64)
+        keep = selected & (cell >= 0)
+        counts = np.bincount(cell[keep], weights=self.counts[keep], minlength=n_cells)
+        sums = {c: np.bincount(cell[keep], weights=self.sums[c][keep], minlength=n_cells).astype(float)
+                for c in summed_columns(query)}  # (float even when nothing is selected)
+        return np.rint(counts).astype(np.int64), sums
+
+    def _where(self, p: Predicate) -> tuple[np.ndarray, np.ndarray]:
+        """(true, unknown) per cube row: SQL's three-valued logic."""
+        if isinstance(p, And | Or):
+            parts = [self._where(i) for i in p.items]
+            true, unknown = parts[0]
+            for t, u in parts[1:]:
+                if isinstance(p, And):
+                    false = (~true & ~unknown) | (~t & ~u)
+                    true = true & t
+                    unknown = ~false & ~true
+                else:
+                    new_true = true | t
+                    unknown = ~new_true & (unknown | u)
+                    true = new_true
+            return true, unknown
+        if isinstance(p, Not):
+            true, unknown = self._where(p.item)
+            return ~true & ~unknown, unknown
+        key = self.keys[p.column]
+        values = key.values
+        if isinstance(p, Compare):
+            test = _compare(values, p.op, p.value)
+        elif isinstance(p, InList):
+            test = np.zeros(values.size, dtype=bool)
+            for v in p.values:
+                test |= _compare(values, "=", v)
+        else:
+            test = _compare(values, ">=", p.low) & _compare(values, "<=", p.high)
+        true, unknown = key.leaf(test)
+        if getattr(p, "negated", False):
+            return ~true & ~unknown, unknown
+        return true, unknown
+
+
+def summable_columns(con: Any, table: TableConfig) -> list[str]:
+    """Bounded columns whose clamped values are multiples of 2**-10 (integers, usually) with
+    magnitudes summing below 2**43 (2**53 for integers): their sums are exact in any order."""
+    columns = list(table.bounds)
+    if not columns:
+        return []
+    scale = float(2**FRACTION_BITS)
+    parts = []
+    for c in columns:
+        v = _q(clamp_column(c))
+        parts.append(f"bool_and({v} = floor({v})), bool_and({v} * {scale} = floor({v} * {scale})), SUM(abs({v}))")
+    row = con.execute(f"SELECT {', '.join(parts)} FROM {_q(relation_name(table, 'dp'))}").fetchone()
+    out = []
+    for i, c in enumerate(columns):
+        integral, dyadic, magnitude = row[3 * i: 3 * i + 3]
+        magnitude = 0.0 if magnitude is None else float(magnitude)
+        if integral in (True, None) and magnitude < EXACT:
+            out.append(c)
+        elif dyadic and magnitude < EXACT / scale:
+            out.append(c)
+    return out
+
+
+def integer_columns(con: Any, table: TableConfig) -> list[str]:
+    """Declared integer columns of the dp relation (the privacy unit left out)."""
+    relation = _q(relation_name(table, "dp"))
+    types = {row[0]: str(row[1]).upper() for row in con.execute(f"DESCRIBE {relation}").fetchall()}
+    return [c for c in table.columns if c != table.privacy_unit and c in types and not is_text_domain(table, c)
+            and types[c].startswith(_INTEGER_TYPES)]
+
+
+def _compare(values: np.ndarray, op: str, value: Any) -> np.ndarray:
+    if values.dtype == object:
+        return np.array([_OPS[op](v, value) for v in values], dtype=bool)
+    return _OPS[op](values, value)
+
+
+_OPS = {"=": lambda a, b: a == b, "<>": lambda a, b: a != b, "<": lambda a, b: a < b,
+        "<=": lambda a, b: a <= b, ">": lambda a, b: a > b, ">=": lambda a, b: a >= b}
+
+
+def _key(raw: Any, text: bool) -> _Key:
+    mask = np.ma.getmaskarray(raw) if isinstance(raw, np.ma.MaskedArray) else np.zeros(len(raw), dtype=bool)
+    data = np.asarray(np.ma.getdata(raw))
+    present = data[~mask]
+    if text:
+        values = np.array(sorted(set(present.tolist())), dtype=object)
+        position = {v: i for i, v in enumerate(values)}
+        index = np.array([-1 if m else position[v] for v, m in zip(data.tolist(), mask.tolist())], dtype=np.int64)
+    else:
+        present = present.astype(np.int64)
+        values = np.unique(present)
+        index = np.full(data.size, -1, dtype=np.int64)
+        index[~mask] = np.searchsorted(values, present)
+    return _Key(values, index)
+
+
+def literals_exact(p: Predicate | None) -> bool:
+    """Every numeric literal within +/-2**53 (where an int64 key and a double literal compare the
+    same way in numpy and in DuckDB)."""
+    if p is None:
+        return True
+    if isinstance(p, And | Or):
+        return all(literals_exact(i) for i in p.items)
+    if isinstance(p, Not):
+        return literals_exact(p.item)
+    values = [p.value] if isinstance(p, Compare) else list(p.values) if isinstance(p, InList) else [p.low, p.high]
+    return all(isinstance(v, str) or (math.isfinite(v) and abs(v) < EXACT) for v in values)
