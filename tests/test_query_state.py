@@ -255,3 +255,50 @@ def test_concurrent_charges_share_commits_and_each_returns_after_its_own(state, 
     assert sum(batches) == 40 and len(batches) < 40 and max(batches) > 1
     assert not returned_before_commit
     assert state.analyst("ann").epsilon_spent == 4 == sum(state.ledger("ann"))
+
+
+# ------------------------------------------------------------------ lost and leaked keys
+def test_rekey_replaces_the_key_and_keeps_the_budget_and_history(state):
+    old = state.add_analyst("ann", "dp", "1")
+    assert state.authenticate(old).name == "ann"  # now verified and held in memory
+    state.charge("ann", Fraction(1, 4), "SELECT COUNT(*) FROM census", "{}")
+    new = state.rekey("ann")
+    assert new != old and new.split(".")[0] != old.split(".")[0]
+    assert state.authenticate(old) is None  # the cached verification does not outlive the key
+    ann = state.authenticate(new)
+    assert ann.name == "ann" and ann.epsilon_spent == Fraction(1, 4)  # budget not reset
+    assert [r["decision"] for r in state.audit_log("ann")][-1] == "key replaced"
+
+
+def test_a_revoked_key_fails_and_the_name_cannot_be_re_added_with_a_fresh_budget(state):
+    key = state.add_analyst("ann", "dp", "1")
+    assert state.authenticate(key).name == "ann"
+    state.charge("ann", Fraction(1, 2), "SELECT COUNT(*) FROM census", "{}")
+    state.revoke("ann")
+    assert state.authenticate(key) is None and state.revoked("ann")
+    with pytest.raises(ParameterError, match="exists already"):
+        state.add_analyst("ann", "dp", "1")  # would reset what ann has spent
+    assert state.analyst("ann").epsilon_spent == Fraction(1, 2)
+    again = state.rekey("ann")  # re-enabled, same budget
+    assert not state.revoked("ann") and state.authenticate(again).epsilon_spent == Fraction(1, 2)
+    assert [r["decision"] for r in state.audit_log("ann")][-2:] == ["key revoked", "key replaced"]
+    for call in (state.rekey, state.revoke, state.revoked):
+        with pytest.raises(ParameterError, match="No analyst is called 'zed'"):
+            call("zed")
+
+
+def test_analyst_cli_rekey_and_revoke(tmp_path, capsys):
+    make_data(tmp_path)
+    config = str(write_config(tmp_path))
+    old = _cli(capsys, "analyst", "add", config, "ann", "--epsilon", "1", "--mode", "dp")[1].strip()
+    code, out, _ = _cli(capsys, "analyst", "rekey", config, "ann")
+    new = out.strip()
+    assert code == 0 and out == new + "\n" and new != old  # the new key alone on stdout
+    state = State(tmp_path / "state.db")
+    assert state.authenticate(old) is None and state.authenticate(new).name == "ann"
+    code, out, _ = _cli(capsys, "analyst", "revoke", config, "ann")
+    assert code == 0 and out == "ann: key revoked\n" and State(tmp_path / "state.db").authenticate(new) is None
+    assert "revoked" in _cli(capsys, "analyst", "list", config)[1]
+    for command in ("rekey", "revoke"):
+        code, out, err = _cli(capsys, "analyst", command, config, "zed")
+        assert code == 2 and out == "" and "No analyst is called 'zed'" in err

@@ -1,4 +1,4 @@
-"""``sdckit analyst add|list|budget|log``: the query service's analysts, in its state database."""
+"""``sdckit analyst add|rekey|revoke|list|budget|log``: the query service's analysts, in its state database."""
 
 from __future__ import annotations
 
@@ -19,7 +19,8 @@ from sdckit.query.config import load_config
 from sdckit.query.state import State
 
 analyst_app = typer.Typer(help="Analysts of the query service: add one (prints its API key once), "
-                               "list them, show a budget or an audit log.", no_args_is_help=True)
+                               "replace or revoke a key, list them, show a budget or an audit log.",
+                          no_args_is_help=True)
 app.add_typer(analyst_app, name="analyst")
 
 Service = Annotated[Path, typer.Argument(help="The service configuration (service.toml).")]
@@ -53,17 +54,35 @@ def add(
     typer.echo(key)
 
 
+@analyst_app.command("rekey")
+def rekey(service: Service, name: Annotated[str, typer.Argument(help="The analyst's name.")]) -> None:
+    """Replace the analyst's API key: print the new one, alone on stdout, once; the old key fails
+    from now on. Budget, spent epsilon and history are kept (a revoked analyst is re-enabled)."""
+    state, _ = _state(service)
+    typer.echo(state.rekey(name))
+
+
+@analyst_app.command("revoke")
+def revoke(service: Service, name: Annotated[str, typer.Argument(help="The analyst's name.")]) -> None:
+    """Revoke the analyst's API key (its requests get 401). The analyst, its budget and history
+    stay, so re-adding the name cannot reset them; `analyst rekey` re-enables it."""
+    state, _ = _state(service)
+    state.revoke(name)
+    typer.echo(f"{name}: key revoked")
+
+
 @analyst_app.command("list")
 def list_(service: Service) -> None:
     """Every analyst with mode, tables and budget."""
     state, _ = _state(service)
     table = Table(title="analysts")
-    for column in ("name", "mode", "tables", "epsilon total", "spent", "remaining"):
+    for column in ("name", "mode", "key", "tables", "epsilon total", "spent", "remaining"):
         table.add_column(column)
     for a in state.analysts():
         b = a.budget()
         exact = b.get("exact", {})
-        table.add_row(a.name, a.mode, ", ".join(a.tables) if a.tables else "all",
+        table.add_row(a.name, a.mode, "revoked" if state.revoked(a.name) else "active",
+                      ", ".join(a.tables) if a.tables else "all",
                       exact.get("epsilon_total", "-"), exact.get("epsilon_spent", "-"), exact.get("epsilon_remaining", "-"))
     console.print(table)
 

@@ -110,6 +110,18 @@ def _hash(key: str, salt: bytes) -> bytes:
     return hashlib.scrypt(key.encode("utf-8"), salt=salt, maxmem=64 * 2**20, **SCRYPT)
 
 
+#: Prefix of the ``key_id`` of a revoked analyst (a real key id is hexadecimal, so never matches).
+REVOKED = "revoked-"
+
+
+def _new_key() -> tuple[str, str, bytes, bytes]:
+    """A new API key from OS entropy: (key, key_id, salt, scrypt hash of the key)."""
+    key_id = secrets.token_hex(8)
+    key = f"{key_id}.{secrets.token_urlsafe(32)}"
+    salt = secrets.token_bytes(16)
+    return key, key_id, salt, _hash(key, salt)
+
+
 class State:
     """The state database at ``path`` (created on first use)."""
 
@@ -160,17 +172,49 @@ class State:
                 raise ParameterError("A restricted analyst gets exact answers and has no epsilon budget: "
                                      "leave out '--epsilon' and '--delta'.")
             eps_text = delta_text = None
-        key_id = secrets.token_hex(8)
-        key = f"{key_id}.{secrets.token_urlsafe(32)}"
-        salt = secrets.token_bytes(16)
+        key, key_id, salt, key_hash = _new_key()
         with self._transaction() as con:
             if con.execute("SELECT 1 FROM analysts WHERE name = ?", (name,)).fetchone():
                 raise ParameterError(f"The analyst {name!r} exists already; choose another name.")
             con.execute("INSERT INTO analysts (name, key_id, salt, key_hash, mode, epsilon_total, delta_total, "
                         "tables, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                        (name, key_id, salt, _hash(key, salt), mode, eps_text, delta_text,
+                        (name, key_id, salt, key_hash, mode, eps_text, delta_text,
                          json.dumps(tables) if tables else "*", time.time()))
         return key
+
+    def rekey(self, name: str) -> str:
+        """Give ``name`` a new API key (returned once) and make the old one fail at once.
+
+        The analyst keeps its budget, spent epsilon, answered queries and audit log: a lost or
+        leaked key never resets what the analyst has learned. A revoked analyst is re-enabled this
+        way.
+        """
+        key, key_id, salt, key_hash = _new_key()
+        self._replace_key(name, key_id, salt, key_hash, "key replaced")
+        return key
+
+    def revoke(self, name: str) -> None:
+        """Make ``name``'s key fail from the next request on (401), keeping everything else.
+
+        The row stays (its budget and history must not be reset by re-adding the name); the stored
+        hash becomes one of a random key nobody was given, and ``key_id`` is marked ``revoked-``.
+        """
+        _, key_id, salt, key_hash = _new_key()
+        self._replace_key(name, REVOKED + key_id, salt, key_hash, "key revoked")
+
+    def _replace_key(self, name: str, key_id: str, salt: bytes, key_hash: bytes, decision: str) -> None:
+        with self._transaction() as con:
+            if con.execute("UPDATE analysts SET key_id = ?, salt = ?, key_hash = ? WHERE name = ?",
+                           (key_id, salt, key_hash, name)).rowcount != 1:
+                raise ParameterError(f"No analyst is called {name!r} (`sdckit analyst list` shows them).")
+            con.execute("INSERT INTO audit (analyst, time, sql, decision, status) VALUES (?, ?, NULL, ?, 0)",
+                        (name, time.time(), decision))
+
+    def revoked(self, name: str) -> bool:
+        """Whether ``name``'s key was revoked (and not replaced since)."""
+        self.analyst(name)
+        row = self._con().execute("SELECT key_id FROM analysts WHERE name = ?", (name,)).fetchone()
+        return row[0].startswith(REVOKED)
 
     def _analyst(self, row: tuple) -> Analyst:
         name, mode, eps, dlt, spent, tables = row
