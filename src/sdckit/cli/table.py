@@ -1,4 +1,5 @@
-"""``sdckit table``: protect a table by cell suppression (a TOML recipe) and audit a pattern."""
+"""``sdckit table``: protect a table (or linked tables) by cell suppression, rounding or controlled
+tabular adjustment (a TOML recipe) and audit a suppression pattern."""
 
 from __future__ import annotations
 
@@ -14,28 +15,54 @@ from sdckit.io import read
 from sdckit.tabular import Table, audit_pattern, sensitivity
 from sdckit.tabular.recipe import _hierarchy, build_table, load_table_recipe, run_table_recipe
 
-table_app = typer.Typer(help="Tables: protect by cell suppression (recipe), audit a suppression pattern.",
+table_app = typer.Typer(help="Tables: protect by cell suppression, rounding or adjustment (recipe), audit a suppression pattern.",
                         no_args_is_help=True, rich_markup_mode=None)
 app.add_typer(table_app, name="table")
 
 
 @table_app.command("protect")
 def protect(
-    recipe: Annotated[Path, typer.Argument(help="The table recipe (TOML: [table], [[rule]], [suppression], [output]).")],
+    recipe: Annotated[Path, typer.Argument(help="The table recipe (TOML: [table] or several [[table]], [[rule]], [protection], "
+                                                "[suppression] / [rounding] / [adjustment], [output]).")],
     out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Output folder (default: the recipe's [output] dir).")] = None,
 ) -> None:
-    """Build the recipe's table, find primary cells by its rules, suppress secondary cells,
-    audit the pattern by LP, and write the cell file, the published view (suppressed cells as x),
-    the manifest and an HTML report."""
+    """Build the recipe's table (or its linked tables, protected together) and protect it by the
+    method its [protection] section names: cell suppression (primary cells by the rules,
+    secondary cells, LP audit), controlled or random rounding (with the sensitive cells'
+    intervals when rules are given) or controlled tabular adjustment. Writes the cell file(s), the
+    published view(s), the manifest and an HTML report."""
     result, paths = run_table_recipe(recipe, out)
-    t = figures_table(f"{recipe.name}: cell suppression ({result.method})")
-    t.add_row("cells", f"{len(result.cells):,}")
-    t.add_row("primary cells", f"{result.primaries:,}")
-    t.add_row("secondary cells", f"{result.secondaries:,}")
-    t.add_row("suppressed value share", f"{result.suppressed_value_share:.3%}")
-    if result.method == "optimal":
-        t.add_row("optimality", "proved" if result.optimal else f"gap {result.gap:.2%}" if result.gap is not None else "unknown")
-    t.add_row("audit", "safe" if result.audit.safe else "UNSAFE")
+    kind = type(result).__name__
+    linked = " (linked tables)" if getattr(result, "tables", None) else ""
+    if kind.endswith("SuppressionResult"):
+        t = figures_table(f"{recipe.name}: cell suppression ({result.method}){linked}")
+        t.add_row("cells", f"{len(result.cells):,}")
+        for r, name in zip(getattr(result, "tables", ()), getattr(result.table, "names", ())):
+            t.add_row(f"  {name}", f"{len(r.cells):,} cells, {r.primaries:,} primary, {r.secondaries:,} secondary")
+        t.add_row("primary cells", f"{result.primaries:,}")
+        t.add_row("secondary cells", f"{result.secondaries:,}")
+        t.add_row("suppressed value share", f"{result.suppressed_value_share:.3%}")
+        if result.method == "optimal":
+            t.add_row("optimality", "proved" if result.optimal else f"gap {result.gap:.2%}" if result.gap is not None else "unknown")
+        t.add_row("audit" + (" (joint)" if linked else ""), "safe" if result.audit.safe else "UNSAFE")
+    elif kind == "RoundingResult":
+        t = figures_table(f"{recipe.name}: {result.method} rounding, base {result.base:g}{linked}")
+        t.add_row("cells", f"{len(result.cells):,}")
+        t.add_row("cells moved", f"{result.cells_moved:,}")
+        t.add_row("largest absolute change", f"{result.max_abs_change:g}")
+        t.add_row("mean absolute change", f"{result.mean_abs_change:.3g}")
+        t.add_row("additive", "yes" if result.additive else f"no ({result.equations_violated} equations broken)")
+        if result.audit is not None:
+            a = result.audit
+            t.add_row("sensitive cells protected", f"{a.sensitive - a.unprotected:,} of {a.sensitive:,}")
+    else:
+        t = figures_table(f"{recipe.name}: controlled tabular adjustment ({result.method}){linked}")
+        t.add_row("cells", f"{len(result.cells):,}")
+        t.add_row("sensitive cells", f"{result.sensitive:,}")
+        t.add_row("cells adjusted", f"{result.cells_adjusted:,}")
+        t.add_row("total absolute adjustment", f"{result.total_abs_adjustment:g}")
+        t.add_row("largest relative adjustment", f"{result.max_relative_adjustment:.3%}")
+        t.add_row("optimality", "proved" if result.optimal else "not proved")
     t.add_row("time", f"{result.seconds:.2f} s")
     console.print(t)
     for name, p in paths.items():
