@@ -18,7 +18,7 @@ from scipy.optimize import linprog
 
 from sdckit.core.errors import DataError, ParameterError
 from sdckit.tabular import MinFrequency, Table, audit, audit_pattern, sensitivity, suppress
-from sdckit.tabular.linked import LinkedSuppressionResult, LinkedTables, link_tables
+from sdckit.tabular.linked import LinkedSuppressionResult, LinkedTables, audit_linked, link_tables
 
 
 def table(second: str, vals: dict, freqs: dict) -> Table:
@@ -262,3 +262,37 @@ def test_optimal_equals_brute_force_on_a_tiny_linked_pair(seed):
     assert res.secondary_cost == pytest.approx(brute_force(names, v, A, prim, levels, cost))
     fast = suppress([t1, t2], MinFrequency(3, share=0.3), method="fast")
     assert fast.audit.safe and fast.secondary_cost >= res.secondary_cost - 1e-9
+
+
+def test_audit_linked_finds_what_table_by_table_releases_give_away():
+    """The two table-by-table patterns of the first test, audited together: (A,s1) is exposed
+    because t2 publishes (A,Total); the statuses of the joint pattern pass."""
+    t1, t2 = table("size", V1, F1), table("act", V2, F2)
+
+    def status(t, hidden, prim):
+        other = t.dimensions[1]
+        out = []
+        for r, c in t.cells[["region", other]].itertuples(index=False):
+            k = ("T" if r == "Total" else r, "T" if c == "Total" else c)
+            out.append("primary" if k == prim else "secondary" if k in hidden else "safe")
+        return np.array(out)
+
+    s1 = status(t1, {("A", "s1"), ("A", "T"), ("B", "s1"), ("B", "T")}, ("A", "s1"))
+    s2 = status(t2, {("A", "a1"), ("A", "a2"), ("B", "a1"), ("B", "a2")}, ("A", "a1"))
+    a = audit_linked([t1, t2], [s1, s2])
+    assert not a.safe and a.unprotected == 1
+    bad = a.cells[~a.cells["protected"]].iloc[0]
+    assert (bad["region"], bad["size"], bad["act"], bad["tables"]) == ("A", "s1", "Total", "table 1")
+    assert bad["lo"] == pytest.approx(3.0) and bad["hi"] == pytest.approx(3.0)
+    # the shared cell (A,Total) counts as published: t2 shows it
+    row = a.cells[(a.cells["region"] == "A") & (a.cells["size"] == "Total") & (a.cells["act"] == "Total")].iloc[0]
+    assert row["status"] == "safe" and row["tables"] == "table 1, table 2"
+    res = suppress([t1, t2], primary=[{"region": "A", "size": "s1"}, {"region": "A", "act": "a1"}])
+    ok = audit_linked([t1, t2], [r.cells["status"].to_numpy() for r in res.tables])
+    assert ok.safe and ok.suppressed == res.primaries + res.secondaries
+    with pytest.raises(ParameterError, match="needs 2 entries"):
+        audit_linked([t1, t2], [s1])
+    with pytest.raises(ParameterError, match="status of table 2 has 'hidden'"):
+        audit_linked([t1, t2], [s1, np.where(s2 == "safe", "safe", "hidden")])
+    with pytest.raises(ParameterError, match="table 1 has 3 entries"):
+        audit_linked([t1, t2], [s1[:3], s2])
