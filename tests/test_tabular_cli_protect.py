@@ -88,6 +88,17 @@ def test_linked_recipe(tmp_path, cli):
     assert "<h2>by size</h2>" in page and "<h2>by activity</h2>" in page and "<h2>Joint audit</h2>" in page
     suppressed = (a["status"] != "safe").sum() + (b["status"] != "safe").sum()
     assert page.count('class="primary"') + page.count('class="secondary"') == suppressed
+    # the joint audit of the two files; then a by-activity release that publishes its region
+    # margin (table-by-table style): a primary of the by-size table is no longer protected
+    files = [str(out / "cells-by-size.csv"), str(out / "cells-by-activity.csv")]
+    done = cli("table", "audit", *files, "--recipe", str(DATA / "linked.toml"))
+    assert done.returncode == 0 and "joint audit" in done.stdout, done.stderr
+    margin = (b["activity"] == "Total") & (b["status"] == "secondary")
+    assert margin.any()
+    b.loc[margin, "status"] = "safe"
+    b.to_csv(tmp_path / "b.csv", index=False)
+    done = cli("table", "audit", files[0], str(tmp_path / "b.csv"), "--recipe", str(DATA / "linked.toml"))
+    assert done.returncode == 1 and "unprotected: by size (region=" in done.stdout
 
 
 @pytest.mark.parametrize("text, culprit", [

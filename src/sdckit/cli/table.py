@@ -71,7 +71,8 @@ def protect(
 
 @table_app.command("audit")
 def audit_cmd(
-    cells: Annotated[Path, typer.Argument(help="A cell file with the dimension codes, value and status (e.g. from 'table protect').")],
+    cells: Annotated[list[Path], typer.Argument(help="A cell file with the dimension codes, value and status (e.g. from 'table protect'); "
+                                                     "several: linked tables, one file per [[table]] of --recipe, in its order.")],
     recipe: Annotated[Optional[Path], typer.Option("--recipe", "-r", help="The recipe: dimensions, hierarchies and rules (levels).")] = None,
     dimensions: Annotated[Optional[str], typer.Option("--dimensions", "-d", help="Dimension columns, comma-separated (without --recipe).")] = None,
     hierarchy: Annotated[Optional[list[str]], typer.Option("--hierarchy", help="DIM=FILE (.hrc or child,parent CSV); repeatable.")] = None,
@@ -80,7 +81,12 @@ def audit_cmd(
 ) -> None:
     """The interval an intruder can deduce by LP for every suppressed cell, and whether every
     primary cell meets its protection levels (from the file's upper/lower columns, else from the
-    recipe's rules). Exit status 1 when a primary cell is unprotected."""
+    recipe's rules). Several cell files (with --recipe naming as many [[table]] sections): the
+    releases of linked tables audited together, a shared cell being known when any file publishes
+    it. Exit status 1 when a primary cell is unprotected."""
+    if len(cells) > 1:
+        return _audit_linked(cells, recipe, status, json_out)
+    cells = cells[0]
     frame = read(cells)
     tab = None
     if recipe is not None:
@@ -135,6 +141,63 @@ def audit_cmd(
     if not a.safe:
         for _, row in a.cells[~a.cells["protected"]].head(10).iterrows():
             console.print("unprotected: (" + ", ".join(f"{d}={row[d]}" for d in dims) + ")")
+    if json_out is not None:
+        write_json(json_out, a.to_dict())
+    if not a.safe:
+        raise typer.Exit(code=1)
+
+
+def _file_status(path: Path, tab: Table, status: str) -> tuple:
+    """(status per cell of ``tab``, upper, lower or None) from a cell file."""
+    import numpy as np
+    frame = read(path)
+    dims = list(tab.dimensions)
+    for col in [status, "value", *dims]:
+        if col not in frame.columns:
+            raise ParameterError(f"The cell file {path.name} has no {col!r} column.")
+    for d in dims:
+        frame[d] = frame[d].astype(str).str.strip()
+    idx = frame.set_index(dims)
+    keys = list(zip(*(tab.cells[d] for d in dims)))
+    key = (lambda k: k) if len(dims) > 1 else (lambda k: k[0])
+    st = idx[status].astype(str)
+    stat = np.asarray([st.get(key(k), "safe") for k in keys], dtype=object)
+    bad = sorted(set(stat) - {"safe", "primary", "secondary"})
+    if bad:
+        raise ParameterError(f"The status column of {path.name} has {bad[0]!r}; it takes safe, primary or secondary.")
+    if {"upper", "lower"} <= set(frame.columns):
+        up = np.array([idx["upper"].get(key(k), 0.0) for k in keys], float)
+        lo = np.array([idx["lower"].get(key(k), 0.0) for k in keys], float)
+        return stat, np.maximum(np.nan_to_num(up), 0), np.maximum(np.nan_to_num(lo), 0)
+    return stat, None, None
+
+
+def _audit_linked(cells: list[Path], recipe: Optional[Path], status: str, json_out: Optional[Path]) -> None:
+    from sdckit.tabular import audit_linked
+    from sdckit.tabular.recipe import build_tables
+    if recipe is None:
+        raise ParameterError("Several cell files are audited as linked tables: give --recipe with one [[table]] per file.")
+    r = load_table_recipe(recipe)
+    if len(r.tables) != len(cells):
+        raise ParameterError(f"{len(cells)} cell files were given; the recipe has {len(r.tables)} [[table]] sections "
+                             "(one file per section, in its order).")
+    linked = build_tables(r)
+    got = [_file_status(p, t, status) for p, t in zip(cells, linked.tables)]
+    levels = all(g[1] is not None for g in got)
+    a = audit_linked(linked, [g[0] for g in got], list(r.rules),
+                     upper=[g[1] for g in got] if levels else None, lower=[g[2] for g in got] if levels else None)
+    t = figures_table(f"{len(cells)} linked tables: joint audit")
+    for name, p in zip(linked.names, cells):
+        t.add_row(f"  {name}", p.name)
+    t.add_row("suppressed cells (in no file published)", f"{a.suppressed:,}")
+    t.add_row("primary cells", f"{int((a.cells['status'] == 'primary').sum()):,}")
+    t.add_row("unprotected primary cells", f"{a.unprotected:,}")
+    t.add_row("verdict", "safe" if a.safe else "UNSAFE")
+    console.print(t)
+    if not a.safe:
+        for _, row in a.cells[~a.cells["protected"]].head(10).iterrows():
+            i = int(linked.locate([tuple(row[d] for d in linked.dimensions)])[0])
+            console.print(f"unprotected: {linked.cell_name(i)}")
     if json_out is not None:
         write_json(json_out, a.to_dict())
     if not a.safe:
