@@ -262,6 +262,12 @@ def test_optimal_equals_brute_force_on_a_tiny_linked_pair(seed):
     assert res.secondary_cost == pytest.approx(brute_force(names, v, A, prim, levels, cost))
     fast = suppress([t1, t2], MinFrequency(3, share=0.3), method="fast")
     assert fast.audit.safe and fast.secondary_cost >= res.secondary_cost - 1e-9
+    # never costlier than the tables protected one at a time when their releases are jointly safe
+    alone = [suppress(t, MinFrequency(3, share=0.3), method="fast") for t in (t1, t2)]
+    a = audit_linked([t1, t2], [r.cells["status"].to_numpy() for r in alone], MinFrequency(3, share=0.3))
+    if a.safe:
+        hidden = a.cells["status"].to_numpy() == "secondary"
+        assert fast.secondary_cost <= float(a.cells["value"].to_numpy()[hidden].sum()) + 1e-9
 
 
 def test_audit_linked_finds_what_table_by_table_releases_give_away():
