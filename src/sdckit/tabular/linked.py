@@ -60,6 +60,7 @@ class LinkedTables(Table):
     names: tuple[str, ...] = ()
     members: tuple[np.ndarray, ...] = field(default=(), repr=False)
     positions: np.ndarray = field(default=None, repr=False)  # type: ignore[assignment]
+    _equations: list = field(default_factory=list, repr=False, compare=False)  # computed once
 
     # --------------------------------------------------- Table's interface, on the union
     def code_index(self) -> np.ndarray:
@@ -118,6 +119,11 @@ class LinkedTables(Table):
 
     def equations(self) -> sp.csr_matrix:
         """Every table's equations on the union's cells, each distinct equation once."""
+        if not self._equations:
+            self._equations.append(self._stack())
+        return self._equations[0].copy()
+
+    def _stack(self) -> sp.csr_matrix:
         n = len(self.cells)
         blocks = []
         for t, m in zip(self.tables, self.members):
