@@ -187,6 +187,17 @@ def test_bad_linked_input():
         suppress([t1, t2], primary=[{"colour": "red"}])
 
 
+def test_manual_cells_of_the_union():
+    """A Manual rule names cells of the union ({dimension: code}, the others at their total)."""
+    from sdckit.tabular import Manual
+    t1, t2 = table("size", V1, F1), table("act", V2, F2)
+    for method in ("optimal", "fast"):
+        r = suppress([t1, t2], Manual([{"region": "A", "size": "s1"}]), method=method)
+        prim = r.cells[r.cells["status"] == "primary"]
+        assert [tuple(x) for x in prim[["region", "size", "act"]].itertuples(index=False)] == [("A", "s1", "Total")]
+        assert r.audit.safe and r.tables[0].primaries == 1 and r.tables[1].primaries == 0
+
+
 def test_linked_tables_behave_as_one_table():
     t1, t2 = table("size", V1, F1), table("act", V2, F2)
     L = link_tables([t1, t2], names=["by size", "by activity"])

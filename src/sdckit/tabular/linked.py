@@ -348,9 +348,13 @@ def _table_by_table(linked: LinkedTables, joint: SuppressionResult, rules: Any, 
     w = cell_costs(linked, cost)
     n = len(linked.cells)
     try:
-        alone = [suppress(t, rules, primary=sens.primary[m], method="fast", cost=cost)
-                 for t, m in zip(linked.tables, linked.members)]
-    except DataError:  # a table alone cannot be protected: keep the joint pattern
+        try:
+            alone = [suppress(t, rules, primary=sens.primary[m], method="fast", cost=cost)
+                     for t, m in zip(linked.tables, linked.members)]
+        except ParameterError:  # rules naming cells of the union (Manual): the primaries alone
+            alone = [suppress(t, None, primary=sens.primary[m], method="fast", cost=cost)
+                     for t, m in zip(linked.tables, linked.members)]
+    except (DataError, ParameterError):  # a table alone cannot be protected: keep the joint pattern
         return joint
     best = joint
     any_pub, any_sup = np.zeros(n, bool), np.zeros(n, bool)
