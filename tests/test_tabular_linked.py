@@ -14,6 +14,7 @@ import itertools
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings, strategies as st
 from scipy.optimize import linprog
 
 from sdckit.core.errors import DataError, ParameterError
@@ -313,3 +314,31 @@ def test_audit_linked_finds_what_table_by_table_releases_give_away():
         audit_linked([t1, t2], [s1, np.where(s2 == "safe", "safe", "hidden")])
     with pytest.raises(ParameterError, match="table 1 has 3 entries"):
         audit_linked([t1, t2], [s1[:3], s2])
+
+
+# ------------------------------------------------------------------ property
+
+
+@settings(max_examples=8, deadline=None)
+@given(st.lists(st.integers(1, 40), min_size=4, max_size=4), st.lists(st.integers(1, 6), min_size=4, max_size=4),
+       st.lists(st.floats(0.1, 0.9), min_size=2, max_size=2), st.sampled_from(["optimal", "fast"]))
+def test_joint_patterns_pass_the_hand_oracle(vals, freqs, split, method):
+    """Any linked pair (region x size, region x activity with each region's records split over two
+    activities): the joint pattern protects every primary under the union of the equations."""
+    v1 = dict(zip([(r, c) for r in "AB" for c in ("s1", "s2")], vals))
+    f1 = dict(zip(v1, freqs))
+    v2, f2 = {}, {}
+    for r, q in zip("AB", split):
+        tot, ftot = v1[(r, "s1")] + v1[(r, "s2")], f1[(r, "s1")] + f1[(r, "s2")]
+        a = min(max(1, round(q * tot)), tot - 1)
+        fa = min(max(1, round(q * ftot)), ftot - 1)
+        v2[(r, "a1")], v2[(r, "a2")], f2[(r, "a1")], f2[(r, "a2")] = a, tot - a, fa, ftot - fa
+    t1, t2 = table("size", v1, f1), table("act", v2, f2)
+    res = suppress([t1, t2], MinFrequency(3, share=0.2), method=method)
+    names, v, A = union_by_hand(v1, v2)
+    assert res.audit.safe and len(res.cells) == len(names) == 15
+    hidden = {key(r) for _, r in res.cells.iterrows() if r["status"] != "safe"}
+    for _, r in res.cells[res.cells["status"] == "primary"].iterrows():
+        lo, hi = interval(names, v, A, hidden, key(r))
+        level = 0.2 * r["value"]
+        assert lo <= r["value"] - level + 1e-6 and hi >= r["value"] + level - 1e-6
