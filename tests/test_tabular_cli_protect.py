@@ -161,3 +161,12 @@ def test_linked_rounding_and_adjustment_from_a_recipe(tmp_path):
             assert np.allclose(tot.loc[leaves.index], leaves, atol=0.02)
         page = paths["report"].read_text()
         assert "<h2>by size</h2>" in page and "<h2>by activity</h2>" in page
+
+
+def test_linked_audit_needs_a_matching_recipe(tmp_path):
+    from sdckit.cli.table import _audit_linked
+    files = [tmp_path / "a.csv", tmp_path / "b.csv"]
+    with pytest.raises(ParameterError, match="give --recipe with one \\[\\[table\\]\\] per file"):
+        _audit_linked(files, None, "status", None)
+    with pytest.raises(ParameterError, match="2 cell files were given; the recipe has 1 \\[\\[table\\]\\] sections"):
+        _audit_linked(files, DATA / "enterprises.toml", "status", None)
