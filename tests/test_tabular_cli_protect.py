@@ -121,6 +121,8 @@ def test_linked_recipe(tmp_path, cli):
     ('[[table]]\ninput = "x.csv"\ndimensions = ["a"]\n[[table]]\ninput = "y.csv"\ndimensions = ["a"]\n',
      "two [[table]] sections are named 'a'"),
     ('[tables]\ninput = "x.csv"\n', "unknown section [tables]"),
+    ('[table]\ninput = "x.csv"\ndimensions = ["a"]\n[protection]\nmethod = "rounding"\n[rounding]\nbase = 5\n'
+     'method = "random"\nseed = 1.5\n', "[rounding] seed must be a whole number or a text"),
 ])
 def test_bad_recipe_keys_are_named(tmp_path, text, culprit):
     bad = tmp_path / "r.toml"

@@ -133,10 +133,14 @@ class TableRecipe:
     def linked(self) -> bool:
         return len(self.tables) > 1
 
-    def __getattr__(self, name: str) -> Any:
-        if name in ("input", "dimensions", "hierarchies", "response", "weight", "holding", "rda"):
-            return getattr(self.tables[0], name)
-        raise AttributeError(name)
+    # the first table's, as when a recipe had one [table]
+    input = property(lambda self: self.tables[0].input)
+    dimensions = property(lambda self: self.tables[0].dimensions)
+    hierarchies = property(lambda self: self.tables[0].hierarchies)
+    response = property(lambda self: self.tables[0].response)
+    weight = property(lambda self: self.tables[0].weight)
+    holding = property(lambda self: self.tables[0].holding)
+    rda = property(lambda self: self.tables[0].rda)
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"protection": self.protection, "rules": [r.to_dict() for r in self.rules]}
@@ -168,6 +172,8 @@ def _check_section(path: Path, name: str, sec: Any) -> dict:
                          or not (sec[k] > 0 or (k == "mip_gap" and sec[k] == 0))):
             raise ParameterError(f"Recipe {path}: [{name}] {k} must be a number > 0"
                                  f"{' (or 0)' if k == 'mip_gap' else ''}. Got {sec[k]!r} instead.")
+    if "seed" in sec and (isinstance(sec["seed"], bool) or not isinstance(sec["seed"], (int, str))):
+        raise ParameterError(f"Recipe {path}: [{name}] seed must be a whole number or a text. Got {sec['seed']!r} instead.")
     if "integer" in sec and not isinstance(sec["integer"], bool):
         raise ParameterError(f"Recipe {path}: [{name}] integer must be true or false. Got {sec['integer']!r} instead.")
     return sec
