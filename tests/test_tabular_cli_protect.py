@@ -122,7 +122,9 @@ def test_linked_recipe(tmp_path, cli):
      "two [[table]] sections are named 'a'"),
     ('[tables]\ninput = "x.csv"\n', "unknown section [tables]"),
     ('[table]\ninput = "x.csv"\ndimensions = ["a"]\n[protection]\nmethod = "rounding"\n[rounding]\nbase = 5\n'
-     'method = "random"\nseed = 1.5\n', "[rounding] seed must be a whole number or a text"),
+     'method = "random"\nseed = 1.5\n', "[rounding] 'seed' must be a hex string"),
+    ('[table]\ninput = "x.csv"\ndimensions = ["a"]\n[protection]\nmethod = "rounding"\n[rounding]\nbase = 5\n'
+     'method = "random"\nseed = 7\n', "[rounding] "),
 ])
 def test_bad_recipe_keys_are_named(tmp_path, text, culprit):
     bad = tmp_path / "r.toml"
@@ -172,3 +174,19 @@ def test_linked_audit_needs_a_matching_recipe(tmp_path):
         _audit_linked(files, None, "status", None)
     with pytest.raises(ParameterError, match="2 cell files were given; the recipe has 1 \\[\\[table\\]\\] sections"):
         _audit_linked(files, DATA / "enterprises.toml", "status", None)
+
+
+def test_random_rounding_seed_stays_secret(tmp_path):
+    from sdckit.tabular.recipe import run_table_recipe
+    for f in ("enterprises.csv", "region.hrc"):
+        shutil.copy(DATA / f, tmp_path / f)
+    seed = "c0ffee0123456789c0ffee0123456789"
+    text = (DATA / "rounding.toml").read_text().replace('method = "controlled"', f'method = "random"\nseed = "{seed}"')
+    (tmp_path / "r.toml").write_text(text)
+    r1, paths = run_table_recipe(tmp_path / "r.toml", tmp_path / "a")
+    r2, _ = run_table_recipe(tmp_path / "r.toml", tmp_path / "b")
+    assert r1.method == "random" and (r1.cells["rounded"] == r2.cells["rounded"]).all()  # the seed is used
+    for p in paths.values():
+        assert seed not in p.read_text(errors="ignore")
+    m = json.loads(paths["manifest"].read_text())
+    assert m["recipe"]["rounding"]["seed"] == "given by the user" and m["result"]["additive"] is False

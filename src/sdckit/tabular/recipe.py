@@ -29,8 +29,8 @@ A recipe::
 
     [rounding]                         # with method = "rounding"
     base = 5                           # required
-    method = "controlled"              # or "random" (not additive; seed = ...)
-    mip_gap = 0.01                     # time_limit = ..., seed = ...
+    method = "controlled"              # or "random" (not additive; its secret seed = "hex", `sdckit seed`)
+    mip_gap = 0.01                     # time_limit = ...
 
     [adjustment]                       # with method = "adjustment" (needs rules: the sensitive cells)
     method = "milp"                    # or "fast"
@@ -59,6 +59,7 @@ from typing import Any
 
 import pandas as pd
 
+from sdckit.core.random import check_recipe_seed, seed_provenance
 from sdckit.core.tomlfile import read_toml
 from sdckit.core.errors import DataError, ParameterError
 from sdckit.core.provenance import UNPUBLISHED, created_timestamp, fingerprint
@@ -85,7 +86,7 @@ _SECTIONS: dict[str, dict[str, tuple | None]] = {
     "protection": {"method": ("suppression", "rounding", "adjustment")},
     "suppression": {"method": ("optimal", "fast"), "cost": ("value", "freq", "unity"), "time_limit": None},
     "rounding": {"base": None, "method": ("controlled", "random"), "mip_gap": None, "time_limit": None,
-                 "seed": None},
+                 "seed": None, "allow_weak_seed": None},
     "adjustment": {"method": ("milp", "fast"), "cost": ("unity", "inverse"), "mip_gap": None,
                    "time_limit": None, "integer": None},
     "output": {"dir": None, "cells": None},
@@ -150,8 +151,10 @@ class TableRecipe:
             d["tables"] = [t.to_dict() for t in self.tables]
         if self.protection == "suppression":
             d.update({"method": self.method, "cost": self.cost, "time_limit": self.time_limit})
-        else:
-            d[self.protection] = dict(self.options)
+        else:  # never the seed (the secret of a random rounding): its source and strength only
+            d[self.protection] = {k: v for k, v in self.options.items() if k not in ("seed", "allow_weak_seed")}
+            if self.protection == "rounding" and self.options.get("method") == "random":
+                d[self.protection].update(seed_provenance(self.options.get("seed")))
         return d
 
 
@@ -172,8 +175,11 @@ def _check_section(path: Path, name: str, sec: Any) -> dict:
                          or not (sec[k] > 0 or (k == "mip_gap" and sec[k] == 0))):
             raise ParameterError(f"Recipe {path}: [{name}] {k} must be a number > 0"
                                  f"{' (or 0)' if k == 'mip_gap' else ''}. Got {sec[k]!r} instead.")
-    if "seed" in sec and (isinstance(sec["seed"], bool) or not isinstance(sec["seed"], (int, str))):
-        raise ParameterError(f"Recipe {path}: [{name}] seed must be a whole number or a text. Got {sec['seed']!r} instead.")
+    if "seed" in sec or "allow_weak_seed" in sec:  # the seed is the release's secret: never quoted
+        try:
+            check_recipe_seed(sec.get("seed"), sec.get("allow_weak_seed", False))
+        except ParameterError as exc:
+            raise ParameterError(f"Recipe {path}: [{name}] {exc}") from None
     if "integer" in sec and not isinstance(sec["integer"], bool):
         raise ParameterError(f"Recipe {path}: [{name}] integer must be true or false. Got {sec['integer']!r} instead.")
     return sec
