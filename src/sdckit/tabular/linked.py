@@ -299,7 +299,7 @@ def suppress_linked(tables: Sequence[Table] | LinkedTables, rules: Any = None, p
     linked = tables if isinstance(tables, LinkedTables) else link_tables(tables, names)
     joint = suppress(linked, rules, primary=primary, method=method, cost=cost, time_limit=time_limit)
     if len(linked.tables) > 1 and not joint.optimal:
-        joint = _table_by_table(linked, joint, rules, cost, start)
+        joint = _table_by_table(linked, joint, rules, cost, start, time_limit)
     owners = linked.owners()
     cells = joint.cells.copy()
     cells["tables"] = [", ".join(n for n, o in zip(linked.names, row) if o) for row in owners]
@@ -332,7 +332,7 @@ def suppress_linked(tables: Sequence[Table] | LinkedTables, rules: Any = None, p
 
 
 def _table_by_table(linked: LinkedTables, joint: SuppressionResult, rules: Any, cost: str,
-                    start: float) -> SuppressionResult:
+                    start: float, time_limit: float | None = None) -> SuppressionResult:
     """The joint heuristic's pattern, or a cheaper one built table by table when the joint audit
     passes it.
 
@@ -342,17 +342,19 @@ def _table_by_table(linked: LinkedTables, joint: SuppressionResult, rules: Any, 
     The first combination the joint audit passes competes on cost with the joint pattern (the
     greedy flows of the joint model can be the costlier: every primary of every table is a free
     cell for the others' flows, which then pull in cells of other tables). ``optimal`` stays
-    False; the gap is recomputed against the joint model's lower bound.
+    False; the gap is recomputed against the joint model's lower bound. With a ``time_limit``,
+    each table alone gets its share of it.
     """
+    tl = None if time_limit is None else max(float(time_limit) / len(linked.tables), 1.0)
     sens = joint.sensitivity
     w = cell_costs(linked, cost)
     n = len(linked.cells)
     try:
         try:
-            alone = [suppress(t, rules, primary=sens.primary[m], method="fast", cost=cost)
+            alone = [suppress(t, rules, primary=sens.primary[m], method="fast", cost=cost, time_limit=tl)
                      for t, m in zip(linked.tables, linked.members)]
         except ParameterError:  # rules naming cells of the union (Manual): the primaries alone
-            alone = [suppress(t, None, primary=sens.primary[m], method="fast", cost=cost)
+            alone = [suppress(t, None, primary=sens.primary[m], method="fast", cost=cost, time_limit=tl)
                      for t, m in zip(linked.tables, linked.members)]
     except (DataError, ParameterError):  # a table alone cannot be protected: keep the joint pattern
         return joint
