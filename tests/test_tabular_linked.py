@@ -342,3 +342,21 @@ def test_joint_patterns_pass_the_hand_oracle(vals, freqs, split, method):
         lo, hi = interval(names, v, A, hidden, key(r))
         level = 0.2 * r["value"]
         assert lo <= r["value"] - level + 1e-6 and hi >= r["value"] + level - 1e-6
+
+
+def test_adjust_linked_keeps_both_tables_additive_and_counts_margins_per_table():
+    from sdckit.tabular import adjust_linked
+    t1, t2 = table("size", V1, F1), table("act", V2, F2)
+    r = adjust_linked([t1, t2], MinFrequency(3))
+    names, v, A = union_by_hand(V1, V2)
+    adj = {key(row): row["adjusted"] for _, row in r.cells.iterrows()}
+    x = np.array([adj[n] for n in names])
+    assert np.allclose(A @ x, 0)  # every equation of both tables, by hand
+    # sensitive cells (A,s1) and (A,a1) moved by at least their level (10% of the value, whole numbers: 1)
+    for cell in (("A", "s1", "T"), ("A", "T", "a1")):
+        assert abs(adj[cell] - v[names.index(cell)]) >= 1 - 1e-9
+    # margins: the cells with a total code in their own table's dimensions (7 of 15), not all 15
+    hand = {n for n in names if n[0] == "T" or (n[1] == "T" and n[2] == "T")}
+    got = {key(row) for _, row in r.cells.iterrows() if row["margin"]}
+    assert got == hand and len(hand) == 7
+    assert r.margins_changed == sum(abs(adj[n] - v[names.index(n)]) > 0 for n in hand)

@@ -17,8 +17,8 @@ Example::
 from sdckit.tabular.audit import AuditResult, audit, audit_pattern
 from sdckit.tabular.cta import AdjustmentResult, adjust_table
 from sdckit.tabular.hierarchy import Hierarchy, as_hierarchy
-from sdckit.tabular.linked import (LinkedSuppressionResult, LinkedTables, audit_linked, link_tables,
-                                   suppress_linked)
+from sdckit.tabular.linked import (LinkedSuppressionResult, LinkedTables, adjust_linked, audit_linked,
+                                   link_tables, suppress_linked)
 from sdckit.tabular.rules import (PQ, Dominance, Manual, MinFrequency, PPercent, Rule, RuleSet,
                                   Sensitivity, sensitivity)
 from sdckit.tabular.rounding import RoundingAudit, RoundingResult, audit_rounding, round_table
@@ -29,4 +29,4 @@ __all__ = ["AdjustmentResult", "AuditResult", "RoundingAudit", "RoundingResult",
            "round_table", "Dominance", "Hierarchy", "Manual", "MinFrequency", "PPercent", "PQ", "Rule",
            "RuleSet", "Sensitivity", "SuppressionResult", "Table", "as_hierarchy", "audit", "audit_pattern",
            "sensitivity", "suppress", "LinkedSuppressionResult", "LinkedTables", "audit_linked", "link_tables",
-           "suppress_linked"]
+           "suppress_linked", "adjust_linked"]

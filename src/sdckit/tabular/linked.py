@@ -457,3 +457,36 @@ def audit_linked(tables: Sequence[Table] | LinkedTables, statuses: Sequence[Any]
     cells = a.cells.copy()
     cells["tables"] = [", ".join(nm for nm, o in zip(linked.names, row) if o) for row in owners]
     return replace(a, cells=cells)
+
+
+# ---------------------------------------------------------------------- adjustment
+def margins(linked: LinkedTables) -> np.ndarray:
+    """True for the union's cells that are a subtotal or total in every table holding them (a
+    cell interior to one table is not a margin, even if it has a total code on the dimensions
+    that table lacks)."""
+    out = np.ones(len(linked.cells), bool)
+    for t, m in zip(linked.tables, linked.members):
+        pos = t.code_index()
+        margin = np.zeros(len(m), bool)
+        for k, h in enumerate(t.hierarchies):
+            margin |= ~h.is_leaf_array()[pos[:, k]]
+        out[m[~margin]] = False
+    return out
+
+
+def adjust_linked(tables: Sequence[Table] | LinkedTables, rules: Any = None, **options: Any):
+    """Controlled tabular adjustment of linked tables as one table
+    (:func:`~sdckit.tabular.cta.adjust_table` on their union, ``options`` passed on): a shared
+    cell gets one adjusted value, and every table stays additive. The ``margin`` column and the
+    margin figures count the cells that are a margin in every table holding them."""
+    from sdckit.tabular.cta import adjust_table
+
+    linked = tables if isinstance(tables, LinkedTables) else link_tables(tables)
+    r = adjust_table(linked, rules, **options)
+    margin = margins(linked)
+    cells = r.cells.copy()
+    cells["margin"] = margin
+    ch = np.abs(cells["change"].to_numpy(float))
+    return replace(r, cells=cells, margins_changed=int((ch[margin] > 0).sum()),
+                   margin_abs_adjustment=float(ch[margin].sum()),
+                   max_margin_adjustment=float(ch[margin].max(initial=0.0)))

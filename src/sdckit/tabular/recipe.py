@@ -68,7 +68,7 @@ from sdckit.io import read, write, write_text_atomic
 from sdckit.io import tauargus
 from sdckit.tabular.cta import adjust_table
 from sdckit.tabular.hierarchy import Hierarchy
-from sdckit.tabular.linked import LinkedTables, link_tables, suppress_linked
+from sdckit.tabular.linked import LinkedTables, adjust_linked, link_tables, suppress_linked
 from sdckit.tabular.rounding import round_table
 from sdckit.tabular.rules import PQ, Dominance, Manual, MinFrequency, PPercent, Rule
 from sdckit.tabular.suppress import suppress
@@ -353,8 +353,9 @@ def protect_tables(recipe: TableRecipe, table: Table) -> Any:
         return round_table(table, o["base"], method=o.get("method", "controlled"), rules=rules or None,
                            random_state=o.get("seed"), mip_gap=o.get("mip_gap", 0.01),
                            time_limit=o.get("time_limit"))
-    return adjust_table(table, rules, method=o.get("method", "milp"), cost=o.get("cost", "unity"),
-                        integer=o.get("integer"), mip_gap=o.get("mip_gap", 0.0), time_limit=o.get("time_limit"))
+    adjust = adjust_linked if isinstance(table, LinkedTables) else adjust_table
+    return adjust(table, rules, method=o.get("method", "milp"), cost=o.get("cost", "unity"),
+                  integer=o.get("integer"), mip_gap=o.get("mip_gap", 0.0), time_limit=o.get("time_limit"))
 
 
 def run_table_recipe(path: str | Path, out_dir: str | Path | None = None) -> tuple[Any, dict[str, Path]]:

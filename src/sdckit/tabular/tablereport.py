@@ -234,9 +234,8 @@ def _method_facts(result: Any, protection: str) -> list:
             ("relative adjustment (of the total |value|)", f"{result.total_abs_adjustment / v.sum() if v.sum() else 0.0:.3%}"),
             ("mean relative adjustment (per cell)", f"{result.mean_relative_adjustment:.3%}"),
             ("largest relative adjustment", f"{result.max_relative_adjustment:.3%}"),
-            *([] if isinstance(result.table, LinkedTables) else  # linked: per table, below
-              [("margins changed", f"{result.margins_changed:,}"),
-               ("largest margin adjustment", f"{result.max_margin_adjustment:g}")]),
+            ("margins changed", f"{result.margins_changed:,}"),
+            ("largest margin adjustment", f"{result.max_margin_adjustment:g}"),
             ("grand total change", f"{result.grand_total_change:g}"), ("time", f"{result.seconds:.2f} s")]
 
 
