@@ -133,14 +133,18 @@ class LinkedTables(Table):
             return sp.csr_matrix((0, n))
         A = sp.vstack(blocks).tocsr()
         A.sort_indices()
-        seen, keep = set(), []
-        for r in range(A.shape[0]):
+        # only an equation on shared cells alone can be in two tables: look for repeats among those
+        shared = (self.owners().sum(axis=1) > 1).astype(float)
+        outside = np.asarray(abs(A) @ (1.0 - shared)).ravel()
+        keep = np.ones(A.shape[0], bool)
+        seen: set = set()
+        for r in np.flatnonzero(outside == 0):
             s, e = A.indptr[r], A.indptr[r + 1]
             key = (A.indices[s:e].tobytes(), A.data[s:e].tobytes())
-            if key not in seen:
-                seen.add(key)
-                keep.append(r)
-        return A[keep]
+            if key in seen:
+                keep[r] = False
+            seen.add(key)
+        return A[np.flatnonzero(keep)]
 
     def to_dict(self) -> dict[str, Any]:
         shared = int((self.owners().sum(axis=1) > 1).sum())
