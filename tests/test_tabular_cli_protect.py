@@ -36,7 +36,8 @@ def test_rounding_recipe(tmp_path, cli):
     m = json.loads((out / "manifest.json").read_text())
     assert m["protection"] == "rounding" and m["result"]["additive"] and m["recipe"]["rounding"]["base"] == 100
     page = (out / "report.html").read_text()
-    for text in ("controlled rounding to base 100", "cells moved", "largest absolute change",
+    for text in ("<th>parameters</th><td>base = 100, method = controlled</td>", "<th>rules</th><td>frequency n=3",
+                 "controlled rounding to base 100", "cells moved", "largest absolute change",
                  "mean absolute change", "Sensitive cells: what an intruder can deduce"):
         assert text in page
     # the interval table: one row per sensitive cell (fewer than 3 contributors), no true value
@@ -61,7 +62,8 @@ def test_adjustment_recipe(tmp_path, cli):
     prim = cells[cells["status"] == "primary"]
     assert len(prim) == m["result"]["sensitive"] > 0 and set(prim["direction"]) <= {"up", "down"}
     page = (out / "report.html").read_text()
-    for text in ("controlled tabular adjustment", "total absolute adjustment", "relative adjustment",
+    for text in ("<th>parameters</th><td>method = milp, cost = unity</td>", "p% p=10",
+                 "controlled tabular adjustment", "total absolute adjustment", "relative adjustment",
                  "margins changed", "Sensitive cells: shifts and protection levels", "shift / level", "Internal"):
         assert text in page
     # margins changed, by hand: cells with a subtotal code that moved

@@ -390,5 +390,9 @@ def run_table_recipe(path: str | Path, out_dir: str | Path | None = None) -> tup
     write_text_atomic(paths["manifest"], json.dumps(manifest, indent=2, default=str) + "\n")
     kind = {"suppression": "protected table", "rounding": "rounded table", "adjustment": "adjusted table"}
     title = f"{recipe.path.stem}: {kind[recipe.protection]}{'s (linked)' if recipe.linked else ''}"
-    write_text_atomic(paths["report"], report_html(result, title, recipe.protection, parts))
+    params = recipe.to_dict()
+    params = ({k: params[k] for k in ("method", "cost", "time_limit") if params.get(k) is not None}
+              if recipe.protection == "suppression" else params[recipe.protection])
+    write_text_atomic(paths["report"], report_html(result, title, recipe.protection, parts,
+                                                   rules=recipe.rules, parameters=params))
     return result, paths

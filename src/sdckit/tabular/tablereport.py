@@ -171,6 +171,13 @@ _LEGEND = {
 }
 
 
+def _rule_text(rule: Any) -> str:
+    d = rule.to_dict()
+    name = d.pop("rule", type(rule).__name__)
+    return name + " " + ", ".join(f"{k}={v}" for k, v in d.items() if k != "cells") + (
+        f" ({len(d['cells'])} cells)" if "cells" in d else "")
+
+
 def _facts(rows: list) -> str:
     return "<table>" + "".join(f"<tr><th>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>" for k, v in rows) + "</table>"
 
@@ -283,14 +290,21 @@ def _detail(result: Any, table: Table, protection: str) -> str:
             f"<th>level</th><th>shift / level</th></tr></thead><tbody>{''.join(rows)}</tbody></table>")
 
 
-def report_html(result: Any, title: str, protection: str | None = None, parts: list[_Part] | None = None) -> str:
-    """A self-contained HTML page: the method, its parameters and figures, each table as
-    published (cells coloured by what happened to them; suppressed values are not shown), and
-    the audit: the joint one for linked tables, the sensitive cells' intervals for rounding, their
-    shifts against their levels for adjustment."""
+def report_html(result: Any, title: str, protection: str | None = None, parts: list[_Part] | None = None,
+                rules: Any = None, parameters: dict | None = None) -> str:
+    """A self-contained HTML page: the method, its parameters (``parameters``, e.g. a recipe
+    section's keys) and ``rules``, its figures, each table as published (cells coloured by what
+    happened to them; suppressed values are not shown), and the audit: the joint one for linked
+    tables, the sensitive cells' intervals for rounding, their shifts against their levels for
+    adjustment."""
     protection = protection or ("suppression" if isinstance(result, SuppressionResult) else
                                 "rounding" if isinstance(result, RoundingResult) else "adjustment")
     table = result.table
+    given = []
+    if rules:
+        given.append(("rules", "; ".join(_rule_text(r) for r in rules)))
+    if parameters:
+        given.append(("parameters", ", ".join(f"{k} = {v}" for k, v in parameters.items())))
     parts = parts if parts is not None else _parts(result, table)
     sections = []
     for p in parts:
@@ -309,7 +323,7 @@ def report_html(result: Any, title: str, protection: str | None = None, parts: l
 {_CSS}
 </style></head><body>
 <h1>{html.escape(title)}</h1>
-{_facts(_method_facts(result, protection))}
+{_facts(given + _method_facts(result, protection))}
 {''.join(sections)}
 {_detail(result, table, protection)}
 <p>{note} sdckit {html.escape(__version__)}.</p>
