@@ -350,9 +350,17 @@ def protect_tables(recipe: TableRecipe, table: Table) -> Any:
         return suppress(table, rules, method=recipe.method, cost=recipe.cost, time_limit=recipe.time_limit)
     o = recipe.options
     if recipe.protection == "rounding":
-        return round_table(table, o["base"], method=o.get("method", "controlled"), rules=rules or None,
-                           random_state=o.get("seed"), mip_gap=o.get("mip_gap", 0.01),
-                           time_limit=o.get("time_limit"))
+        try:
+            return round_table(table, o["base"], method=o.get("method", "controlled"), rules=rules or None,
+                               random_state=o.get("seed"), mip_gap=o.get("mip_gap", 0.01),
+                               time_limit=o.get("time_limit"))
+        except DataError as exc:
+            if isinstance(table, LinkedTables) and str(exc).startswith("No zero-restricted"):
+                raise DataError(f"No zero-restricted controlled rounding of these {len(table.tables)} linked "
+                                f"tables to base {o['base']:g} exists (linked tables, like 3-D ones, need not "
+                                "have one; Causey, Cox & Ernst 1985). Try another base, or [rounding] method "
+                                "= \"random\" (not additive).") from None
+            raise
     adjust = adjust_linked if isinstance(table, LinkedTables) else adjust_table
     return adjust(table, rules, method=o.get("method", "milp"), cost=o.get("cost", "unity"),
                   integer=o.get("integer"), mip_gap=o.get("mip_gap", 0.0), time_limit=o.get("time_limit"))
