@@ -192,3 +192,20 @@ def test_random_rounding_seed_stays_secret(tmp_path):
         assert seed not in p.read_text(errors="ignore")
     m = json.loads(paths["manifest"].read_text())
     assert m["recipe"]["rounding"]["seed"] == "given by the user" and m["result"]["additive"] is False
+
+
+def test_linked_rounding_that_does_not_exist_is_named(tmp_path):
+    """a x b, b x c, a x c (the 2-D margins of a 3-D table) need not have a controlled rounding;
+    this instance (found by search) has none to base 2, and the recipe says so for linked tables."""
+    from sdckit.core.errors import DataError
+    from sdckit.tabular.recipe import run_table_recipe
+    rng = np.random.default_rng(1144)
+    cells = [(a, b, c) for a in range(3) for b in range(3) for c in range(3)]
+    counts = rng.integers(0, 3, len(cells))
+    rows = [dict(a=f"a{a}", b=f"b{b}", c=f"c{c}") for (a, b, c), m in zip(cells, counts) for _ in range(m)]
+    pd.DataFrame(rows).to_csv(tmp_path / "abc.csv", index=False)
+    sections = "".join(f'[[table]]\ninput = "abc.csv"\ndimensions = {dims}\n'
+                       for dims in ('["a", "b"]', '["b", "c"]', '["a", "c"]'))
+    (tmp_path / "r.toml").write_text(sections + '[protection]\nmethod = "rounding"\n[rounding]\nbase = 2\n')
+    with pytest.raises(DataError, match="No zero-restricted controlled rounding of these 3 linked tables to base 2"):
+        run_table_recipe(tmp_path / "r.toml", tmp_path / "o")
