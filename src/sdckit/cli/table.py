@@ -1,4 +1,5 @@
-"""``sdckit table``: protect a table by cell suppression (a TOML recipe) and audit a pattern."""
+"""``sdckit table``: protect a table (or linked tables) by cell suppression, rounding or controlled
+tabular adjustment (a TOML recipe) and audit a suppression pattern."""
 
 from __future__ import annotations
 
@@ -14,28 +15,54 @@ from sdckit.io import read
 from sdckit.tabular import Table, audit_pattern, sensitivity
 from sdckit.tabular.recipe import _hierarchy, build_table, load_table_recipe, run_table_recipe
 
-table_app = typer.Typer(help="Tables: protect by cell suppression (recipe), audit a suppression pattern.",
+table_app = typer.Typer(help="Tables: protect by cell suppression, rounding or adjustment (recipe), audit a suppression pattern.",
                         no_args_is_help=True, rich_markup_mode=None)
 app.add_typer(table_app, name="table")
 
 
 @table_app.command("protect")
 def protect(
-    recipe: Annotated[Path, typer.Argument(help="The table recipe (TOML: [table], [[rule]], [suppression], [output]).")],
+    recipe: Annotated[Path, typer.Argument(help="The table recipe (TOML: [table] or several [[table]], [[rule]], [protection], "
+                                                "[suppression] / [rounding] / [adjustment], [output]).")],
     out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Output folder (default: the recipe's [output] dir).")] = None,
 ) -> None:
-    """Build the recipe's table, find primary cells by its rules, suppress secondary cells,
-    audit the pattern by LP, and write the cell file, the published view (suppressed cells as x),
-    the manifest and an HTML report."""
+    """Build the recipe's table (or its linked tables, protected together) and protect it by the
+    method its [protection] section names: cell suppression (primary cells by the rules,
+    secondary cells, LP audit), controlled or random rounding (with the sensitive cells'
+    intervals when rules are given) or controlled tabular adjustment. Writes the cell file(s), the
+    published view(s), the manifest and an HTML report."""
     result, paths = run_table_recipe(recipe, out)
-    t = figures_table(f"{recipe.name}: cell suppression ({result.method})")
-    t.add_row("cells", f"{len(result.cells):,}")
-    t.add_row("primary cells", f"{result.primaries:,}")
-    t.add_row("secondary cells", f"{result.secondaries:,}")
-    t.add_row("suppressed value share", f"{result.suppressed_value_share:.3%}")
-    if result.method == "optimal":
-        t.add_row("optimality", "proved" if result.optimal else f"gap {result.gap:.2%}" if result.gap is not None else "unknown")
-    t.add_row("audit", "safe" if result.audit.safe else "UNSAFE")
+    kind = type(result).__name__
+    linked = " (linked tables)" if getattr(result, "tables", None) else ""
+    if kind.endswith("SuppressionResult"):
+        t = figures_table(f"{recipe.name}: cell suppression ({result.method}){linked}")
+        t.add_row("cells", f"{len(result.cells):,}")
+        for r, name in zip(getattr(result, "tables", ()), getattr(result.table, "names", ())):
+            t.add_row(f"  {name}", f"{len(r.cells):,} cells, {r.primaries:,} primary, {r.secondaries:,} secondary")
+        t.add_row("primary cells", f"{result.primaries:,}")
+        t.add_row("secondary cells", f"{result.secondaries:,}")
+        t.add_row("suppressed value share", f"{result.suppressed_value_share:.3%}")
+        if result.method == "optimal":
+            t.add_row("optimality", "proved" if result.optimal else f"gap {result.gap:.2%}" if result.gap is not None else "unknown")
+        t.add_row("audit" + (" (joint)" if linked else ""), "safe" if result.audit.safe else "UNSAFE")
+    elif kind == "RoundingResult":
+        t = figures_table(f"{recipe.name}: {result.method} rounding, base {result.base:g}{linked}")
+        t.add_row("cells", f"{len(result.cells):,}")
+        t.add_row("cells moved", f"{result.cells_moved:,}")
+        t.add_row("largest absolute change", f"{result.max_abs_change:g}")
+        t.add_row("mean absolute change", f"{result.mean_abs_change:.3g}")
+        t.add_row("additive", "yes" if result.additive else f"no ({result.equations_violated} equations broken)")
+        if result.audit is not None:
+            a = result.audit
+            t.add_row("sensitive cells protected", f"{a.sensitive - a.unprotected:,} of {a.sensitive:,}")
+    else:
+        t = figures_table(f"{recipe.name}: controlled tabular adjustment ({result.method}){linked}")
+        t.add_row("cells", f"{len(result.cells):,}")
+        t.add_row("sensitive cells", f"{result.sensitive:,}")
+        t.add_row("cells adjusted", f"{result.cells_adjusted:,}")
+        t.add_row("total absolute adjustment", f"{result.total_abs_adjustment:g}")
+        t.add_row("largest relative adjustment", f"{result.max_relative_adjustment:.3%}")
+        t.add_row("optimality", "proved" if result.optimal else "not proved")
     t.add_row("time", f"{result.seconds:.2f} s")
     console.print(t)
     for name, p in paths.items():
@@ -44,7 +71,8 @@ def protect(
 
 @table_app.command("audit")
 def audit_cmd(
-    cells: Annotated[Path, typer.Argument(help="A cell file with the dimension codes, value and status (e.g. from 'table protect').")],
+    cells: Annotated[list[Path], typer.Argument(help="A cell file with the dimension codes, value and status (e.g. from 'table protect'); "
+                                                     "several: linked tables, one file per [[table]] of --recipe, in its order.")],
     recipe: Annotated[Optional[Path], typer.Option("--recipe", "-r", help="The recipe: dimensions, hierarchies and rules (levels).")] = None,
     dimensions: Annotated[Optional[str], typer.Option("--dimensions", "-d", help="Dimension columns, comma-separated (without --recipe).")] = None,
     hierarchy: Annotated[Optional[list[str]], typer.Option("--hierarchy", help="DIM=FILE (.hrc or child,parent CSV); repeatable.")] = None,
@@ -53,7 +81,12 @@ def audit_cmd(
 ) -> None:
     """The interval an intruder can deduce by LP for every suppressed cell, and whether every
     primary cell meets its protection levels (from the file's upper/lower columns, else from the
-    recipe's rules). Exit status 1 when a primary cell is unprotected."""
+    recipe's rules). Several cell files (with --recipe naming as many [[table]] sections): the
+    releases of linked tables audited together, a shared cell being known when any file publishes
+    it. Exit status 1 when a primary cell is unprotected."""
+    if len(cells) > 1:
+        return _audit_linked(cells, recipe, status, json_out)
+    cells = cells[0]
     frame = read(cells)
     tab = None
     if recipe is not None:
@@ -108,6 +141,63 @@ def audit_cmd(
     if not a.safe:
         for _, row in a.cells[~a.cells["protected"]].head(10).iterrows():
             console.print("unprotected: (" + ", ".join(f"{d}={row[d]}" for d in dims) + ")")
+    if json_out is not None:
+        write_json(json_out, a.to_dict())
+    if not a.safe:
+        raise typer.Exit(code=1)
+
+
+def _file_status(path: Path, tab: Table, status: str) -> tuple:
+    """(status per cell of ``tab``, upper, lower or None) from a cell file."""
+    import numpy as np
+    frame = read(path)
+    dims = list(tab.dimensions)
+    for col in [status, "value", *dims]:
+        if col not in frame.columns:
+            raise ParameterError(f"The cell file {path.name} has no {col!r} column.")
+    for d in dims:
+        frame[d] = frame[d].astype(str).str.strip()
+    idx = frame.set_index(dims)
+    keys = list(zip(*(tab.cells[d] for d in dims)))
+    key = (lambda k: k) if len(dims) > 1 else (lambda k: k[0])
+    st = idx[status].astype(str)
+    stat = np.asarray([st.get(key(k), "safe") for k in keys], dtype=object)
+    bad = sorted(set(stat) - {"safe", "primary", "secondary"})
+    if bad:
+        raise ParameterError(f"The status column of {path.name} has {bad[0]!r}; it takes safe, primary or secondary.")
+    if {"upper", "lower"} <= set(frame.columns):
+        up = np.array([idx["upper"].get(key(k), 0.0) for k in keys], float)
+        lo = np.array([idx["lower"].get(key(k), 0.0) for k in keys], float)
+        return stat, np.maximum(np.nan_to_num(up), 0), np.maximum(np.nan_to_num(lo), 0)
+    return stat, None, None
+
+
+def _audit_linked(cells: list[Path], recipe: Optional[Path], status: str, json_out: Optional[Path]) -> None:
+    from sdckit.tabular import audit_linked
+    from sdckit.tabular.recipe import build_tables
+    if recipe is None:
+        raise ParameterError("Several cell files are audited as linked tables: give --recipe with one [[table]] per file.")
+    r = load_table_recipe(recipe)
+    if len(r.tables) != len(cells):
+        raise ParameterError(f"{len(cells)} cell files were given; the recipe has {len(r.tables)} [[table]] sections "
+                             "(one file per section, in its order).")
+    linked = build_tables(r)
+    got = [_file_status(p, t, status) for p, t in zip(cells, linked.tables)]
+    levels = all(g[1] is not None for g in got)
+    a = audit_linked(linked, [g[0] for g in got], list(r.rules),
+                     upper=[g[1] for g in got] if levels else None, lower=[g[2] for g in got] if levels else None)
+    t = figures_table(f"{len(cells)} linked tables: joint audit")
+    for name, p in zip(linked.names, cells):
+        t.add_row(f"  {name}", p.name)
+    t.add_row("suppressed cells (in no file published)", f"{a.suppressed:,}")
+    t.add_row("primary cells", f"{int((a.cells['status'] == 'primary').sum()):,}")
+    t.add_row("unprotected primary cells", f"{a.unprotected:,}")
+    t.add_row("verdict", "safe" if a.safe else "UNSAFE")
+    console.print(t)
+    if not a.safe:
+        for _, row in a.cells[~a.cells["protected"]].head(10).iterrows():
+            i = int(linked.locate([tuple(row[d] for d in linked.dimensions)])[0])
+            console.print(f"unprotected: {linked.cell_name(i)}")
     if json_out is not None:
         write_json(json_out, a.to_dict())
     if not a.safe:

@@ -11,11 +11,14 @@ Example::
     audit(result).safe      # True: every primary meets its protection levels
     round_table(table, 5).cells          # controlled rounding to base 5 (value, rounded)
     adjust_table(table, [PPercent(10)])  # controlled tabular adjustment (value, adjusted, status)
+    suppress([table, table2], rules)     # linked tables (shared cells by their codes), protected together
 """
 
 from sdckit.tabular.audit import AuditResult, audit, audit_pattern
 from sdckit.tabular.cta import AdjustmentResult, adjust_table
 from sdckit.tabular.hierarchy import Hierarchy, as_hierarchy
+from sdckit.tabular.linked import (LinkedSuppressionResult, LinkedTables, adjust_linked, audit_linked,
+                                   link_tables, suppress_linked)
 from sdckit.tabular.rules import (PQ, Dominance, Manual, MinFrequency, PPercent, Rule, RuleSet,
                                   Sensitivity, sensitivity)
 from sdckit.tabular.rounding import RoundingAudit, RoundingResult, audit_rounding, round_table
@@ -25,4 +28,5 @@ from sdckit.tabular.table import Table
 __all__ = ["AdjustmentResult", "AuditResult", "RoundingAudit", "RoundingResult", "adjust_table", "audit_rounding",
            "round_table", "Dominance", "Hierarchy", "Manual", "MinFrequency", "PPercent", "PQ", "Rule",
            "RuleSet", "Sensitivity", "SuppressionResult", "Table", "as_hierarchy", "audit", "audit_pattern",
-           "sensitivity", "suppress"]
+           "sensitivity", "suppress", "LinkedSuppressionResult", "LinkedTables", "audit_linked", "link_tables",
+           "suppress_linked", "adjust_linked"]

@@ -19,50 +19,86 @@ A recipe::
     type = "frequency"                 # frequency (n, share), dominance (n, k), p (p), pq (p, q), manual (cells, share)
     n = 3
 
+    [protection]
+    method = "suppression"             # or "rounding", "adjustment" (default: suppression)
+
     [suppression]
     method = "optimal"                 # or "fast"
     cost = "value"                     # or "freq", "unity"
     time_limit = 60
 
+    [rounding]                         # with method = "rounding"
+    base = 5                           # required
+    method = "controlled"              # or "random" (not additive; its secret seed = "hex", `sdckit seed`)
+    mip_gap = 0.01                     # time_limit = ...
+
+    [adjustment]                       # with method = "adjustment" (needs rules: the sensitive cells)
+    method = "milp"                    # or "fast"
+    cost = "unity"                     # or "inverse"; mip_gap, time_limit, integer
+
     [output]
     dir = "out"                        # cells.csv, published.csv, manifest.json, report.html
     cells = "cells.csv"                # or cells.parquet
+
+Linked tables: several ``[[table]]`` sections (each with its own ``name``, input, dimensions,
+hierarchies) are protected together (:mod:`sdckit.tabular.linked`): one model over all their cells,
+one cell file and one published view per table (``cells-<name>.csv``, ``published-<name>.csv``),
+one manifest and one report with a section per table and the joint audit. The single ``[table]``
+form is one table. Every section and key is checked; an unknown one is named.
 
 Paths are relative to the recipe's folder.
 """
 
 from __future__ import annotations
 
-import html
 import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
+from sdckit.core.random import check_recipe_seed, seed_provenance
 from sdckit.core.tomlfile import read_toml
 from sdckit.core.errors import DataError, ParameterError
 from sdckit.core.provenance import UNPUBLISHED, created_timestamp, fingerprint
 from sdckit.core.version import __version__
 from sdckit.io import read, write, write_text_atomic
 from sdckit.io import tauargus
+from sdckit.tabular.cta import adjust_table
 from sdckit.tabular.hierarchy import Hierarchy
+from sdckit.tabular.linked import LinkedTables, adjust_linked, link_tables, suppress_linked
+from sdckit.tabular.rounding import round_table
 from sdckit.tabular.rules import PQ, Dominance, Manual, MinFrequency, PPercent, Rule
-from sdckit.tabular.suppress import SuppressionResult, suppress
+from sdckit.tabular.suppress import suppress
 from sdckit.tabular.table import Table
+from sdckit.tabular.tablereport import _parts, _slug, cell_file, published_view, report_html, wide_view
+
+__all__ = ["TableRecipe", "TableSpec", "build_table", "build_tables", "cell_file", "load_table_recipe",
+           "protect_tables", "published_view", "report_html", "run_table_recipe", "wide_view"]
 
 _RULES = {"frequency": (MinFrequency, {"n", "share"}), "dominance": (Dominance, {"n", "k"}),
           "p": (PPercent, {"p"}), "pq": (PQ, {"p", "q"}), "manual": (Manual, {"cells", "share"})}
+_TABLE_KEYS = ("name", "input", "dimensions", "response", "weight", "holding", "rda", "hierarchies")
+#: The keys each section takes, and the values of its enumerated keys.
+_SECTIONS: dict[str, dict[str, tuple | None]] = {
+    "protection": {"method": ("suppression", "rounding", "adjustment")},
+    "suppression": {"method": ("optimal", "fast"), "cost": ("value", "freq", "unity"), "time_limit": None},
+    "rounding": {"base": None, "method": ("controlled", "random"), "mip_gap": None, "time_limit": None,
+                 "seed": None, "allow_weak_seed": None},
+    "adjustment": {"method": ("milp", "fast"), "cost": ("unity", "inverse"), "mip_gap": None,
+                   "time_limit": None, "integer": None},
+    "output": {"dir": None, "cells": None},
+}
+PROTECTIONS = ("suppression", "rounding", "adjustment")
 
 
 @dataclass(frozen=True)
-class TableRecipe:
-    """A parsed table recipe (see the module docstring)."""
+class TableSpec:
+    """One ``[table]`` / ``[[table]]`` section."""
 
-    path: Path
+    name: str
     input: Path
     dimensions: tuple[str, ...]
     hierarchies: dict[str, Any]
@@ -70,44 +106,141 @@ class TableRecipe:
     weight: str | None
     holding: str | None
     rda: Path | None
+    base: Path = Path(".")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "input": self.input.name, "dimensions": list(self.dimensions),
+                "response": self.response, "weight": self.weight, "holding": self.holding}
+
+
+@dataclass(frozen=True)
+class TableRecipe:
+    """A parsed table recipe (see the module docstring). ``input``, ``dimensions``, ... are the
+    first table's; ``tables`` holds every one."""
+
+    path: Path
+    tables: tuple[TableSpec, ...]
     rules: tuple[Rule, ...]
+    protection: str
     method: str
     cost: str
     time_limit: float | None
+    options: dict[str, Any]
     out_dir: Path
     cells_name: str
     raw: dict = field(repr=False, default_factory=dict)
 
+    @property
+    def linked(self) -> bool:
+        return len(self.tables) > 1
+
+    # the first table's, as when a recipe had one [table]
+    input = property(lambda self: self.tables[0].input)
+    dimensions = property(lambda self: self.tables[0].dimensions)
+    hierarchies = property(lambda self: self.tables[0].hierarchies)
+    response = property(lambda self: self.tables[0].response)
+    weight = property(lambda self: self.tables[0].weight)
+    holding = property(lambda self: self.tables[0].holding)
+    rda = property(lambda self: self.tables[0].rda)
+
     def to_dict(self) -> dict[str, Any]:
-        return {"input": self.input.name, "dimensions": list(self.dimensions), "response": self.response,
-                "weight": self.weight, "holding": self.holding, "rules": [r.to_dict() for r in self.rules],
-                "method": self.method, "cost": self.cost, "time_limit": self.time_limit}
+        d: dict[str, Any] = {"protection": self.protection, "rules": [r.to_dict() for r in self.rules]}
+        if len(self.tables) == 1:
+            d.update({k: v for k, v in self.tables[0].to_dict().items() if k != "name"})
+        else:
+            d["tables"] = [t.to_dict() for t in self.tables]
+        if self.protection == "suppression":
+            d.update({"method": self.method, "cost": self.cost, "time_limit": self.time_limit})
+        else:  # never the seed (the secret of a random rounding): its source and strength only
+            d[self.protection] = {k: v for k, v in self.options.items() if k not in ("seed", "allow_weak_seed")}
+            if self.protection == "rounding" and self.options.get("method") == "random":
+                d[self.protection].update(seed_provenance(self.options.get("seed")))
+        return d
+
+
+def _check_section(path: Path, name: str, sec: Any) -> dict:
+    if not isinstance(sec, dict):
+        raise ParameterError(f"Recipe {path}: [{name}] must be a table of keys.")
+    allowed = _SECTIONS[name]
+    for k, v in sec.items():
+        if k not in allowed:
+            raise ParameterError(f"Recipe {path}: [{name}] has unknown key '{k}'; it takes "
+                                 f"{', '.join(allowed)}.")
+        choices = allowed[k]
+        if choices is not None and v not in choices:
+            raise ParameterError(f"Recipe {path}: [{name}] {k} must be one of "
+                                 f"{', '.join(repr(c) for c in choices)}. Got {v!r} instead.")
+    for k in ("time_limit", "mip_gap", "base"):
+        if k in sec and (isinstance(sec[k], bool) or not isinstance(sec[k], (int, float))
+                         or not (sec[k] > 0 or (k == "mip_gap" and sec[k] == 0))):
+            raise ParameterError(f"Recipe {path}: [{name}] {k} must be a number > 0"
+                                 f"{' (or 0)' if k == 'mip_gap' else ''}. Got {sec[k]!r} instead.")
+    if "seed" in sec or "allow_weak_seed" in sec:  # the seed is the release's secret: never quoted
+        try:
+            check_recipe_seed(sec.get("seed"), sec.get("allow_weak_seed", False))
+        except ParameterError as exc:
+            raise ParameterError(f"Recipe {path}: [{name}] {exc}") from None
+    if "integer" in sec and not isinstance(sec["integer"], bool):
+        raise ParameterError(f"Recipe {path}: [{name}] integer must be true or false. Got {sec['integer']!r} instead.")
+    return sec
+
+
+def _table_spec(path: Path, t: Any, where: str, k: int) -> TableSpec:
+    base = path.parent
+    if not isinstance(t, dict):
+        raise ParameterError(f"Recipe {path}: {where} must be a table of keys.")
+    extra = [key for key in t if key not in _TABLE_KEYS]
+    if extra:
+        raise ParameterError(f"Recipe {path}: {where} has unknown key '{extra[0]}'; it takes "
+                             f"{', '.join(_TABLE_KEYS)}.")
+    for key in ("input", "dimensions"):
+        if key not in t:
+            raise ParameterError(f"Recipe {path}: {where} needs '{key}'.")
+    dims = t["dimensions"]
+    if isinstance(dims, str):
+        dims = [dims]
+    if not isinstance(dims, list) or not dims or not all(isinstance(d, str) for d in dims):
+        raise ParameterError(f"Recipe {path}: {where} dimensions must be a list of column names.")
+    hier = t.get("hierarchies", {})
+    if not isinstance(hier, dict):
+        raise ParameterError(f"Recipe {path}: {where} hierarchies must map dimensions to hierarchies.")
+    unknown = [d for d in hier if d not in dims]
+    if unknown:
+        raise ParameterError(f"Recipe {path}: {where} hierarchies name '{unknown[0]}', which is not one of "
+                             "its dimensions.")
+    for key in ("name", "input", "response", "weight", "holding", "rda"):
+        if key in t and not isinstance(t[key], str):
+            raise ParameterError(f"Recipe {path}: {where} {key} must be a text. Got {t[key]!r} instead.")
+    name = t.get("name") or " x ".join(dims)
+    return TableSpec(name, base / t["input"], tuple(dims), hier, t.get("response"), t.get("weight"),
+                     t.get("holding"), (base / t["rda"]) if t.get("rda") else None, base)
 
 
 def load_table_recipe(path: str | Path, out_dir: str | Path | None = None) -> TableRecipe:
     """Parse a table recipe; every error names the section and key at fault."""
     raw, path = read_toml(path, "Table recipe")
     base = path.parent
-    unknown = set(raw) - {"table", "rule", "suppression", "output"}
+    known = {"table", "rule", "output", *PROTECTIONS, "protection"}
+    unknown = sorted(set(raw) - known)
     if unknown:
-        raise ParameterError(f"Recipe {path}: unknown section [{sorted(unknown)[0]}]; use [table], [[rule]], "
-                             "[suppression], [output].")
+        raise ParameterError(f"Recipe {path}: unknown section [{unknown[0]}]; use [table] (or several "
+                             "[[table]]), [[rule]], [protection], [suppression], [rounding], [adjustment], [output].")
     t = raw.get("table")
-    if not isinstance(t, dict):
-        raise ParameterError(f"Recipe {path} needs a [table] section with input and dimensions.")
-    for key in ("input", "dimensions"):
-        if key not in t:
-            raise ParameterError(f"Recipe {path}: [table] needs '{key}'.")
-    dims = t["dimensions"]
-    if isinstance(dims, str):
-        dims = [dims]
-    if not isinstance(dims, list) or not dims or not all(isinstance(d, str) for d in dims):
-        raise ParameterError(f"Recipe {path}: [table] dimensions must be a list of column names.")
-    hier = t.get("hierarchies", {})
-    if not isinstance(hier, dict):
-        raise ParameterError(f"Recipe {path}: [table.hierarchies] must map dimensions to hierarchies.")
+    if isinstance(t, dict):
+        specs = [_table_spec(path, t, "[table]", 1)]
+    elif isinstance(t, list) and t:
+        specs = [_table_spec(path, x, f"[[table]] number {k}", k) for k, x in enumerate(t, start=1)]
+    else:
+        raise ParameterError(f"Recipe {path} needs a [table] section (or several [[table]]) with input and dimensions.")
+    names = [s.name for s in specs]
+    if len(set(names)) != len(names):
+        dup = next(n for n in names if names.count(n) > 1)
+        raise ParameterError(f"Recipe {path}: two [[table]] sections are named {dup!r}; give each a distinct name.")
     rules = []
-    for i, r in enumerate(raw.get("rule", []), start=1):
+    rule_list = raw.get("rule", [])
+    if not isinstance(rule_list, list):
+        raise ParameterError(f"Recipe {path}: rules are [[rule]] sections (double brackets).")
+    for i, r in enumerate(rule_list, start=1):
         kind = str(r.get("type", "")).lower()
         if kind not in _RULES:
             raise ParameterError(f"Recipe {path}: [[rule]] number {i} has type {r.get('type')!r}; use one of "
@@ -121,14 +254,24 @@ def load_table_recipe(path: str | Path, out_dir: str | Path | None = None) -> Ta
         if kind == "manual":
             args["cells"] = tuple(tuple(str(x) for x in c) for c in args.get("cells", []))
         rules.append(cls(**args))
-    s = raw.get("suppression", {})
-    o = raw.get("output", {})
+    secs = {name: _check_section(path, name, raw.get(name, {})) for name in _SECTIONS}
+    protection = secs["protection"].get("method", "suppression")
+    for other in PROTECTIONS:
+        if other != protection and other in raw:
+            raise ParameterError(f"Recipe {path}: [{other}] is given but [protection] method is "
+                                 f"{protection!r}; set method = {other!r} or remove [{other}].")
+    if protection == "rounding" and "base" not in secs["rounding"]:
+        raise ParameterError(f"Recipe {path}: [rounding] needs 'base' (the rounding base, e.g. base = 5).")
+    if protection == "adjustment" and not rules:
+        raise ParameterError(f"Recipe {path}: adjustment needs [[rule]] sections (they decide the sensitive cells).")
+    s = secs["suppression"]
+    o = secs["output"]
     out = Path(out_dir) if out_dir is not None else base / o.get("dir", f"{path.stem}-out")
     tl = s.get("time_limit")
-    return TableRecipe(path, base / t["input"], tuple(dims), hier, t.get("response"), t.get("weight"),
-                       t.get("holding"), (base / t["rda"]) if t.get("rda") else None, tuple(rules),
-                       s.get("method", "optimal"), s.get("cost", "value"),
-                       float(tl) if tl is not None else None, out, o.get("cells", "cells.csv"), raw)
+    return TableRecipe(path, tuple(specs), tuple(rules), protection, s.get("method", "optimal"),
+                       s.get("cost", "value"), float(tl) if tl is not None else None,
+                       dict(secs[protection]) if protection != "suppression" else {}, out,
+                       o.get("cells", "cells.csv"), raw)
 
 
 def _hierarchy(spec: Any, dim: str, base: Path, codes: list[str], rda: Any) -> Any:
@@ -153,142 +296,111 @@ def _hierarchy(spec: Any, dim: str, base: Path, codes: list[str], rda: Any) -> A
                          "{lengths = [...]}.")
 
 
-def build_table(recipe: TableRecipe) -> tuple[Table, pd.DataFrame]:
-    """The recipe's table and the frame it was built from."""
-    base = recipe.path.parent
-    rda = tauargus.read_rda(recipe.rda) if recipe.rda is not None else None
-    suffix = recipe.input.suffix.lower()
+def build_table(recipe: TableRecipe | TableSpec, rules: tuple[Rule, ...] | None = None) -> tuple[Table, pd.DataFrame]:
+    """The table of a recipe (its first table) or of one table section, and the frame it was
+    built from."""
+    if isinstance(recipe, TableRecipe):
+        return build_table(recipe.tables[0], recipe.rules)
+    spec, rules = recipe, rules or ()
+    base = spec.base
+    rda = tauargus.read_rda(spec.rda) if spec.rda is not None else None
+    suffix = spec.input.suffix.lower()
     if suffix == ".tab":
         if rda is None:
-            raise ParameterError(f"Recipe {recipe.path}: a .tab input needs rda = the tau-ARGUS metadata.")
-        frame = tauargus.read_tab(recipe.input, rda)
+            raise ParameterError(f"Table {spec.name!r}: a .tab input needs rda = the tau-ARGUS metadata.")
+        frame = tauargus.read_tab(spec.input, rda)
     elif suffix == ".asc" and rda is not None:
-        frame = tauargus.read_asc(recipe.input, rda)
+        frame = tauargus.read_asc(spec.input, rda)
     else:
-        frame = read(recipe.input)
-    for d in recipe.dimensions:
+        frame = read(spec.input)
+    for d in spec.dimensions:
         if d not in frame.columns:
-            raise DataError(f"Dimension column {d!r} is not in {recipe.input.name}.")
+            raise DataError(f"Dimension column {d!r} is not in {spec.input.name}.")
         frame[d] = frame[d].astype(str).str.strip()
-    hier = {d: _hierarchy(recipe.hierarchies.get(d), d, base, sorted(frame[d].unique()), rda)
-            for d in recipe.dimensions}
+    hier = {d: _hierarchy(spec.hierarchies.get(d), d, base, sorted(frame[d].unique()), rda)
+            for d in spec.dimensions}
     if suffix == ".tab":
         freq = next((v.name for v in rda.variables if v.role == "frequency"), None)
         tops = [v.name for v in rda.variables if v.role == "top"]
-        table = Table.from_cells(frame, recipe.dimensions, hier, value=recipe.response or "value",
+        table = Table.from_cells(frame, spec.dimensions, hier, value=spec.response or "value",
                                  freq=freq, top=tops[:2], rtol=1e-6)
     else:
-        n_top = max([getattr(r, "n", 2) if isinstance(r, Dominance) else 2 for r in recipe.rules] + [2])
-        table = Table.from_microdata(frame, recipe.dimensions, hier, response=recipe.response,
-                                     weight=recipe.weight, holding=recipe.holding, top=n_top)
+        n_top = max([getattr(r, "n", 2) if isinstance(r, Dominance) else 2 for r in rules] + [2])
+        table = Table.from_microdata(frame, spec.dimensions, hier, response=spec.response,
+                                     weight=spec.weight, holding=spec.holding, top=n_top)
     return table, frame
 
 
-def published_view(result: SuppressionResult) -> pd.DataFrame:
-    """The table in wide form: rows = all dimensions but the last, columns = the last one's codes
-    (hierarchy order); suppressed cells are shown as ``x``."""
-    t = result.table
-    cells = result.cells
-    vals = cells["value"].to_numpy(float)
-    integral = bool(np.all(np.isclose(vals, np.round(vals))))
-    text = [str(int(round(v))) if integral else f"{v:.2f}" for v in vals]
-    shown = np.where(cells["status"].to_numpy() == "safe", text, "x")
-    last = t.dimensions[-1]
-    frame = cells[list(t.dimensions)].copy()
-    frame["shown"] = shown
-    order = t.hierarchies[-1].codes
-    if len(t.dimensions) == 1:
-        return pd.DataFrame([frame["shown"].to_list()], columns=list(frame[last]))
-    wide = frame.pivot(index=list(t.dimensions[:-1]), columns=last, values="shown")
-    rows = pd.MultiIndex.from_frame(frame[list(t.dimensions[:-1])].drop_duplicates()) if len(t.dimensions) > 2 \
-        else pd.Index(t.hierarchies[0].codes, name=t.dimensions[0])
-    wide = wide.reindex(index=rows, columns=list(order))
-    wide.columns.name = None
-    return wide.reset_index()
+def build_tables(recipe: TableRecipe) -> Table:
+    """The recipe's table, or its linked tables (several ``[[table]]``) as one
+    :class:`~sdckit.tabular.linked.LinkedTables`."""
+    tables = [build_table(spec, recipe.rules)[0] for spec in recipe.tables]
+    if len(tables) == 1:
+        return tables[0]
+    return link_tables(tables, [s.name for s in recipe.tables])
 
 
-def cell_file(result: SuppressionResult) -> pd.DataFrame:
-    """The protector's cell file: codes, value, freq, status, protection levels and the audit's
-    interval of each suppressed cell (internal: it holds every value)."""
-    out = result.cells.copy()
-    a = result.audit.cells
-    for c in ("upper", "lower", "lo", "hi"):
-        out[c] = a[c].to_numpy()
-    return out
+# ---------------------------------------------------------------------- run
+def protect_tables(recipe: TableRecipe, table: Table) -> Any:
+    """Run the recipe's protection on ``table`` (a Table or LinkedTables)."""
+    rules = list(recipe.rules)
+    if recipe.protection == "suppression":
+        if isinstance(table, LinkedTables):
+            return suppress_linked(table, rules, method=recipe.method, cost=recipe.cost, time_limit=recipe.time_limit)
+        return suppress(table, rules, method=recipe.method, cost=recipe.cost, time_limit=recipe.time_limit)
+    o = recipe.options
+    if recipe.protection == "rounding":
+        try:
+            return round_table(table, o["base"], method=o.get("method", "controlled"), rules=rules or None,
+                               random_state=o.get("seed"), mip_gap=o.get("mip_gap", 0.01),
+                               time_limit=o.get("time_limit"))
+        except DataError as exc:
+            if isinstance(table, LinkedTables) and str(exc).startswith("No zero-restricted"):
+                raise DataError(f"No zero-restricted controlled rounding of these {len(table.tables)} linked "
+                                f"tables to base {o['base']:g} exists (linked tables, like 3-D ones, need not "
+                                "have one; Causey, Cox & Ernst 1985). Try another base, or [rounding] method "
+                                "= \"random\" (not additive).") from None
+            raise
+    adjust = adjust_linked if isinstance(table, LinkedTables) else adjust_table
+    return adjust(table, rules, method=o.get("method", "milp"), cost=o.get("cost", "unity"),
+                  integer=o.get("integer"), mip_gap=o.get("mip_gap", 0.0), time_limit=o.get("time_limit"))
 
 
-def report_html(result: SuppressionResult, title: str) -> str:
-    """A self-contained HTML page: the published table with primary and secondary cells coloured
-    (their values are not shown), counts, suppressed value share, audit verdict and time."""
-    t = result.table
-    wide = published_view(result)
-    st = result.cells.set_index(list(t.dimensions))["status"]
-    ndim = len(t.dimensions)
-    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in wide.columns)
-    body = []
-    for _, row in wide.iterrows():
-        tds = []
-        keys = tuple(str(row[d]) for d in t.dimensions[:-1])
-        for c in wide.columns:
-            v = row[c]
-            if c in t.dimensions[:-1]:
-                tds.append(f"<th>{html.escape(str(v))}</th>")
-                continue
-            status = st.get(keys + (str(c),), "safe") if ndim > 1 else st.get(str(c), "safe")
-            tds.append(f'<td class="{status}">{html.escape(str(v))}</td>')
-        body.append("<tr>" + "".join(tds) + "</tr>")
-    d = result.to_dict()
-    a = result.audit
-    verdict = "every primary cell meets its protection levels" if a.safe else f"{a.unprotected} primary cells unprotected"
-    opt = ("proved optimal" if result.optimal else
-           f"stopped by the time limit, gap {result.gap:.2%}" if result.gap is not None else "heuristic")
-    facts = [("cells", f"{len(result.cells):,}"), ("primary cells", f"{result.primaries:,}"),
-             ("secondary cells", f"{result.secondaries:,}"),
-             ("suppressed value share", f"{result.suppressed_value_share:.3%}"),
-             ("method", f"{result.method} ({opt}), cost = {result.cost}"),
-             ("audit (LP, {0} LPs)".format(a.lp_solved), verdict), ("time", f"{result.seconds:.2f} s")]
-    rows = "".join(f"<tr><th>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>" for k, v in facts)
-    return f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>
-<style>
-body {{ font-family: system-ui, sans-serif; margin: 2em; color: #222; }}
-table {{ border-collapse: collapse; margin: 1em 0; }}
-th, td {{ border: 1px solid #bbb; padding: 0.25em 0.6em; text-align: right; }}
-th {{ background: #f0f0f0; }}
-td.primary {{ background: #e74c3c; color: white; font-weight: bold; text-align: center; }}
-td.secondary {{ background: #f5b041; font-weight: bold; text-align: center; }}
-.legend span {{ padding: 0.1em 0.6em; margin-right: 1em; }}
-</style></head><body>
-<h1>{html.escape(title)}</h1>
-<table>{rows}</table>
-<p class="legend"><span style="background:#e74c3c;color:white">x</span>primary (sensitive)
-<span style="background:#f5b041">x</span>secondary (protects the primaries)</p>
-<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>
-<p>Suppressed cells show <b>x</b>; their values are not in this page. sdckit {html.escape(__version__)}.</p>
-<script type="application/json" id="summary">{html.escape(json.dumps(d, default=str))}</script>
-</body></html>
-"""
-
-
-def run_table_recipe(path: str | Path, out_dir: str | Path | None = None) -> tuple[SuppressionResult, dict[str, Path]]:
-    """Build the recipe's table, protect it, and write the cell file, the published view, the
-    manifest and the HTML report into the output folder. Returns the result and the paths."""
+def run_table_recipe(path: str | Path, out_dir: str | Path | None = None) -> tuple[Any, dict[str, Path]]:
+    """Build the recipe's table(s), protect them (suppression, rounding or adjustment; linked
+    tables together), and write the cell file(s), the published view(s), the manifest and the HTML
+    report into the output folder. Returns the result and the paths."""
     recipe = load_table_recipe(path, out_dir)
     t0 = time.perf_counter()
-    table, frame = build_table(recipe)
-    result = suppress(table, list(recipe.rules), method=recipe.method, cost=recipe.cost,
-                      time_limit=recipe.time_limit)
+    table = build_tables(recipe)
+    result = protect_tables(recipe, table)
     out = recipe.out_dir
     out.mkdir(parents=True, exist_ok=True)
-    paths = {"cells": out / recipe.cells_name, "published": out / "published.csv",
-             "manifest": out / "manifest.json", "report": out / "report.html"}
-    write(cell_file(result), paths["cells"])
-    view = published_view(result)
-    write(view, paths["published"])
+    parts = _parts(result, table)
+    paths: dict[str, Path] = {}
+    cells_path = Path(recipe.cells_name)
+    published_fp = {}
+    for p in parts:
+        suffix = f"-{_slug(p.name)}" if recipe.linked else ""
+        cname = f"cells{suffix}" if recipe.linked else cells_path.stem
+        paths[f"cells{suffix}"] = out / f"{cname}{cells_path.suffix or '.csv'}"
+        paths[f"published{suffix}"] = out / f"published{suffix}.csv"
+        write(p.cells, paths[f"cells{suffix}"])
+        write(p.published, paths[f"published{suffix}"])
+        published_fp[p.name or "table"] = fingerprint(p.published.astype(str))
+    paths["manifest"] = out / "manifest.json"
+    paths["report"] = out / "report.html"
     manifest = {"sdckit": __version__, "created": created_timestamp(), "kind": "table",
-                "recipe": recipe.to_dict(), "input_fingerprint": UNPUBLISHED,
-                "published_fingerprint": fingerprint(view.astype(str)), "table": table.to_dict(),
-                "result": result.to_dict(), "seconds_total": round(time.perf_counter() - t0, 3)}
+                "protection": recipe.protection, "recipe": recipe.to_dict(), "input_fingerprint": UNPUBLISHED,
+                "published_fingerprint": (next(iter(published_fp.values())) if not recipe.linked else published_fp),
+                "table": table.to_dict(), "result": result.to_dict(),
+                "seconds_total": round(time.perf_counter() - t0, 3)}
     write_text_atomic(paths["manifest"], json.dumps(manifest, indent=2, default=str) + "\n")
-    write_text_atomic(paths["report"], report_html(result, f"{recipe.path.stem}: protected table"))
+    kind = {"suppression": "protected table", "rounding": "rounded table", "adjustment": "adjusted table"}
+    title = f"{recipe.path.stem}: {kind[recipe.protection]}{'s (linked)' if recipe.linked else ''}"
+    params = recipe.to_dict()
+    params = ({k: params[k] for k in ("method", "cost", "time_limit") if params.get(k) is not None}
+              if recipe.protection == "suppression" else params[recipe.protection])
+    write_text_atomic(paths["report"], report_html(result, title, recipe.protection, parts,
+                                                   rules=recipe.rules, parameters=params))
     return result, paths

@@ -387,7 +387,8 @@ def suppress(table: Table, rules: Any = None, primary: Any = None, method: str =
 
     Parameters
     ----------
-    table : Table
+    table : Table, or list of Tables
+        A list: linked tables protected together (:func:`sdckit.tabular.linked.suppress_linked`).
     rules : Rule or list of rules, optional
         Sensitivity rules (:mod:`sdckit.tabular.rules`) that decide the primary cells and their
         protection levels.
@@ -411,6 +412,9 @@ def suppress(table: Table, rules: Any = None, primary: Any = None, method: str =
     DataError
         A primary cell that no pattern can protect (named by its codes).
     """
+    if isinstance(table, (list, tuple)):  # linked tables, one model over all cells (issue 14)
+        from sdckit.tabular.linked import suppress_linked
+        return suppress_linked(table, rules, primary, method, cost, time_limit)
     start = time.perf_counter()
     if method not in ("optimal", "fast"):
         raise ParameterError(f"The 'method' parameter of suppress must be 'optimal' or 'fast'. Got {method!r} instead.")
