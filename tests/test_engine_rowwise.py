@@ -161,7 +161,7 @@ def test_a_stratified_row_wise_run_is_refused(parquet, tmp_path):
     from sdckit.masking import Pram
 
     with pytest.raises(ParameterError, match="Pram"):
-        protect_file(parquet, tmp_path / "o.parquet", [Pram(p_keep=0.8, columns=["region"])], seed=SEED)
+        protect_file(parquet, tmp_path / "o.parquet", [Pram(p_keep=0.8, columns=["region"], strata=["age"])], seed=SEED)
 
 
 @pytest.mark.parametrize("kwargs, culprit", [

@@ -44,7 +44,8 @@ def require_streamable(methods: Sequence[Method], engine: str) -> None:
             raise ParameterError(
                 f"methods[{i}] ({type(method).__name__}) cannot run on the {engine!r} engine's stream: "
                 f"{why}, not rows alone. The streamed methods are the row-wise ones (noise, "
-                "multiplicative noise, top/bottom coding, rounding); use engine='memory' for this recipe."
+                "multiplicative noise, top/bottom coding, rounding, PRAM, global recoding); use "
+                "engine='memory' for this recipe."
             )
 
 

@@ -156,12 +156,14 @@ def protect_file(
         output_fp = stream_fingerprint(parts, dtypes_out)
         finish_output(parts, target, fmt_out, inputs=(source, *inputs))
     out_schema = _final_schema(steps, head)
-    manifest_steps = [
-        Step(method=s.method.to_manifest(), input_fingerprint=UNPUBLISHED,
-             output_fingerprint=output_fp if i == len(steps) - 1 else UNPUBLISHED,
-             records_in=rows, records_out=rows, info=s.method.merge_info(infos[i], s.statistics), warnings=())
-        for i, s in enumerate(steps)
-    ]
+    manifest_steps = []
+    for i, s in enumerate(steps):
+        info = dict(s.method.merge_info(infos[i], s.statistics))
+        warnings = tuple(dict.fromkeys(info.pop("warnings", ())))  # as protect() moves them: once each
+        manifest_steps.append(Step(
+            method=s.method.to_manifest(), input_fingerprint=UNPUBLISHED,
+            output_fingerprint=output_fp if i == len(steps) - 1 else UNPUBLISHED,
+            records_in=rows, records_out=rows, info=info, warnings=warnings))
     input_fp = UNPUBLISHED
     if fingerprint_key is not None and fmt_in == "parquet":
         key = parse_fingerprint_key(fingerprint_key)
