@@ -11,6 +11,7 @@ The output is the same bytes as the in-memory engine's.
 
 from __future__ import annotations
 
+import contextlib
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -28,8 +29,8 @@ from sdckit.core.schema import Schema
 from sdckit.engine.plan import (PlannedStep, Progress, build_plan, chunk_statistics, prepare_schema,
                                 require_streamable, run_chunk)
 from sdckit.io.files import detect_format
-from sdckit.engine.sources import (PartWriter, csv_dtypes, finish_output, iter_chunks, source_format,
-                                   stream_fingerprint)
+from sdckit.engine.sources import (PartWriter, csv_dtypes, finish_output, iter_chunks, open_parquet, read_chunk,
+                                   source_format, stream_fingerprint)
 
 #: The engines, by name.
 ENGINES = ("memory", "duckdb", "dask")
@@ -69,6 +70,7 @@ def protect_file(
     sep: str | None = None,
     encoding: str = "utf-8",
     batch_rows: int = CHUNK_ROWS,
+    blocksize: int = 64_000_000,
     scheduler: str | None = None,
     client: Any = None,
     progress: Progress | None = None,
@@ -87,13 +89,17 @@ def protect_file(
     engine : {"duckdb", "dask"}
         ``"duckdb"``: out of core in this process, one logical chunk in memory at a time.
         ``"dask"``: chunks as tasks on a ``dask.distributed`` cluster — ``client``, or one
-        connected to ``scheduler`` (an address), or a LocalCluster started for the run (Parquet
-        input; workers must see the input's and output's folder).
+        connected to ``scheduler`` (an address), or a LocalCluster started for the run (workers
+        must see the input's and output's folder). A CSV/TSV input is first cut by the workers
+        into byte blocks of ``blocksize`` at line ends (as ``dask.dataframe.read_csv`` cuts it)
+        and written as Parquet parts, read with the dtypes of the whole file read at once.
     schema, seed, keep_identifiers
         As :func:`sdckit.pipeline.protect`; a schema not given is inferred from the first
         logical chunk.
     batch_rows : int
         Records a reader delivers at a time (the logical chunks do not depend on it).
+    blocksize : int
+        Bytes of a CSV block on the ``"dask"`` engine (the release does not depend on it).
     progress : callable ``(done, total, label)``, optional
     fingerprint_key : bytes or hex str, optional
         As :func:`~sdckit.pipeline.protect`: with it, a Parquet input's keyed fingerprint is
@@ -125,32 +131,36 @@ def protect_file(
     fmt_out = detect_format(target, output_format)
     if fmt_out not in ("csv", "tsv", "parquet"):
         raise ParameterError(f"The streaming engines write Parquet and CSV/TSV files; {target.name!r} is {fmt_out}.")
-    if engine == "dask" and fmt_in != "parquet":
-        raise ParameterError("The 'dask' engine reads Parquet input (each task reads its own row groups); "
-                             f"{source.name!r} is {fmt_in}. Convert it to Parquet or use engine='duckdb'.")
-    dtypes = csv_dtypes(source, fmt_in, sep=sep, encoding=encoding, batch_rows=batch_rows) if fmt_in != "parquet" else None
-    options = {"batch_rows": batch_rows, "sep": sep, "encoding": encoding, "dtypes": dtypes}
-    first = next(iter_chunks(source, fmt_in, **options), None)
-    if first is None or len(first) == 0:
-        raise DataError(f"{source.name!r} holds no records; nothing to protect.")
-    in_schema, schema_kept, dropped = prepare_schema(first, schema, keep_identifiers)
-    columns_in = first.shape[1]
     rng = as_generator(seed)
+    with contextlib.ExitStack() as stack:
+        spool = Path(stack.enter_context(tempfile.TemporaryDirectory(
+            prefix=".sdckit-parts-", dir=target.parent if target.parent.exists() else None)))
+        if engine == "dask":
+            from sdckit.engine.distributed import csv_to_parts, dask_client, run_dask
 
-    def chunks() -> Iterator[pd.DataFrame]:
-        for chunk in iter_chunks(source, fmt_in, **options):
-            yield chunk.drop(columns=dropped) if dropped else chunk
-
-    head = first.drop(columns=dropped) if dropped else first
-    with tempfile.TemporaryDirectory(prefix=".sdckit-parts-", dir=target.parent if target.parent.exists() else None) as spool:
-        spool = Path(spool)
+            dc = stack.enter_context(dask_client(client, scheduler))
+            files = [source] if fmt_in == "parquet" else csv_to_parts(
+                source, fmt_in, spool / "input", dc, sep=sep, encoding=encoding, blocksize=blocksize)
+            first = read_chunk(files, 0) if sum(open_parquet(f).metadata.num_rows for f in files) else None
+        else:
+            dtypes = csv_dtypes(source, fmt_in, sep=sep, encoding=encoding, batch_rows=batch_rows) \
+                if fmt_in != "parquet" else None
+            options = {"batch_rows": batch_rows, "sep": sep, "encoding": encoding, "dtypes": dtypes}
+            first = next(iter_chunks(source, fmt_in, **options), None)
+        if first is None or len(first) == 0:
+            raise DataError(f"{source.name!r} holds no records; nothing to protect.")
+        in_schema, schema_kept, dropped = prepare_schema(first, schema, keep_identifiers)
+        columns_in = first.shape[1]
+        head = first.drop(columns=dropped) if dropped else first
         if engine == "duckdb":
+            def chunks() -> Iterator[pd.DataFrame]:
+                for chunk in iter_chunks(source, fmt_in, **options):
+                    yield chunk.drop(columns=dropped) if dropped else chunk
+
             steps, parts, dtypes_out, infos, rows = _run_local(methods, schema_kept, rng, head, chunks, spool, progress)
         else:
-            from sdckit.engine.distributed import run_dask
-
-            steps, parts, dtypes_out, infos, rows = run_dask(methods, schema_kept, rng, head, source, spool,
-                                                             batch_rows, dropped, client, scheduler, progress)
+            steps, parts, dtypes_out, infos, rows = run_dask(methods, schema_kept, rng, head, files, spool,
+                                                             batch_rows, dropped, dc, None, progress)
         if rows == 0:
             raise DataError(f"{source.name!r} holds no records; nothing to protect.")
         output_fp = stream_fingerprint(parts, dtypes_out)
