@@ -32,7 +32,8 @@ from sdckit.core.atomic import atomic_path, refuse_input_overwrite
 from sdckit.core.errors import DataError, ParameterError
 from sdckit.core.random import RandomState, as_generator, derive_seed
 from sdckit.core.ranks import chunk_key_block
-from sdckit.core.rowwise import CHUNK_ROWS, chunk_bounds, rechunk
+from sdckit.core.rowwise import CHUNK_ROWS, chunk_bounds, chunk_generator, rechunk
+from sdckit.core.swapping import swap_partners_block
 from sdckit.engine.sources import (PartWriter, csv_dtypes, finish_output, iter_chunks, open_parquet,
                                    source_format, stream_fingerprint)
 from sdckit.io.files import _quote_ident
@@ -200,8 +201,6 @@ def _swap_column(con: Any, relation: str, name: str, n: int, window: int, rng: n
                  spool: Path, tie_relation: str | None, batch_rows: int) -> tuple[Path, float]:
     """Rank-swap one column: the swapped values in record order (a Parquet file of one column
     ``v``) and the share of records whose value moved."""
-    from sdckit.masking.rankswap import swap_partners_block
-
     tie = ""
     if _has_ties(con, relation, name):
         keys = write_tie_keys(spool / f"ties-{name}.parquet", n, derive_seed(rng))
@@ -234,8 +233,6 @@ def _swap_column(con: Any, relation: str, name: str, n: int, window: int, rng: n
             draws = np.empty(process)
             for c in range(start // CHUNK_ROWS, -(-stop // CHUNK_ROWS)):
                 a, b = c * CHUNK_ROWS, min(n, (c + 1) * CHUNK_ROWS)
-                from sdckit.core.rowwise import chunk_generator
-
                 draws[a - start:b - start] = chunk_generator(key, c).random(b - a)
             local = swap_partners_block(length, process, window, draws, free)
             partner = np.where(local >= 0, local + start, -1)
@@ -312,9 +309,9 @@ def rank_swap_file(
     import duckdb
 
     from sdckit.io.files import detect_format
-    from sdckit.masking import RankSwapping
 
-    RankSwapping(p=p)  # the parameter checks of the method
+    if not isinstance(p, int | float) or isinstance(p, bool) or not 0 < p <= 100:
+        raise ParameterError(f"The 'p' parameter of RankSwapping must be a number in (0, 100]. Got {p!r} instead.")
     columns = list(columns)
     if not columns:
         raise ParameterError("The 'columns' parameter of rank_swap_file must name at least one column.")
