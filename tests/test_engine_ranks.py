@@ -154,3 +154,23 @@ def test_rank_swap_file_refusals(tmp_path):
     with pytest.raises(ParameterError, match="'columns'"):
         rank_swap_file(tmp_path / "in.parquet", target, 10.0, [], seed=SEED)
     assert not target.exists()
+
+
+def test_protect_file_runs_rank_swapping_between_row_wise_steps(swap_data, tmp_path):
+    from sdckit.engine import protect_file
+    from sdckit.masking import AdditiveNoise, Pram
+
+    frame, folder = swap_data
+    data = frame.assign(id=np.arange(len(frame)))
+    data.to_parquet(tmp_path / "in.parquet", row_group_size=30_000)
+    methods = [RankSwapping(p=3.0, columns=["a"]), AdditiveNoise(alpha=0.1, columns=["b"]),
+               Pram(p_keep=0.9, columns=["g"]), RankSwapping(p=10.0, columns=["b"])]
+    schema = {"identifier": ["id"]}
+    streamed = protect_file(tmp_path / "in.parquet", tmp_path / "out.csv", methods, seed=SEED, schema=schema)
+    memory = protect(data, methods, seed=SEED, schema=schema)
+    memory.data.to_csv(tmp_path / "expected.csv", index=False)
+    assert (tmp_path / "out.csv").read_bytes() == (tmp_path / "expected.csv").read_bytes()
+    assert streamed.manifest["output"]["fingerprint"] == memory.manifest["output"]["fingerprint"]
+    assert streamed.manifest["dropped_identifiers"] == ["id"]
+    for a, b in zip(streamed.manifest["methods"], memory.manifest["methods"], strict=True):
+        assert a["name"] == b["name"] and a["info"] == b["info"]

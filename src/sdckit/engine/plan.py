@@ -36,16 +36,25 @@ class PlannedStep:
     statistics: Any = None
 
 
+#: Global-rank methods (``needs == "ranks"``) the engines run on an external sort, by registered name.
+RANK_METHODS = ("rank_swapping",)
+
+
+def runs_on_ranks(method: Method) -> bool:
+    """Whether ``method`` is a global-rank method the engines run on DuckDB's external sort."""
+    return method.needs == "ranks" and method.name in RANK_METHODS
+
+
 def require_streamable(methods: Sequence[Method], engine: str) -> None:
-    """Refuse a method that cannot run by chunks, naming it and what it needs."""
+    """Refuse a method that cannot run by chunks or on an external sort, naming it and what it needs."""
     for i, method in enumerate(methods):
-        if not method.streams:
+        if not method.streams and not runs_on_ranks(method):
             why = "it runs per stratum" if getattr(method, "strata", None) else f"it needs {method.needs!r}"
             raise ParameterError(
                 f"methods[{i}] ({type(method).__name__}) cannot run on the {engine!r} engine's stream: "
                 f"{why}, not rows alone. The streamed methods are the row-wise ones (noise, "
-                "multiplicative noise, top/bottom coding, rounding, PRAM, global recoding); use "
-                "engine='memory' for this recipe."
+                "multiplicative noise, top/bottom coding, rounding, PRAM, global recoding) and rank "
+                "swapping (on an external sort); use engine='memory' for this recipe."
             )
 
 

@@ -41,11 +41,12 @@ from sdckit.io.files import _quote_ident
 _TIES = ("first", "random")
 
 
-def _relation(path: Path, fmt: str) -> str:
+def _relation(path: Path, fmt: str, sep: str | None = None) -> str:
     literal = "'" + str(path).replace("'", "''") + "'"
     if fmt == "parquet":
         return f"read_parquet({literal}, file_row_number=true)"
-    delim = ", delim='\t'" if fmt == "tsv" else ""
+    sep = "\t" if fmt == "tsv" else sep
+    delim = "" if sep is None else ", delim='" + sep.replace("'", "''") + "'"
     return f"(SELECT *, row_number() OVER () - 1 AS file_row_number FROM read_csv({literal}, header=true{delim}))"
 
 
@@ -275,6 +276,10 @@ def rank_swap_file(
     memory: int | None = None,
     temp_directory: str | Path | None = None,
     batch_rows: int = CHUNK_ROWS,
+    drop: Sequence[str] = (),
+    sep: str | None = None,
+    encoding: str = "utf-8",
+    inputs: tuple[Path, ...] = (),
 ) -> RankSwapRelease:
     """Rank swapping (:class:`sdckit.masking.RankSwapping`) of a file larger than memory.
 
@@ -299,6 +304,10 @@ def rank_swap_file(
         As ``RankSwapping(...).run(frame, rng=seed)``.
     memory : int, optional
         DuckDB's memory limit in bytes; the sorts spill to ``temp_directory`` past it.
+    drop : list of str
+        Columns left out of the release (the identifiers, when a recipe starts with it).
+    sep, encoding : str, optional
+        Of a CSV input.
 
     Returns
     -------
@@ -318,8 +327,8 @@ def rank_swap_file(
     source, target = Path(source), Path(target)
     fmt = source_format(source)
     fmt_out = detect_format(target, output_format)
-    relation = _relation(source, fmt)
-    refuse_input_overwrite(target, (source,))
+    relation = _relation(source, fmt, sep)
+    refuse_input_overwrite(target, (source, *inputs))
     rng = as_generator(seed)
     con = duckdb.connect()
     spool = Path(tempfile.mkdtemp(prefix=".sdckit-rankswap-", dir=temp_directory or target.parent))
@@ -349,13 +358,14 @@ def rank_swap_file(
         swapped, moved = {}, {}
         for name in columns:
             swapped[name], moved[name] = _swap_column(con, relation, name, n, window, rng, spool, None, batch_rows)
-        dtypes = csv_dtypes(source, fmt) if fmt != "parquet" else None
+        dtypes = csv_dtypes(source, fmt, sep=sep, encoding=encoding) if fmt != "parquet" else None
         part = spool / "release.parquet"
         writer = PartWriter(part)
         try:
             streams = {name: rechunk(b.to_pandas() for b in open_parquet(path).iter_batches(batch_size=batch_rows))
                        for name, path in swapped.items()}
-            for chunk in iter_chunks(source, fmt, batch_rows=batch_rows, dtypes=dtypes):
+            for chunk in iter_chunks(source, fmt, batch_rows=batch_rows, dtypes=dtypes, sep=sep, encoding=encoding):
+                chunk = chunk.drop(columns=list(drop)) if drop else chunk
                 for name, stream in streams.items():
                     values = next(stream)["v"]
                     chunk[name] = pd.Series(values.to_numpy(), index=chunk.index, name=name).astype(chunk[name].dtype)
@@ -363,7 +373,7 @@ def rank_swap_file(
         finally:
             writer.close()
         fingerprint = stream_fingerprint([part], writer.dtypes)
-        finish_output([part], target, fmt_out, inputs=(source,))
+        finish_output([part], target, fmt_out, inputs=(source, *inputs))
     finally:
         con.close()
         import shutil

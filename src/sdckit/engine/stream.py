@@ -27,7 +27,7 @@ from sdckit.core.random import RandomState, as_generator, seed_provenance
 from sdckit.core.rowwise import CHUNK_ROWS
 from sdckit.core.schema import Schema
 from sdckit.engine.plan import (PlannedStep, Progress, build_plan, chunk_statistics, prepare_schema,
-                                require_streamable, run_chunk)
+                                require_streamable, run_chunk, runs_on_ranks)
 from sdckit.io.files import detect_format
 from sdckit.engine.sources import (PartWriter, csv_dtypes, finish_output, iter_chunks, open_parquet, read_chunk,
                                    source_format, stream_fingerprint)
@@ -131,6 +131,11 @@ def protect_file(
     fmt_out = detect_format(target, output_format)
     if fmt_out not in ("csv", "tsv", "parquet"):
         raise ParameterError(f"The streaming engines write Parquet and CSV/TSV files; {target.name!r} is {fmt_out}.")
+    if any(runs_on_ranks(m) for m in methods):
+        return _protect_in_segments(
+            source, target, methods, engine=engine, schema=schema, seed=seed, keep_identifiers=keep_identifiers,
+            fmt_in=fmt_in, fmt_out=fmt_out, sep=sep, encoding=encoding, batch_rows=batch_rows, blocksize=blocksize,
+            scheduler=scheduler, client=client, progress=progress, inputs=inputs, fingerprint_key=fingerprint_key)
     rng = as_generator(seed)
     with contextlib.ExitStack() as stack:
         spool = Path(stack.enter_context(tempfile.TemporaryDirectory(
@@ -223,3 +228,76 @@ def _run_local(methods: Sequence[Method], schema: Schema, rng: Any, head: pd.Dat
     finally:
         writer.close()
     return steps, [part], writer.dtypes, infos, writer.rows
+
+
+def _protect_in_segments(source: Path, target: Path, methods: Sequence[Method], *, engine: str,
+                         schema: Schema | dict[str, Any] | None, seed: RandomState, keep_identifiers: bool,
+                         fmt_in: str, fmt_out: str, sep: str | None, encoding: str, batch_rows: int, blocksize: int,
+                         scheduler: str | None, client: Any, progress: Progress | None, inputs: tuple[Path, ...],
+                         fingerprint_key: bytes | str | None) -> StreamedRelease:
+    """A recipe with global-rank steps: runs of row-wise steps streamed as usual and each rank
+    step on DuckDB's external sort (:func:`sdckit.engine.ranks.rank_swap_file`), one after the
+    other through Parquet files in a spool, all drawing from the one generator in step order —
+    the order :func:`~sdckit.pipeline.protect` draws in, so the release is the in-memory one."""
+    from sdckit.engine.ranks import rank_swap_file
+
+    rng = as_generator(seed)
+    dtypes = csv_dtypes(source, fmt_in, sep=sep, encoding=encoding, batch_rows=batch_rows) if fmt_in != "parquet" else None
+    first = next(iter_chunks(source, fmt_in, batch_rows=batch_rows, sep=sep, encoding=encoding, dtypes=dtypes), None)
+    if first is None or len(first) == 0:
+        raise DataError(f"{source.name!r} holds no records; nothing to protect.")
+    in_schema, current_schema, dropped = prepare_schema(first, schema, keep_identifiers)
+    segments: list[list[Method]] = []
+    for method in methods:
+        if runs_on_ranks(method) or not segments or runs_on_ranks(segments[-1][0]):
+            segments.append([method])
+        else:
+            segments[-1].append(method)
+    steps: list[Step] = []
+    current, current_fmt, to_drop = source, fmt_in, list(dropped)
+    rows, fingerprint, schema_out = 0, UNPUBLISHED, current_schema
+    with tempfile.TemporaryDirectory(prefix=".sdckit-segments-", dir=target.parent if target.parent.exists() else None
+                                     ) as spool:
+        for k, group in enumerate(segments):
+            last = k == len(segments) - 1
+            out = target if last else Path(spool) / f"segment-{k}.parquet"
+            options = {"sep": sep, "encoding": encoding} if k == 0 else {}
+            if runs_on_ranks(group[0]):
+                method = group[0]
+                columns = method.target_columns(current_schema)
+                swapped = rank_swap_file(current, out, float(method.p), columns, seed=rng,
+                                         output_format=fmt_out if last else "parquet", batch_rows=batch_rows,
+                                         drop=to_drop, inputs=(source, *inputs), **options)
+                info = dict(swapped.info)
+                warnings = tuple(info.pop("warnings", ()))
+                rows, fingerprint = swapped.records, swapped.fingerprint
+                steps.append(Step(method=method.to_manifest(), input_fingerprint=UNPUBLISHED,
+                                  output_fingerprint=fingerprint if last else UNPUBLISHED, records_in=rows,
+                                  records_out=rows, info=info, warnings=warnings))
+                if progress is not None:
+                    progress(k + 1, len(segments), f"{type(method).__name__} on the external sort")
+            else:
+                release = protect_file(current, out, group, engine=engine, schema=schema if k == 0 else current_schema,
+                                       seed=rng, keep_identifiers=keep_identifiers if k == 0 else True,
+                                       input_format=current_fmt, output_format=fmt_out if last else "parquet",
+                                       batch_rows=batch_rows, blocksize=blocksize, scheduler=scheduler, client=client,
+                                       progress=progress, inputs=(source, *inputs), **options)
+                steps.extend(release.steps)
+                rows, fingerprint, current_schema = (release.manifest["output"]["records"],
+                                                     release.manifest["output"]["fingerprint"], release.schema)
+            current, current_fmt, to_drop = out, "parquet", []
+            schema_out = current_schema
+        columns_out = len(schema_out.names)
+    input_fp = UNPUBLISHED
+    if fingerprint_key is not None and fmt_in == "parquet":
+        key = parse_fingerprint_key(fingerprint_key)
+        input_fp = stream_fingerprint([source], {str(c): str(first[c].dtype) for c in first.columns}, key)
+    manifest = build_manifest(
+        input_fingerprint=input_fp, input_shape=(rows, first.shape[1]), schema=in_schema, steps=steps,
+        output_fingerprint=fingerprint, output_shape=(rows, columns_out), dropped_identifiers=dropped,
+    )
+    manifest.update(seed_provenance(seed))
+    manifest["claims_dp"] = False
+    manifest["engine"] = {"name": engine, "chunk_rows": CHUNK_ROWS, "chunks": -(-rows // CHUNK_ROWS),
+                          "external_sort": "duckdb"}
+    return StreamedRelease(target, schema_out, manifest, tuple(steps))

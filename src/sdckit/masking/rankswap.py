@@ -59,7 +59,12 @@ class RankSwapping(Method):
     values are refused (``nan_policy="error"``). When ``floor(p n / 100) = 0`` nothing can be
     swapped; the report says so in ``info["warnings"]``. ``info["max_rank_difference"]`` holds
     the window and ``info["swapped_share"]`` the share of values that moved, per column.
-    Each column costs ``O(n log n)`` (a sort and a compiled pass).
+    Each column costs ``O(n log n)`` (a sort and a compiled pass). The uniform draws that pick
+    the partners are drawn by logical chunks of 65,536 sorted positions, each chunk from its own
+    stream, and random ties by keys drawn the same way (:func:`sdckit.core.ranks.tie_keys`), so
+    the streaming engines give the same release out of core: DuckDB's external sort and a pass
+    over the sorted order holding the window (:func:`sdckit.engine.ranks.rank_swap_file`;
+    DESIGN.md section 8). Releases made before issue 17 are not reproduced bit for bit.
 
     References
     ----------
@@ -74,6 +79,7 @@ class RankSwapping(Method):
     constraints: ClassVar = {"p": Interval(float, 0, 100, closed="right")}
     kinds: ClassVar = ORDERED_KINDS
     example: ClassVar = {"p": 15}
+    needs: ClassVar[str] = "ranks"
 
     def transform(
         self, frame: pd.DataFrame, columns: tuple[str, ...], schema: Schema, rng: np.random.Generator
