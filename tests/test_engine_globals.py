@@ -167,3 +167,19 @@ def test_equal_width_bins_of_an_all_missing_column_are_refused(tmp_path):
     data = pd.DataFrame({"x": [np.nan] * 10, "y": np.arange(10.0)})
     with pytest.raises(DataError, match="Column 'x' has no value"):
         protect(data, [GlobalRecoding(bins=3, columns=["x"])], seed=SEED)
+
+
+def test_a_statistics_pass_reruns_only_the_steps_its_columns_depend_on():
+    # steps on (a), (b, c), (c), (d): the statistics of a step on (b) need (b, c) and, through
+    # c, nothing else; a step on (c) needs (b, c) and (c); (a) and (d) are left out
+    from sdckit.core.schema import Schema
+    from sdckit.engine.plan import PlannedStep, step_columns, steps_reaching
+
+    schema = Schema.infer(pd.DataFrame({k: [1.0] for k in "abcd"}))
+    steps = [PlannedStep(Pram(p_keep=0.5), i, cols, schema) for i, cols in
+             enumerate([("a",), ("b", "c"), ("c",), ("d",)])]
+    assert [s.key for s in steps_reaching(steps, ("b",))] == [1, 2]
+    assert [s.key for s in steps_reaching(steps, ("c",))] == [1, 2]
+    assert [s.key for s in steps_reaching(steps, ("e",))] == []
+    assert [s.key for s in steps_reaching(steps[:2], ("c",))] == [1]
+    assert step_columns(steps_reaching(steps, ("c",)), ("c",)) == ["c", "b"]

@@ -101,6 +101,24 @@ def prepare_schema(first: pd.DataFrame, schema: Schema | dict[str, Any] | None, 
     return schema, schema.subset(kept), dropped
 
 
+def steps_reaching(steps: Sequence[PlannedStep], columns: Sequence[str]) -> list[PlannedStep]:
+    """The steps (in order) whose output ``columns`` depend on: a row-wise step reads and writes
+    only its own columns and draws from its own streams, so the others can be left out of a
+    statistics pass (the same statistics, fewer steps and columns to read)."""
+    needed, kept = set(columns), []
+    for step in reversed(steps):
+        if needed & set(step.columns):
+            needed |= set(step.columns)
+            kept.append(step)
+    return kept[::-1]
+
+
+def step_columns(steps: Sequence[PlannedStep], columns: Sequence[str]) -> list[str]:
+    """Every column ``steps`` and ``columns`` touch (what a statistics pass must read)."""
+    out = list(dict.fromkeys([*columns, *(c for s in steps for c in s.columns)]))
+    return out
+
+
 def build_plan(
     methods: Sequence[Method],
     schema: Schema,
@@ -119,7 +137,7 @@ def build_plan(
         columns = method.target_columns(current)
         stats = None
         if method.needs_statistics():
-            parts = statistics_of(list(steps), method, columns)
+            parts = statistics_of(steps_reaching(steps, columns), method, columns)
             stats = method.finish_statistics(merge_all(parts, method.merge_statistics))
         step = PlannedStep(method, key, columns, current, stats)
         # the schema the next step sees: the method's output schema on the first chunk

@@ -27,7 +27,7 @@ from sdckit.core.random import RandomState, as_generator, seed_provenance
 from sdckit.core.rowwise import CHUNK_ROWS
 from sdckit.core.schema import Schema
 from sdckit.engine.plan import (PlannedStep, Progress, build_plan, chunk_statistics, prepare_schema,
-                                require_streamable, run_chunk, runs_on_ranks)
+                                require_streamable, run_chunk, runs_on_ranks, step_columns)
 from sdckit.io.files import detect_format
 from sdckit.engine.sources import (PartWriter, csv_dtypes, finish_output, iter_chunks, open_parquet, read_chunk,
                                    source_format, stream_fingerprint)
@@ -158,9 +158,9 @@ def protect_file(
         columns_in = first.shape[1]
         head = first.drop(columns=dropped) if dropped else first
         if engine == "duckdb":
-            def chunks() -> Iterator[pd.DataFrame]:
-                for chunk in iter_chunks(source, fmt_in, **options):
-                    yield chunk.drop(columns=dropped) if dropped else chunk
+            def chunks(columns: list[str] | None = None) -> Iterator[pd.DataFrame]:
+                for chunk in iter_chunks(source, fmt_in, columns=columns, **options):
+                    yield chunk.drop(columns=dropped) if dropped and columns is None else chunk
 
             steps, parts, dtypes_out, infos, rows = _run_local(methods, schema_kept, rng, head, chunks, spool, progress)
         else:
@@ -207,10 +207,10 @@ def _final_schema(steps: Sequence[PlannedStep], head: pd.DataFrame) -> Schema:
 
 
 def _run_local(methods: Sequence[Method], schema: Schema, rng: Any, head: pd.DataFrame,
-               chunks: Callable[[], Iterator[pd.DataFrame]], spool: Path, progress: Progress | None
+               chunks: Callable[..., Iterator[pd.DataFrame]], spool: Path, progress: Progress | None
                ) -> tuple[list[PlannedStep], list[Path], dict[str, str], list[list[dict[str, Any]]], int]:
     def statistics_of(before: list[PlannedStep], method: Method, columns: tuple[str, ...]) -> Iterator[Any]:
-        for index, chunk in enumerate(chunks()):
+        for index, chunk in enumerate(chunks(step_columns(before, columns))):  # only the columns it reads
             yield chunk_statistics(chunk, index, before, method, columns)
 
     steps = build_plan(methods, schema, rng, head, statistics_of, progress)
