@@ -221,7 +221,9 @@ def _joined_text(series: pd.Series, arrow_type: pa.DataType) -> str:
     """``"\x1f".join`` of the values' text, a missing value as ``"\x1e"`` (the fingerprint's
     rule), vectorised for string columns (whose text is the value itself)."""
     mask = series.isna().to_numpy()
-    if pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type):
+    text_values = pa.types.is_dictionary(arrow_type) and (
+        pa.types.is_string(arrow_type.value_type) or pa.types.is_large_string(arrow_type.value_type))
+    if pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type) or text_values:
         values = series.to_numpy(dtype=object)
         if mask.any():
             values = values.copy()

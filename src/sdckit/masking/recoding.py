@@ -44,8 +44,12 @@ def _is_number_column(series: pd.Series) -> bool:
 
 def _distinct(series: pd.Series) -> np.ndarray | None:
     """The distinct present values of ``series`` (None beyond :data:`DISTINCT_CAP`)."""
-    values = pd.unique(series.dropna().to_numpy(dtype=object) if isinstance(series.dtype, pd.CategoricalDtype)
-                       else series.dropna().to_numpy())
+    if isinstance(series.dtype, pd.CategoricalDtype):  # the categories its codes use
+        codes = series.cat.codes.to_numpy()
+        used = np.flatnonzero(np.bincount(codes[codes >= 0], minlength=len(series.cat.categories)))
+        values = series.cat.categories.to_numpy(dtype=object)[used]
+    else:
+        values = pd.unique(series.dropna().to_numpy())
     return None if len(values) > DISTINCT_CAP else np.asarray(values)
 
 
