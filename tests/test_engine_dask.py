@@ -101,3 +101,17 @@ def test_dask_csv_without_records_is_refused(client, tmp_path):
     source.write_text("x,y\n")
     with pytest.raises(DataError, match="holds no records"):
         protect_file(source, tmp_path / "o.csv", [AdditiveNoise(alpha=0.1)], engine="dask", client=client, seed=SEED)
+
+
+def test_dask_engine_runs_rank_swapping_on_the_drivers_external_sort(client, frame, tmp_path):
+    from sdckit.masking import RankSwapping
+
+    source = tmp_path / "in.csv"
+    frame.to_csv(source, index=False)
+    methods = [AdditiveNoise(alpha=0.1, columns=["x"]), RankSwapping(p=5.0, columns=["y", "x"])]
+    out = tmp_path / "out.parquet"
+    streamed = protect_file(source, out, methods, engine="dask", client=client, seed=SEED, blocksize=300_000)
+    memory = protect(pd.read_csv(source), methods, seed=SEED)
+    pd.testing.assert_frame_equal(pd.read_parquet(out), memory.data, check_exact=True, check_dtype=False)
+    assert streamed.manifest["output"]["fingerprint"] == memory.manifest["output"]["fingerprint"]
+    assert streamed.manifest["methods"][1]["info"] == memory.manifest["methods"][1]["info"]
