@@ -7,6 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sdckit.core.errors import DataError, ParameterError
 from sdckit.core.rowwise import CHUNK_ROWS
@@ -174,3 +176,24 @@ def test_protect_file_runs_rank_swapping_between_row_wise_steps(swap_data, tmp_p
     assert streamed.manifest["dropped_identifiers"] == ["id"]
     for a, b in zip(streamed.manifest["methods"], memory.manifest["methods"], strict=True):
         assert a["name"] == b["name"] and a["info"] == b["info"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(1, 400), window=st.integers(0, 120), extra=st.integers(0, 100), seed=st.integers(0, 10**6))
+def test_partners_by_stretches_are_the_whole_columns_partners(n, window, extra, seed):
+    # any stretch of at least the window gives the partners of the whole column at once
+    from sdckit.core.swapping import _swap_partners
+    from sdckit.engine.ranks import partners_by_stretches
+
+    draws = np.random.default_rng(seed).random(n)
+    whole = _swap_partners(n, window, draws)
+    stretch = max(window, 1) + extra
+    got = np.concatenate([p for _, _, p in partners_by_stretches(n, window, stretch, lambda a, b: draws[a:b])])
+    np.testing.assert_array_equal(got, whole)
+
+
+def test_a_stretch_shorter_than_the_window_is_refused():
+    from sdckit.engine.ranks import partners_by_stretches
+
+    with pytest.raises(ParameterError, match="at least the window"):
+        list(partners_by_stretches(10, 5, 4, lambda a, b: np.zeros(b - a)))

@@ -198,8 +198,34 @@ def _sorted_stream(con: Any, relation: str, name: str, tie: str, batch_rows: int
         cursor.close()
 
 
+def partners_by_stretches(n: int, window: int, stretch: int, draws_of: Any) -> Iterator[tuple[int, int, np.ndarray]]:
+    """Rank swapping's partners of sorted positions ``0..n-1``, stretch by stretch: yields
+    ``(start, stop, partner)`` with the (global) partner of each position of ``[start, stop)``.
+
+    ``stretch >= window``, so a stretch's swaps reach at most into the next stretch; the
+    positions taken ahead are carried over (marked not free, with their partners), which gives
+    the partners :func:`sdckit.core.swapping.swap_partners_block` finds on the whole column.
+    ``draws_of(start, stop)`` gives the uniforms of positions ``[start, stop)``.
+    """
+    if stretch < max(window, 1):
+        raise ParameterError(f"A stretch ({stretch}) must hold at least the window ({window}).")
+    carry = np.full(0, -1, dtype=np.int64)  # partners (global) of positions ahead taken earlier
+    for start in range(0, n, stretch):
+        stop = min(n, start + stretch)
+        end = min(n, stop + window)
+        length, process = end - start, stop - start
+        free = np.ones(length, dtype=np.bool_)
+        ahead = carry[:length]
+        free[: len(ahead)] = ahead < 0
+        local = swap_partners_block(length, process, window, draws_of(start, stop), free)
+        partner = np.where(local >= 0, local + start, -1)
+        partner[: len(ahead)] = np.where(ahead >= 0, ahead, partner[: len(ahead)])
+        carry = partner[process:].copy()
+        yield start, stop, partner[:process]
+
+
 def _swap_column(con: Any, relation: str, name: str, n: int, window: int, rng: np.random.Generator,
-                 spool: Path, tie_relation: str | None, batch_rows: int) -> tuple[Path, float]:
+                 spool: Path, batch_rows: int) -> tuple[Path, float]:
     """Rank-swap one column: the swapped values in record order (a Parquet file of one column
     ``v``) and the share of records whose value moved."""
     tie = ""
@@ -209,43 +235,34 @@ def _swap_column(con: Any, relation: str, name: str, n: int, window: int, rng: n
                     "ON y.file_row_number = t.i)")
         tie = "__tie, "
     key = derive_seed(rng)
+
+    def draws_of(start: int, stop: int) -> np.ndarray:  # uniforms by logical chunk of sorted positions
+        draws = np.empty(stop - start)
+        for c in range(start // CHUNK_ROWS, -(-stop // CHUNK_ROWS)):
+            a, b = c * CHUNK_ROWS, min(n, (c + 1) * CHUNK_ROWS)
+            draws[a - start:b - start] = chunk_generator(key, c).random(b - a)
+        return draws
+
     stretch = CHUNK_ROWS * max(1, -(-window // CHUNK_ROWS))  # a whole number of logical chunks >= window
     stream = _sorted_stream(con, relation, name, tie, batch_rows)
     rows_buf = np.empty(0, dtype=np.int64)
     vals_buf: pa.ChunkedArray | None = None
     buf_start = 0  # sorted position of the buffer's first value
-    carry = np.full(0, -1, dtype=np.int64)  # partners (global) of positions ahead taken earlier
     moved = 0
     swapped_path = spool / f"swapped-{name}.parquet"
     writer = None
     try:
-        for start in range(0, n, stretch):
-            stop = min(n, start + stretch)
-            end = min(n, stop + window)
-            while buf_start + len(rows_buf) < end:
+        for start, stop, partner in partners_by_stretches(n, window, stretch, draws_of):
+            # the buffer holds the sorted values from the window behind to the window ahead
+            while buf_start + len(rows_buf) < min(n, stop + window):
                 rows, vals = next(stream)
                 rows_buf = np.concatenate([rows_buf, rows])
                 vals_buf = pa.chunked_array([vals]) if vals_buf is None else \
                     pa.chunked_array(vals_buf.chunks + [vals])
-            length, process = end - start, stop - start
-            free = np.ones(length, dtype=np.bool_)
-            ahead = carry[: length]
-            free[: len(ahead)] = ahead < 0
-            draws = np.empty(process)
-            for c in range(start // CHUNK_ROWS, -(-stop // CHUNK_ROWS)):
-                a, b = c * CHUNK_ROWS, min(n, (c + 1) * CHUNK_ROWS)
-                draws[a - start:b - start] = chunk_generator(key, c).random(b - a)
-            local = swap_partners_block(length, process, window, draws, free)
-            partner = np.where(local >= 0, local + start, -1)
-            partner[: len(ahead)] = np.where(ahead >= 0, ahead, partner[: len(ahead)])
-            block_partner = partner[:process]
-            new_carry = np.full(length - process, -1, dtype=np.int64)
-            new_carry[:] = partner[process:]
-            carry = new_carry
             # the value each record of the stretch receives: the value at its partner's position
-            values = vals_buf.take(pa.array(block_partner - buf_start))
+            values = vals_buf.take(pa.array(partner - buf_start))
             records = rows_buf[start - buf_start: stop - buf_start]
-            moved += int(np.count_nonzero(block_partner != np.arange(start, stop)))
+            moved += int(np.count_nonzero(partner != np.arange(start, stop)))
             table = pa.table({"i": records, "v": values})
             writer = writer or pq.ParquetWriter(swapped_path, table.schema)
             writer.write_table(table)
@@ -357,7 +374,7 @@ def rank_swap_file(
         window = int(np.floor(p * n / 100.0))
         swapped, moved = {}, {}
         for name in columns:
-            swapped[name], moved[name] = _swap_column(con, relation, name, n, window, rng, spool, None, batch_rows)
+            swapped[name], moved[name] = _swap_column(con, relation, name, n, window, rng, spool, batch_rows)
         dtypes = csv_dtypes(source, fmt, sep=sep, encoding=encoding) if fmt != "parquet" else None
         part = spool / "release.parquet"
         writer = PartWriter(part)
