@@ -184,3 +184,37 @@ def test_a_statistics_pass_reruns_only_the_steps_its_columns_depend_on():
     assert [s.key for s in steps_reaching(steps, ("e",))] == []
     assert [s.key for s in steps_reaching(steps[:2], ("c",))] == [1]
     assert step_columns(steps_reaching(steps, ("c",)), ("c",)) == ["c", "b"]
+
+
+def test_a_recipe_with_pram_recoding_and_rank_swapping_streams_by_itself_past_the_budget(tmp_path, frame):
+    from sdckit.recipe import load_recipe, run_recipe
+
+    frame.head(20_000).fillna({"income": 1.0}).to_parquet(tmp_path / "in.parquet")
+    (tmp_path / "r.toml").write_text(f"""
+seed = "{SEED}"
+[input]
+path = "in.parquet"
+[schema]
+identifier = ["id"]
+quasi = ["region", "grade", "zip"]
+[[method]]
+name = "pram"
+p_keep = 0.75
+columns = ["region"]
+[[method]]
+name = "rank_swapping"
+p = 5
+columns = ["income"]
+[[method]]
+name = "global_recoding"
+bins = 3
+columns = ["income"]
+[output]
+format = "csv"
+""")
+    recipe = load_recipe(tmp_path / "r.toml")
+    streamed = run_recipe(recipe, output_dir=tmp_path / "s", memory="1MB", report=False)
+    memory = run_recipe(recipe, output_dir=tmp_path / "m", engine="memory", report=False)
+    assert streamed.release.manifest["engine"]["name"] == "duckdb"
+    assert streamed.data_path.read_bytes() == memory.data_path.read_bytes()
+    assert [m["name"] for m in streamed.release.manifest["methods"]] == ["pram", "rank_swapping", "global_recoding"]
