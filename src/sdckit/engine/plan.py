@@ -53,7 +53,8 @@ def require_streamable(methods: Sequence[Method], engine: str) -> None:
             raise ParameterError(
                 f"methods[{i}] ({type(method).__name__}) cannot run on the {engine!r} engine's stream: "
                 f"{why}, not rows alone. The streamed methods are the row-wise ones (noise, "
-                "multiplicative noise, top/bottom coding, rounding, PRAM, global recoding) and rank "
+                "multiplicative noise, top/bottom coding, rounding, PRAM, global recoding, generalization to a "
+                "node) and rank "
                 "swapping (on an external sort); use engine='memory' for this recipe."
             )
 
