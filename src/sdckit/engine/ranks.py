@@ -17,6 +17,7 @@ chooses the swap partners in consecutive stretches with a buffer of the window (
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -137,8 +138,6 @@ def reverse_map_file(
             with atomic_path(target) as tmp:
                 con.execute(f"COPY ({query}) TO '" + str(tmp).replace("'", "''") + "' (FORMAT parquet)")
         finally:
-            import shutil
-
             shutil.rmtree(spool, ignore_errors=True)
     finally:
         con.close()
@@ -393,8 +392,6 @@ def rank_swap_file(
         finish_output([part], target, fmt_out, inputs=(source, *inputs))
     finally:
         con.close()
-        import shutil
-
         shutil.rmtree(spool, ignore_errors=True)
     warnings = []
     if window == 0:
