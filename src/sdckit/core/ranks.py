@@ -23,6 +23,7 @@ import pandas as pd
 
 from sdckit.core.errors import DataError, ParameterError, SchemaError
 from sdckit.core.random import RandomState, as_generator, derive_seed
+from sdckit.core.rowwise import chunk_bounds, chunk_generator
 from sdckit.core.schema import Column, Kind
 
 TIES = ("random", "first")
@@ -155,8 +156,6 @@ def tie_keys(n: int, key: int) -> np.ndarray:
     DESIGN.md section 8), so that an engine that sorts a file out of core (DuckDB) can draw the
     same keys chunk by chunk. Sorting by (value, key, position) orders tied records uniformly at
     random (two equal keys, probability about n^2 / 2^64, fall back to their positions)."""
-    from sdckit.core.rowwise import chunk_bounds
-
     out = np.empty(n, dtype=np.int64)
     for index, (a, b) in enumerate(chunk_bounds(n)):
         if b > a:
@@ -166,8 +165,6 @@ def tie_keys(n: int, key: int) -> np.ndarray:
 
 def chunk_key_block(key: int, index: int, size: int) -> np.ndarray:
     """The tie keys of logical chunk ``index`` (``size`` records) of the step keyed ``key``."""
-    from sdckit.core.rowwise import chunk_generator
-
     return chunk_generator(key, index).integers(0, np.iinfo(np.int64).max, size=size, dtype=np.int64)
 
 
