@@ -67,6 +67,17 @@ def test_dask_frequency_table_equals_duckdb(data):
     pd.testing.assert_frame_equal(on_dask.astype({"a": "int64"}), on_duckdb.astype({"a": "int64"}))
 
 
+def test_dask_frequency_table_of_a_csv_file_is_the_counts_by_hand(data):
+    frame, folder = data
+    with dask_client(workers=2, processes=False) as client:
+        table = frequency_table(folder / "d.csv", ["a", "b"], weight="w", engine="dask", client=client)
+    counts, weights = _by_hand(frame)
+    got = _as_counter(table)
+    assert {key: v[0] for key, v in got.items()} == dict(counts)
+    for key, (_, wk) in got.items():
+        assert wk == pytest.approx(weights[key], rel=1e-12)
+
+
 def test_records_at_risk_by_hand():
     table = pd.DataFrame({"q": [1, 2, 3, 4], "fk": [1, 1, 3, 10]})
     assert records_at_risk(table, 5) == {"records": 15, "classes": 4, "sample_uniques": 2, "records_below_k": 5}

@@ -10,6 +10,7 @@ from sdckit.anonymity.criteria import (
 )
 from sdckit.anonymity.frequencies import search_frequencies
 from sdckit.anonymity.fulldomain import FullDomainGeneralization
+from sdckit.anonymity.generalize import GeneralizeToNode
 from sdckit.core.hierarchy import Hierarchy
 from sdckit.anonymity.microaggregation import MicroaggregationAnonymity
 from sdckit.anonymity.mondrian import Mondrian
@@ -20,6 +21,7 @@ __all__ = [
     "DistinctLDiversity",
     "EntropyLDiversity",
     "FullDomainGeneralization",
+    "GeneralizeToNode",
     "Hierarchy",
     "KAnonymity",
     "MicroaggregationAnonymity",

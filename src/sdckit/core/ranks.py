@@ -4,9 +4,10 @@ Every method and measure that works with ranks — reverse mapping, permutation 
 swapping, copula synthesis — takes them from here, so that one rule holds everywhere:
 
 * ranks run ``1..n`` in ascending order;
-* ties are broken by a random permutation drawn from the caller's generator
-  (``ties="random"``, the paper's rule; seed 000 section 2), or by order of appearance
-  (``ties="first"``, for exact reproducibility in tests);
+* ties are broken at random (``ties="random"``, the paper's rule; seed 000 section 2) — by
+  random keys drawn per logical chunk from a 128-bit key the caller's generator gives (only
+  when there are ties), so an out-of-core sort draws the same keys (:func:`tie_keys`) — or by
+  order of appearance (``ties="first"``, for exact reproducibility in tests);
 * numeric, date and ordinal columns can be ranked; ordinal columns by their schema's category
   order; a nominal column only when an order is given.
 """
@@ -16,11 +17,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numba
 import numpy as np
 import pandas as pd
 
 from sdckit.core.errors import DataError, ParameterError, SchemaError
-from sdckit.core.random import RandomState, as_generator
+from sdckit.core.random import RandomState, as_generator, derive_seed
+from sdckit.core.rowwise import chunk_bounds, chunk_generator
 from sdckit.core.schema import Column, Kind
 
 TIES = ("random", "first")
@@ -113,8 +116,56 @@ def sort_order(
     order = np.argsort(values, kind="stable")
     if ties == "first" or not np.any(values[order[1:]] == values[order[:-1]]):
         return order  # without ties every rule gives this one order, and no draw is needed
-    shuffle = as_generator(random_state).permutation(len(values))
-    return shuffle[np.argsort(values[shuffle], kind="stable")]
+    keys = tie_keys(len(values), derive_seed(as_generator(random_state)))
+    _order_runs_by_key(order, values[order], keys)  # by value, then key, then position
+    return order
+
+
+@numba.njit(cache=True)
+def _order_runs_by_key(order, sorted_values, keys):  # pragma: no cover - compiled
+    """Within each run of equal values of ``order`` (a stable sort), re-order the records by
+    their key (stable: equal keys keep their positions' order). In place; O(n + sum m log m)."""
+    n = len(order)
+    a = 0
+    while a < n:
+        b = a + 1
+        while b < n and sorted_values[b] == sorted_values[a]:
+            b += 1
+        if b - a > 1:
+            run = np.sort(order[a:b])  # the records of the run by position
+            run_keys = keys[run]
+            perm = np.argsort(run_keys)
+            # equal keys (rare) keep their positions' order: sort each such stretch of perm
+            i = 0
+            m = b - a
+            while i < m:
+                j = i + 1
+                while j < m and run_keys[perm[j]] == run_keys[perm[i]]:
+                    j += 1
+                if j - i > 1:
+                    perm[i:j] = np.sort(perm[i:j])
+                i = j
+            for i in range(m):
+                order[a + i] = run[perm[i]]
+        a = b
+
+
+def tie_keys(n: int, key: int) -> np.ndarray:
+    """Random tie-breaking keys of ``n`` records: uniform 63-bit integers drawn by logical chunks
+    of 65,536 records, chunk ``c`` from its own stream (``SeedSequence(key, spawn_key=(c,))``,
+    DESIGN.md section 8), so that an engine that sorts a file out of core (DuckDB) can draw the
+    same keys chunk by chunk. Sorting by (value, key, position) orders tied records uniformly at
+    random (two equal keys, probability about n^2 / 2^64, fall back to their positions)."""
+    out = np.empty(n, dtype=np.int64)
+    for index, (a, b) in enumerate(chunk_bounds(n)):
+        if b > a:
+            out[a:b] = chunk_key_block(key, index, b - a)
+    return out
+
+
+def chunk_key_block(key: int, index: int, size: int) -> np.ndarray:
+    """The tie keys of logical chunk ``index`` (``size`` records) of the step keyed ``key``."""
+    return chunk_generator(key, index).integers(0, np.iinfo(np.int64).max, size=size, dtype=np.int64)
 
 
 def inverse_permutation(order: np.ndarray) -> np.ndarray:

@@ -5,7 +5,7 @@ their counts (:func:`sdckit.anonymity.search_frequencies`); the risk frequencies
 of the sample in the key's class) and ``F_k`` (their summed weights: the population estimate)
 need the same table with a weight column. :func:`frequency_table` computes it by DuckDB
 ``GROUP BY`` over a Parquet/CSV file larger than memory (spilling to disk past the memory
-budget), by Dask over a Parquet file, or by pandas in memory — the same table in each case:
+budget), by Dask over a Parquet or CSV file, or by pandas in memory — the same table in each case:
 one row per combination (a missing value is a value of its own), sorted by the key columns.
 """
 
@@ -73,7 +73,7 @@ def frequency_table(
     engine : {"memory", "duckdb", "dask"}
         ``"duckdb"``: ``GROUP BY`` in DuckDB (out of core; ``memory`` bytes caps its memory, the
         rest spills to a temporary directory). ``"dask"``: a groupby over the Parquet file's
-        partitions on ``client`` / ``scheduler`` / a LocalCluster. ``"memory"``: pandas.
+        partitions (a CSV file first cut into Parquet parts by the workers) on ``client`` / ``scheduler`` / a LocalCluster. ``"memory"``: pandas.
 
     Returns
     -------
@@ -143,11 +143,19 @@ def _dask(path: Path, fmt: str, columns: list[str], weight: str | None, client: 
 
     from sdckit.engine.distributed import dask_client
 
-    if fmt != "parquet":
-        raise ParameterError(f"The 'dask' engine reads Parquet input; {path.name!r} is {fmt}.")
+    import tempfile
+
+    from sdckit.engine.distributed import csv_to_parts
+
     wanted = columns + ([weight] if weight else [])
-    with dask_client(client, scheduler) as dc:
-        data = dd.read_parquet(str(path), columns=wanted)
+    with dask_client(client, scheduler) as dc, tempfile.TemporaryDirectory(prefix=".sdckit-csv-") as spool:
+        if fmt == "parquet":
+            data = dd.read_parquet(str(path), columns=wanted)
+        else:  # CSV cut into byte blocks by the workers, read with the whole file's dtypes
+            parts = csv_to_parts(path, fmt, Path(spool), dc)
+            if not parts:
+                raise DataError(f"{path.name!r} holds no records.")
+            data = dd.read_parquet([str(p) for p in parts], columns=wanted)
         _check_columns(wanted, list(data.columns), path.name)
         grouped = data.groupby(columns, dropna=False, observed=True)
         sizes = grouped.size()

@@ -65,8 +65,10 @@ def data_size(path: Path, fmt: str) -> int:
 
 
 def should_stream(path: Path, fmt: str, methods: Sequence[Method], memory: int | None) -> bool:
-    """Whether a run should stream by itself: every method is row-wise and a run in memory
+    """Whether a run should stream by itself: every method is row-wise (or rank swapping) and a run in memory
     would need more than the budget ``memory`` (bytes): :data:`EXPANSION` times the data."""
-    if memory is None or fmt not in _FORMATS or not all(m.streams for m in methods):
+    from sdckit.engine.plan import runs_on_ranks
+
+    if memory is None or fmt not in _FORMATS or not all(m.streams or runs_on_ranks(m) for m in methods):
         return False
     return data_size(Path(path), fmt) * EXPANSION > memory

@@ -48,17 +48,17 @@ def dask_client(client: Any = None, scheduler: str | None = None, *, workers: in
         yield local
 
 
-def _load(source: str, index: int, dropped: list[str]) -> pd.DataFrame:
-    chunk = read_chunk(Path(source), index)
+def _load(source: str | list[str], index: int, dropped: list[str]) -> pd.DataFrame:
+    chunk = read_chunk([Path(source)] if isinstance(source, str) else [Path(p) for p in source], index)
     return chunk.drop(columns=dropped) if dropped else chunk
 
 
-def _statistics_task(source: str, index: int, dropped: list[str], before: list[PlannedStep], method: Method,
+def _statistics_task(source: str | list[str], index: int, dropped: list[str], before: list[PlannedStep], method: Method,
                      columns: tuple[str, ...]) -> Any:
     return chunk_statistics(_load(source, index, dropped), index, before, method, columns)
 
 
-def _write_task(source: str, index: int, dropped: list[str], steps: list[PlannedStep], spool: str
+def _write_task(source: str | list[str], index: int, dropped: list[str], steps: list[PlannedStep], spool: str
                 ) -> tuple[int, dict[str, str], list[dict[str, Any]]]:
     out, infos = run_chunk(_load(source, index, dropped), index, steps)
     writer = PartWriter(Path(spool) / f"part-{index:06d}.parquet")
@@ -79,20 +79,23 @@ def _gather_in_order(client: Any, futures: list[Any], progress: Progress | None,
 
 
 def run_dask(methods: Sequence[Method], schema: Schema, rng: np.random.Generator, head: pd.DataFrame,
-             source: Path, spool: Path, batch_rows: int, dropped: list[str], client: Any,
+             source: Path | Sequence[Path], spool: Path, batch_rows: int, dropped: list[str], client: Any,
              scheduler: str | None, progress: Progress | None
              ) -> tuple[list[PlannedStep], list[Path], dict[str, str], list[list[dict[str, Any]]], int]:
-    """Plan and run the steps over the chunks of ``source`` on Dask; parts go to ``spool``."""
-    rows = open_parquet(source).metadata.num_rows
+    """Plan and run the steps over the chunks of ``source`` (a Parquet file, or Parquet parts in
+    order) on Dask; parts go to ``spool``."""
+    files = [Path(source)] if isinstance(source, str | Path) else [Path(p) for p in source]
+    rows = sum(open_parquet(f).metadata.num_rows for f in files)
     indices = list(range(-(-rows // CHUNK_ROWS)))
+    source = [str(f) for f in files]  # type: ignore[assignment]
     with dask_client(client, scheduler) as dc:
         def statistics_of(before: list[PlannedStep], method: Method, columns: tuple[str, ...]) -> list[Any]:
-            futures = dc.map(_statistics_task, [str(source)] * len(indices), indices, dropped=dropped,
+            futures = dc.map(_statistics_task, [source] * len(indices), indices, dropped=dropped,
                              before=before, method=method, columns=columns, pure=False)
             return _gather_in_order(dc, futures, progress, f"statistics of {type(method).__name__}")
 
         steps = build_plan(methods, schema, rng, head, statistics_of, None)
-        futures = dc.map(_write_task, [str(source)] * len(indices), indices, dropped=dropped, steps=steps,
+        futures = dc.map(_write_task, [source] * len(indices), indices, dropped=dropped, steps=steps,
                          spool=str(spool), pure=False)
         results = _gather_in_order(dc, futures, progress, "chunks protected")
     infos: list[list[dict[str, Any]]] = [[r[2][i] for r in results] for i in range(len(steps))]
@@ -129,3 +132,66 @@ def run_rows_dask(method: Method, frame: pd.DataFrame, schema: Schema, rng: np.r
     if not method.suppresses:
         require_no_new_missing(frame, data, type(method).__name__)
     return Outcome(data, outcomes[-1].schema, method.merge_info([o.info for o in outcomes], stats))
+
+
+# --------------------------------------------------------------------------- CSV input
+def _csv_block(block: bytes, header: bytes, index: int, options: dict[str, Any],
+               dtypes: dict[str, Any] | None) -> pd.DataFrame:
+    """Records of one byte block of a CSV file (the header line put before every block but the
+    first), read as ``pd.read_csv`` reads them."""
+    import io
+
+    data = block if index == 0 else header + block
+    if not data.strip():
+        return pd.DataFrame()
+    return pd.read_csv(io.BytesIO(data), dtype=dtypes or None, **options)
+
+
+def _csv_block_dtypes(block: bytes, header: bytes, index: int, options: dict[str, Any]) -> dict[str, str]:
+    frame = _csv_block(block, header, index, options, None)
+    return {str(c): str(frame[c].dtype) for c in frame.columns} if len(frame) else {}
+
+
+def _csv_block_part(block: bytes, header: bytes, index: int, options: dict[str, Any], dtypes: dict[str, Any],
+                    target: str) -> int:
+    frame = _csv_block(block, header, index, options, dtypes)
+    if len(frame) == 0:
+        return 0
+    writer = PartWriter(Path(target))
+    try:
+        writer.write(frame)
+    finally:
+        writer.close()
+    return len(frame)
+
+
+def csv_to_parts(path: Path, fmt: str, spool: Path, client: Any, *, sep: str | None = None,
+                 encoding: str = "utf-8", blocksize: int = 64_000_000) -> list[Path]:
+    """A CSV/TSV file as Parquet parts written by the workers, one per byte block of
+    ``blocksize`` bytes cut at line ends (``dask.bytes.read_bytes``, as ``dask.dataframe.read_csv``
+    cuts it), in file order; the columns' dtypes are those of the whole file read at once
+    (:func:`~sdckit.engine.sources.merge_csv_dtypes` of the blocks' own dtypes, a first pass
+    run by the workers). A quoted field holding a line break is not supported (as in Dask)."""
+    import dask
+    from dask.bytes import read_bytes
+
+    from sdckit.engine.sources import _csv_options, merge_csv_dtypes
+
+    if not isinstance(blocksize, int) or isinstance(blocksize, bool) or blocksize < 1024:
+        raise ParameterError(f"The 'blocksize' parameter must be an int >= 1024 (bytes). Got {blocksize!r} instead.")
+    options = _csv_options(path, fmt, sep, encoding)
+    sample, blocks = read_bytes(str(path), delimiter=b"\n", blocksize=blocksize, sample=1 << 16)
+    header = sample.split(b"\n", 1)[0] + b"\n"
+    blocks = list(blocks[0])
+    kinds = client.gather(client.compute([dask.delayed(_csv_block_dtypes)(b, header, i, options)
+                                          for i, b in enumerate(blocks)]))
+    seen: dict[str, set[str]] = {}
+    for found in kinds:
+        for name, kind in found.items():
+            seen.setdefault(name, set()).add(kind)
+    dtypes = merge_csv_dtypes(seen)
+    spool.mkdir(parents=True, exist_ok=True)
+    targets = [spool / f"input-{i:06d}.parquet" for i in range(len(blocks))]
+    rows = client.gather(client.compute([dask.delayed(_csv_block_part)(b, header, i, options, dtypes, str(t))
+                                         for i, (b, t) in enumerate(zip(blocks, targets, strict=True))]))
+    return [t for t, r in zip(targets, rows, strict=True) if r > 0]

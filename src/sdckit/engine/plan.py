@@ -36,15 +36,26 @@ class PlannedStep:
     statistics: Any = None
 
 
+#: Global-rank methods (``needs == "ranks"``) the engines run on an external sort, by registered name.
+RANK_METHODS = ("rank_swapping",)
+
+
+def runs_on_ranks(method: Method) -> bool:
+    """Whether ``method`` is a global-rank method the engines run on DuckDB's external sort."""
+    return method.needs == "ranks" and method.name in RANK_METHODS
+
+
 def require_streamable(methods: Sequence[Method], engine: str) -> None:
-    """Refuse a method that cannot run by chunks, naming it and what it needs."""
+    """Refuse a method that cannot run by chunks or on an external sort, naming it and what it needs."""
     for i, method in enumerate(methods):
-        if not method.streams:
+        if not method.streams and not runs_on_ranks(method):
             why = "it runs per stratum" if getattr(method, "strata", None) else f"it needs {method.needs!r}"
             raise ParameterError(
                 f"methods[{i}] ({type(method).__name__}) cannot run on the {engine!r} engine's stream: "
                 f"{why}, not rows alone. The streamed methods are the row-wise ones (noise, "
-                "multiplicative noise, top/bottom coding, rounding); use engine='memory' for this recipe."
+                "multiplicative noise, top/bottom coding, rounding, PRAM, global recoding, generalization to a "
+                "node) and rank "
+                "swapping (on an external sort); use engine='memory' for this recipe."
             )
 
 
@@ -91,6 +102,24 @@ def prepare_schema(first: pd.DataFrame, schema: Schema | dict[str, Any] | None, 
     return schema, schema.subset(kept), dropped
 
 
+def steps_reaching(steps: Sequence[PlannedStep], columns: Sequence[str]) -> list[PlannedStep]:
+    """The steps (in order) whose output ``columns`` depend on: a row-wise step reads and writes
+    only its own columns and draws from its own streams, so the others can be left out of a
+    statistics pass (the same statistics, fewer steps and columns to read)."""
+    needed, kept = set(columns), []
+    for step in reversed(steps):
+        if needed & set(step.columns):
+            needed |= set(step.columns)
+            kept.append(step)
+    return kept[::-1]
+
+
+def step_columns(steps: Sequence[PlannedStep], columns: Sequence[str]) -> list[str]:
+    """Every column ``steps`` and ``columns`` touch (what a statistics pass must read)."""
+    out = list(dict.fromkeys([*columns, *(c for s in steps for c in s.columns)]))
+    return out
+
+
 def build_plan(
     methods: Sequence[Method],
     schema: Schema,
@@ -109,7 +138,7 @@ def build_plan(
         columns = method.target_columns(current)
         stats = None
         if method.needs_statistics():
-            parts = statistics_of(list(steps), method, columns)
+            parts = statistics_of(steps_reaching(steps, columns), method, columns)
             stats = method.finish_statistics(merge_all(parts, method.merge_statistics))
         step = PlannedStep(method, key, columns, current, stats)
         # the schema the next step sees: the method's output schema on the first chunk

@@ -74,6 +74,12 @@ def csv_dtypes(path: Path, fmt: str = "csv", *, sep: str | None = None, encoding
     for chunk in pd.read_csv(path, chunksize=batch_rows, **options):
         for name in chunk.columns:
             seen.setdefault(name, set()).add(str(chunk[name].dtype))
+    return merge_csv_dtypes(seen)
+
+
+def merge_csv_dtypes(seen: dict[str, set[str]]) -> dict[str, Any]:
+    """The dtypes to read a CSV file with, from the dtypes its pieces were read with (the rule
+    of :func:`csv_dtypes`), as ``pd.read_csv(dtype=...)`` takes them."""
     out: dict[str, Any] = {}
     for name, kinds in seen.items():
         if len(kinds) == 1:
@@ -110,30 +116,40 @@ def count_rows(path: Path, fmt: str, **options: Any) -> int:
     return sum(len(c) for c in iter_chunks(path, fmt, **options))
 
 
-def read_chunk(path: Path, index: int, *, batch_rows: int = CHUNK_ROWS) -> pd.DataFrame:
-    """Logical chunk ``index`` of a Parquet file, reading only the row groups it spans."""
-    handle = open_parquet(path)
-    meta = handle.metadata
+def read_chunk(path: Path | Sequence[Path], index: int, *, batch_rows: int = CHUNK_ROWS) -> pd.DataFrame:
+    """Logical chunk ``index`` of a Parquet file (or of Parquet parts read one after the other),
+    reading only the row groups it spans."""
+    paths = [Path(path)] if isinstance(path, str | Path) else [Path(p) for p in path]
     start, stop = index * CHUNK_ROWS, (index + 1) * CHUNK_ROWS
-    groups, offset, first_row = [], 0, None
-    for g in range(meta.num_row_groups):
-        rows = meta.row_group(g).num_rows
-        if offset < stop and offset + rows > start:
-            groups.append(g)
-            if first_row is None:
-                first_row = offset
-        offset += rows
-    if not groups:
-        raise DataError(f"{path.name!r} has no logical chunk {index}.")
-    pieces, at = [], first_row
-    for batch in handle.iter_batches(batch_size=batch_rows, row_groups=groups):
-        lo, hi = max(start - at, 0), min(stop - at, batch.num_rows)
-        if hi > lo:
-            pieces.append(batch.slice(lo, hi - lo))
-        at += batch.num_rows
-        if at >= stop:
+    pieces, offset = [], 0
+    for file in paths:
+        handle = open_parquet(file)
+        meta = handle.metadata
+        groups, first_row = [], None
+        for g in range(meta.num_row_groups):
+            rows = meta.row_group(g).num_rows
+            if offset < stop and offset + rows > start:
+                groups.append(g)
+                if first_row is None:
+                    first_row = offset
+            offset += rows
+        if not groups:
+            if offset >= stop:
+                break
+            continue
+        at = first_row
+        for batch in handle.iter_batches(batch_size=batch_rows, row_groups=groups):
+            lo, hi = max(start - at, 0), min(stop - at, batch.num_rows)
+            if hi > lo:
+                pieces.append(batch.slice(lo, hi - lo))
+            at += batch.num_rows
+            if at >= stop:
+                break
+        if offset >= stop:
             break
-    table = pa.Table.from_batches(pieces)
+    if not pieces:
+        raise DataError(f"{paths[0].name!r} has no logical chunk {index}.")
+    table = pa.concat_tables([pa.Table.from_batches([b]) for b in pieces], promote_options="permissive")
     frame = table.to_pandas()
     return frame.set_axis(pd.RangeIndex(start, start + len(frame)))
 
@@ -205,7 +221,9 @@ def _joined_text(series: pd.Series, arrow_type: pa.DataType) -> str:
     """``"\x1f".join`` of the values' text, a missing value as ``"\x1e"`` (the fingerprint's
     rule), vectorised for string columns (whose text is the value itself)."""
     mask = series.isna().to_numpy()
-    if pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type):
+    text_values = pa.types.is_dictionary(arrow_type) and (
+        pa.types.is_string(arrow_type.value_type) or pa.types.is_large_string(arrow_type.value_type))
+    if pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type) or text_values:
         values = series.to_numpy(dtype=object)
         if mask.any():
             values = values.copy()

@@ -11,6 +11,7 @@ The output is the same bytes as the in-memory engine's.
 
 from __future__ import annotations
 
+import contextlib
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -26,10 +27,10 @@ from sdckit.core.random import RandomState, as_generator, seed_provenance
 from sdckit.core.rowwise import CHUNK_ROWS
 from sdckit.core.schema import Schema
 from sdckit.engine.plan import (PlannedStep, Progress, build_plan, chunk_statistics, prepare_schema,
-                                require_streamable, run_chunk)
+                                require_streamable, run_chunk, runs_on_ranks, step_columns)
 from sdckit.io.files import detect_format
-from sdckit.engine.sources import (PartWriter, csv_dtypes, finish_output, iter_chunks, source_format,
-                                   stream_fingerprint)
+from sdckit.engine.sources import (PartWriter, csv_dtypes, finish_output, iter_chunks, open_parquet, read_chunk,
+                                   source_format, stream_fingerprint)
 
 #: The engines, by name.
 ENGINES = ("memory", "duckdb", "dask")
@@ -69,6 +70,7 @@ def protect_file(
     sep: str | None = None,
     encoding: str = "utf-8",
     batch_rows: int = CHUNK_ROWS,
+    blocksize: int = 64_000_000,
     scheduler: str | None = None,
     client: Any = None,
     progress: Progress | None = None,
@@ -87,13 +89,17 @@ def protect_file(
     engine : {"duckdb", "dask"}
         ``"duckdb"``: out of core in this process, one logical chunk in memory at a time.
         ``"dask"``: chunks as tasks on a ``dask.distributed`` cluster — ``client``, or one
-        connected to ``scheduler`` (an address), or a LocalCluster started for the run (Parquet
-        input; workers must see the input's and output's folder).
+        connected to ``scheduler`` (an address), or a LocalCluster started for the run (workers
+        must see the input's and output's folder). A CSV/TSV input is first cut by the workers
+        into byte blocks of ``blocksize`` at line ends (as ``dask.dataframe.read_csv`` cuts it)
+        and written as Parquet parts, read with the dtypes of the whole file read at once.
     schema, seed, keep_identifiers
         As :func:`sdckit.pipeline.protect`; a schema not given is inferred from the first
         logical chunk.
     batch_rows : int
         Records a reader delivers at a time (the logical chunks do not depend on it).
+    blocksize : int
+        Bytes of a CSV block on the ``"dask"`` engine (the release does not depend on it).
     progress : callable ``(done, total, label)``, optional
     fingerprint_key : bytes or hex str, optional
         As :func:`~sdckit.pipeline.protect`: with it, a Parquet input's keyed fingerprint is
@@ -125,43 +131,54 @@ def protect_file(
     fmt_out = detect_format(target, output_format)
     if fmt_out not in ("csv", "tsv", "parquet"):
         raise ParameterError(f"The streaming engines write Parquet and CSV/TSV files; {target.name!r} is {fmt_out}.")
-    if engine == "dask" and fmt_in != "parquet":
-        raise ParameterError("The 'dask' engine reads Parquet input (each task reads its own row groups); "
-                             f"{source.name!r} is {fmt_in}. Convert it to Parquet or use engine='duckdb'.")
-    dtypes = csv_dtypes(source, fmt_in, sep=sep, encoding=encoding, batch_rows=batch_rows) if fmt_in != "parquet" else None
-    options = {"batch_rows": batch_rows, "sep": sep, "encoding": encoding, "dtypes": dtypes}
-    first = next(iter_chunks(source, fmt_in, **options), None)
-    if first is None or len(first) == 0:
-        raise DataError(f"{source.name!r} holds no records; nothing to protect.")
-    in_schema, schema_kept, dropped = prepare_schema(first, schema, keep_identifiers)
-    columns_in = first.shape[1]
+    if any(runs_on_ranks(m) for m in methods):
+        return _protect_in_segments(
+            source, target, methods, engine=engine, schema=schema, seed=seed, keep_identifiers=keep_identifiers,
+            fmt_in=fmt_in, fmt_out=fmt_out, sep=sep, encoding=encoding, batch_rows=batch_rows, blocksize=blocksize,
+            scheduler=scheduler, client=client, progress=progress, inputs=inputs, fingerprint_key=fingerprint_key)
     rng = as_generator(seed)
+    with contextlib.ExitStack() as stack:
+        spool = Path(stack.enter_context(tempfile.TemporaryDirectory(
+            prefix=".sdckit-parts-", dir=target.parent if target.parent.exists() else None)))
+        if engine == "dask":
+            from sdckit.engine.distributed import csv_to_parts, dask_client, run_dask
 
-    def chunks() -> Iterator[pd.DataFrame]:
-        for chunk in iter_chunks(source, fmt_in, **options):
-            yield chunk.drop(columns=dropped) if dropped else chunk
-
-    head = first.drop(columns=dropped) if dropped else first
-    with tempfile.TemporaryDirectory(prefix=".sdckit-parts-", dir=target.parent if target.parent.exists() else None) as spool:
-        spool = Path(spool)
+            dc = stack.enter_context(dask_client(client, scheduler))
+            files = [source] if fmt_in == "parquet" else csv_to_parts(
+                source, fmt_in, spool / "input", dc, sep=sep, encoding=encoding, blocksize=blocksize)
+            first = read_chunk(files, 0) if sum(open_parquet(f).metadata.num_rows for f in files) else None
+        else:
+            dtypes = csv_dtypes(source, fmt_in, sep=sep, encoding=encoding, batch_rows=batch_rows) \
+                if fmt_in != "parquet" else None
+            options = {"batch_rows": batch_rows, "sep": sep, "encoding": encoding, "dtypes": dtypes}
+            first = next(iter_chunks(source, fmt_in, **options), None)
+        if first is None or len(first) == 0:
+            raise DataError(f"{source.name!r} holds no records; nothing to protect.")
+        in_schema, schema_kept, dropped = prepare_schema(first, schema, keep_identifiers)
+        columns_in = first.shape[1]
+        head = first.drop(columns=dropped) if dropped else first
         if engine == "duckdb":
+            def chunks(columns: list[str] | None = None) -> Iterator[pd.DataFrame]:
+                for chunk in iter_chunks(source, fmt_in, columns=columns, **options):
+                    yield chunk.drop(columns=dropped) if dropped and columns is None else chunk
+
             steps, parts, dtypes_out, infos, rows = _run_local(methods, schema_kept, rng, head, chunks, spool, progress)
         else:
-            from sdckit.engine.distributed import run_dask
-
-            steps, parts, dtypes_out, infos, rows = run_dask(methods, schema_kept, rng, head, source, spool,
-                                                             batch_rows, dropped, client, scheduler, progress)
+            steps, parts, dtypes_out, infos, rows = run_dask(methods, schema_kept, rng, head, files, spool,
+                                                             batch_rows, dropped, dc, None, progress)
         if rows == 0:
             raise DataError(f"{source.name!r} holds no records; nothing to protect.")
         output_fp = stream_fingerprint(parts, dtypes_out)
         finish_output(parts, target, fmt_out, inputs=(source, *inputs))
     out_schema = _final_schema(steps, head)
-    manifest_steps = [
-        Step(method=s.method.to_manifest(), input_fingerprint=UNPUBLISHED,
-             output_fingerprint=output_fp if i == len(steps) - 1 else UNPUBLISHED,
-             records_in=rows, records_out=rows, info=s.method.merge_info(infos[i], s.statistics), warnings=())
-        for i, s in enumerate(steps)
-    ]
+    manifest_steps = []
+    for i, s in enumerate(steps):
+        info = dict(s.method.merge_info(infos[i], s.statistics))
+        warnings = tuple(dict.fromkeys(info.pop("warnings", ())))  # as protect() moves them: once each
+        manifest_steps.append(Step(
+            method=s.method.to_manifest(), input_fingerprint=UNPUBLISHED,
+            output_fingerprint=output_fp if i == len(steps) - 1 else UNPUBLISHED,
+            records_in=rows, records_out=rows, info=info, warnings=warnings))
     input_fp = UNPUBLISHED
     if fingerprint_key is not None and fmt_in == "parquet":
         key = parse_fingerprint_key(fingerprint_key)
@@ -190,10 +207,10 @@ def _final_schema(steps: Sequence[PlannedStep], head: pd.DataFrame) -> Schema:
 
 
 def _run_local(methods: Sequence[Method], schema: Schema, rng: Any, head: pd.DataFrame,
-               chunks: Callable[[], Iterator[pd.DataFrame]], spool: Path, progress: Progress | None
+               chunks: Callable[..., Iterator[pd.DataFrame]], spool: Path, progress: Progress | None
                ) -> tuple[list[PlannedStep], list[Path], dict[str, str], list[list[dict[str, Any]]], int]:
     def statistics_of(before: list[PlannedStep], method: Method, columns: tuple[str, ...]) -> Iterator[Any]:
-        for index, chunk in enumerate(chunks()):
+        for index, chunk in enumerate(chunks(step_columns(before, columns))):  # only the columns it reads
             yield chunk_statistics(chunk, index, before, method, columns)
 
     steps = build_plan(methods, schema, rng, head, statistics_of, progress)
@@ -211,3 +228,76 @@ def _run_local(methods: Sequence[Method], schema: Schema, rng: Any, head: pd.Dat
     finally:
         writer.close()
     return steps, [part], writer.dtypes, infos, writer.rows
+
+
+def _protect_in_segments(source: Path, target: Path, methods: Sequence[Method], *, engine: str,
+                         schema: Schema | dict[str, Any] | None, seed: RandomState, keep_identifiers: bool,
+                         fmt_in: str, fmt_out: str, sep: str | None, encoding: str, batch_rows: int, blocksize: int,
+                         scheduler: str | None, client: Any, progress: Progress | None, inputs: tuple[Path, ...],
+                         fingerprint_key: bytes | str | None) -> StreamedRelease:
+    """A recipe with global-rank steps: runs of row-wise steps streamed as usual and each rank
+    step on DuckDB's external sort (:func:`sdckit.engine.ranks.rank_swap_file`), one after the
+    other through Parquet files in a spool, all drawing from the one generator in step order —
+    the order :func:`~sdckit.pipeline.protect` draws in, so the release is the in-memory one."""
+    from sdckit.engine.ranks import rank_swap_file
+
+    rng = as_generator(seed)
+    dtypes = csv_dtypes(source, fmt_in, sep=sep, encoding=encoding, batch_rows=batch_rows) if fmt_in != "parquet" else None
+    first = next(iter_chunks(source, fmt_in, batch_rows=batch_rows, sep=sep, encoding=encoding, dtypes=dtypes), None)
+    if first is None or len(first) == 0:
+        raise DataError(f"{source.name!r} holds no records; nothing to protect.")
+    in_schema, current_schema, dropped = prepare_schema(first, schema, keep_identifiers)
+    segments: list[list[Method]] = []
+    for method in methods:
+        if runs_on_ranks(method) or not segments or runs_on_ranks(segments[-1][0]):
+            segments.append([method])
+        else:
+            segments[-1].append(method)
+    steps: list[Step] = []
+    current, current_fmt, to_drop = source, fmt_in, list(dropped)
+    rows, fingerprint, schema_out = 0, UNPUBLISHED, current_schema
+    with tempfile.TemporaryDirectory(prefix=".sdckit-segments-", dir=target.parent if target.parent.exists() else None
+                                     ) as spool:
+        for k, group in enumerate(segments):
+            last = k == len(segments) - 1
+            out = target if last else Path(spool) / f"segment-{k}.parquet"
+            options = {"sep": sep, "encoding": encoding} if k == 0 else {}
+            if runs_on_ranks(group[0]):
+                method = group[0]
+                columns = method.target_columns(current_schema)
+                swapped = rank_swap_file(current, out, float(method.p), columns, seed=rng,
+                                         output_format=fmt_out if last else "parquet", batch_rows=batch_rows,
+                                         drop=to_drop, inputs=(source, *inputs), **options)
+                info = dict(swapped.info)
+                warnings = tuple(info.pop("warnings", ()))
+                rows, fingerprint = swapped.records, swapped.fingerprint
+                steps.append(Step(method=method.to_manifest(), input_fingerprint=UNPUBLISHED,
+                                  output_fingerprint=fingerprint if last else UNPUBLISHED, records_in=rows,
+                                  records_out=rows, info=info, warnings=warnings))
+                if progress is not None:
+                    progress(k + 1, len(segments), f"{type(method).__name__} on the external sort")
+            else:
+                release = protect_file(current, out, group, engine=engine, schema=schema if k == 0 else current_schema,
+                                       seed=rng, keep_identifiers=keep_identifiers if k == 0 else True,
+                                       input_format=current_fmt, output_format=fmt_out if last else "parquet",
+                                       batch_rows=batch_rows, blocksize=blocksize, scheduler=scheduler, client=client,
+                                       progress=progress, inputs=(source, *inputs), **options)
+                steps.extend(release.steps)
+                rows, fingerprint, current_schema = (release.manifest["output"]["records"],
+                                                     release.manifest["output"]["fingerprint"], release.schema)
+            current, current_fmt, to_drop = out, "parquet", []
+            schema_out = current_schema
+        columns_out = len(schema_out.names)
+    input_fp = UNPUBLISHED
+    if fingerprint_key is not None and fmt_in == "parquet":
+        key = parse_fingerprint_key(fingerprint_key)
+        input_fp = stream_fingerprint([source], {str(c): str(first[c].dtype) for c in first.columns}, key)
+    manifest = build_manifest(
+        input_fingerprint=input_fp, input_shape=(rows, first.shape[1]), schema=in_schema, steps=steps,
+        output_fingerprint=fingerprint, output_shape=(rows, columns_out), dropped_identifiers=dropped,
+    )
+    manifest.update(seed_provenance(seed))
+    manifest["claims_dp"] = False
+    manifest["engine"] = {"name": engine, "chunk_rows": CHUNK_ROWS, "chunks": -(-rows // CHUNK_ROWS),
+                          "external_sort": "duckdb"}
+    return StreamedRelease(target, schema_out, manifest, tuple(steps))

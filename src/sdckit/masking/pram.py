@@ -105,11 +105,7 @@ def _categories_of(series: pd.Series, column: Any) -> list[Any]:
 def _codes(series: pd.Series, categories: list[Any], name: str) -> np.ndarray:
     """Index of each value in ``categories`` (-1 for a missing value); a value matches a
     category equal to it or, failing that, to its text (recipe keys are strings)."""
-    index: dict[Any, int] = {}
-    for i, c in enumerate(categories):
-        index.setdefault(str(c), i)
-    for i, c in enumerate(categories):
-        index[c] = i
+    index = _category_index(categories)
     missing = series.isna().to_numpy()
     codes = np.full(len(series), -1, dtype=np.int64)
     inverse, uniques = pd.factorize(series, use_na_sentinel=True)
@@ -183,6 +179,14 @@ class Pram(StratifiedMethod):
     up to 20 categories, the matrix applied (``info["transitions"]``), which analysts need to
     correct their estimates.
 
+    PRAM is row-wise (DESIGN.md section 8): a first pass counts each column's observed values
+    (the categories, the invariant matrix's distribution, the column's own spelling of each
+    category), then records are randomised by logical chunks of 65,536, chunk ``c`` drawing
+    from its own stream spawned from the step's key — in memory as on the streaming engines,
+    so every engine releases the same bytes (issue 17; releases made before it are not
+    reproduced bit for bit). A category's value in the release is the column's first observed
+    value that matches it.
+
     References
     ----------
     Seed 002 (Domingo-Ferrer, Sánchez, Soria-Comas), section 4.6.3, "Post-randomisation"
@@ -210,6 +214,7 @@ class Pram(StratifiedMethod):
     kinds: ClassVar = CATEGORICAL_KINDS
     nan_policy: ClassVar[str] = "pass"
     example: ClassVar = {"p_keep": 0.8}
+    needs: ClassVar[str] = "rows"
 
     def __hash__(self) -> int:  # the matrix is a mapping, so hash the plain parameters
         return hash(repr(self.params()))
@@ -255,35 +260,102 @@ class Pram(StratifiedMethod):
                 )
         return categories, p
 
-    def transform(
-        self, frame: pd.DataFrame, columns: tuple[str, ...], schema: Schema, rng: np.random.Generator
+    # ----------------------------------------------------------------- row-wise (DESIGN.md section 8)
+    def needs_statistics(self) -> bool:
+        """PRAM learns from the whole data, in a first pass, each column's observed values and
+        their counts: the categories (``p_keep``, a nested-list matrix), the distribution of the
+        invariant matrix, and the column's own spelling of every category."""
+        return True
+
+    def chunk_statistics(self, chunk: pd.DataFrame, columns: tuple[str, ...]) -> dict[str, dict[Any, int]]:
+        """Per column, its observed values (in order of first appearance) with their counts."""
+        return {name: _value_counts(chunk[name]) for name in columns}
+
+    def merge_statistics(self, first: dict[str, dict[Any, int]], second: dict[str, dict[Any, int]]
+                         ) -> dict[str, dict[Any, int]]:
+        out = {}
+        for name, counts in first.items():
+            merged = dict(counts)
+            for value, count in second[name].items():
+                merged[value] = merged.get(value, 0) + count
+            out[name] = merged
+        return out
+
+    def _column_plan(self, name: str, counts: dict[Any, int], column: Any
+                     ) -> tuple[list[Any], np.ndarray, np.ndarray]:
+        """The categories, the matrix applied and each category's label (the column's own
+        spelling: the first observed value that matches it, else the category itself)."""
+        observed = pd.Series(list(counts), dtype=object, name=name)
+        categories, p = self._column_matrix(observed, column)
+        index = _category_index(categories)
+        labels = np.empty(len(categories), dtype=object)
+        labels[:] = categories
+        spelled = np.zeros(len(categories), dtype=bool)
+        frequencies = np.zeros(len(categories))
+        for value, count in counts.items():
+            i = index.get(value, index.get(str(value)))
+            if i is None:  # refused, naming its row, when its chunk is recoded
+                continue
+            frequencies[i] += count
+            if not spelled[i]:
+                labels[i], spelled[i] = value, True
+        if self.invariant:
+            p = invariant_matrix(p, frequencies)
+        return categories, p, labels
+
+    def transform_rows(
+        self, chunk: pd.DataFrame, columns: tuple[str, ...], schema: Schema, rng: np.random.Generator,
+        statistics: dict[str, dict[Any, int]],
     ) -> Outcome:
         transitions: dict[str, Any] = {}
         for name in columns:
-            series = frame[name]
-            categories, p = self._column_matrix(series, schema[name] if name in schema else None)
+            series = chunk[name]
+            categories, p, labels = self._column_plan(name, statistics[name], schema[name] if name in schema else None)
             codes = _codes(series, categories, name)
-            if self.invariant:
-                p = invariant_matrix(p, np.bincount(codes[codes >= 0], minlength=len(categories)))
             new = apply_transitions(codes, p, rng)
-            frame[name] = _decode(series, categories, codes, new)
+            chunk[name] = _decode(series, labels, codes, new)
             present = codes >= 0
-            changed = float(np.mean(new[present] != codes[present])) if present.any() else 0.0
-            entry: dict[str, Any] = {"changed_share": changed}
+            entry: dict[str, Any] = {"changed": int(np.count_nonzero(new[present] != codes[present])),
+                                     "present": int(present.sum())}
             if len(categories) <= REPORT_MAX_CATEGORIES:
                 entry["categories"] = [c.item() if isinstance(c, np.generic) else c for c in categories]
                 entry["matrix"] = p.round(12).tolist()
             transitions[name] = entry
-        return Outcome(frame, schema, {"transitions": transitions})
+        return Outcome(chunk, schema, {"transitions": transitions})
+
+    def merge_info(self, infos: list[dict[str, Any]], statistics: Any) -> dict[str, Any]:
+        """Per column: the share of values changed over every chunk, and the matrix applied."""
+        transitions: dict[str, Any] = {}
+        for name, first in infos[0]["transitions"].items():
+            changed = sum(info["transitions"][name]["changed"] for info in infos)
+            present = sum(info["transitions"][name]["present"] for info in infos)
+            entry: dict[str, Any] = {"changed_share": changed / present if present else 0.0}
+            entry.update({k: v for k, v in first.items() if k in ("categories", "matrix")})
+            transitions[name] = entry
+        return {"transitions": transitions}
 
 
-def _decode(series: pd.Series, categories: list[Any], codes: np.ndarray, new: np.ndarray) -> pd.Series:
-    """The new categories as values of the column's own type (each category is written as the
-    column's own value that matched it, when one did); missing values stay missing."""
-    labels = np.empty(len(categories), dtype=object)
-    labels[:] = categories
+def _value_counts(series: pd.Series) -> dict[Any, int]:
+    """The observed values of ``series`` in order of first appearance, with their counts."""
+    codes, uniques = pd.factorize(series, use_na_sentinel=True)
+    counts = np.bincount(codes[codes >= 0], minlength=len(uniques))
+    values = uniques.tolist() if hasattr(uniques, "tolist") else list(uniques)
+    return {v.item() if isinstance(v, np.generic) else v: int(c) for v, c in zip(values, counts.tolist())}
+
+
+def _category_index(categories: list[Any]) -> dict[Any, int]:
+    index: dict[Any, int] = {}
+    for i, c in enumerate(categories):
+        index.setdefault(str(c), i)
+    for i, c in enumerate(categories):
+        index[c] = i
+    return index
+
+
+def _decode(series: pd.Series, labels: np.ndarray, codes: np.ndarray, new: np.ndarray) -> pd.Series:
+    """The new categories as values of the column's own type (``labels``: each category as the
+    column's own first value that matched it, when one did); missing values stay missing."""
     present = codes >= 0
-    labels[codes[present]] = series.to_numpy(dtype=object)[present]  # the column's own spelling
     values = np.empty(len(series), dtype=object)
     values[:] = None
     values[present] = labels[new[present]]

@@ -5,98 +5,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-import numba
 import numpy as np
 import pandas as pd
 
 from sdckit.core.method import Method, Outcome, register
 from sdckit.core.params import Interval
+from sdckit.core.random import derive_seed
 from sdckit.core.ranks import sort_order
+from sdckit.core.swapping import _swap_partners, swap_draws
 from sdckit.core.schema import ORDERED_KINDS, Schema
 from sdckit.masking.reorder import column_order_values, take_column
-
-
-@numba.njit(cache=True, inline="always")
-def _popcount(x):
-    """Number of set bits of a uint64 (SWAR)."""
-    x = x - ((x >> np.uint64(1)) & np.uint64(0x5555555555555555))
-    x = (x & np.uint64(0x3333333333333333)) + ((x >> np.uint64(2)) & np.uint64(0x3333333333333333))
-    x = (x + (x >> np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
-    return np.int64((x * np.uint64(0x0101010101010101)) >> np.uint64(56))
-
-
-@numba.njit(cache=True)
-def _remove(bits, tree, p):
-    """Take position ``p`` out of the bitmap and out of its word's count in the Fenwick tree."""
-    bits[p >> 6] &= ~(np.uint64(1) << np.uint64(p & 63))
-    b = (p >> 6) + 1
-    while b < tree.shape[0]:
-        tree[b] -= 1
-        b += b & -b
-
-
-@numba.njit(cache=True)
-def _swap_partners(n, window, draws):
-    """Partner of each sorted position under rank swapping.
-
-    Positions are visited in ascending order; a position not yet swapped is swapped with a
-    position drawn uniformly (``draws[i]`` in [0, 1)) among the not-yet-swapped positions in
-    ``(i, i + window]``, or left in place when there is none. The not-yet-swapped positions
-    are a bitmap of 64-bit words with a Fenwick tree of the words' counts (small enough to
-    stay in cache), so counting the candidates and finding the drawn one cost ``O(log n)``
-    and one column ``O(n log n)``.
-    """
-    one = np.uint64(1)
-    nwords = (n + 63) >> 6
-    bits = np.zeros(nwords, dtype=np.uint64)
-    tree = np.zeros(nwords + 1, dtype=np.int32)
-    for w in range(nwords):  # all positions present; linear-time Fenwick build
-        cnt = min(64, n - 64 * w)
-        bits[w] = ~np.uint64(0) if cnt == 64 else (one << np.uint64(cnt)) - one
-        b = w + 1
-        tree[b] += cnt
-        parent = b + (b & -b)
-        if parent <= nwords:
-            tree[parent] += tree[b]
-    top = 1
-    while top * 2 <= nwords:
-        top *= 2
-    partner = np.arange(n)
-    for i in range(n):
-        if (bits[i >> 6] >> np.uint64(i & 63)) & one == 0:
-            continue
-        _remove(bits, tree, i)
-        # every position <= i is out of the bitmap, so the candidates are the positions
-        # still present below hi
-        hi = min(n, i + 1 + window)
-        hb = hi >> 6
-        count = 0
-        b = hb
-        while b > 0:
-            count += tree[b]
-            b -= b & -b
-        r = hi & 63
-        if r:
-            count += _popcount(bits[hb] & ((one << np.uint64(r)) - one))
-        if count == 0:
-            continue
-        want = np.int64(draws[i] * count) + 1  # the want-th present position, 1-based
-        word = 0
-        step = top
-        while step > 0:  # Fenwick descent to the word holding it
-            nxt = word + step
-            if nxt <= nwords and tree[nxt] < want:
-                word = nxt
-                want -= tree[nxt]
-            step //= 2
-        w = bits[word]
-        for _ in range(want - 1):  # drop the lower set bits
-            w &= w - one
-        j = 64 * word + _popcount((w & (~w + one)) - one)  # index of the lowest set bit
-        _remove(bits, tree, j)
-        partner[i] = j
-        partner[j] = i
-    return partner
 
 
 def rank_swap_source(
@@ -109,7 +27,7 @@ def rank_swap_source(
     every record's rank moves by at most ``window``.
     """
     order = sort_order(values, ties=ties, random_state=rng)  # order[r]: record of rank r+1
-    partner = _swap_partners(len(values), int(window), rng.random(len(values)))
+    partner = _swap_partners(len(values), int(window), swap_draws(len(values), derive_seed(rng)))
     source = np.empty(len(values), dtype=np.int64)
     source[order] = order[partner]
     return source
@@ -141,7 +59,12 @@ class RankSwapping(Method):
     values are refused (``nan_policy="error"``). When ``floor(p n / 100) = 0`` nothing can be
     swapped; the report says so in ``info["warnings"]``. ``info["max_rank_difference"]`` holds
     the window and ``info["swapped_share"]`` the share of values that moved, per column.
-    Each column costs ``O(n log n)`` (a sort and a compiled pass).
+    Each column costs ``O(n log n)`` (a sort and a compiled pass). The uniform draws that pick
+    the partners are drawn by logical chunks of 65,536 sorted positions, each chunk from its own
+    stream, and random ties by keys drawn the same way (:func:`sdckit.core.ranks.tie_keys`), so
+    the streaming engines give the same release out of core: DuckDB's external sort and a pass
+    over the sorted order holding the window (:func:`sdckit.engine.ranks.rank_swap_file`;
+    DESIGN.md section 8). Releases made before issue 17 are not reproduced bit for bit.
 
     References
     ----------
@@ -156,6 +79,7 @@ class RankSwapping(Method):
     constraints: ClassVar = {"p": Interval(float, 0, 100, closed="right")}
     kinds: ClassVar = ORDERED_KINDS
     example: ClassVar = {"p": 15}
+    needs: ClassVar[str] = "ranks"
 
     def transform(
         self, frame: pd.DataFrame, columns: tuple[str, ...], schema: Schema, rng: np.random.Generator

@@ -33,6 +33,34 @@ def _is_mapping(value: Any) -> bool:
     return isinstance(value, Mapping) and len(value) > 0
 
 
+#: Most distinct values a column's report counts (and a mapped ordinal column without an order
+#: may have): the counts are kept in bounded memory, chunk by chunk (DESIGN.md section 8).
+DISTINCT_CAP = 10_000
+
+
+def _is_number_column(series: pd.Series) -> bool:
+    return pd.api.types.is_numeric_dtype(series.dtype) and not pd.api.types.is_bool_dtype(series.dtype)
+
+
+def _distinct(series: pd.Series) -> np.ndarray | None:
+    """The distinct present values of ``series`` (None beyond :data:`DISTINCT_CAP`)."""
+    if isinstance(series.dtype, pd.CategoricalDtype):  # the categories its codes use
+        codes = series.cat.codes.to_numpy()
+        used = np.flatnonzero(np.bincount(codes[codes >= 0], minlength=len(series.cat.categories)))
+        values = series.cat.categories.to_numpy(dtype=object)[used]
+    else:
+        values = pd.unique(series.dropna().to_numpy())
+    return None if len(values) > DISTINCT_CAP else np.asarray(values)
+
+
+def _union(a: np.ndarray | None, b: np.ndarray | None) -> np.ndarray | None:
+    if a is None or b is None:
+        return None
+    values = pd.unique(np.concatenate([a.astype(object), b.astype(object)])) if a.dtype != b.dtype \
+        else pd.unique(np.concatenate([a, b]))
+    return None if len(values) > DISTINCT_CAP else np.asarray(values)
+
+
 @register
 @dataclass(frozen=True)
 class GlobalRecoding(Method):
@@ -84,7 +112,15 @@ class GlobalRecoding(Method):
     ``nan_policy="pass"``: a missing value stays missing (it is never made a category).
     Equal-width ``bins`` put the column's observed minimum and maximum into the labels of the
     outer intervals, which discloses them: the report warns; give explicit breaks to avoid it.
-    The report gives the number of categories before and after for each column.
+    The report gives the number of categories before and after for each column (``None`` for
+    more than 10,000 distinct values, which are not counted: the count is kept in bounded
+    memory).
+
+    Recoding is row-wise (DESIGN.md section 8): equal-width ``bins`` take the minimum and
+    maximum of the whole column from a first pass (exact, so the breaks are the in-memory
+    ones), a ``mapping`` of an ordinal column without an order its observed values; explicit
+    breaks and hierarchies need no pass. Every engine, in memory or streaming a file by
+    logical chunks, gives the same bytes.
 
     References
     ----------
@@ -118,6 +154,7 @@ class GlobalRecoding(Method):
     nan_policy: ClassVar[str] = "pass"
     example: ClassVar = {"bins": [0, 30, 50, 70, 120]}
     path_params: ClassVar = frozenset({"hierarchy"})
+    needs: ClassVar[str] = "rows"
 
     def __post_init__(self) -> None:
         if isinstance(self.mapping, Mapping):
@@ -170,30 +207,74 @@ class GlobalRecoding(Method):
             )
         return usable
 
-    # ----------------------------------------------------------------- recoding
-    def transform(
-        self, frame: pd.DataFrame, columns: tuple[str, ...], schema: Schema, rng: np.random.Generator
+    # ----------------------------------------------------------------- recoding (row-wise)
+    def needs_statistics(self) -> bool:
+        """A first pass is needed for equal-width ``bins`` (the columns' minimum and maximum)
+        and for a ``mapping`` (the observed values of an ordinal column without an order)."""
+        return isinstance(self.bins, int) or self.mapping is not None
+
+    def chunk_statistics(self, chunk: pd.DataFrame, columns: tuple[str, ...]) -> dict[str, Any]:
+        """Per column: minimum and maximum of a numeric column, observed values otherwise."""
+        out: dict[str, Any] = {}
+        for name in columns:
+            series = chunk[name]
+            if isinstance(self.bins, int) and _is_number_column(series):
+                values = series.to_numpy(dtype=float, na_value=np.nan)
+                present = values[~np.isnan(values)]
+                out[name] = ("range", (float(present.min()), float(present.max())) if len(present) else None)
+            else:
+                out[name] = ("values", _distinct(series))
+        return out
+
+    def merge_statistics(self, first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for name, (kind, a) in first.items():
+            b = second[name][1]
+            if kind == "range":
+                out[name] = (kind, a if b is None else b if a is None else (min(a[0], b[0]), max(a[1], b[1])))
+            else:
+                out[name] = (kind, _union(a, b))
+        return out
+
+    def transform_rows(
+        self, chunk: pd.DataFrame, columns: tuple[str, ...], schema: Schema, rng: np.random.Generator,
+        statistics: dict[str, Any] | None,
     ) -> Outcome:
-        info: dict[str, Any] = {"categories_before": {}, "categories_after": {}, "warnings": []}
+        info: dict[str, Any] = {"before": {}, "after": {}, "warnings": []}
         for name in columns:
             column = schema[name]
-            info["categories_before"][name] = int(frame[name].nunique())
+            info["before"][name] = _distinct(chunk[name])
+            stats = (statistics or {}).get(name, (None, None))[1]
             if self.hierarchy is not None:
-                frame[name] = self._generalize(frame[name])
+                chunk[name] = self._generalize(chunk[name])
                 schema = schema.replace_column(name, kind=Kind.NOMINAL, order=None)
             elif column.kind is Kind.NUMERIC:
-                frame[name], order = self._intervals(frame[name], info["warnings"])
+                chunk[name], order = self._intervals(chunk[name], info["warnings"], stats)
                 schema = schema.replace_column(name, kind=Kind.ORDINAL, order=order)
             else:
-                frame[name], kind, order = self._groups(frame[name], column.kind, column.order)
+                chunk[name], kind, order = self._groups(chunk[name], column.kind, column.order, stats)
                 if column.kind is Kind.ORDINAL and kind is Kind.NOMINAL:
                     info["warnings"].append(
                         f"Column {name!r}: the mapping merges non-consecutive categories of its "
                         "order, so the recoded column is nominal."
                     )
                 schema = schema.replace_column(name, kind=kind, order=order)
-            info["categories_after"][name] = int(frame[name].nunique())
-        return Outcome(frame, schema, info)
+            info["after"][name] = _distinct(chunk[name])
+        return Outcome(chunk, schema, info)
+
+    def merge_info(self, infos: list[dict[str, Any]], statistics: Any) -> dict[str, Any]:
+        """Categories before and after per column (``None``: more than :data:`DISTINCT_CAP`,
+        not counted with bounded memory) and the warnings, each once."""
+        out: dict[str, Any] = {"categories_before": {}, "categories_after": {}, "warnings": []}
+        for key, target in (("before", "categories_before"), ("after", "categories_after")):
+            for name in infos[0][key]:
+                merged = infos[0][key][name]
+                for info in infos[1:]:
+                    merged = _union(merged, info[key][name])
+                out[target][name] = None if merged is None else len(merged)
+        for info in infos:
+            out["warnings"].extend(w for w in info["warnings"] if w not in out["warnings"])
+        return out
 
     def _generalize(self, series: pd.Series) -> pd.Series:
         present = series.notna().to_numpy()
@@ -201,13 +282,14 @@ class GlobalRecoding(Method):
         out[present] = self.hierarchy.generalize(series[present], self.level, column=str(series.name))
         return out
 
-    def _intervals(self, series: pd.Series, warnings: list[str]) -> tuple[pd.Categorical, tuple[str, ...]]:
-        values = series.to_numpy(dtype=float)
+    def _intervals(self, series: pd.Series, warnings: list[str], span: tuple[float, float] | None
+                   ) -> tuple[pd.Categorical, tuple[str, ...]]:
+        values = series.to_numpy(dtype=float, na_value=np.nan)
         present = ~np.isnan(values)
         if isinstance(self.bins, int):
-            if not present.any():
+            if span is None:
                 raise DataError(f"Column {series.name!r} has no value to take equal-width bins from.")
-            low, high = values[present].min(), values[present].max()
+            low, high = span
             if low == high:
                 high = low + 1.0
             breaks = np.linspace(low, high, self.bins + 1)
@@ -235,7 +317,7 @@ class GlobalRecoding(Method):
         return pd.Categorical.from_codes(codes, categories=list(labels), ordered=True), tuple(labels)
 
     def _groups(
-        self, series: pd.Series, kind: Kind, order: tuple[Any, ...] | None
+        self, series: pd.Series, kind: Kind, order: tuple[Any, ...] | None, observed: np.ndarray | None
     ) -> tuple[pd.Series, Kind, tuple[Any, ...] | None]:
         mapping = self.mapping
 
@@ -248,7 +330,10 @@ class GlobalRecoding(Method):
         if kind is not Kind.ORDINAL:
             return recoded, Kind.NOMINAL, None
         if order is None:  # numeric codes of an ordinal column: their sorted values are the order
-            order = tuple(sorted(series.dropna().unique()))
+            if observed is None:
+                raise DataError(f"Column {series.name!r} (ordinal, without a category order) has more than "
+                                f"{DISTINCT_CAP} distinct values; declare its order in the schema.")
+            order = tuple(sorted(observed.tolist()))
         groups = [group(v) for v in order]
         runs = [g for i, g in enumerate(groups) if i == 0 or g != groups[i - 1]]
         if len(runs) != len(set(runs)):
