@@ -32,11 +32,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import scipy.sparse as sp
-from scipy.optimize import Bounds, LinearConstraint, milp
 
 from sdckit.core.errors import DataError, ParameterError
 from sdckit.tabular.audit import AuditResult, audit_pattern, intervals, protected
-from sdckit.tabular.lp import LP, new_highs
+from sdckit.tabular.cutloop import Limits, branch_and_cut
+from sdckit.tabular.lp import LP
 from sdckit.tabular.rules import Sensitivity, sensitivity
 from sdckit.tabular.table import Table
 
@@ -133,6 +133,26 @@ class _Problem:
             self._margins.append(m)
         self._flow: LP | None = None
         self.certs: dict[tuple[int, bool | None], np.ndarray] = {}
+
+    def restrict(self, keep: np.ndarray) -> "_Problem":
+        """The same problem on the candidate cells ``keep`` (positions; every primary among them),
+        the others published: their columns leave the equations (deviation 0), the bounds LB/UB
+        and the tolerance stay those of the whole table."""
+        keep = np.union1d(np.asarray(keep, np.int64), self.prim)
+        sub = object.__new__(_Problem)
+        sub.table, sub.sens, sub.v, sub.M, sub.tol = self.table, self.sens, self.v, self.M, self.tol
+        sub.cand = self.cand[keep]
+        A = self.A[:, keep].tocsr()
+        sub.A = A[np.flatnonzero(np.diff(A.indptr))].tocsr()
+        sub.UB, sub.LB, sub.w = self.UB[keep], self.LB[keep], self.w[keep]
+        sub.pos = {int(c): j for j, c in enumerate(sub.cand)}
+        sub.prim = np.searchsorted(keep, self.prim)
+        sub.upl, sub.lpl = self.upl[keep], self.lpl[keep]
+        sub._att, sub._next, sub._flow = None, 0, None
+        sub.codes = self.codes[keep]
+        sub._near, sub._margins = self._near, self._margins
+        sub.certs = {}
+        return sub
 
     # ------------------------------------------------------------ attacker LPs
     def attacker(self, y: np.ndarray) -> LP:
@@ -430,9 +450,11 @@ def suppress(table: Table, rules: Any = None, primary: Any = None, method: str =
         optimal, gap, lower = True, 0.0, 0.0
     elif method == "fast":
         y = prob.flow_protect(y0)
-        # redundancy removal is an improvement step: half the time limit (default 60 s), the rest
-        # is left to the audit
-        y = prob.drop_redundant(y, deadline=start + (60.0 if time_limit is None else 0.5 * time_limit))
+        # the improvement steps share half the time limit (default 60 s each), the rest is left
+        # to the audit
+        budget = 60.0 if time_limit is None else 0.25 * time_limit
+        y = prob.drop_redundant(y, deadline=start + budget)
+        y = _polish(prob, y0, y, deadline=time.perf_counter() + budget)
     else:
         y, optimal, lower, rounds = _optimal(prob, y0, start, time_limit)
     # audit; a primary still short (numerical slack) is protected again with a larger level
@@ -467,129 +489,51 @@ def suppress(table: Table, rules: Any = None, primary: Any = None, method: str =
                              time.perf_counter() - start, rounds, result_audit)
 
 
-class _Master:
-    """The master problem: min w'y over the cuts found so far, y_p = 1 for primaries (highspy)."""
-
-    def __init__(self, w: np.ndarray, lb: np.ndarray) -> None:
-        import highspy
-        self.C = len(w)
-        h = new_highs()
-        h.setOptionValue("threads", 1)
-        h.setOptionValue("random_seed", 0)
-        h.setOptionValue("mip_rel_gap", 1e-9)
-        h.setOptionValue("mip_abs_gap", 1e-9)
-        lp = highspy.HighsLp()
-        lp.num_col_ = self.C
-        lp.num_row_ = 0
-        lp.col_cost_ = np.asarray(w, float)
-        lp.col_lower_ = np.asarray(lb, float)
-        lp.col_upper_ = np.ones(self.C)
-        h.passModel(lp)
-        self.h, self.hs, self.rows = h, highspy, 0
-
-    def add(self, cuts) -> None:
-        if not cuts:
-            return
-        starts, idx, val, lo = [], [], [], []
-        k = 0
-        for c, coef, level in cuts:
-            starts.append(k)
-            idx.append(np.asarray(c, np.int32))
-            val.append(np.asarray(coef, float) / level)  # scaled: rhs 1
-            lo.append(1.0 - 1e-9)
-            k += len(c)
-        n = len(cuts)
-        self.h.addRows(n, np.asarray(lo), np.full(n, self.hs.kHighsInf), k, np.asarray(starts, np.int32),
-                       np.concatenate(idx), np.concatenate(val))
-        self.rows += n
-
-    def integral(self, on: bool) -> None:
-        kind = self.hs.HighsVarType.kInteger if on else self.hs.HighsVarType.kContinuous
-        self.h.changeColsIntegrality(self.C, np.arange(self.C, dtype=np.int32), np.array([kind] * self.C))
-
-    def solve(self, time_left: float | None, incumbent: np.ndarray | None = None):
-        """(x, objective, lower bound, finished) of the current master."""
-        self.h.setOptionValue("time_limit", float(time_left) if time_left is not None else self.hs.kHighsInf)
-        if incumbent is not None:
-            sol = self.hs.HighsSolution()
-            sol.col_value = np.asarray(incumbent, float)
-            sol.value_valid = True
-            self.h.setSolution(sol)
-        self.h.run()
-        st = self.h.getModelStatus()
-        info = self.h.getInfo()
-        ok = st == self.hs.HighsModelStatus.kOptimal
-        if st == self.hs.HighsModelStatus.kInfeasible:
-            raise DataError("No suppression pattern protects every primary cell (the model is infeasible).")
-        x = np.asarray(self.h.getSolution().col_value) if info.primal_solution_status == 2 else None
-        bound = getattr(info, "mip_dual_bound", None)
-        obj = float(info.objective_function_value)
-        return x, obj, bound, ok
+#: Polishing (``method="fast"``): branch-and-cut rounds on integer masters and branch-and-bound
+#: nodes per master run, work limits rather than seconds so that the pattern is reproducible.
+POLISH_ROUNDS = 20
+POLISH_NODES = 500
+#: Up to this many non-empty cells the polish works on the whole table, above on a neighbourhood.
+POLISH_WHOLE = 3000
 
 
 def _optimal(prob: _Problem, y0: np.ndarray, start: float, time_limit: float | None):
-    """Branch-and-cut in the manner of Fischetti & Salazar (2001): capacity cuts on the LP
-    relaxation first, then on integer solutions of the master MILP; each integer solution
-    the attacker refutes is completed by the flow heuristic into a safe pattern (upper bound)."""
-    C = len(prob.cand)
-
-    def left():
-        return None if time_limit is None else time_limit - (time.perf_counter() - start)
-
-    master = _Master(prob.w, y0)
-    master.add(prob.row_cuts())
-    # a first safe pattern (upper bound) from the heuristic
+    """Branch-and-cut in the manner of Fischetti & Salazar (2001) (:mod:`sdckit.tabular.cutloop`)
+    from the heuristic's pattern; each integer point the attacker refutes is completed by the
+    flow heuristic into a safe pattern (upper bound)."""
+    deadline = None if time_limit is None else start + time_limit
     best = prob.drop_redundant(prob.flow_protect(y0), deadline=None if time_limit is None else start + 0.2 * time_limit)
-    best_cost = float(prob.w @ best)
-    lower = 0.0
-    rounds = 0
-    # phase 1: cuts on the LP relaxation
-    master.integral(False)
-    limit = max(10, len(prob.prim) // 10)
-    for _ in range(500):
-        rounds += 1
-        t = left()
-        if t is not None and t <= 0:
-            return best, False, lower, rounds
-        x, obj, _, ok = master.solve(t)
-        if not ok or x is None:
-            break
-        lower = max(lower, obj)
-        cuts = prob.violated_cuts(x, limit=limit)
-        if not cuts:
-            break
-        master.add(cuts)
-    # phase 2: integer master
-    master.integral(True)
-    while True:
-        rounds += 1
-        if best_cost <= lower + 1e-9 * max(1.0, abs(best_cost)):
-            return best, True, lower, rounds
-        t = left()
-        if t is not None and t <= 0:
-            return best, False, lower, rounds
-        x, obj, bound, ok = master.solve(t)
-        if bound is not None and np.isfinite(bound):
-            lower = max(lower, float(bound))
-        if x is None:
-            return best, False, lower, rounds
-        y = np.round(x)
-        if not ok:
-            lower = max(lower, float(bound) if bound is not None and np.isfinite(bound) else lower)
-            cand = _complete(prob, y)
-            if float(prob.w @ cand) < best_cost:
-                best, best_cost = cand, float(prob.w @ cand)
-            return best, False, lower, rounds
-        lower = max(lower, obj)
-        cuts = prob.violated_cuts(y, limit=limit)
-        if not cuts:
-            return y, True, obj, rounds
-        master.add(cuts)
-        cand = _complete(prob, y)
-        if float(prob.w @ cand) < best_cost - 1e-12:
-            best, best_cost = cand, float(prob.w @ cand)
+    return branch_and_cut(prob, y0, best, Limits(deadline=deadline), lambda y: _complete(prob, y))
 
 
 def _complete(prob: _Problem, y: np.ndarray) -> np.ndarray:
-    """A safe pattern containing ``y``: the flow heuristic with ``y``'s cells free."""
-    return prob.flow_protect(y)
+    """A safe pattern containing ``y``'s primaries: the flow heuristic with ``y``'s cells free,
+    then the cells it does not need published again."""
+    return prob.drop_redundant(prob.flow_protect(y), deadline=None)
+
+
+def polish_region(prob: _Problem, y: np.ndarray) -> np.ndarray:
+    """Cells the polish may change: every candidate cell on small tables; on larger ones the
+    suppressed cells and the cells sharing an equation with one of them."""
+    if len(prob.cand) <= POLISH_WHOLE:
+        return np.arange(len(prob.cand))
+    on = y > 0.5
+    rows = (abs(prob.A) @ on.astype(float)) > 0
+    near = (abs(prob.A).T @ rows.astype(float)) > 0
+    return np.flatnonzero(on | near)
+
+
+def _polish(prob: _Problem, y0: np.ndarray, y: np.ndarray, deadline: float | None) -> np.ndarray:
+    """Improve the heuristic's safe pattern ``y`` by a few branch-and-cut rounds (the exact model,
+    Fischetti & Salazar 2001) on the cells of :func:`polish_region`, the others kept published;
+    ``y`` is the incumbent, so the result is never costlier."""
+    keep = polish_region(prob, y)
+    sub = prob.restrict(keep)
+    best, _, _, _ = branch_and_cut(sub, y0[keep], y[keep], Limits(deadline=deadline, int_rounds=POLISH_ROUNDS,
+                                                                  nodes=POLISH_NODES, lp_rounds=100),
+                                   lambda z: _complete(sub, z))
+    if float(sub.w @ best) < float(prob.w @ y) - 1e-12:
+        out = np.zeros_like(y)
+        out[keep] = best
+        return out
+    return y

@@ -1,0 +1,202 @@
+"""The branch-and-cut loop of optimal cell suppression (Fischetti & Salazar 2001, *Management
+Science* 47(7), sections 3-5), shared by ``method="optimal"`` (whole table, until proved) and the
+polishing step of ``method="fast"`` (a neighbourhood of the heuristic's pattern, a few rounds).
+
+The master problem min w'y over the capacity cuts found so far is solved by HiGHS (highspy), first
+as an LP (cuts separated on fractional points: the root bound), then as a MILP. Each MILP run
+receives the best safe pattern as its incumbent and reports, through HiGHS's improving-solution
+callback, every integer point it passes; all of them are separated by the attacker LPs, so that one
+MILP run yields the cuts of several patterns. A point no attacker refutes is a safe pattern (a new
+incumbent); the loop ends when the master's lower bound meets the incumbent's cost.
+
+The problem object (``suppress._Problem``) provides ``w`` (costs), ``prim`` (primary positions),
+``row_cuts()``, ``violated_cuts(y, limit=)`` and a ``complete(y)`` that turns any pattern into a
+safe one.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+from sdckit.core.errors import DataError
+from sdckit.tabular.lp import new_highs
+
+
+class Master:
+    """min w'y over the cuts so far, lb <= y <= ub (y_p = 1 for primaries), highspy."""
+
+    def __init__(self, w: np.ndarray, lb: np.ndarray, ub: np.ndarray | None = None) -> None:
+        import highspy
+        self.C = len(w)
+        h = new_highs()
+        h.setOptionValue("threads", 1)
+        h.setOptionValue("random_seed", 0)
+        h.setOptionValue("mip_rel_gap", 1e-9)
+        h.setOptionValue("mip_abs_gap", 1e-9)
+        lp = highspy.HighsLp()
+        lp.num_col_ = self.C
+        lp.num_row_ = 0
+        lp.col_cost_ = np.asarray(w, float)
+        lp.col_lower_ = np.asarray(lb, float)
+        lp.col_upper_ = np.ones(self.C) if ub is None else np.asarray(ub, float)
+        h.passModel(lp)
+        self.h, self.hs, self.rows = h, highspy, 0
+        self._seen: set[bytes] = set()
+        self.found: list[np.ndarray] = []
+        self._listening = False
+
+    def add(self, cuts) -> int:
+        """Add the cuts (columns, coefficients, rhs) not already in the master; returns how many."""
+        starts, idx, val, lo = [], [], [], []
+        k = 0
+        for c, coef, level in cuts:
+            c = np.asarray(c, np.int32)
+            scaled = np.asarray(coef, float) / level  # rhs 1
+            key = c.tobytes() + np.round(scaled, 9).tobytes()
+            if key in self._seen:
+                continue
+            self._seen.add(key)
+            starts.append(k)
+            idx.append(c)
+            val.append(scaled)
+            lo.append(1.0 - 1e-9)
+            k += len(c)
+        n = len(starts)
+        if n:
+            self.h.addRows(n, np.asarray(lo), np.full(n, self.hs.kHighsInf), k, np.asarray(starts, np.int32),
+                           np.concatenate(idx), np.concatenate(val))
+            self.rows += n
+        return n
+
+    def integral(self, on: bool) -> None:
+        kind = self.hs.HighsVarType.kInteger if on else self.hs.HighsVarType.kContinuous
+        self.h.changeColsIntegrality(self.C, np.arange(self.C, dtype=np.int32), np.array([kind] * self.C))
+        if on and not self._listening:
+            self.h.cbMipImprovingSolution.subscribe(self._improving)
+            self._listening = True
+
+    def _improving(self, e: Any) -> None:
+        sol = np.asarray(e.data_out.mip_solution, float)
+        if len(sol) == self.C:
+            self.found.append(np.round(sol))
+
+    def solve(self, time_left: float | None, incumbent: np.ndarray | None = None, nodes: int | None = None):
+        """(x, objective, lower bound, finished) of the current master; integer points met on the
+        way are left in ``self.found``."""
+        self.h.setOptionValue("time_limit", float(time_left) if time_left is not None else self.hs.kHighsInf)
+        if nodes is not None:
+            self.h.setOptionValue("mip_max_nodes", int(nodes))
+        self.found = []
+        if incumbent is not None:
+            sol = self.hs.HighsSolution()
+            sol.col_value = np.asarray(incumbent, float)
+            sol.value_valid = True
+            self.h.setSolution(sol)
+        self.h.run()
+        st = self.h.getModelStatus()
+        info = self.h.getInfo()
+        ok = st == self.hs.HighsModelStatus.kOptimal
+        if st == self.hs.HighsModelStatus.kInfeasible:
+            raise DataError("No suppression pattern protects every primary cell (the model is infeasible).")
+        x = np.asarray(self.h.getSolution().col_value) if info.primal_solution_status == 2 else None
+        bound = getattr(info, "mip_dual_bound", None)
+        obj = float(info.objective_function_value)
+        return x, obj, bound, ok
+
+
+@dataclass(frozen=True)
+class Limits:
+    """When the loop stops short of a proof: a wall-clock ``deadline`` (perf_counter seconds),
+    and, for a deterministic polish, a number of integer rounds and of branch-and-bound nodes per
+    MILP run."""
+
+    deadline: float | None = None
+    int_rounds: int | None = None
+    nodes: int | None = None
+    lp_rounds: int = 500
+
+
+def branch_and_cut(prob: Any, y0: np.ndarray, best: np.ndarray, limits: Limits,
+                   complete: Callable[[np.ndarray], np.ndarray], ub: np.ndarray | None = None):
+    """Minimise the suppression cost from the safe pattern ``best``; returns (pattern, proved,
+    lower bound, rounds). ``y0`` fixes the primaries at 1; ``ub`` (0/1) fixes cells published."""
+    w = prob.w
+
+    def left() -> float | None:
+        return None if limits.deadline is None else limits.deadline - time.perf_counter()
+
+    master = Master(w, y0, ub)
+    master.add(prob.row_cuts())
+    best = best.copy()
+    best_cost = float(w @ best)
+    lower, rounds = 0.0, 0
+    limit = max(10, len(prob.prim) // 10)
+
+    def close(lo: float) -> bool:
+        return best_cost <= lo + 1e-9 * max(1.0, abs(best_cost))
+
+    # phase 1: cuts on the LP relaxation (the root bound)
+    master.integral(False)
+    for _ in range(limits.lp_rounds):
+        rounds += 1
+        t = left()
+        if t is not None and t <= 0:
+            return best, False, lower, rounds
+        x, obj, _, ok = master.solve(t)
+        if not ok or x is None:
+            break
+        lower = max(lower, obj)
+        if close(lower):
+            return best, True, lower, rounds
+        cuts = prob.violated_cuts(x, limit=limit)
+        if not cuts or not master.add(cuts):
+            break
+    # phase 2: integer masters; every integer point met is separated
+    master.integral(True)
+    int_rounds = 0
+    while True:
+        rounds += 1
+        if close(lower):
+            return best, True, lower, rounds
+        t = left()
+        if (t is not None and t <= 0) or (limits.int_rounds is not None and int_rounds >= limits.int_rounds):
+            return best, False, lower, rounds
+        int_rounds += 1
+        x, obj, bound, ok = master.solve(t, incumbent=best, nodes=limits.nodes)
+        if ok:
+            lower = max(lower, obj)
+        elif bound is not None and np.isfinite(bound):
+            lower = max(lower, float(bound))
+        points = list(master.found)
+        if x is not None:
+            points.append(np.round(x))
+        new = 0
+        refuted: dict[bytes, bool] = {}
+        for y in points:
+            key = np.packbits(y > 0.5).tobytes()
+            if key in refuted:
+                continue
+            cuts = prob.violated_cuts(y)
+            refuted[key] = bool(cuts)
+            if not cuts:
+                cost = float(w @ y)
+                if cost < best_cost - 1e-12:
+                    best, best_cost = y.copy(), cost
+                continue
+            new += master.add(cuts)
+        refuted_last = x is not None and refuted[np.packbits(np.round(x) > 0.5).tobytes()]
+        if x is not None and refuted_last:
+            cand = complete(np.round(x))
+            if float(w @ cand) < best_cost - 1e-12:
+                best, best_cost = cand, float(w @ cand)
+        if ok and x is not None and not refuted_last:
+            # the master's optimum is safe: optimal
+            return best, True, max(lower, float(w @ best)), rounds
+        if not ok and (x is None or (t is not None and left() <= 0)):
+            return best, False, lower, rounds
+        if not new and ok:  # pragma: no cover - refuted point whose cuts are all known: numerical
+            return best, False, lower, rounds
