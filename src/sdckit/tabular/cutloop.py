@@ -46,8 +46,12 @@ class Master:
         h.passModel(lp)
         self.h, self.hs, self.rows = h, highspy, 0
         self._seen: set[bytes] = set()
-        self.found: list[np.ndarray] = []
+        self._safe_keys: set[bytes] = set()
         self._listening = False
+        self.check: Callable[[np.ndarray], list] | None = None
+        self.safe: list[np.ndarray] = []  # integer points no attacker refutes
+        self.refuted: list[tuple[np.ndarray, list]] = []  # integer points with their cuts
+        self.eager = True  # stop a MILP run at its first refuted point
 
     def add(self, cuts) -> int:
         """Add the cuts (columns, coefficients, rhs) not already in the master; returns how many."""
@@ -72,25 +76,53 @@ class Master:
             self.rows += n
         return n
 
+    def add_rows(self, rows: list[tuple[np.ndarray, np.ndarray]], lo: float) -> None:
+        """Rows sum(coef y) >= lo, given as (columns, coefficients)."""
+        if not rows:
+            return
+        starts = np.cumsum([0] + [len(c) for c, _ in rows[:-1]]).astype(np.int32)
+        idx = np.concatenate([np.asarray(c, np.int32) for c, _ in rows])
+        val = np.concatenate([np.asarray(v, float) for _, v in rows])
+        n = len(rows)
+        self.h.addRows(n, np.full(n, lo), np.full(n, self.hs.kHighsInf), len(idx), starts, idx, val)
+        self.rows += n
+
     def integral(self, on: bool) -> None:
         kind = self.hs.HighsVarType.kInteger if on else self.hs.HighsVarType.kContinuous
         self.h.changeColsIntegrality(self.C, np.arange(self.C, dtype=np.int32), np.array([kind] * self.C))
         if on and not self._listening:
             self.h.cbMipImprovingSolution.subscribe(self._improving)
+            self.h.cbMipInterrupt.subscribe(self._interrupt)
             self._listening = True
 
     def _improving(self, e: Any) -> None:
+        """Each new incumbent of HiGHS is separated at once (the attacker LPs); a refuted one
+        stops the run when ``eager`` (HiGHS has no lazy constraints: the run restarts with its
+        cuts, as in a row-generation loop)."""
         sol = np.asarray(e.data_out.mip_solution, float)
-        if len(sol) == self.C:
-            self.found.append(np.round(sol))
+        if len(sol) != self.C or self.check is None:
+            return
+        y = np.round(sol)
+        key = np.packbits(y > 0.5).tobytes()
+        if key in self._safe_keys:
+            return
+        cuts = self.check(y)
+        if cuts:
+            self.refuted.append((y, cuts))
+        else:
+            self.safe.append(y)
+            self._safe_keys.add(key)
+
+    def _interrupt(self, e: Any) -> None:
+        e.interrupt(bool(self.eager and self.refuted))  # the flag outlives a run: always set it
 
     def solve(self, time_left: float | None, incumbent: np.ndarray | None = None, nodes: int | None = None):
-        """(x, objective, lower bound, finished) of the current master; integer points met on the
-        way are left in ``self.found``."""
+        """(x, objective, lower bound, finished) of the current master; the integer points met
+        on the way are left, separated, in ``self.safe`` and ``self.refuted``."""
         self.h.setOptionValue("time_limit", float(time_left) if time_left is not None else self.hs.kHighsInf)
         if nodes is not None:
             self.h.setOptionValue("mip_max_nodes", int(nodes))
-        self.found = []
+        self.safe, self.refuted = [], []
         if incumbent is not None:
             sol = self.hs.HighsSolution()
             sol.col_value = np.asarray(incumbent, float)
@@ -106,6 +138,11 @@ class Master:
         bound = getattr(info, "mip_dual_bound", None)
         obj = float(info.objective_function_value)
         return x, obj, bound, ok
+
+
+#: The last refuted point of every this many integer rounds is completed into a safe pattern by
+#: the heuristic (an upper bound); a count, not a time, so that the result is reproducible.
+COMPLETE_EVERY = 4
 
 
 @dataclass(frozen=True)
@@ -131,6 +168,7 @@ def branch_and_cut(prob: Any, y0: np.ndarray, best: np.ndarray, limits: Limits,
 
     master = Master(w, y0, ub)
     master.add(prob.row_cuts())
+    master.add_rows(no_singletons(prob.A, w, prob.prim), 0.0)
     best = best.copy()
     best_cost = float(w @ best)
     lower, rounds = 0.0, 0
@@ -152,10 +190,12 @@ def branch_and_cut(prob: Any, y0: np.ndarray, best: np.ndarray, limits: Limits,
         lower = max(lower, obj)
         if close(lower):
             return best, True, lower, rounds
-        cuts = prob.violated_cuts(x, limit=limit)
+        cuts = prob.violated_cuts(x, limit=limit, hot=True)
         if not cuts or not master.add(cuts):
             break
-    # phase 2: integer masters; every integer point met is separated
+    # phase 2: integer masters; every incumbent HiGHS finds is separated on the spot, and a run
+    # stops at the first refuted one (its cuts are added and the run starts again)
+    master.check = lambda y: prob.violated_cuts(y)
     master.integral(True)
     int_rounds = 0
     while True:
@@ -167,36 +207,56 @@ def branch_and_cut(prob: Any, y0: np.ndarray, best: np.ndarray, limits: Limits,
             return best, False, lower, rounds
         int_rounds += 1
         x, obj, bound, ok = master.solve(t, incumbent=best, nodes=limits.nodes)
-        if ok:
-            lower = max(lower, obj)
-        elif bound is not None and np.isfinite(bound):
-            lower = max(lower, float(bound))
-        points = list(master.found)
-        if x is not None:
-            points.append(np.round(x))
-        new = 0
-        refuted: dict[bytes, bool] = {}
-        for y in points:
-            key = np.packbits(y > 0.5).tobytes()
-            if key in refuted:
-                continue
-            cuts = prob.violated_cuts(y)
-            refuted[key] = bool(cuts)
-            if not cuts:
-                cost = float(w @ y)
-                if cost < best_cost - 1e-12:
-                    best, best_cost = y.copy(), cost
-                continue
-            new += master.add(cuts)
-        refuted_last = x is not None and refuted[np.packbits(np.round(x) > 0.5).tobytes()]
-        if x is not None and refuted_last:
-            cand = complete(np.round(x))
+        for y in master.safe:
+            if float(w @ y) < best_cost - 1e-12:
+                best, best_cost = y.copy(), float(w @ y)
+        new = sum(master.add(cuts) for _, cuts in master.refuted)
+        if master.refuted and int_rounds % COMPLETE_EVERY == 1:
+            cand = complete(master.refuted[-1][0])
             if float(w @ cand) < best_cost - 1e-12:
                 best, best_cost = cand, float(w @ cand)
-        if ok and x is not None and not refuted_last:
-            # the master's optimum is safe: optimal
-            return best, True, max(lower, float(w @ best)), rounds
-        if not ok and (x is None or (t is not None and left() <= 0)):
-            return best, False, lower, rounds
-        if not new and ok:  # pragma: no cover - refuted point whose cuts are all known: numerical
-            return best, False, lower, rounds
+        if ok and not master.refuted:
+            # a run to its end with no refuted incumbent: the master's optimum is safe, and no
+            # pattern is cheaper than the master's optimum
+            lower = max(lower, obj)
+            if x is not None:
+                y = np.round(x)
+                if master.check(y):  # pragma: no cover - HiGHS reports its optimum as an incumbent
+                    master.eager = False
+                    continue
+                if float(w @ y) < best_cost - 1e-12:
+                    best, best_cost = y, float(w @ y)
+            return best, True, lower, rounds
+        if bound is not None and np.isfinite(bound):
+            lower = max(lower, float(bound))
+        if not master.refuted and not ok:
+            return best, False, lower, rounds  # time or node limit
+        if not new:
+            # refuted points whose cuts the master already holds (numerical): one run to the end
+            # without stopping at refuted points, then give up the proof
+            if not master.eager:
+                return best, False, lower, rounds
+            master.eager = False
+
+
+def no_singletons(A: Any, w: np.ndarray, prim: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Rows  sum_{j in r, j != i} y_j >= y_i  for every equation r and every non-primary cell i
+    of positive cost in it: a cell suppressed alone in one of its equations is given away by it
+    (the intruder's deviation there is 0), so publishing it again keeps every primary protected
+    and costs less. No optimal pattern violates them; they cut off many of the master's points
+    that the attacker LPs would otherwise refute one at a time."""
+    A = A.tocsr()
+    is_prim = np.zeros(A.shape[1], bool)
+    is_prim[prim] = True
+    rows = []
+    for r in range(A.shape[0]):
+        cols = A.indices[A.indptr[r]:A.indptr[r + 1]]
+        if len(cols) < 2:
+            continue
+        for k, i in enumerate(cols):
+            if is_prim[i] or w[i] <= 0:
+                continue
+            coef = np.ones(len(cols))
+            coef[k] = -1.0
+            rows.append((cols, coef))
+    return rows

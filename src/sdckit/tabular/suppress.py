@@ -122,6 +122,8 @@ class _Problem:
         self.tol = 1e-7 * scale
         self._att: LP | None = None
         self._next = 0
+        self._hot: list[int] = []
+        self._scanned = 0
         self.codes = table.code_index()[self.cand]  # (C x d) code positions
         self._near = {}  # (siblings kept or None) -> per dimension: code -> allowed codes around it
         self._margins = []
@@ -148,7 +150,7 @@ class _Problem:
         sub.pos = {int(c): j for j, c in enumerate(sub.cand)}
         sub.prim = np.searchsorted(keep, self.prim)
         sub.upl, sub.lpl = self.upl[keep], self.lpl[keep]
-        sub._att, sub._next, sub._flow = None, 0, None
+        sub._att, sub._next, sub._flow, sub._hot, sub._scanned = None, 0, None, [], 0
         sub.codes = self.codes[keep]
         sub._near, sub._margins = self._near, self._margins
         sub.certs = {}
@@ -165,20 +167,38 @@ class _Problem:
         self._att.set_bounds(np.arange(len(y)), -self.LB * y, self.UB * y)
         return self._att
 
-    def violated_cuts(self, y: np.ndarray, first: bool = False, limit: int | None = None
-                      ) -> list[tuple[np.ndarray, np.ndarray, float]]:
+    def violated_cuts(self, y: np.ndarray, first: bool = False, limit: int | None = None,
+                      hot: bool = False) -> list[tuple[np.ndarray, np.ndarray, float]]:
         """Capacity cuts (columns, coefficients, rhs) violated by pattern ``y`` (Fischetti &
         Salazar 2001, section 3); with ``first``, stop at the first one; with ``limit``, after
-        that many, the next call going on from the primary where this one stopped."""
+        that many, the next call going on from the primary where this one stopped; with ``hot``,
+        the primaries violated by the last points are tried first and the others only when they
+        give no cut (cheap rounds on the LP relaxation)."""
         lp = self.attacker(y)
-        cuts = []
+        if hot and self._hot:
+            cuts, bad = self._scan(lp, self._hot, first, None)
+            if cuts:
+                self._hot = bad + [p for p in self._hot if p not in set(bad)][:4 * max(len(bad), 8)]
+                return cuts
         P = len(self.prim)
         start = self._next if limit is not None else 0
-        for step in range(P):
-            p = self.prim[(start + step) % P]
+        order = [int(self.prim[(start + step) % P]) for step in range(P)]
+        cuts, bad = self._scan(lp, order, first, limit)
+        if limit is not None and len(cuts) >= limit:
+            self._next = (start + self._scanned) % P
+        if hot:
+            self._hot = bad
+        return cuts
+
+    def _scan(self, lp: LP, order: list[int], first: bool, limit: int | None):
+        """Cuts of the primaries in ``order`` the attacker LP refutes, and those primaries."""
+        cuts: list[tuple[np.ndarray, np.ndarray, float]] = []
+        bad: list[int] = []
+        self._scanned = len(order)
+        for step, p in enumerate(order):
             if limit is not None and len(cuts) >= limit:
-                self._next = (start + step) % P
-                return cuts
+                self._scanned = step
+                return cuts, bad
             for sign, level in ((-1.0, self.upl[p]), (1.0, self.lpl[p])):
                 if level <= 0:
                     continue
@@ -193,10 +213,12 @@ class _Problem:
                     coef = np.minimum(coef, level)
                     nz = np.flatnonzero(coef > 1e-9 * level)
                     cuts.append((nz, coef[nz], level))
-                lp.set_costs([p], [0.0])
-                if first and cuts:
-                    return cuts
-        return cuts
+                    if not bad or bad[-1] != p:
+                        bad.append(p)
+            lp.set_costs([p], [0.0])
+            if first and cuts:
+                return cuts, bad
+        return cuts, bad
 
     def row_cuts(self) -> list[tuple[np.ndarray, np.ndarray, float]]:
         """The cuts of each single equation through a primary cell, both directions."""
@@ -503,13 +525,16 @@ def _optimal(prob: _Problem, y0: np.ndarray, start: float, time_limit: float | N
     flow heuristic into a safe pattern (upper bound)."""
     deadline = None if time_limit is None else start + time_limit
     best = prob.drop_redundant(prob.flow_protect(y0), deadline=None if time_limit is None else start + 0.2 * time_limit)
-    return branch_and_cut(prob, y0, best, Limits(deadline=deadline), lambda y: _complete(prob, y))
+    y, proved, lower, rounds = branch_and_cut(prob, y0, best, Limits(deadline=deadline), lambda y: _complete(prob, y))
+    if not proved:  # the best pattern may come from a completion: drop what it does not need
+        y = prob.drop_redundant(prob.flow_protect(y), deadline=None if time_limit is None
+                                else time.perf_counter() + 0.1 * time_limit)
+    return y, proved, lower, rounds
 
 
 def _complete(prob: _Problem, y: np.ndarray) -> np.ndarray:
-    """A safe pattern containing ``y``'s primaries: the flow heuristic with ``y``'s cells free,
-    then the cells it does not need published again."""
-    return prob.drop_redundant(prob.flow_protect(y), deadline=None)
+    """A safe pattern containing ``y``: the flow heuristic with ``y``'s cells free."""
+    return prob.flow_protect(y)
 
 
 def polish_region(prob: _Problem, y: np.ndarray) -> np.ndarray:
@@ -532,6 +557,7 @@ def _polish(prob: _Problem, y0: np.ndarray, y: np.ndarray, deadline: float | Non
     best, _, _, _ = branch_and_cut(sub, y0[keep], y[keep], Limits(deadline=deadline, int_rounds=POLISH_ROUNDS,
                                                                   nodes=POLISH_NODES, lp_rounds=100),
                                    lambda z: _complete(sub, z))
+    best = sub.drop_redundant(sub.flow_protect(best), deadline=deadline)
     if float(sub.w @ best) < float(prob.w @ y) - 1e-12:
         out = np.zeros_like(y)
         out[keep] = best
