@@ -13,6 +13,7 @@ from scipy.optimize import linprog
 from sdckit.tabular import MinFrequency, Table, suppress
 
 S = importlib.import_module("sdckit.tabular.suppress")
+cutloop = importlib.import_module("sdckit.tabular.cutloop")
 DATA = "tests/data/sdcmicro/testdata.csv.gz"
 
 # the hierarchies of benchmarks/bench_tabular.py (sdcTable's benchmark shapes)
@@ -102,3 +103,42 @@ def test_polish_never_costlier_and_region_holds_the_pattern():
     assert fast.audit.safe and fast.primaries > 3
     assert fast.secondary_cost <= heuristic_only(t, rules) + 1e-9
     assert independently_safe(t, fast.cells["status"].to_numpy(), fast.sensitivity)
+
+
+def test_no_singleton_rows_of_a_2x2_table_with_margins():
+    """Cells ax, ay, bx, by, their margins aT, bT, Tx, Ty and TT: six equations of three cells.
+    With ax primary, every other cell gets one row per equation it lies in: 18 - 2 = 16 rows,
+    each -1 on its cell and +1 on the two others of the equation."""
+    frame = pd.DataFrame({"r": list("aabb"), "c": list("xyxy"), "y": [3.0, 4.0, 5.0, 6.0]})
+    t = Table.from_microdata(frame, ["r", "c"], response="y")
+    sens = S.sensitivity(t, None, [("a", "x")])
+    prob = S._Problem(t, sens, S.cell_costs(t, "value"))
+    rows = cutloop.no_singletons(prob.A, prob.w, prob.prim)
+    assert len(rows) == 16
+    for cols, coef in rows:
+        assert len(cols) == 3 and sorted(coef) == [-1.0, 1.0, 1.0]
+        assert prob.prim[0] not in cols[coef < 0]
+    # the four interior cells satisfy every row; in {ax, aT}, aT has ax beside it in its row
+    # ax + ay = aT but is alone in its column aT + bT = TT: exactly one row is violated
+    y = np.zeros(len(prob.cand))
+    name = {t.cell_name(int(c)): j for j, c in enumerate(prob.cand)}
+    for n in ("(r=a, c=x)", "(r=a, c=y)", "(r=b, c=x)", "(r=b, c=y)"):
+        y[name[n]] = 1
+    assert all(coef @ y[cols] >= 0 for cols, coef in rows)
+    y2 = np.zeros(len(prob.cand))
+    y2[[name["(r=a, c=x)"], name["(r=a, c=Total)"]]] = 1
+    assert sum(coef @ y2[cols] < 0 for cols, coef in rows) == 1
+
+
+def test_optimal_is_deterministic_and_proved_on_a_3d_table():
+    rng = np.random.default_rng(9)
+    n = 1200
+    frame = pd.DataFrame({"r": rng.choice([f"r{i}" for i in range(5)], n, p=[0.4, 0.25, 0.15, 0.1, 0.1]),
+                          "c": rng.choice([f"c{i}" for i in range(4)], n, p=[0.5, 0.3, 0.1, 0.1]),
+                          "s": rng.choice(["s1", "s2", "s3"], n, p=[0.8, 0.15, 0.05])})
+    t = Table.from_microdata(frame, ["r", "c", "s"])
+    a = suppress(t, MinFrequency(4), method="optimal")
+    b = suppress(t, MinFrequency(4), method="optimal")
+    assert a.optimal and a.audit.safe and a.primaries > 3
+    assert (a.cells["status"] == b.cells["status"]).all()
+    assert independently_safe(t, a.cells["status"].to_numpy(), a.sensitivity)

@@ -1,17 +1,21 @@
 """The branch-and-cut loop of optimal cell suppression (Fischetti & Salazar 2001, *Management
-Science* 47(7), sections 3-5), shared by ``method="optimal"`` (whole table, until proved) and the
-polishing step of ``method="fast"`` (a neighbourhood of the heuristic's pattern, a few rounds).
+Science* 47(7), sections 3-5), shared by ``method="optimal"`` (until proved or out of time) and
+the polishing step of ``method="fast"`` (the same loop under work limits).
 
-The master problem min w'y over the capacity cuts found so far is solved by HiGHS (highspy), first
-as an LP (cuts separated on fractional points: the root bound), then as a MILP. Each MILP run
-receives the best safe pattern as its incumbent and reports, through HiGHS's improving-solution
-callback, every integer point it passes; all of them are separated by the attacker LPs, so that one
-MILP run yields the cuts of several patterns. A point no attacker refutes is a safe pattern (a new
-incumbent); the loop ends when the master's lower bound meets the incumbent's cost.
+The master problem min w'y over the capacity cuts found so far is solved by HiGHS (highspy). It
+starts with the cuts of each single equation through a primary and with the rows
+sum_{j in r, j != i} y_j >= y_i (no cell suppressed alone in an equation: such a cell is given away
+and protects nothing, so no optimal pattern has one; :func:`no_singletons`). Phase 1 separates cuts
+on the LP relaxation (the primaries refuted last are tried first, the full scan only when they give
+none), which yields the root bound. Phase 2 solves the integer master: each incumbent HiGHS finds
+is separated at once in its improving-solution callback; a refuted one stops the run (HiGHS has no
+lazy constraints, so the run restarts with the new cuts, the best safe pattern given as its start);
+a safe one is a new upper bound. A run that ends without a refuted incumbent has a safe optimum:
+the pattern is proved optimal. Refuted points are now and then completed into safe patterns by the
+caller's ``complete`` (the flow heuristic).
 
 The problem object (``suppress._Problem``) provides ``w`` (costs), ``prim`` (primary positions),
-``row_cuts()``, ``violated_cuts(y, limit=)`` and a ``complete(y)`` that turns any pattern into a
-safe one.
+``A`` (the equations on the candidate cells), ``row_cuts()`` and ``violated_cuts(y, limit=, hot=)``.
 """
 
 from __future__ import annotations
@@ -27,9 +31,9 @@ from sdckit.tabular.lp import new_highs
 
 
 class Master:
-    """min w'y over the cuts so far, lb <= y <= ub (y_p = 1 for primaries), highspy."""
+    """min w'y over the cuts so far, lb <= y <= 1 (lb_p = 1 for primaries), highspy."""
 
-    def __init__(self, w: np.ndarray, lb: np.ndarray, ub: np.ndarray | None = None) -> None:
+    def __init__(self, w: np.ndarray, lb: np.ndarray) -> None:
         import highspy
         self.C = len(w)
         h = new_highs()
@@ -42,7 +46,7 @@ class Master:
         lp.num_row_ = 0
         lp.col_cost_ = np.asarray(w, float)
         lp.col_lower_ = np.asarray(lb, float)
-        lp.col_upper_ = np.ones(self.C) if ub is None else np.asarray(ub, float)
+        lp.col_upper_ = np.ones(self.C)
         h.passModel(lp)
         self.h, self.hs, self.rows = h, highspy, 0
         self._seen: set[bytes] = set()
@@ -158,15 +162,15 @@ class Limits:
 
 
 def branch_and_cut(prob: Any, y0: np.ndarray, best: np.ndarray, limits: Limits,
-                   complete: Callable[[np.ndarray], np.ndarray], ub: np.ndarray | None = None):
+                   complete: Callable[[np.ndarray], np.ndarray]):
     """Minimise the suppression cost from the safe pattern ``best``; returns (pattern, proved,
-    lower bound, rounds). ``y0`` fixes the primaries at 1; ``ub`` (0/1) fixes cells published."""
+    lower bound, rounds). ``y0`` fixes the primaries at 1."""
     w = prob.w
 
     def left() -> float | None:
         return None if limits.deadline is None else limits.deadline - time.perf_counter()
 
-    master = Master(w, y0, ub)
+    master = Master(w, y0)
     master.add(prob.row_cuts())
     master.add_rows(no_singletons(prob.A, w, prob.prim), 0.0)
     best = best.copy()

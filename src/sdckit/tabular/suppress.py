@@ -8,15 +8,17 @@ suppression problem on tabular data with linear constraints", *Management Scienc
 each direction the attacker LP  max/min z_p  s.t.  A z = 0,  -LB_i y_i <= z_i <= UB_i y_i  must
 reach the upper/lower protection level. Its dual gives the "capacity" cuts
 sum_i (UB_i d_i^- + LB_i d_i^+) y_i >= level (section 3), strengthened by capping each
-coefficient at the level; they are added lazily (Benders-style) to a master MILP solved by HiGHS
-(scipy.optimize.milp) until no attacker LP is violated. The model starts with the same cuts of
-each single equation through a primary cell.
+coefficient at the level; they are added lazily to a master MILP solved by HiGHS until no
+attacker LP is violated (:mod:`sdckit.tabular.cutloop`, which also adds the rows "no cell
+suppressed alone in an equation" that every optimal pattern satisfies).
 
 ``method="fast"``: for each primary cell and direction, the cheapest deviation flow
 (min sum w_i |z_i| with z_p at its level, the same bounds, cells already suppressed free; the
 network-flow heuristic of Kelly, Golden & Assad 1992 and Castro 2007 generalised to any table by
-LP), suppressing the cells it moves; then redundant secondaries are dropped while the pattern
-stays safe, and the result is audited.
+LP), suppressing the cells it moves. On tables of up to ``POLISH_WHOLE`` non-empty cells the
+pattern is then polished by the optimal method's loop under work limits (a few integer rounds and
+branch-and-bound nodes: reproducible); on larger ones redundant secondaries are dropped while the
+pattern stays safe. The result is audited.
 
 Deviation bounds: LB_i = x_i when values are non-negative (else the table's total absolute
 value), UB_i = the table's total absolute value. Both methods return only after :func:`audit`
