@@ -194,7 +194,7 @@ def branch_and_cut(prob: Any, y0: np.ndarray, best: np.ndarray, limits: Limits,
         lower = max(lower, obj)
         if close(lower):
             return best, True, lower, rounds
-        cuts = prob.violated_cuts(x, limit=limit, hot=True)
+        cuts = prob.violated_cuts(x, limit=limit, hot=True, deadline=limits.deadline)
         if not cuts or not master.add(cuts):
             break
     # phase 2: integer masters; every incumbent HiGHS finds is separated on the spot, and a run

@@ -150,35 +150,37 @@ class _Problem:
         return self._att
 
     def violated_cuts(self, y: np.ndarray, first: bool = False, limit: int | None = None,
-                      hot: bool = False) -> list[tuple[np.ndarray, np.ndarray, float]]:
+                      hot: bool = False, deadline: float | None = None
+                      ) -> list[tuple[np.ndarray, np.ndarray, float]]:
         """Capacity cuts (columns, coefficients, rhs) violated by pattern ``y`` (Fischetti &
         Salazar 2001, section 3); with ``first``, stop at the first one; with ``limit``, after
         that many, the next call going on from the primary where this one stopped; with ``hot``,
         the primaries violated by the last points are tried first and the others only when they
-        give no cut (cheap rounds on the LP relaxation)."""
+        give no cut (cheap rounds on the LP relaxation); with ``deadline`` (perf_counter), the scan
+        stops there, so an empty answer then proves nothing (LP rounds only)."""
         lp = self.attacker(y)
         if hot and self._hot:
-            cuts, bad = self._scan(lp, self._hot, first, None)
+            cuts, bad = self._scan(lp, self._hot, first, None, deadline)
             if cuts:
                 self._hot = bad + [p for p in self._hot if p not in set(bad)][:4 * max(len(bad), 8)]
                 return cuts
         P = len(self.prim)
         start = self._next if limit is not None else 0
         order = [int(self.prim[(start + step) % P]) for step in range(P)]
-        cuts, bad = self._scan(lp, order, first, limit)
+        cuts, bad = self._scan(lp, order, first, limit, deadline)
         if limit is not None and len(cuts) >= limit:
             self._next = (start + self._scanned) % P
         if hot:
             self._hot = bad
         return cuts
 
-    def _scan(self, lp: LP, order: list[int], first: bool, limit: int | None):
+    def _scan(self, lp: LP, order: list[int], first: bool, limit: int | None, deadline: float | None = None):
         """Cuts of the primaries in ``order`` the attacker LP refutes, and those primaries."""
         cuts: list[tuple[np.ndarray, np.ndarray, float]] = []
         bad: list[int] = []
         self._scanned = len(order)
         for step, p in enumerate(order):
-            if limit is not None and len(cuts) >= limit:
+            if (limit is not None and len(cuts) >= limit) or (deadline is not None and time.perf_counter() > deadline):
                 self._scanned = step
                 return cuts, bad
             for sign, level in ((-1.0, self.upl[p]), (1.0, self.lpl[p])):
