@@ -142,3 +142,18 @@ def test_optimal_is_deterministic_and_proved_on_a_3d_table():
     assert a.optimal and a.audit.safe and a.primaries > 3
     assert (a.cells["status"] == b.cells["status"]).all()
     assert independently_safe(t, a.cells["status"].to_numpy(), a.sensitivity)
+
+
+def test_peel_removes_cells_alone_in_an_equation():
+    """Flat 3 x 3 interior with margins. Available: ax, ay, bx, by (a rectangle) and cz: cz is
+    alone in row c and in column z, so it goes; the rectangle stays. With only ax, ay, bx, the
+    cells ay and bx are alone in column y and row b, and then ax is alone: nothing stays."""
+    frame = pd.DataFrame({"r": list("aaabbbccc"), "c": list("xyzxyzxyz"), "y": np.arange(1.0, 10.0)})
+    t = Table.from_microdata(frame, ["r", "c"], response="y")
+    sens = S.sensitivity(t, None, [("a", "x")])
+    prob = S._Problem(t, sens, S.cell_costs(t, "value"))
+    name = {t.cell_name(int(c)): j for j, c in enumerate(prob.cand)}
+    pick = [name[f"(r={r}, c={c})"] for r, c in ("ax", "ay", "bx", "by", "cz")]
+    kept = {t.cell_name(int(prob.cand[j])) for j in prob.peel(np.sort(pick))}
+    assert kept == {"(r=a, c=x)", "(r=a, c=y)", "(r=b, c=x)", "(r=b, c=y)"}
+    assert len(prob.peel(np.sort(pick[:3]))) == 0
