@@ -2,7 +2,8 @@
 a synthetic 1e6-row 4-D table, both methods; prints cells, primaries, secondaries, suppressed
 value share, time and the audit's verdict.
 
-Run: PYTHONPATH=src python benchmarks/bench_tabular.py [--only NAME] [--skip-optimal-above N]
+Run: PYTHONPATH=src python benchmarks/bench_tabular.py [--only NAME] [--time-limit S]
+     [--synthetic-optimal S]
 
 Data: /work/shared/data/sdcmicro/testdata.csv (sdcMicro 5.8.1, GPL-2) when present, else
 tests/data/sdcmicro/testdata.csv.gz.
@@ -58,20 +59,34 @@ def synthetic(n: int = 1_000_000, seed: int = 20261125) -> tuple[pd.DataFrame, d
     return frame, hier
 
 
-def run(name: str, table: Table, rules, methods, time_limit: float | None) -> None:
+def line(m: str, r, dt: float, best: float | None) -> str:
+    """One result line; for fast, its cost above the best pattern known (optimal's) when known."""
+    opt = ""
+    if m == "optimal":
+        opt = "proved optimal" if r.optimal else f"gap {r.gap:.2%}" if r.gap is not None else "no bound"
+        if r.lower_bound is not None:
+            opt += f" (lower bound {r.lower_bound:,.0f} incl. primaries)"
+    elif best is not None and best > 0:
+        opt = f"{r.secondary_cost / best - 1:+.1%} vs best known"
+    return (f"  {m:8s} primaries {r.primaries:5d}  secondaries {r.secondaries:5d}  "
+            f"cost {r.secondary_cost:14,.0f}  suppressed value share {r.suppressed_value_share:7.3%}  "
+            f"time {dt:7.1f} s  audit {'safe' if r.audit.safe else 'UNSAFE'} ({r.audit.lp_solved} LPs)  {opt}")
+
+
+def run(name: str, table: Table, rules, methods, time_limit: float | None, primary=None) -> None:
     print(f"\n== {name}: {len(table.cells):,} cells ({int((~table.empty).sum()):,} non-empty), "
-          f"dimensions {' x '.join(table.dimensions)}")
+          f"dimensions {' x '.join(table.dimensions)}", flush=True)
+    best = None
     for m in methods:
         t0 = time.perf_counter()
-        r = suppress(table, rules, method=m, cost="value", time_limit=time_limit if m == "optimal" else None)
+        r = suppress(table, rules, primary=primary, method=m, cost="value",
+                     time_limit=time_limit if m == "optimal" else None)
         dt = time.perf_counter() - t0
-        opt = ""
         if m == "optimal":
-            opt = "proved optimal" if r.optimal else f"gap {r.gap:.2%}" if r.gap is not None else "no bound"
-        print(f"  {m:8s} primaries {r.primaries:5d}  secondaries {r.secondaries:5d}  "
-              f"cost {r.secondary_cost:12,.0f}  suppressed value share {r.suppressed_value_share:7.3%}  "
-              f"time {dt:7.1f} s  audit {'safe' if r.audit.safe else 'UNSAFE'} "
-              f"({r.audit.lp_solved} LPs)  {opt}", flush=True)
+            best = r.secondary_cost
+        elif best is not None:
+            best = min(best, r.secondary_cost)
+        print(line(m, r, dt, best), flush=True)
 
 
 def linked_case(d: pd.DataFrame, args) -> None:
@@ -152,6 +167,8 @@ def main() -> None:
     ap.add_argument("--only", default=None)
     ap.add_argument("--time-limit", type=float, default=300.0)
     ap.add_argument("--rows", type=int, default=1_000_000)
+    ap.add_argument("--synthetic-optimal", type=float, default=None, metavar="SECONDS",
+                    help="also run optimal on the synthetic table with this time limit (its best known pattern)")
     args = ap.parse_args()
     d = testdata().astype({c: str for c in ("urbrur", "roof", "water", "relat")})
     rule = [MinFrequency(3)]
@@ -176,25 +193,17 @@ def main() -> None:
             print(f"\n== {name}: not found, skipped")
             continue
         table, prim = got
-        print(f"\n== published instance {name}: {len(prim)} primary cells as published (level 10% of value)", end="")
-        for m in ("optimal", "fast"):
-            t0 = time.perf_counter()
-            r = suppress(table, None, primary=prim, method=m, cost="value",
-                         time_limit=args.time_limit if m == "optimal" else None)
-            dt = time.perf_counter() - t0
-            opt = ("proved optimal" if r.optimal else f"gap {r.gap:.2%}") if m == "optimal" else ""
-            if m == "optimal":
-                print(f", {len(table.cells):,} cells ({int((~table.empty).sum()):,} non-empty)")
-            print(f"  {m:8s} primaries {r.primaries:5d}  secondaries {r.secondaries:5d}  "
-                  f"cost {r.secondary_cost:14,.0f}  suppressed value share {r.suppressed_value_share:7.3%}  "
-                  f"time {dt:7.1f} s  audit {'safe' if r.audit.safe else 'UNSAFE'}  {opt}", flush=True)
+        run(f"published instance {name}, {len(prim)} primary cells as published (level 10% of value)",
+            table, None, ("optimal", "fast"), args.time_limit, primary=prim)
     linked_case(d, args)
     if not args.only or "synthetic" in args.only:
         frame, hier = synthetic(args.rows)
         t0 = time.perf_counter()
         table = Table.from_microdata(frame, ["A", "B", "C", "D"], hier, response="y")
         print(f"(built from {len(frame):,} rows in {time.perf_counter() - t0:.1f} s)", end="")
-        run("synthetic 4-D, magnitude table (y), MinFrequency(3)", table, rule, ("fast",), args.time_limit)
+        methods = ("optimal", "fast") if args.synthetic_optimal else ("fast",)
+        run("synthetic 4-D, magnitude table (y), MinFrequency(3)", table, rule, methods,
+            args.synthetic_optimal or args.time_limit)
 
 
 if __name__ == "__main__":

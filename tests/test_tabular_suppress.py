@@ -88,6 +88,7 @@ def test_optimal_equals_brute_force_flat_3x3(seed):
     assert res.secondary_cost == pytest.approx(brute_force_min_cost(t, res))
     fast = suppress(t, MinFrequency(3, share=0.3), method="fast")
     assert fast.audit.safe and fast.secondary_cost >= res.secondary_cost - 1e-9
+    assert fast.secondary_cost <= 1.10 * brute_force_min_cost(t, res) + 1e-9  # issue 13: within 10%
 
 
 @pytest.mark.parametrize("seed", range(3))
