@@ -91,6 +91,38 @@ def test_fast_is_deterministic(water_relat):
     assert a.audit.safe and (a.cells["status"] == b.cells["status"]).all()
 
 
+class _RacingClock:
+    """A clock that jumps an hour at every reading: any step bounded by seconds stops at once."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        self.now += 3600.0
+        return self.now
+
+
+def test_fast_on_a_large_table_is_bounded_by_work_not_by_the_clock(water_relat, monkeypatch):
+    """Above POLISH_WHOLE cells, fast's redundancy removal stops after REDUNDANCY_LPS flow LPs,
+    never at a deadline, so a slow or loaded machine gives the same pattern (the table is made
+    'large' by lowering the threshold)."""
+    rules = [MinFrequency(3)]
+    monkeypatch.setattr(S, "POLISH_WHOLE", 0)
+    calm = suppress(water_relat, rules, method="fast")
+    assert calm.secondary_cost == heuristic_only(water_relat, rules)  # the full pass: budget not reached
+    monkeypatch.setattr(S.time, "perf_counter", _RacingClock())
+    racing = suppress(water_relat, rules, method="fast")
+    assert (calm.cells["status"] == racing.cells["status"]).all()
+    monkeypatch.setattr(S, "REDUNDANCY_LPS", 0)  # no work allowed: the heuristic's own pattern
+    w = S.cell_costs(water_relat, "value")
+    prob = S._Problem(water_relat, S.sensitivity(water_relat, rules, None), w)
+    y0 = np.zeros(len(prob.cand))
+    y0[prob.prim] = 1
+    unpolished = float(prob.w @ prob.flow_protect(y0)) - float(prob.w[prob.prim].sum())
+    assert suppress(water_relat, rules, method="fast").secondary_cost == pytest.approx(unpolished)
+    assert unpolished > calm.secondary_cost  # so the budget is what stopped the removal
+
+
 def test_polish_never_costlier_and_region_holds_the_pattern():
     rng = np.random.default_rng(5)
     n = 1500

@@ -388,11 +388,16 @@ class _Problem:
                 self.certs[(int(p), up)] = sup
         return y
 
-    def drop_redundant(self, y: np.ndarray, deadline: float | None) -> np.ndarray:
+    def drop_redundant(self, y: np.ndarray, deadline: float | None, lp_budget: int | None = None) -> np.ndarray:
         """Publish again each secondary cell, costliest first, when every primary keeps a
         protecting flow through the cells still suppressed (certificates are re-solved only for
-        the primaries whose flow used the cell)."""
+        the primaries whose flow used the cell).
+
+        The pass stops at ``deadline`` (perf_counter seconds) or once ``lp_budget`` flow LPs have
+        been solved; a work budget, unlike a deadline, gives the same pattern on any machine.
+        """
         y = y.copy()
+        lps = 0
         base = self.base_cost()
         users: dict[int, set] = {}
         for key, sup in self.certs.items():
@@ -401,13 +406,14 @@ class _Problem:
         sec = np.setdiff1d(np.flatnonzero(y > 0.5), self.prim)
         order = sec[np.lexsort((sec, -self.w[sec]))]
         for j in order:
-            if deadline is not None and time.perf_counter() > deadline:
+            if (deadline is not None and time.perf_counter() > deadline) or (lp_budget is not None and lps >= lp_budget):
                 break
             y[j] = 0.0
             avail = y > 0.5
             new = {}
             for key in sorted(users.get(int(j), ()), key=lambda k: (k[0], str(k[1]))):
                 p, up = key
+                lps += 1
                 if up is None:
                     sup = self.flow_local(p, self.upl[p], base, avail)
                 else:
@@ -456,7 +462,9 @@ def suppress(table: Table, rules: Any = None, primary: Any = None, method: str =
         What a suppressed cell costs.
     time_limit : float, optional
         Seconds for the MILP; when it stops the search, the best pattern is completed by the
-        heuristic, audited and returned with the gap to the proven lower bound.
+        heuristic, audited and returned with the gap to the proven lower bound. For ``fast``,
+        a deadline for its improvement steps instead of their work budgets. Without it both
+        methods return the same pattern on any machine; with it a slower machine may stop earlier.
 
     Returns
     -------
@@ -490,13 +498,14 @@ def suppress(table: Table, rules: Any = None, primary: Any = None, method: str =
         optimal, gap, lower = True, 0.0, 0.0
     elif method == "fast":
         y = prob.flow_protect(y0)
-        # improvement: up to half the time limit (default 180 s) for the redundancy removal on
-        # large tables, 3/4 (default 120 s) for the polish on small ones, whose work limits end
-        # it long before on every table measured
+        # improvement, bounded by work (the same pattern on any machine) unless a time limit is
+        # given: then up to half of it for the redundancy removal on large tables, 3/4 for the
+        # polish on small ones
         if len(prob.cand) > POLISH_WHOLE:  # large tables: the heuristic, then redundancy removal
-            y = prob.drop_redundant(y, deadline=start + (180.0 if time_limit is None else 0.5 * time_limit))
+            y = prob.drop_redundant(y, deadline=None if time_limit is None else start + 0.5 * time_limit,
+                                    lp_budget=REDUNDANCY_LPS if time_limit is None else None)
         else:  # small ones: branch-and-cut from the heuristic's pattern (it removes redundancy too)
-            y = _polish(prob, y0, y, deadline=start + (120.0 if time_limit is None else 0.75 * time_limit))
+            y = _polish(prob, y0, y, deadline=None if time_limit is None else start + 0.75 * time_limit)
     else:
         y, optimal, lower, rounds = _optimal(prob, y0, start, time_limit)
     # audit; a primary still short (numerical slack) is protected again with a larger level
@@ -536,6 +545,9 @@ def suppress(table: Table, rules: Any = None, primary: Any = None, method: str =
 POLISH_ROUNDS = 20
 POLISH_NODES = 500
 POLISH_LP_ROUNDS = 200
+#: Flow LPs the redundancy removal of ``fast`` may solve on a large table when no time limit is
+#: given: a work budget, so that the pattern does not depend on the machine's speed or load.
+REDUNDANCY_LPS = 10000
 #: Up to this many non-empty cells ``fast`` polishes its pattern by branch-and-cut; above, the
 #: rounds cost more than they gain in its time budget (measured on a 16,848-cell table).
 POLISH_WHOLE = 3000
