@@ -20,12 +20,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
 import statistics
-import subprocess
-import sys
 import time
 from pathlib import Path
+
+from _harness import peak_rss_mb, run_self
 
 ADULT = Path(__file__).resolve().parents[1] / "tests" / "data" / "adult"
 QI8 = ["sex", "age", "race", "marital-status", "education", "native-country", "workclass", "salary-class"]
@@ -61,7 +60,7 @@ def run_case(index: int, repeats: int) -> dict:
         part = method.partition(frame)
         times.append(time.perf_counter() - start)
         cpu.append(time.process_time() - start_cpu)
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 1e9
+    peak = peak_rss_mb() * 2**20 / 1e9
     return {"rows": len(frame), "median": statistics.median(times[1:]), "times": times[1:],
             "cpu": statistics.median(cpu[1:]), "peak_gb": peak,
             "node": list(part.info["node"].values()), "evaluated": part.info["evaluated_nodes"],
@@ -101,9 +100,7 @@ def main() -> None:
           f"{'ARX GB':>6} {'sdckit GB':>9} {'ratio':>6} | node, evaluated nodes")
     for number in (int(c) for c in args.cases.split(",")):
         copies, k, sup, arx_s, arx_gb = CASES[number - 1]
-        out = subprocess.run([sys.executable, __file__, "--case", str(number), "--repeats", str(args.repeats)],
-                             capture_output=True, text=True, check=True)
-        r = json.loads(out.stdout.strip().splitlines()[-1])
+        r = run_self(__file__, "--case", str(number), "--repeats", str(args.repeats))
         print(f"{r['rows']:>10,} {k:>4} {sup:>6.0%} | {arx_s:>6.3f} {r['median']:>8.3f} {r['median'] / arx_s:>6.2f} {r['cpu']:>6.3f} | "
               f"{arx_gb:>6.2f} {r['peak_gb']:>9.2f} {r['peak_gb'] / arx_gb:>6.2f} | {r['node']}, {r['evaluated']}",
               flush=True)

@@ -24,14 +24,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
 import statistics
-import subprocess
-import sys
 import time
 
 import numpy as np
 import pandas as pd
+
+from _harness import peak_rss_mb, run_self
 
 M = 5
 
@@ -45,16 +44,12 @@ def make_data(n: int, seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
     return pd.DataFrame(x, columns=cols), pd.DataFrame(y, columns=cols)
 
 
-def peak_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
-
-
 def one(name: str, n: int, n_random: int) -> dict:
     """Run one call in this (child) process; report its time and peak memory."""
     from sdckit.permutation import permutation_distances, permuted_privacy, verify_linkage
 
     x, y = make_data(n)
-    base = peak_mb()
+    base = peak_rss_mb()
     start = time.perf_counter()
     if name == "distances":
         permutation_distances(x, y, random_state=1)
@@ -63,16 +58,13 @@ def one(name: str, n: int, n_random: int) -> dict:
     elif name == "privacy":
         permuted_privacy(x, y, 1, [0.0] * M, random_state=1)
     seconds = time.perf_counter() - start
-    return {"seconds": seconds, "peak_mb": peak_mb(), "data_mb": base}
+    return {"seconds": seconds, "peak_mb": peak_rss_mb(), "data_mb": base}
 
 
 def run_child(name: str, n: int, n_random: int, repeats: int) -> dict:
     results = []
     for _ in range(repeats):
-        out = subprocess.run([sys.executable, __file__, "--one", name, "--n", str(n),
-                              "--n-random", str(n_random)], capture_output=True, text=True,
-                             check=True)
-        results.append(json.loads(out.stdout.strip().splitlines()[-1]))
+        results.append(run_self(__file__, "--one", name, "--n", str(n), "--n-random", str(n_random)))
     return {"seconds": statistics.median(r["seconds"] for r in results),
             "peak_mb": max(r["peak_mb"] for r in results),
             "data_mb": max(r["data_mb"] for r in results)}

@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
-import subprocess
-import sys
 import tempfile
 import time
+
+from _harness import peak_rss_mb, run_self
 
 
 def one(n: int, m: int) -> None:
@@ -41,7 +40,7 @@ def one(n: int, m: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         assess_report(x, y, f"{tmp}/report.html", random_state=1, progress=progress)
     wall = time.perf_counter() - start
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+    peak = peak_rss_mb() / 1024
     print(json.dumps({"n": n, "m": m, "wall_s": round(wall, 1), "peak_gb": round(peak, 2), "steps_s": steps}))
 
 
@@ -55,9 +54,7 @@ def main() -> None:
         one(args.n[0], args.m)
         return
     for n in args.n:
-        out = subprocess.run([sys.executable, __file__, "--one", "--n", str(n), "--m", str(args.m)],
-                             capture_output=True, text=True, check=True)
-        row = json.loads(out.stdout.strip().splitlines()[-1])
+        row = run_self(__file__, "--one", "--n", str(n), "--m", str(args.m))
         print(f"n={row['n']:>9,} m={row['m']}: report {row['wall_s']:7.1f} s, peak RSS {row['peak_gb']:.2f} GB;"
               f" steps {row['steps_s']}")
 

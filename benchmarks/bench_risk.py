@@ -19,15 +19,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
 import statistics
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+from _harness import peak_rss_mb, run_self
 
 DATA = Path(__file__).resolve().parents[1] / "tests" / "data" / "sdcmicro" / "testdata.csv.gz"
 KEYS = {4: ["urbrur", "water", "sex", "age"],
@@ -66,14 +65,12 @@ def run_case(measure: str, rows: int, keys: int, shuffled: bool, repeats: int) -
         extra["records_with_msu"] = int((out["score"] > 0).sum())
     elif measure == "individual_risk":
         extra["uniques"] = int((out["fk"] == 1).sum())
-    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    peak_mb = peak_rss_mb()
     return {"seconds": statistics.median(times), "peak_mb": peak_mb, **extra}
 
 
 def in_child(measure: str, rows: int, keys: int, shuffled: bool, repeats: int) -> dict:
-    out = subprocess.run([sys.executable, __file__, "--case", json.dumps([measure, rows, keys, shuffled, repeats])],
-                         capture_output=True, text=True, check=True)
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return run_self(__file__, "--case", json.dumps([measure, rows, keys, shuffled, repeats]))
 
 
 def main() -> None:
