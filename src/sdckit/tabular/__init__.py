@@ -21,8 +21,10 @@ from sdckit.tabular.rules import (PQ, Dominance, Manual, MinFrequency, PPercent,
 from sdckit.tabular.rounding import RoundingAudit, RoundingResult, audit_rounding, round_table
 from sdckit.tabular.suppress import SuppressionResult, suppress
 from sdckit.tabular.table import Table
+from sdckit.tabular.rules import GroupDisclosure  # issue 14: frequency tables
+from sdckit.tabular.modular import audit_primaries, suppress_modular  # issue 14: scale
 
 __all__ = ["AdjustmentResult", "AuditResult", "RoundingAudit", "RoundingResult", "adjust_table", "audit_rounding",
            "round_table", "Dominance", "Hierarchy", "Manual", "MinFrequency", "PPercent", "PQ", "Rule",
            "RuleSet", "Sensitivity", "SuppressionResult", "Table", "as_hierarchy", "audit", "audit_pattern",
-           "sensitivity", "suppress"]
+           "sensitivity", "suppress", "GroupDisclosure", "audit_primaries", "suppress_modular"]

@@ -119,7 +119,7 @@ def build_from_file(cls: Any, path: str | Path, dimensions: Sequence[str],
             uniq, inv = np.unique(leaf[f"__d{k}"].to_numpy(dtype=str), return_inverse=True)
             leafmask = h.is_leaf_array()
             mapped = np.empty(len(uniq), dtype=np.int64)
-            for j, u in enumerate(uniq):
+            for j, u in enumerate(uniq.tolist()):
                 if u not in h:
                     raise DataError(f"Column {d!r} has code {u!r}, which is not in its hierarchy.")
                 mapped[j] = h.index(u)

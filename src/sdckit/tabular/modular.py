@@ -115,6 +115,27 @@ class _Decomposition:
         return Table(t.dimensions, tuple(hier), pd.DataFrame(cols), t.response, t.negative)
 
 
+def _protect(sub: Table, rule: Rule, method: str, cost: str, time_limit: float | None) -> np.ndarray:
+    """Suppressed-cell mask of a sub-table protected by ``method``. With ``"fast"`` the flow
+    heuristic of :mod:`sdckit.tabular.suppress` runs without the sub-table's own audit (the
+    whole table is audited at the end); :func:`suppress` is the fallback."""
+    if method == "fast":
+        try:
+            from sdckit.tabular.suppress import _Problem
+            prob = _Problem(sub, sensitivity(sub, rule), cell_costs(sub, cost))
+            y = np.zeros(len(prob.cand))
+            y[prob.prim] = 1.0
+            y = prob.flow_protect(y)
+            y = prob.drop_redundant(y, deadline=time.perf_counter() + 30.0)
+            mask = np.zeros(len(sub.cells), bool)
+            mask[prob.cand[y > 0.5]] = True
+            return mask
+        except (ImportError, AttributeError, TypeError):  # pragma: no cover - suppress.py changed
+            pass
+    res = suppress(sub, rule, method=method, cost=cost, time_limit=time_limit)
+    return res.cells["status"].to_numpy() != "safe"
+
+
 def audit_primaries(table: Table, suppressed: np.ndarray, sens: Sensitivity,
                     status: np.ndarray | None = None) -> AuditResult:
     """The audit of :func:`sdckit.tabular.audit_pattern` restricted to the primary cells: two
@@ -139,7 +160,7 @@ def audit_primaries(table: Table, suppressed: np.ndarray, sens: Sensitivity,
 
 def suppress_modular(table: Table, rules: Any = None, primary: Any = None, cost: str = "value",
                      method: str = "fast", time_limit: float | None = None,
-                     timings: dict | None = None) -> SuppressionResult:
+                     timings: dict | None = None, progress: Any = None) -> SuppressionResult:
     """Protect ``table`` by cell suppression, one sub-table at a time (HiTaS / tau-ARGUS Modular).
 
     Parameters
@@ -155,6 +176,8 @@ def suppress_modular(table: Table, rules: Any = None, primary: Any = None, cost:
     timings : dict, optional
         Filled with ``subtables``, ``solves``, ``protect`` and ``audit`` (seconds) and
         ``audit_rounds``.
+    progress : callable, optional
+        Called after each sub-table with (sub-tables solved, sub-tables queued, cells suppressed).
 
     Returns
     -------
@@ -206,9 +229,11 @@ def suppress_modular(table: Table, rules: Any = None, primary: Any = None, cost:
             if not prim.any():
                 continue
             sub = dec.subtable(key, cells)
-            res = suppress(sub, _Given(prim, need[cells]), method=method, cost=cost, time_limit=time_limit)
+            got = _protect(sub, _Given(prim, need[cells]), method, cost, time_limit)
             solves += 1
-            new = cells[(res.cells["status"].to_numpy() == "secondary") & ~supp[cells]]
+            if progress is not None:
+                progress(solves, len(heap), int(supp.sum()))
+            new = cells[got & ~supp[cells]]
             if not len(new):
                 continue
             supp[new] = True
