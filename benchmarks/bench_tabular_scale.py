@@ -78,6 +78,43 @@ def peak_rss_gb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024 ** 2
 
 
+def run(rows: int = 10_000_000, method: str = "modular", rules_name: str = "freq",
+        file: str | None = None) -> None:
+    """Generate (once), build, protect and print the figures of the scale case."""
+    path = Path(file or f"/tmp/sdckit_scale_{rows}.parquet")
+    if not path.exists():
+        t0 = time.perf_counter()
+        generate(path, rows)
+        print(f"generated {rows:,} records in {time.perf_counter() - t0:.1f} s -> {path}", flush=True)
+    t0 = time.perf_counter()
+    table = Table.from_file(path, ["A", "B", "C", "D"], hierarchies(), response="y")
+    t_build = time.perf_counter() - t0
+    print(f"built {len(table.cells):,} cells ({int((~table.empty).sum()):,} non-empty) from {rows:,} "
+          f"records (DuckDB) in {t_build:.1f} s; peak RSS {peak_rss_gb():.2f} GB", flush=True)
+    rules = [MinFrequency(3)] if rules_name == "freq" else [MinFrequency(3), PPercent(10)]
+    sens = sensitivity(table, rules)
+    print(f"primaries {int(sens.primary.sum()):,} ({rules_name})", flush=True)
+    timings: dict = {}
+    t0 = time.perf_counter()
+    if method == "modular":
+        def progress(done, queued, suppressed):
+            if done % 20 == 0:
+                print(f"  ... {done} sub-tables solved, {queued} queued, {suppressed:,} cells suppressed, "
+                      f"{time.perf_counter() - t0:.0f} s", flush=True)
+
+        r = suppress_modular(table, rules, cost="value", timings=timings, progress=progress)
+    else:
+        r = suppress(table, rules, method="fast", cost="value")
+    dt = time.perf_counter() - t0
+    print(f"{method}: cells {len(table.cells):,}  primaries {r.primaries:,}  secondaries {r.secondaries:,}  "
+          f"suppressed value share {r.suppressed_value_share:.4%}  build {t_build:.1f} s  "
+          f"suppression {dt:.1f} s  audit {'safe' if r.audit.safe else 'UNSAFE'} "
+          f"({r.audit.lp_solved} LPs)  peak RSS {peak_rss_gb():.2f} GB", flush=True)
+    if timings:
+        print("  " + ", ".join(f"{k} {v:.1f} s" if isinstance(v, float) else f"{k} {v}"
+                               for k, v in timings.items()), flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", type=int, default=10_000_000)
@@ -85,40 +122,7 @@ def main() -> None:
     ap.add_argument("--method", default="modular", choices=("modular", "fast"))
     ap.add_argument("--rules", default="freq", choices=("freq", "freq+p"))
     args = ap.parse_args()
-    path = Path(args.file or f"/tmp/sdckit_scale_{args.rows}.parquet")
-    if not path.exists():
-        t0 = time.perf_counter()
-        generate(path, args.rows)
-        print(f"generated {args.rows:,} records in {time.perf_counter() - t0:.1f} s -> {path}", flush=True)
-    t0 = time.perf_counter()
-    table = Table.from_file(path, ["A", "B", "C", "D"], hierarchies(), response="y")
-    t_build = time.perf_counter() - t0
-    print(f"built {len(table.cells):,} cells ({int((~table.empty).sum()):,} non-empty) from {args.rows:,} "
-          f"records (DuckDB) in {t_build:.1f} s; peak RSS {peak_rss_gb():.2f} GB", flush=True)
-    rules = [MinFrequency(3)] if args.rules == "freq" else [MinFrequency(3), PPercent(10)]
-    sens = sensitivity(table, rules)
-    print(f"primaries {int(sens.primary.sum()):,} ({args.rules})", flush=True)
-    t0 = time.perf_counter()
-    if args.method == "modular":
-        timings: dict = {}
-        t1 = time.perf_counter()
-
-        def progress(done, queued, suppressed):
-            if done % 20 == 0:
-                print(f"  ... {done} sub-tables solved, {queued} queued, {suppressed:,} cells suppressed, "
-                      f"{time.perf_counter() - t1:.0f} s", flush=True)
-
-        r = suppress_modular(table, rules, cost="value", timings=timings, progress=progress)
-    else:
-        r = suppress(table, rules, method="fast", cost="value")
-    dt = time.perf_counter() - t0
-    extra = timings if args.method == "modular" else None
-    print(f"{args.method}: primaries {r.primaries:,}  secondaries {r.secondaries:,}  "
-          f"suppressed value share {r.suppressed_value_share:.4%}  time {dt:.1f} s "
-          f"(build {t_build:.1f} s)  audit {'safe' if r.audit.safe else 'UNSAFE'} "
-          f"({r.audit.lp_solved} LPs)  peak RSS {peak_rss_gb():.2f} GB", flush=True)
-    if extra:
-        print("  " + ", ".join(f"{k} {v:.1f} s" if isinstance(v, float) else f"{k} {v}" for k, v in extra.items()))
+    run(args.rows, args.method, args.rules, args.file)
 
 
 if __name__ == "__main__":
