@@ -115,14 +115,25 @@ class _Decomposition:
         return Table(t.dimensions, tuple(hier), pd.DataFrame(cols), t.response, t.negative)
 
 
-def _protect(sub: Table, rule: Rule, method: str, cost: str, time_limit: float | None) -> np.ndarray:
+#: Cost factor of a cell already published by a processed sub-table (HiTaS keeps such cells
+#: published; a large cost rather than a ban keeps every sub-table feasible).
+FIXED_FACTOR = 100.0
+
+
+def _protect(sub: Table, rule: Rule, method: str, cost: str, time_limit: float | None,
+             fixed: np.ndarray | None = None) -> np.ndarray:
     """Suppressed-cell mask of a sub-table protected by ``method``. With ``"fast"`` the flow
     heuristic of :mod:`sdckit.tabular.suppress` runs without the sub-table's own audit (the
-    whole table is audited at the end); :func:`suppress` is the fallback."""
+    whole table is audited at the end), cells in ``fixed`` (published by a processed sub-table)
+    costing ``FIXED_FACTOR`` times more; :func:`suppress` is the fallback."""
     if method == "fast":
         try:
             from sdckit.tabular.suppress import _Problem
-            prob = _Problem(sub, sensitivity(sub, rule), cell_costs(sub, cost))
+            w = cell_costs(sub, cost)
+            if fixed is not None:
+                eps = 1e-3 * (float(w[w > 0].mean()) if (w > 0).any() else 1.0)
+                w = np.where(fixed, (w + eps) * FIXED_FACTOR, w)
+            prob = _Problem(sub, sensitivity(sub, rule), w)
             y = np.zeros(len(prob.cand))
             y[prob.prim] = 1.0
             y = prob.flow_protect(y)
@@ -202,6 +213,7 @@ def suppress_modular(table: Table, rules: Any = None, primary: Any = None, cost:
     v = table.cells[VALUE].to_numpy(float)
     dec = _Decomposition(table)
     supp = sens.primary.copy()
+    seen = np.zeros(len(v), bool)  # cells of a processed sub-table
     need = np.where(sens.primary, sens.upper, 0.0)
     keys = dec.keys()
     processed: set[tuple[int, ...]] = set()
@@ -226,10 +238,12 @@ def suppress_modular(table: Table, rules: Any = None, primary: Any = None, cost:
             cells = dec.cells(key)
             prim = supp[cells]
             processed.add(key)
+            fixed = seen[cells] & ~prim
+            seen[cells] = True
             if not prim.any():
                 continue
             sub = dec.subtable(key, cells)
-            got = _protect(sub, _Given(prim, need[cells]), method, cost, time_limit)
+            got = _protect(sub, _Given(prim, need[cells]), method, cost, time_limit, fixed=fixed)
             solves += 1
             if progress is not None:
                 progress(solves, len(heap), int(supp.sum()))
