@@ -140,11 +140,19 @@ def _protect(sub: Table, rule: Rule, method: str, cost: str, time_limit: float |
             y = prob.drop_redundant(y, deadline=time.perf_counter() + 30.0)
             mask = np.zeros(len(sub.cells), bool)
             mask[prob.cand[y > 0.5]] = True
-            return mask
+            # each cell's carried level: the largest level of the primaries whose flow uses it
+            carried = np.zeros(len(sub.cells))
+            for (p, up), sup in prob.certs.items():
+                lv = prob.lpl[p] if up is False else prob.upl[p]
+                cells = prob.cand[sup]
+                carried[cells] = np.maximum(carried[cells], lv)
+            return mask, carried
         except (ImportError, AttributeError, TypeError):  # pragma: no cover - suppress.py changed
             pass
     res = suppress(sub, rule, method=method, cost=cost, time_limit=time_limit)
-    return res.cells["status"].to_numpy() != "safe"
+    mask = res.cells["status"].to_numpy() != "safe"
+    lv = float(res.sensitivity.upper.max()) if len(mask) else 0.0
+    return mask, np.where(mask, lv, 0.0)
 
 
 def audit_primaries(table: Table, suppressed: np.ndarray, sens: Sensitivity,
@@ -243,16 +251,19 @@ def suppress_modular(table: Table, rules: Any = None, primary: Any = None, cost:
             if not prim.any():
                 continue
             sub = dec.subtable(key, cells)
-            got = _protect(sub, _Given(prim, need[cells]), method, cost, time_limit, fixed=fixed)
+            got, carried = _protect(sub, _Given(prim, need[cells]), method, cost, time_limit, fixed=fixed)
             solves += 1
             if progress is not None:
                 progress(solves, len(heap), int(supp.sum()))
-            new = cells[got & ~supp[cells]]
+            fresh = got & ~supp[cells]
+            new = cells[fresh]
             if not len(new):
                 continue
             supp[new] = True
-            # a carried cell is protected in the lower sub-tables like the primaries it serves
-            lv = float(need[cells][prim].max())
+            # a carried cell is protected in the other sub-tables by the largest level of the
+            # primaries whose protecting flow runs through it (else of the sub-table's primaries)
+            lv = carried[fresh]
+            lv = np.where(lv > 0, lv, float(need[cells][prim].max()))
             need[new] = np.minimum(np.abs(v[new]), lv) if not table.negative else lv
             requeue(new)
 
