@@ -271,7 +271,7 @@ def suppress_modular(table: Table, rules: Any = None, primary: Any = None, cost:
     t_protect = time.perf_counter() - start
     rounds = 0
     t_audit = 0.0
-    for boost in (1.0, 1.5, 3.0, None):
+    for last in (False, False, False, True):
         rounds += 1
         t0 = time.perf_counter()
         status = np.where(sens.primary, "primary", np.where(supp, "secondary", "safe"))
@@ -280,10 +280,10 @@ def suppress_modular(table: Table, rules: Any = None, primary: Any = None, cost:
         if result_audit.safe:
             break
         bad = np.flatnonzero(~result_audit.cells["protected"].to_numpy())
-        if boost is None:
+        if last:
             raise DataError(f"Primary cell {table.cell_name(int(bad[0]))} could not be protected by the "
                             "decomposition; use suppress(method='fast') on this table.")
-        need[bad] = need[bad] * boost * 1.5
+        need[bad] = need[bad] * 1.5
         requeue(bad)
         run_queue()
     sec = supp & ~sens.primary
