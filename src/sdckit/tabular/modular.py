@@ -155,6 +155,20 @@ def _protect(sub: Table, rule: Rule, method: str, cost: str, time_limit: float |
     return mask, np.where(mask, lv, 0.0)
 
 
+def _whole_table_flows(table: Table, sens: Sensitivity, w: np.ndarray, supp: np.ndarray,
+                       bad: np.ndarray, boost: float) -> np.ndarray:
+    """Cells to suppress so that the primaries ``bad`` get protecting flows on the whole table
+    (:meth:`_Problem.flow_protect`, levels x ``boost``), the cells in ``supp`` free."""
+    from sdckit.tabular.suppress import _Problem
+    prob = _Problem(table, sens, w)
+    y = supp[prob.cand].astype(float)
+    order = np.asarray([prob.pos[int(c)] for c in bad], dtype=np.int64)
+    y = prob.flow_protect(y, order=order, boost=boost)
+    out = np.zeros(len(supp), bool)
+    out[prob.cand[y > 0.5]] = True
+    return out
+
+
 def audit_primaries(table: Table, suppressed: np.ndarray, sens: Sensitivity,
                     status: np.ndarray | None = None) -> AuditResult:
     """The audit of :func:`sdckit.tabular.audit_pattern` restricted to the primary cells: two
@@ -271,7 +285,7 @@ def suppress_modular(table: Table, rules: Any = None, primary: Any = None, cost:
     t_protect = time.perf_counter() - start
     rounds = 0
     t_audit = 0.0
-    for last in (False, False, False, True):
+    for step in ("subtables", 1.0, 1.1, 1.5, None):
         rounds += 1
         t0 = time.perf_counter()
         status = np.where(sens.primary, "primary", np.where(supp, "secondary", "safe"))
@@ -280,12 +294,18 @@ def suppress_modular(table: Table, rules: Any = None, primary: Any = None, cost:
         if result_audit.safe:
             break
         bad = np.flatnonzero(~result_audit.cells["protected"].to_numpy())
-        if last:
+        if step is None:
             raise DataError(f"Primary cell {table.cell_name(int(bad[0]))} could not be protected by the "
                             "decomposition; use suppress(method='fast') on this table.")
-        need[bad] = need[bad] * 1.5
-        requeue(bad)
-        run_queue()
+        if step == "subtables":  # once: larger levels in the primaries' sub-tables
+            need[bad] = need[bad] * 1.5
+            requeue(bad)
+            run_queue()
+            continue
+        # then the intruder's combination of sub-tables is answered on the whole table: the flow
+        # heuristic for the short primaries only (flows on their neighbourhoods when the table
+        # is large), with the pattern so far free
+        supp |= _whole_table_flows(table, sens, w, supp, bad, float(step))
     sec = supp & ~sens.primary
     vabs = np.abs(v)
     share = float(vabs[supp].sum() / vabs.sum()) if vabs.sum() > 0 else 0.0
