@@ -121,8 +121,8 @@ FIXED_FACTOR = 100.0
 
 
 def _protect(sub: Table, rule: Rule, method: str, cost: str, time_limit: float | None,
-             fixed: np.ndarray | None = None) -> np.ndarray:
-    """Suppressed-cell mask of a sub-table protected by ``method``. With ``"fast"`` the flow
+             fixed: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(suppressed-cell mask, carried level per cell) of a sub-table protected by ``method``. With ``"fast"`` the flow
     heuristic of :mod:`sdckit.tabular.suppress` runs without the sub-table's own audit (the
     whole table is audited at the end), cells in ``fixed`` (published by a processed sub-table)
     costing ``FIXED_FACTOR`` times more; :func:`suppress` is the fallback."""
