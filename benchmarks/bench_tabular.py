@@ -204,6 +204,18 @@ def main() -> None:
         methods = ("optimal", "fast") if args.synthetic_optimal else ("fast",)
         run("synthetic 4-D, magnitude table (y), MinFrequency(3)", table, rule, methods,
             args.synthetic_optimal or args.time_limit)
+    if args.only == "scale":  # issue 14: run only on request (minutes)
+        scale_case(args.rows if args.rows != 1_000_000 else 10_000_000)
+
+
+def scale_case(rows: int = 10_000_000) -> None:
+    """The national-scale case (issue 14): a 52k-cell 4-D table from a 1e7-row Parquet file,
+    built by DuckDB and protected by decomposition (benchmarks/bench_tabular_scale.py)."""
+    import sys
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from bench_tabular_scale import run as run_scale
+    print("\n== scale: 4-D table from a file, Table.from_file + suppress_modular")
+    run_scale(rows)
 
 
 if __name__ == "__main__":

@@ -19,14 +19,16 @@ from sdckit.tabular.cta import AdjustmentResult, adjust_table
 from sdckit.tabular.hierarchy import Hierarchy, as_hierarchy
 from sdckit.tabular.linked import (LinkedSuppressionResult, LinkedTables, adjust_linked, audit_linked,
                                    link_tables, suppress_linked)
-from sdckit.tabular.rules import (PQ, Dominance, Manual, MinFrequency, PPercent, Rule, RuleSet,
+from sdckit.tabular.rules import (PQ, Dominance, GroupDisclosure, Manual, MinFrequency, PPercent, Rule, RuleSet,
                                   Sensitivity, sensitivity)
 from sdckit.tabular.rounding import RoundingAudit, RoundingResult, audit_rounding, round_table
 from sdckit.tabular.suppress import SuppressionResult, suppress
 from sdckit.tabular.table import Table
+from sdckit.tabular.modular import audit_primaries, suppress_modular
 
 __all__ = ["AdjustmentResult", "AuditResult", "RoundingAudit", "RoundingResult", "adjust_table", "audit_rounding",
            "round_table", "Dominance", "Hierarchy", "Manual", "MinFrequency", "PPercent", "PQ", "Rule",
            "RuleSet", "Sensitivity", "SuppressionResult", "Table", "as_hierarchy", "audit", "audit_pattern",
            "sensitivity", "suppress", "LinkedSuppressionResult", "LinkedTables", "audit_linked", "link_tables",
-           "suppress_linked", "adjust_linked"]
+           "suppress_linked", "adjust_linked",
+           "GroupDisclosure", "audit_primaries", "suppress_modular"]

@@ -11,6 +11,9 @@ writes them out. With x1 >= x2 >= ... the largest contributions and X the cell t
 - ``PPercent(p)``: primary when X - x1 - x2 < p/100 x1; levels = p/100 x1 - (X - x1 - x2).
 - ``PQ(p, q)``: primary when p/100 x1 > q/100 (X - x1 - x2); levels = p/100 x1 - q/100 (X - x1 - x2).
 - ``Manual(cells, share)``: the cells listed; levels = share x |X|.
+- ``GroupDisclosure(attributes, share)``: a cell holding all the contributors of its parent
+  along an attribute dimension (a group all of whose members share the attribute); levels =
+  share x |X|.
 
 Empty cells (no contributor, structural zeros) are never primary. Upper and lower levels are
 equal (symmetric protection, as tau-ARGUS); the lower level is capped at what the intruder's
@@ -191,6 +194,60 @@ class Manual(Rule):
         prim = np.zeros(len(table.cells), bool)
         prim[table.locate(keys)] = True
         return prim & ~table.empty, self.share * np.abs(table.cells["value"].to_numpy(float))
+
+
+@dataclass(frozen=True)
+class GroupDisclosure(Rule):
+    """Group disclosure in a frequency table: a cell holding *all* the contributors of its
+    parent along an attribute dimension (the other codes fixed) tells that every member of that
+    group has the cell's attribute — e.g. all the employees of one municipality in one income
+    class (Hundepool et al. 2012, *Statistical Disclosure Control*, §5.2 "group disclosure";
+    tau-ARGUS 4.2 manual §4.2, zero cells in frequency tables). Such a cell is primary when
+    ``contributors(cell) == contributors(parent) > 0`` along one of ``attributes`` (default:
+    every dimension) and the parent has at least two children (with one child the cell *is* its
+    parent). Level ``share`` x |X|.
+
+    What suppression protects is the cell's count: its siblings are empty cells, structural
+    zeros that stay published (DESIGN.md §6.s), so an intruder still sees that no other code of
+    the group is used; when that fact itself is sensitive, recode the attribute (combine codes)
+    before tabulating.
+    """
+
+    attributes: tuple = ()
+    share: float = 0.1
+    name = "group"
+
+    def __post_init__(self) -> None:
+        attrs = self.attributes
+        if attrs is None:
+            attrs = ()
+        if isinstance(attrs, str):
+            attrs = (attrs,)
+        object.__setattr__(self, "attributes", tuple(attrs))
+        _num(self.share, "share", "GroupDisclosure", 0, 1, open_low=True)
+
+    def evaluate(self, table: "Table") -> tuple[np.ndarray, np.ndarray]:
+        dims = list(table.dimensions)
+        for a in self.attributes:
+            if a not in dims:
+                raise ParameterError(f"The 'attributes' parameter of GroupDisclosure names {a!r}, which is "
+                                     f"not a dimension of the table ({', '.join(dims)}).")
+        use = [dims.index(a) for a in self.attributes] if self.attributes else range(len(dims))
+        c = table.cells["contributors"].to_numpy()
+        pos = table.code_index()
+        prim = np.zeros(len(c), bool)
+        for k in use:
+            par = np.asarray(table.hierarchies[k].parents)
+            nkids = np.bincount(par[par >= 0], minlength=len(par))
+            pk = par[pos[:, k]]
+            has = (pk >= 0)
+            has[has] = nkids[pk[has]] >= 2
+            ppos = pos[has].copy()
+            ppos[:, k] = pk[has]
+            parent = np.ravel_multi_index(ppos.T, table.shape)
+            idx = np.flatnonzero(has)
+            prim[idx] |= (c[idx] > 0) & (c[idx] == c[parent])
+        return prim, self.share * np.abs(table.cells["value"].to_numpy(float))
 
 
 @dataclass(frozen=True)

@@ -214,6 +214,26 @@ class Table:
         return cls._build(dims, hier, value, freq, ncontrib, tops, response, negative)
 
     @classmethod
+    def from_file(cls, path: Any, dimensions: Sequence[str],
+                  hierarchies: Mapping[str, Any] | Sequence[Any] | None = None,
+                  response: str | None = None, weight: str | None = None,
+                  holding: str | None = None, top: int = 3, total: str = "Total",
+                  input_format: str | None = None, memory: int | None = None) -> "Table":
+        """Every cell of the table of a CSV/TSV/Parquet file of records, aggregated by DuckDB.
+
+        The same table as :meth:`from_microdata` on the file's records (same parameters), built
+        without loading the records: one ``GROUP BY`` over the leaf codes (out of core, spilling
+        past ``memory`` bytes when given), then the subtotals by the hierarchies' roll-up; with
+        ``holding``, the per-holding contributions are rolled up in DuckDB by joining each
+        dimension's (code, ancestor) pairs (:mod:`sdckit.tabular.build_duckdb`). CSV columns are
+        read as text, so codes keep their leading zeros; response and weight are cast to numbers.
+        """
+        from sdckit.tabular.build_duckdb import build_from_file
+        return build_from_file(cls, path, dimensions, hierarchies, response=response, weight=weight,
+                               holding=holding, top=top, total=total, input_format=input_format,
+                               memory=memory)
+
+    @classmethod
     def from_cells(cls, cells: pd.DataFrame, dimensions: Sequence[str],
                    hierarchies: Mapping[str, Any] | Sequence[Any] | None = None,
                    value: str = "value", freq: str | None = "freq", top: Sequence[str] = (),

@@ -1,0 +1,185 @@
+"""Building a table from a file through DuckDB, never holding the records in memory.
+
+The records are reduced by one ``GROUP BY`` over the leaf codes (DuckDB, out of core: it spills
+past its memory budget): per leaf cell the number of records, the (weighted) response total and
+the ``top`` largest contributions (DuckDB's ``max(x, n)``). The subtotals then follow by the same
+roll-up as :meth:`Table.from_microdata` (a record lies in exactly one leaf cell, so a parent's
+largest contributions are among its children's). With a holding column the contributions are
+per holding and cell, which do not roll up from the leaves' largest: the (leaf cell, holding)
+sums are joined in DuckDB with each dimension's (code, ancestor-or-self) pairs and grouped by
+the ancestors — the roll-up of ``GROUP BY ROLLUP`` generalised to hierarchies of any depth (a
+ROLLUP/CUBE over level columns only fits hierarchies whose leaves all lie at one depth).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from sdckit.core.errors import DataError, ParameterError
+from sdckit.engine.sources import source_format
+from sdckit.io.files import _quote_ident
+
+_SUPPORTED = ("csv", "tsv", "parquet")
+
+
+def _relation(path: Path, fmt: str) -> str:
+    literal = "'" + str(path).replace("'", "''") + "'"
+    if fmt == "parquet":
+        return f"read_parquet({literal})"
+    delim = ", delim='\t'" if fmt == "tsv" else ""
+    # codes are text: '01' must stay '01' (no type sniffing on CSV)
+    return f"read_csv({literal}, header=true, all_varchar=true{delim})"
+
+
+def build_from_file(cls: Any, path: str | Path, dimensions: Sequence[str],
+                    hierarchies: Mapping[str, Any] | Sequence[Any] | None = None,
+                    response: str | None = None, weight: str | None = None,
+                    holding: str | None = None, top: int = 3, total: str = "Total",
+                    input_format: str | None = None, memory: int | None = None) -> Any:
+    """The body of :meth:`sdckit.tabular.Table.from_file` (see there)."""
+    import duckdb
+
+    from sdckit.tabular.table import (_ancestor_pairs, _hierarchies, _rollup_rows, _rollup_sums,
+                                      _top_matrix, _top_per_cell)
+
+    path = Path(path)
+    if not path.exists():
+        raise DataError(f"The table input file {str(path)!r} does not exist.")
+    fmt = source_format(path, input_format)
+    if fmt not in _SUPPORTED:
+        raise ParameterError(f"Table.from_file reads CSV, TSV or Parquet; {path.name!r} is {fmt}.")
+    if isinstance(dimensions, str):
+        dimensions = [dimensions]
+    dims = list(dimensions)
+    if not dims:
+        raise ParameterError("The 'dimensions' parameter of Table.from_file must name at least one column.")
+    if len(set(dims)) != len(dims):
+        raise ParameterError(f"The 'dimensions' parameter of Table.from_file repeats a column: {dims}.")
+    if not isinstance(top, (int, np.integer)) or isinstance(top, bool) or top < 1:
+        raise ParameterError(f"The 'top' parameter of Table.from_file must be an int >= 1. Got {top!r} instead.")
+    q = _quote_ident
+    con = duckdb.connect()
+    try:
+        con.execute("SET threads = 2")
+        if memory is not None:
+            con.execute(f"SET memory_limit = '{int(memory)}B'")
+        rel = _relation(path, fmt)
+        try:
+            available = [d[0] for d in con.execute(f"SELECT * FROM {rel} LIMIT 0").description]
+        except duckdb.Error as exc:
+            raise DataError(f"The table input file {path.name!r} cannot be read as {fmt}: "
+                            f"{type(exc).__name__}.") from None
+        for d in dims:
+            if d not in available:
+                raise DataError(f"Dimension column {d!r} is not in {path.name!r}.")
+        for col, what in ((response, "response"), (weight, "weight"), (holding, "holding")):
+            if col is not None and col not in available:
+                raise DataError(f"The {what} column {col!r} is not in {path.name!r}.")
+        # checks on the records: missing codes, missing or non-numeric numbers (named, never quoted)
+        checks = [f"COUNT(*) FILTER (WHERE {q(d)} IS NULL OR TRIM(CAST({q(d)} AS VARCHAR)) = '')" for d in dims]
+        nums = [(c, w) for c, w in ((response, "response"), (weight, "weight")) if c is not None]
+        checks += [f"COUNT(*) FILTER (WHERE TRY_CAST({q(c)} AS DOUBLE) IS NULL)" for c, _ in nums]
+        if holding is not None:
+            checks.append(f"COUNT(*) FILTER (WHERE {q(holding)} IS NULL)")
+        bad = con.execute(f"SELECT {', '.join(checks)} FROM {rel}").fetchone()
+        for d, b in zip(dims, bad[:len(dims)]):
+            if b:
+                raise DataError(f"Column {d!r} has missing codes ({b} records); recode them to a code of "
+                                "the hierarchy.")
+        for (c, what), b in zip(nums, bad[len(dims):len(dims) + len(nums)]):
+            if b:
+                raise DataError(f"The {what} column {c!r} has missing or non-numeric entries ({b} records).")
+        if holding is not None and bad[-1]:
+            raise DataError(f"The holding column {holding!r} has missing entries ({bad[-1]} records).")
+
+        codes = [f"TRIM(CAST({q(d)} AS VARCHAR)) AS __d{k}" for k, d in enumerate(dims)]
+        keys = ", ".join(f"__d{k}" for k in range(len(dims)))
+        w = f"CAST({q(weight)} AS DOUBLE)" if weight else "1.0"
+        y = f"CAST({q(response)} AS DOUBLE)" if response else "1.0"
+        hcol = f", CAST({q(holding)} AS VARCHAR) AS __h" if holding is not None else ""
+        con.execute(f"CREATE TEMP VIEW recs AS SELECT {', '.join(codes)}, {w} * {y} AS __c{hcol} FROM {rel}")
+        leaf = con.execute(
+            f"SELECT {keys}, COUNT(*) AS __n, SUM(__c) AS __v, MIN(__c) AS __min"
+            + ("" if holding is not None else f", max(__c, {int(top)}) AS __top")
+            + f" FROM recs GROUP BY {keys}").df()
+
+        codes_seen = pd.DataFrame({d: leaf[f"__d{k}"] for k, d in enumerate(dims)})
+        hier = _hierarchies(dims, hierarchies, codes_seen, total)
+        shape = tuple(len(h) for h in hier)
+        N = int(np.prod(shape))
+        pos = np.empty((len(leaf), len(dims)), dtype=np.int64)
+        maps = []
+        for k, (d, h) in enumerate(zip(dims, hier)):
+            uniq, inv = np.unique(leaf[f"__d{k}"].to_numpy(dtype=str), return_inverse=True)
+            leafmask = h.is_leaf_array()
+            mapped = np.empty(len(uniq), dtype=np.int64)
+            for j, u in enumerate(uniq.tolist()):
+                if u not in h:
+                    raise DataError(f"Column {d!r} has code {u!r}, which is not in its hierarchy.")
+                mapped[j] = h.index(u)
+                if not leafmask[mapped[j]]:
+                    raise DataError(f"Column {d!r} has code {u!r}, a subtotal of its hierarchy; records "
+                                    "must carry leaf codes.")
+            pos[:, k] = mapped[inv]
+            maps.append(dict(zip(uniq.tolist(), mapped.tolist())))
+        leafcell = np.ravel_multi_index(pos.T, shape) if len(leaf) else np.zeros(0, np.int64)
+        anc = [_ancestor_pairs(h) for h in hier]
+        value = np.zeros(N)
+        value[leafcell] = leaf["__v"].to_numpy(float)
+        freq = np.zeros(N)
+        freq[leafcell] = leaf["__n"].to_numpy(float)
+        value = _rollup_sums(value, shape, anc)
+        freq = np.rint(_rollup_sums(freq, shape, anc)).astype(np.int64)
+        negative = bool(len(leaf) and (leaf["__min"].to_numpy(float) < 0).any())
+        if holding is None:
+            ncontrib = freq.copy()
+            lens = leaf["__top"].map(len).to_numpy(np.int64)
+            cell = np.repeat(leafcell, lens)
+            val = np.concatenate([np.asarray(t, float) for t in leaf["__top"]]) if len(leaf) else np.zeros(0)
+            cell, val = _top_per_cell(cell, val, top)
+            cell, _, val = _rollup_rows(cell, None, val, shape, anc, top)
+            tops = _top_matrix(cell, val, N, top)
+        else:
+            ncontrib, tops = _holding_rollup(con, dims, hier, maps, shape, N, int(top))
+    finally:
+        con.close()
+    return cls._build(dims, hier, value, freq, ncontrib, tops, response, negative)
+
+
+def _holding_rollup(con: Any, dims: list[str], hier: list, maps: list[dict], shape: tuple[int, ...],
+                    N: int, top: int) -> tuple[np.ndarray, np.ndarray]:
+    """Contributors (holdings) and the ``top`` largest holding contributions of every cell: the
+    (leaf cell, holding) sums joined with each dimension's (leaf, ancestor-or-self) pairs and
+    grouped by the ancestors, in DuckDB."""
+    for k, h in enumerate(hier):
+        par = np.asarray(h.parents)
+        rows = []
+        for code, i in maps[k].items():
+            j = i
+            while j >= 0:
+                rows.append((code, j))
+                j = par[j]
+        con.register(f"__anc{k}_df", pd.DataFrame(rows, columns=["code", "pos"]).astype({"pos": np.int64}))
+        con.execute(f"CREATE TEMP TABLE __anc{k} AS SELECT * FROM __anc{k}_df")
+    keys = ", ".join(f"__d{k}" for k in range(len(dims)))
+    con.execute(f"CREATE TEMP TABLE __lh AS SELECT {keys}, __h, SUM(__c) AS __v FROM recs GROUP BY {keys}, __h")
+    joins = " ".join(f"JOIN __anc{k} a{k} ON a{k}.code = __lh.__d{k}" for k in range(len(dims)))
+    # the flat cell number, C order: sum of pos_k * stride_k
+    strides = np.cumprod((1,) + shape[::-1])[::-1][1:]
+    flat = " + ".join(f"a{k}.pos * {int(s)}" for k, s in enumerate(strides))
+    res = con.execute(
+        f"WITH ch AS (SELECT {flat} AS cell, __h, SUM(__v) AS v FROM __lh {joins} GROUP BY cell, __h) "
+        f"SELECT cell, COUNT(*) AS n, max(v, {top}) AS top FROM ch GROUP BY cell").df()
+    ncontrib = np.zeros(N, np.int64)
+    tops = np.zeros((N, top))
+    cells = res["cell"].to_numpy(np.int64)
+    ncontrib[cells] = res["n"].to_numpy(np.int64)
+    for c, t in zip(cells, res["top"]):
+        t = np.sort(np.asarray(t, float))[::-1]
+        tops[c, :len(t)] = t
+    return ncontrib, tops
