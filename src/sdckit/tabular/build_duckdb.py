@@ -45,7 +45,7 @@ def build_from_file(cls: Any, path: str | Path, dimensions: Sequence[str],
     import duckdb
 
     from sdckit.tabular.table import (_ancestor_pairs, _hierarchies, _rollup_rows, _rollup_sums,
-                                      _top_matrix, _top_per_cell)
+                                      _top_matrix, _top_per_cell, leaf_positions)
 
     path = Path(path)
     if not path.exists():
@@ -116,15 +116,7 @@ def build_from_file(cls: Any, path: str | Path, dimensions: Sequence[str],
         maps = []
         for k, (d, h) in enumerate(zip(dims, hier)):
             uniq, inv = np.unique(leaf[f"__d{k}"].to_numpy(dtype=str), return_inverse=True)
-            leafmask = h.is_leaf_array()
-            mapped = np.empty(len(uniq), dtype=np.int64)
-            for j, u in enumerate(uniq.tolist()):
-                if u not in h:
-                    raise DataError(f"Column {d!r} has code {u!r}, which is not in its hierarchy.")
-                mapped[j] = h.index(u)
-                if not leafmask[mapped[j]]:
-                    raise DataError(f"Column {d!r} has code {u!r}, a subtotal of its hierarchy; records "
-                                    "must carry leaf codes.")
+            mapped = leaf_positions(d, uniq.tolist(), h)
             pos[:, k] = mapped[inv]
             maps.append(dict(zip(uniq.tolist(), mapped.tolist())))
         leafcell = np.ravel_multi_index(pos.T, shape) if len(leaf) else np.zeros(0, np.int64)

@@ -177,16 +177,7 @@ class Table:
                                 "recode them to a code of the hierarchy.")
             codes = col.astype(str).str.strip()
             uniq, inv = np.unique(codes.to_numpy(), return_inverse=True)
-            leaf = h.is_leaf_array()
-            mapped = np.empty(len(uniq), dtype=np.int64)
-            for j, u in enumerate(uniq):
-                if u not in h:
-                    raise DataError(f"Column {d!r} has code {u!r}, which is not in its hierarchy.")
-                mapped[j] = h.index(u)
-                if not leaf[mapped[j]]:
-                    raise DataError(f"Column {d!r} has code {u!r}, a subtotal of its hierarchy; records "
-                                    "must carry leaf codes.")
-            pos[:, k] = mapped[inv]
+            pos[:, k] = leaf_positions(d, uniq, h)[inv]
         w = _numeric(frame, weight, "weight") if weight else np.ones(n)
         y = _numeric(frame, response, "response") if response else np.ones(n)
         contrib = w * y
@@ -350,6 +341,28 @@ def _hierarchies(dims, hierarchies, frame, total, leaves_only=True) -> list[Hier
             codes = [c for c in codes if c != total]
         out.append(as_hierarchy(hierarchies.get(d), name=d, codes=sorted(codes), total=total))
     return out
+
+
+def leaf_positions(column: str, codes: Sequence[str], h: Hierarchy) -> np.ndarray:
+    """Positions in ``h`` of the distinct leaf ``codes`` records of ``column`` carry.
+
+    Raises
+    ------
+    DataError
+        Codes not in the hierarchy, or subtotal codes, counted but not quoted (a code outside
+        the published hierarchy is data).
+    """
+    codes = list(codes)
+    unknown = [c for c in codes if c not in h]
+    if unknown:
+        raise DataError(f"Column {column!r} has {len(unknown)} code(s) that are not in its hierarchy (not shown: "
+                        "they are data); add them to the hierarchy or recode the records.")
+    mapped = np.array([h.index(c) for c in codes], dtype=np.int64)
+    subtotals = int((~h.is_leaf_array()[mapped]).sum()) if len(mapped) else 0
+    if subtotals:
+        raise DataError(f"Column {column!r} has {subtotals} subtotal code(s) of its hierarchy; records must "
+                        "carry leaf codes.")
+    return mapped
 
 
 def _numeric(frame: pd.DataFrame, col: str, what: str) -> np.ndarray:
