@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Optional
 
+import numpy as np
 import typer
 
 from sdckit.cli.app import app
@@ -105,56 +106,31 @@ def audit_cmd(
             d, f = item.split("=", 1)
             hier[d.strip()] = _hierarchy(f.strip(), d.strip(), Path("."), [], None)
         rules = []
-    for col in (status, "value"):
+    for col in (status, "value", *dims):
         if col not in frame.columns:
-            raise ParameterError(f"The cell file has no {col!r} column.")
+            raise ParameterError(f"The cell file {cells.name} has no {col!r} column.")
     for d in dims:
         frame[d] = frame[d].astype(str).str.strip()
-    freq = "freq" if "freq" in frame.columns else None
     if tab is None:
+        freq = "freq" if "freq" in frame.columns else None
         tab = Table.from_cells(frame, dims, hier, value="value", freq=freq, rtol=1e-6)
-    st = frame.set_index(dims)[status].astype(str)
-    keys = list(zip(*(tab.cells[d] for d in dims)))
-    stat = [st.get(k if len(dims) > 1 else k[0], "safe") for k in keys]
-    bad = sorted(set(stat) - {"safe", "primary", "secondary"})
-    if bad:
-        raise ParameterError(f"The status column has {bad[0]!r}; it takes safe, primary or secondary.")
-    import numpy as np
-    stat = np.asarray(stat, dtype=object)
-    primary = stat == "primary"
-    sens = sensitivity(tab, rules, primary=primary)
-    if {"upper", "lower"} <= set(frame.columns):
-        lv = frame.set_index(dims)[["upper", "lower"]]
-        up = np.array([lv["upper"].get(k if len(dims) > 1 else k[0], 0.0) for k in keys], float)
-        lo = np.array([lv["lower"].get(k if len(dims) > 1 else k[0], 0.0) for k in keys], float)
-        sens = type(sens)(sens.primary, np.where(sens.primary, np.maximum(np.nan_to_num(up), 0), 0.0),
-                          np.where(sens.primary, np.maximum(np.nan_to_num(lo), 0), 0.0), sens.reason)
-        sens = type(sens)(sens.primary, np.where(sens.primary, np.maximum(sens.upper, 1e-6 * max(1.0, float(np.abs(tab.cells["value"]).max()))), 0.0),
-                          sens.lower, sens.reason)
+    stat, up, lo = _file_status(frame, cells.name, tab, status)
+    sens = sensitivity(tab, rules, primary=stat == "primary")
+    if up is not None:  # the file's levels; a level of 0 raised to the floor sensitivity uses
+        floor = 1e-6 * max(1.0, float(np.abs(tab.cells["value"]).max()))
+        sens = type(sens)(sens.primary, np.where(sens.primary, np.maximum(up, floor), 0.0),
+                          np.where(sens.primary, lo, 0.0), sens.reason)
     a = audit_pattern(tab, stat != "safe", sens, np.where(sens.primary, "primary", stat))
-    t = figures_table(f"{cells.name}: audit")
-    t.add_row("suppressed cells", f"{a.suppressed:,}")
-    t.add_row("primary cells", f"{int(sens.primary.sum()):,}")
-    t.add_row("unprotected primary cells", f"{a.unprotected:,}")
-    t.add_row("verdict", "safe" if a.safe else "UNSAFE")
-    console.print(t)
-    if not a.safe:
-        for _, row in a.cells[~a.cells["protected"]].head(10).iterrows():
-            console.print("unprotected: (" + ", ".join(f"{d}={row[d]}" for d in dims) + ")")
-    if json_out is not None:
-        write_json(json_out, a.to_dict())
-    if not a.safe:
-        raise typer.Exit(code=1)
+    _print_audit(f"{cells.name}: audit", [], a, int(sens.primary.sum()), tab, json_out)
 
 
-def _file_status(path: Path, tab: Table, status: str) -> tuple:
-    """(status per cell of ``tab``, upper, lower or None) from a cell file."""
-    import numpy as np
-    frame = read(path)
+def _file_status(frame, name: str, tab: Table, status: str) -> tuple:
+    """(status per cell of ``tab``, upper, lower or None) from the cell file ``frame`` (read from
+    ``name``); cells the file does not list are safe."""
     dims = list(tab.dimensions)
     for col in [status, "value", *dims]:
         if col not in frame.columns:
-            raise ParameterError(f"The cell file {path.name} has no {col!r} column.")
+            raise ParameterError(f"The cell file {name} has no {col!r} column.")
     for d in dims:
         frame[d] = frame[d].astype(str).str.strip()
     idx = frame.set_index(dims)
@@ -164,12 +140,33 @@ def _file_status(path: Path, tab: Table, status: str) -> tuple:
     stat = np.asarray([st.get(key(k), "safe") for k in keys], dtype=object)
     bad = sorted(set(stat) - {"safe", "primary", "secondary"})
     if bad:
-        raise ParameterError(f"The status column of {path.name} has {bad[0]!r}; it takes safe, primary or secondary.")
+        raise ParameterError(f"The status column of {name} has {bad[0]!r}; it takes safe, primary or secondary.")
     if {"upper", "lower"} <= set(frame.columns):
         up = np.array([idx["upper"].get(key(k), 0.0) for k in keys], float)
         lo = np.array([idx["lower"].get(key(k), 0.0) for k in keys], float)
         return stat, np.maximum(np.nan_to_num(up), 0), np.maximum(np.nan_to_num(lo), 0)
     return stat, None, None
+
+
+def _print_audit(title: str, rows: list[tuple[str, str]], a, primaries: int, tab: Table,
+                 json_out: Optional[Path], suppressed_label: str = "suppressed cells") -> None:
+    """The audit's figures, up to ten unprotected cells by name, the JSON summary; exit 1 if unsafe."""
+    t = figures_table(title)
+    for label, value in rows:
+        t.add_row(label, value)
+    t.add_row(suppressed_label, f"{a.suppressed:,}")
+    t.add_row("primary cells", f"{primaries:,}")
+    t.add_row("unprotected primary cells", f"{a.unprotected:,}")
+    t.add_row("verdict", "safe" if a.safe else "UNSAFE")
+    console.print(t)
+    if not a.safe:
+        for _, row in a.cells[~a.cells["protected"]].head(10).iterrows():
+            i = int(tab.locate([tuple(row[d] for d in tab.dimensions)])[0])
+            console.print(f"unprotected: {tab.cell_name(i)}")
+    if json_out is not None:
+        write_json(json_out, a.to_dict())
+    if not a.safe:
+        raise typer.Exit(code=1)
 
 
 def _audit_linked(cells: list[Path], recipe: Optional[Path], status: str, json_out: Optional[Path]) -> None:
@@ -182,23 +179,10 @@ def _audit_linked(cells: list[Path], recipe: Optional[Path], status: str, json_o
         raise ParameterError(f"{len(cells)} cell files were given; the recipe has {len(r.tables)} [[table]] sections "
                              "(one file per section, in its order).")
     linked = build_tables(r)
-    got = [_file_status(p, t, status) for p, t in zip(cells, linked.tables)]
+    got = [_file_status(read(p), p.name, t, status) for p, t in zip(cells, linked.tables)]
     levels = all(g[1] is not None for g in got)
     a = audit_linked(linked, [g[0] for g in got], list(r.rules),
                      upper=[g[1] for g in got] if levels else None, lower=[g[2] for g in got] if levels else None)
-    t = figures_table(f"{len(cells)} linked tables: joint audit")
-    for name, p in zip(linked.names, cells):
-        t.add_row(f"  {name}", p.name)
-    t.add_row("suppressed cells (in no file published)", f"{a.suppressed:,}")
-    t.add_row("primary cells", f"{int((a.cells['status'] == 'primary').sum()):,}")
-    t.add_row("unprotected primary cells", f"{a.unprotected:,}")
-    t.add_row("verdict", "safe" if a.safe else "UNSAFE")
-    console.print(t)
-    if not a.safe:
-        for _, row in a.cells[~a.cells["protected"]].head(10).iterrows():
-            i = int(linked.locate([tuple(row[d] for d in linked.dimensions)])[0])
-            console.print(f"unprotected: {linked.cell_name(i)}")
-    if json_out is not None:
-        write_json(json_out, a.to_dict())
-    if not a.safe:
-        raise typer.Exit(code=1)
+    _print_audit(f"{len(cells)} linked tables: joint audit", [(f"  {n}", p.name) for n, p in zip(linked.names, cells)],
+                 a, int((a.cells["status"] == "primary").sum()), linked, json_out,
+                 suppressed_label="suppressed cells (in no file published)")
