@@ -74,11 +74,19 @@ def test_help_texts_keep_their_brackets(cli):
     assert "[report]" in cli("protect", "--help").stdout
 
 
+def _interrupted_env(tmp_path: Path) -> dict[str, str]:
+    """The environment of a run that the test interrupts: this package, and numba's compilation
+    cache in the test's own folder, so that a process stopped while numba compiles or writes its
+    cache cannot leave anything the other tests load (a fresh CI run compiles on first use)."""
+    return {**os.environ, "PYTHONPATH": str(Path(sdckit.__file__).resolve().parents[1]),
+            "NUMBA_CACHE_DIR": str(tmp_path / "numba-cache")}
+
+
 def test_ctrl_c_exits_130_and_writes_nothing(tmp_path):
     rng = np.random.default_rng(0)
     pd.DataFrame(rng.normal(size=(300_000, 6)), columns=list("abcdef")).to_csv(tmp_path / "d.csv", index=False)
     recipe = _recipe(tmp_path, "additive_noise", "alpha = 0.1")
-    env = {**os.environ, "PYTHONPATH": str(Path(sdckit.__file__).resolve().parents[1])}
+    env = _interrupted_env(tmp_path)
     proc = subprocess.Popen([sys.executable, "-m", "sdckit", "protect", recipe], cwd=tmp_path, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     time.sleep(4.0)  # reading, protecting or computing the report
@@ -95,7 +103,7 @@ def test_ctrl_c_while_the_commands_load_exits_130(tmp_path, delay):
     # early: the interpreter is still importing sdckit's commands; the exit is 130 all the same
     pd.DataFrame({"a": [1.0, 2.0, 3.0]}).to_csv(tmp_path / "d.csv", index=False)
     recipe = _recipe(tmp_path, "additive_noise", "alpha = 0.1")
-    env = {**os.environ, "PYTHONPATH": str(Path(sdckit.__file__).resolve().parents[1])}
+    env = _interrupted_env(tmp_path)
     proc = subprocess.Popen([sys.executable, "-m", "sdckit", "protect", recipe], cwd=tmp_path, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     time.sleep(delay)
