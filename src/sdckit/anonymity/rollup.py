@@ -95,7 +95,7 @@ def _rollup_group(columns, counts, parent, source, target, sizes):
     for j in range(m):
         size = max(sizes[j], 1)
         if radix > (1 << 62) // size:  # the mixed-radix key would overflow: re-number it densely
-            dense, radix = _group_keys(keys, radix)
+            dense, radix = _group_keys(keys, np.int64(radix))  # typed, never a literal (see core.grouping._nearest)
             for r in range(rows):
                 keys[r] = dense[r]
         cj = columns[j]
@@ -107,7 +107,7 @@ def _rollup_group(columns, counts, parent, source, target, sizes):
             for r in range(rows):
                 keys[r] = keys[r] * size + cj[r]
         radix *= size
-    inverse, count = _group_keys(keys, radix)
+    inverse, count = _group_keys(keys, np.int64(radix))
     sums = np.zeros(count, dtype=np.int64)
     first = np.full(count, -1, dtype=np.int64)
     for r in range(rows):

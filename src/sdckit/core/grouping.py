@@ -28,10 +28,9 @@ Progress = Callable[[int, int, str], None]
 
 # --------------------------------------------------------------------------- MDAV
 @numba.njit(cache=True)
-def _farthest_and_nearest(data, nrem, point, k, dist, want_nearest):
-    """Squared distances of the first ``nrem`` rows of ``data`` (m x n, column-major) to
-    ``point``; returns the farthest row and, when ``want_nearest``, the ``k`` nearest rows
-    (ties: lowest position)."""
+def _farthest(data, nrem, point, dist):
+    """Squared distances (into ``dist``) of the first ``nrem`` rows of ``data`` (m x n,
+    column-major) to ``point``; returns the farthest row (ties: lowest position)."""
     m = data.shape[0]
     for t in range(nrem):
         dist[t] = 0.0
@@ -45,25 +44,33 @@ def _farthest_and_nearest(data, nrem, point, k, dist, want_nearest):
     for t in range(1, nrem):
         if dist[t] > dist[far]:
             far = t
+    return far
+
+
+@numba.njit(cache=True)
+def _nearest(dist, nrem, k):
+    """The ``k`` rows of smallest ``dist`` among the first ``nrem`` (ties: lowest position), by
+    insertion into a sorted buffer of the k smallest distances seen so far.
+
+    A function of its own rather than a flag of :func:`_farthest`: numba specialises a constant
+    flag as a literal, and a cached caller could be linked to the other literal's code."""
     near = np.empty(k, dtype=np.int64)
-    if want_nearest:
-        # insertion into a sorted buffer of the k smallest distances seen so far
-        bd = np.empty(k)
-        cnt = 0
-        for t in range(nrem):
-            d = dist[t]
-            if cnt < k or d < bd[cnt - 1]:
-                pos = cnt if cnt < k else k - 1
-                while pos > 0 and bd[pos - 1] > d:
-                    if pos < k:
-                        bd[pos] = bd[pos - 1]
-                        near[pos] = near[pos - 1]
-                    pos -= 1
-                bd[pos] = d
-                near[pos] = t
-                if cnt < k:
-                    cnt += 1
-    return far, near
+    bd = np.empty(k)
+    cnt = 0
+    for t in range(nrem):
+        d = dist[t]
+        if cnt < k or d < bd[cnt - 1]:
+            pos = cnt if cnt < k else k - 1
+            while pos > 0 and bd[pos - 1] > d:
+                if pos < k:
+                    bd[pos] = bd[pos - 1]
+                    near[pos] = near[pos - 1]
+                pos -= 1
+            bd[pos] = d
+            near[pos] = t
+            if cnt < k:
+                cnt += 1
+    return near
 
 
 @numba.njit(cache=True)
@@ -96,15 +103,17 @@ def _mdav_steps(data, ids, sums, labels, nrem, group, k, max_groups):
     while nrem >= 3 * k and group < target:
         for j in range(m):
             centroid[j] = sums[j] / nrem
-        r, _ = _farthest_and_nearest(data, nrem, centroid, k, dist, False)
+        r = _farthest(data, nrem, centroid, dist)
         for j in range(m):
             point[j] = data[j, r]
-        s, near = _farthest_and_nearest(data, nrem, point, k, dist, True)
+        s = _farthest(data, nrem, point, dist)
+        near = _nearest(dist, nrem, k)
         for j in range(m):
             point[j] = data[j, s]
         nrem = _remove_rows(data, ids, sums, nrem, near, labels, group)
         group += 1
-        _, near = _farthest_and_nearest(data, nrem, point, k, dist, True)
+        _farthest(data, nrem, point, dist)
+        near = _nearest(dist, nrem, k)
         nrem = _remove_rows(data, ids, sums, nrem, near, labels, group)
         group += 1
     return nrem, group
@@ -120,9 +129,10 @@ def _mdav_tail(data, ids, sums, labels, nrem, group, k):
         centroid = np.empty(m)
         for j in range(m):
             centroid[j] = sums[j] / nrem
-        r, _ = _farthest_and_nearest(data, nrem, centroid, k, dist, False)
+        r = _farthest(data, nrem, centroid, dist)
         point = data[:, r].copy()
-        _, near = _farthest_and_nearest(data, nrem, point, k, dist, True)
+        _farthest(data, nrem, point, dist)
+        near = _nearest(dist, nrem, k)
         nrem = _remove_rows(data, ids, sums, nrem, near, labels, group)
         group += 1
     for t in range(nrem):
