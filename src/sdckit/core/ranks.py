@@ -17,7 +17,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import numba
 import numpy as np
 import pandas as pd
 
@@ -117,37 +116,9 @@ def sort_order(
     if ties == "first" or not np.any(values[order[1:]] == values[order[:-1]]):
         return order  # without ties every rule gives this one order, and no draw is needed
     keys = tie_keys(len(values), derive_seed(as_generator(random_state)))
-    _order_runs_by_key(order, values[order], keys)  # by value, then key, then position
-    return order
-
-
-@numba.njit(cache=True)
-def _order_runs_by_key(order, sorted_values, keys):  # pragma: no cover - compiled
-    """Within each run of equal values of ``order`` (a stable sort), re-order the records by
-    their key (stable: equal keys keep their positions' order). In place; O(n + sum m log m)."""
-    n = len(order)
-    a = 0
-    while a < n:
-        b = a + 1
-        while b < n and sorted_values[b] == sorted_values[a]:
-            b += 1
-        if b - a > 1:
-            run = np.sort(order[a:b])  # the records of the run by position
-            run_keys = keys[run]
-            perm = np.argsort(run_keys)
-            # equal keys (rare) keep their positions' order: sort each such stretch of perm
-            i = 0
-            m = b - a
-            while i < m:
-                j = i + 1
-                while j < m and run_keys[perm[j]] == run_keys[perm[i]]:
-                    j += 1
-                if j - i > 1:
-                    perm[i:j] = np.sort(perm[i:j])
-                i = j
-            for i in range(m):
-                order[a + i] = run[perm[i]]
-        a = b
+    keys[np.isnan(values)] = 0  # missing values are not tied with each other: by position
+    # by value, then key, then position (np.lexsort's last key is the primary one)
+    return np.lexsort((np.arange(len(values)), keys, values))
 
 
 def tie_keys(n: int, key: int) -> np.ndarray:
