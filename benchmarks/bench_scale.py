@@ -129,6 +129,14 @@ def line(label: str, r: dict, base: dict | None = None) -> None:
 
 
 # --------------------------------------------------------------------------- cases (children)
+def generate_in_child(path: Path, n: int) -> None:
+    """:func:`generate` in a child process (its memory is not the parent's), saying how big."""
+    start = time.perf_counter()
+    child("generate", str(path), str(n))
+    print(f"(generated {n:,} records, {path.stat().st_size / 1e9:.2f} GB Parquet, "
+          f"in {time.perf_counter() - start:.0f} s)", flush=True)
+
+
 def run_child(case: str, args: list[str]) -> None:
     if case == "generate":
         generate(Path(args[0]), int(args[1]))
@@ -210,27 +218,11 @@ def run_child(case: str, args: list[str]) -> None:
         summary = result.verification
         print(json.dumps({"seconds": round(time.perf_counter() - start, 1), "sampled": result.sampled,
                           "p_value": getattr(summary, "p_value", None)}, default=str))
-    elif case == "perm":
-        import numpy as np
-        import pandas as pd
+    elif case == "perm":  # the report benchmark's data and run, at 5 columns
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from bench_report_scale import report_steps
 
-        from sdckit.report import assess_report
-
-        n, m = int(args[0]), 5
-        rng = np.random.default_rng(1)
-        x = pd.DataFrame(rng.standard_normal((n, m)) @ (0.7 * np.eye(m) + 0.3), columns=[f"c{j}" for j in range(m)])
-        y = x + rng.standard_normal((n, m)) * 0.1
-        steps: dict[str, float] = {}
-        last = time.perf_counter()
-
-        def progress(done: int, total: int, label: str) -> None:
-            nonlocal last
-            now = time.perf_counter()
-            steps[label] = round(now - last, 1)
-            last = now
-
-        with tempfile.TemporaryDirectory() as tmp:
-            assess_report(x, y, f"{tmp}/report.html", random_state=1, progress=progress)
+        steps, _ = report_steps(int(args[0]), 5)
         print(json.dumps({"steps_s": steps}))
     elif case == "dask":
         from sdckit.engine import protect_file
@@ -299,10 +291,7 @@ def main() -> None:
         print(f"{'case':<52} {'wall':>10} {'peak RSS':>10}")
         if "protect" in cases:
             data = work / "data.parquet"
-            start = time.perf_counter()
-            child("generate", str(data), str(args.n))
-            print(f"(generated {args.n:,} records, {data.stat().st_size / 1e9:.2f} GB Parquet, "
-                  f"in {time.perf_counter() - start:.0f} s)", flush=True)
+            generate_in_child(data, args.n)
             recipe = work / "recipe.toml"
             recipe.write_text(RECIPE.format(seed=SEED, data=data, numeric=json.dumps(NUMERIC), out=work / "out"))
             cli = [sys.executable, "-m", "sdckit", "protect", str(recipe), "--no-report"]
@@ -351,10 +340,7 @@ def main() -> None:
             if case not in cases:
                 continue
             data = work / f"{case}.parquet"
-            start = time.perf_counter()
-            child("generate", str(data), str(args.n))
-            print(f"(generated {args.n:,} records, {data.stat().st_size / 1e9:.2f} GB Parquet, "
-                  f"in {time.perf_counter() - start:.0f} s)", flush=True)
+            generate_in_child(data, args.n)
             streamed = child(f"{case}_stream", str(data), str(work / f"{case}_s.parquet"))
             memory = child(f"{case}_memory", str(data), str(work / f"{case}_m.parquet"))
             what = {"globals": "PRAM x2 + recoding x2", "rankswap": "rank swapping p=15, 2 columns"}[case]
@@ -365,10 +351,7 @@ def main() -> None:
             data.unlink()
         if "dask" in cases:
             data = work / "big.parquet"
-            start = time.perf_counter()
-            child("generate", str(data), str(args.n))
-            print(f"(generated {args.n:,} records, {data.stat().st_size / 1e9:.2f} GB Parquet, "
-                  f"in {time.perf_counter() - start:.0f} s)", flush=True)
+            generate_in_child(data, args.n)
             r = child("dask", str(data), str(work / "big_out.parquet"))
             line(f"row-wise {args.n:,} rows, dask LocalCluster 2 x 1GB", r)
 
