@@ -210,11 +210,11 @@ def main() -> None:
 
 def scale_case(rows: int = 10_000_000) -> None:
     """The national-scale case (issue 14): a 52k-cell 4-D table from a 1e7-row Parquet file,
-    built by DuckDB and protected by decomposition (benchmarks/bench_tabular_scale.py)."""
+    built by DuckDB and protected by ``suppress(method="fast")`` (benchmarks/bench_tabular_scale.py)."""
     import sys
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from bench_tabular_scale import run as run_scale
-    print("\n== scale: 4-D table from a file, Table.from_file + suppress_modular")
+    print("\n== scale: 4-D table from a file, Table.from_file + suppress(method='fast')")
     run_scale(rows)
 
 

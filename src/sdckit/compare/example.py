@@ -17,6 +17,7 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
+from sdckit.core.normal import normal_draws
 from sdckit.permutation.verify import N_RANDOM
 from sdckit.compare.core import Candidate, Comparison, Progress, compare
 from sdckit.core.params import Interval, check_param
@@ -31,7 +32,7 @@ def correlated_normal(
     cov = np.full((m, m), rho) + np.eye(m) * (1 - rho)
 
     def simulate(rng: np.random.Generator) -> pd.DataFrame:
-        values = mean + sd * rng.multivariate_normal(np.zeros(m), cov, size=n)
+        values = mean + sd * normal_draws(rng, np.zeros(m), cov, n)
         return pd.DataFrame(values, columns=[f"X{j + 1}" for j in range(m)])
 
     return simulate

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 from scipy.special import ndtri
 
+from sdckit.core.normal import normal_draws
 from sdckit.core.method import register
 from sdckit.core.ranks import inverse_permutation, order_values, ranks, sort_order
 from sdckit.core.schema import ORDERED_KINDS, Schema
@@ -78,7 +79,7 @@ class GaussianCopulaSynthesizer(Synthesizer):
         orders = [sort_order(keys[:, j], ties="random", random_state=rng) for j in range(m)]
         scores = np.column_stack([ndtri((inverse_permutation(o) + 1) / (n + 1)) for o in orders])
         corr = np.atleast_2d(np.corrcoef(scores, rowvar=False))
-        draws = rng.multivariate_normal(np.zeros(m), corr, size=size, method="eigh")
+        draws = normal_draws(rng, np.zeros(m), corr, size)
         out = {}
         for j, name in enumerate(data.columns):
             position = quantile_positions(ranks(draws[:, j], ties="random", random_state=rng), n)

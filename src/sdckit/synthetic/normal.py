@@ -8,6 +8,7 @@ from typing import ClassVar
 import numpy as np
 import pandas as pd
 
+from sdckit.core.normal import normal_draws
 from sdckit.core.method import register
 from sdckit.core.schema import Schema
 from sdckit.synthetic.base import Synthesizer
@@ -53,5 +54,5 @@ class MultivariateNormalSynthesizer(Synthesizer):
         values = data.to_numpy(dtype=float)
         mean = values.mean(axis=0)
         cov = np.atleast_2d(np.cov(values, rowvar=False, ddof=1))
-        draws = rng.multivariate_normal(mean, cov, size=size, method="eigh")
+        draws = normal_draws(rng, mean, cov, size)
         return pd.DataFrame(draws, columns=data.columns)

@@ -19,6 +19,7 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
 from sdckit.tabular.lp import LP
+from sdckit.tabular.precision import AUDIT_TOL, EQUATION_SLACK, value_scale
 from sdckit.tabular.rules import Sensitivity
 from sdckit.tabular.table import Table
 
@@ -63,8 +64,7 @@ def intervals(table: Table, suppressed: np.ndarray, A: sp.csr_matrix | None = No
     rhs = -(A[rows][:, np.flatnonzero(pub)] @ v[pub])
     # given cells may add up only within a tolerance (Table.from_cells rtol): each equation keeps
     # the slack the true values leave it, so that the true values stay feasible
-    scale = max(float(np.abs(v).max()) if n else 1.0, 1.0)
-    slack = np.abs(A[rows] @ v) + 1e-9 * scale
+    slack = np.abs(A[rows] @ v) + EQUATION_SLACK * value_scale(v)
     if AS.shape[0]:
         adj = (AS.T @ AS).tocsr()
         ncomp, label = connected_components(adj, directed=False)
@@ -112,8 +112,7 @@ def protected(table: Table, lo: np.ndarray, hi: np.ndarray, sens: Sensitivity,
               suppressed: np.ndarray) -> np.ndarray:
     """True for every cell except an unprotected primary one."""
     v = table.cells["value"].to_numpy(float)
-    scale = max(float(np.abs(v).max()) if len(v) else 1.0, 1.0)
-    tol = 1e-7 * scale
+    tol = AUDIT_TOL * value_scale(v)
     ok = (hi >= v + sens.upper - tol) & (lo <= v - sens.lower + tol) & suppressed
     return ok | ~sens.primary
 

@@ -36,6 +36,32 @@ def _relation(path: Path, fmt: str) -> str:
     return f"read_csv({literal}, header=true, all_varchar=true{delim})"
 
 
+def file_codes(path: str | Path, dimensions: Sequence[str], input_format: str | None = None) -> dict[str, list[str]]:
+    """The sorted distinct codes (trimmed text) of each dimension column of a CSV/TSV/Parquet
+    file, by one DuckDB scan (what a hierarchy given by code lengths is built from)."""
+    import duckdb
+
+    path = Path(path)
+    fmt = source_format(path, input_format)
+    con = duckdb.connect()
+    try:
+        con.execute("SET threads = 2")
+        rel = _relation(path, fmt)
+        available = [d[0] for d in con.execute(f"SELECT * FROM {rel} LIMIT 0").description]
+        out = {}
+        for d in dimensions:
+            if d not in available:
+                raise DataError(f"Dimension column {d!r} is not in {path.name!r}.")
+            rows = con.execute(f"SELECT DISTINCT TRIM(CAST({_quote_ident(d)} AS VARCHAR)) FROM {rel} "
+                               f"WHERE {_quote_ident(d)} IS NOT NULL").fetchall()
+            out[d] = sorted(r[0] for r in rows)
+    except duckdb.Error as exc:
+        raise DataError(f"The table input file {path.name!r} cannot be read as {fmt}: {type(exc).__name__}.") from None
+    finally:
+        con.close()
+    return out
+
+
 def build_from_file(cls: Any, path: str | Path, dimensions: Sequence[str],
                     hierarchies: Mapping[str, Any] | Sequence[Any] | None = None,
                     response: str | None = None, weight: str | None = None,

@@ -196,6 +196,14 @@ class Hierarchy:
                 d[i] = d[p] + 1
         return d
 
+    def subtree_sizes(self) -> np.ndarray:
+        """Number of codes in each code's subtree, itself included. Codes are in depth-first
+        order, so the subtree of code ``i`` is the run ``codes[i:i + size[i]]``."""
+        size = np.ones(len(self.codes), int)
+        for i in range(len(self.parents) - 1, 0, -1):
+            size[self.parents[i]] += size[i]
+        return size
+
     def ancestors(self, code: str) -> list[str]:
         """``code``, its parent, ..., the root."""
         out, i = [], self.index(code)

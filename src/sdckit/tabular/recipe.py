@@ -66,6 +66,7 @@ from sdckit.core.provenance import UNPUBLISHED, created_timestamp, fingerprint
 from sdckit.core.version import __version__
 from sdckit.io import read, write, write_text_atomic
 from sdckit.io import tauargus
+from sdckit.tabular.build_duckdb import file_codes
 from sdckit.tabular.cta import adjust_table
 from sdckit.tabular.hierarchy import Hierarchy
 from sdckit.tabular.linked import LinkedTables, adjust_linked, link_tables, suppress_linked
@@ -296,15 +297,18 @@ def _hierarchy(spec: Any, dim: str, base: Path, codes: list[str], rda: Any) -> A
                          "{lengths = [...]}.")
 
 
-def build_table(recipe: TableRecipe | TableSpec, rules: tuple[Rule, ...] | None = None) -> tuple[Table, pd.DataFrame]:
+def build_table(recipe: TableRecipe | TableSpec, rules: tuple[Rule, ...] | None = None) -> tuple[Table, pd.DataFrame | None]:
     """The table of a recipe (its first table) or of one table section, and the frame it was
-    built from."""
+    built from (None for a CSV/TSV/Parquet file of records: DuckDB aggregates it unread)."""
     if isinstance(recipe, TableRecipe):
         return build_table(recipe.tables[0], recipe.rules)
     spec, rules = recipe, rules or ()
     base = spec.base
     rda = tauargus.read_rda(spec.rda) if spec.rda is not None else None
     suffix = spec.input.suffix.lower()
+    n_top = max([getattr(r, "n", 2) if isinstance(r, Dominance) else 2 for r in rules] + [2])
+    if rda is None and suffix in (".csv", ".tsv", ".parquet"):  # records aggregated by DuckDB
+        return _table_from_file(spec, n_top), None
     if suffix == ".tab":
         if rda is None:
             raise ParameterError(f"Table {spec.name!r}: a .tab input needs rda = the tau-ARGUS metadata.")
@@ -325,10 +329,21 @@ def build_table(recipe: TableRecipe | TableSpec, rules: tuple[Rule, ...] | None 
         table = Table.from_cells(frame, spec.dimensions, hier, value=spec.response or "value",
                                  freq=freq, top=tops[:2], rtol=1e-6)
     else:
-        n_top = max([getattr(r, "n", 2) if isinstance(r, Dominance) else 2 for r in rules] + [2])
         table = Table.from_microdata(frame, spec.dimensions, hier, response=spec.response,
                                      weight=spec.weight, holding=spec.holding, top=n_top)
     return table, frame
+
+
+def _table_from_file(spec: TableSpec, top: int) -> Table:
+    """A CSV/TSV/Parquet file of records: :meth:`Table.from_file` (DuckDB, out of core), so a
+    register of 1e7 records is never loaded; the codes are read only for hierarchies given by
+    code lengths."""
+    lengths = [d for d in spec.dimensions if isinstance(spec.hierarchies.get(d), dict)
+               and "lengths" in spec.hierarchies[d]]
+    codes = file_codes(spec.input, lengths) if lengths else {}
+    hier = {d: _hierarchy(spec.hierarchies.get(d), d, spec.base, codes.get(d, []), None) for d in spec.dimensions}
+    return Table.from_file(spec.input, spec.dimensions, hier, response=spec.response, weight=spec.weight,
+                           holding=spec.holding, top=top)
 
 
 def build_tables(recipe: TableRecipe) -> Table:

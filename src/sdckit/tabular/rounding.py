@@ -41,6 +41,7 @@ import highspy
 from sdckit.core.errors import DataError, ParameterError
 from sdckit.core.random import RandomState, as_generator
 from sdckit.tabular.lp import LP
+from sdckit.tabular.precision import AUDIT_TOL, value_scale
 from sdckit.tabular.rules import sensitivity
 from sdckit.tabular.table import Table
 
@@ -376,8 +377,7 @@ def audit_rounding(result: RoundingResult, rules: Any = None, primary: Any = Non
                 else:
                     hi[k] = -lp.objective
             lp.set_costs([i], [0.0])
-    scale = max(float(np.abs(v).max()) if len(v) else 1.0, 1.0)
-    tol = 1e-7 * scale
+    tol = AUDIT_TOL * value_scale(v)
     ok = (hi >= v[idx] + sens.upper[idx] - tol) & (lo <= v[idx] - sens.lower[idx] + tol)
     frame = table.cells[list(table.dimensions) + ["value"]].iloc[idx].copy()
     frame["rounded"] = R[idx]

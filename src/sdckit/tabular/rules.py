@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from sdckit.core.errors import ParameterError
+from sdckit.tabular.precision import LEVEL_FLOOR, value_scale
 
 if TYPE_CHECKING:
     from sdckit.tabular.table import Table
@@ -280,8 +281,9 @@ def sensitivity(table: "Table", rules: Any, primary: Any = None, floor: float | 
     """Primary cells and protection levels of ``table`` under ``rules`` plus cells ``primary``
     (a boolean mask or a list of cell keys; level 10% of |value| unless a rule gives more).
 
-    Every primary cell needs an interval of positive width: a level of 0 is raised to ``floor``
-    (default 1e-6 x the largest |value|, "sliding protection"). The lower level is capped at the
+    Every primary cell needs an interval of positive width, wider than the audit's tolerance: a
+    level below ``floor`` (0 included) is raised to it (default 1e-9 x the largest |value|,
+    "sliding protection"; :mod:`sdckit.tabular.precision`). The lower level is capped at the
     cell's value when values cannot be negative (the intruder knows x >= 0). Empty cells are never
     primary.
     """
@@ -308,8 +310,7 @@ def sensitivity(table: "Table", rules: Any, primary: Any = None, floor: float | 
         reason[extra & ~prim] = "given"
         prim |= extra
     value = table.cells["value"].to_numpy(float)
-    scale = float(np.abs(value).max()) if n else 1.0
-    floor = 1e-6 * max(scale, 1.0) if floor is None else floor
+    floor = LEVEL_FLOOR * value_scale(value) if floor is None else floor
     upper = np.where(prim, np.maximum(level, floor), 0.0)
     lower = upper.copy()
     if not table.negative:

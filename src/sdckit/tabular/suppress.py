@@ -39,6 +39,7 @@ from sdckit.core.errors import DataError, ParameterError
 from sdckit.tabular.audit import AuditResult, audit_pattern, intervals, protected
 from sdckit.tabular.cutloop import Limits, branch_and_cut
 from sdckit.tabular.lp import LP
+from sdckit.tabular.precision import AUDIT_TOL, value_scale
 from sdckit.tabular.rules import Sensitivity, sensitivity
 from sdckit.tabular.table import Table
 
@@ -120,14 +121,13 @@ class _Problem:
         self.prim = np.array([self.pos[int(i)] for i in np.flatnonzero(sens.primary)], dtype=np.int64)
         self.upl = sens.upper[self.cand]
         self.lpl = sens.lower[self.cand]
-        scale = max(float(np.abs(v).max()) if len(v) else 1.0, 1.0)
-        self.tol = 1e-7 * scale
+        self.tol = AUDIT_TOL * value_scale(v)
         self._att: LP | None = None
         self._next = 0
         self._hot: list[int] = []
         self._scanned = 0
         self.codes = table.code_index()[self.cand]  # (C x d) code positions
-        self._near = {}  # (siblings kept or None) -> per dimension: code -> allowed codes around it
+        self._near = {}  # (dimension, code, siblings kept or None, levels up) -> allowed codes
         self._margins = []
         allpos = table.code_index()
         for k, h in enumerate(table.hierarchies):
@@ -255,55 +255,83 @@ class _Problem:
         x = lp.x
         return np.flatnonzero((x[:C] + x[C:]) > 1e-9 * max(level, 1.0))
 
-    def _near_codes(self, k: int, c: int, siblings: int | None) -> np.ndarray:
-        key = (k, c, siblings)
+    def _near_codes(self, k: int, c: int, siblings: int | None, up: int = 1) -> np.ndarray:
+        """Codes of dimension ``k`` around code ``c``: the subtree of its ancestor ``up`` levels
+        above (with ``up=1`` and ``siblings``, only ``c``'s subtree and those of its
+        ``siblings`` largest siblings by their one-way margin), and that ancestor's ancestors."""
+        key = (k, c, siblings, up)
         if key not in self._near:
             h = self.table.hierarchies[k]
             par = np.asarray(h.parents)
-            size = np.ones(len(par), int)  # codes are in depth-first order: a subtree is a run
-            for i in range(len(par) - 1, 0, -1):
-                size[par[i]] += size[i]
+            size = h.subtree_sizes()  # codes are in depth-first order: a subtree is a run
             ok = np.zeros(len(h.codes), bool)
-            a = par[c]
-            sib = np.flatnonzero(par == a) if a >= 0 else np.zeros(0, int)
-            sib = sib[sib != c]
-            if siblings is not None:  # the largest by their one-way margin
+            top = c
+            for _ in range(up):
+                if par[top] < 0:
+                    break
+                top = par[top]
+            if up == 1 and siblings is not None and top != c:
+                sib = np.flatnonzero(par == top)
+                sib = sib[sib != c]
                 m = self._margins[k]
                 sib = sib[np.lexsort((sib, -m[sib]))][:siblings]
-            for r in np.r_[c, sib]:
-                ok[r:r + size[r]] = True
+                for r in np.r_[c, sib]:
+                    ok[r:r + size[r]] = True
+                ok[top] = True
+            else:
+                ok[top:top + size[top]] = True
+            a = par[top]
             while a >= 0:
                 ok[a] = True  # ancestors
                 a = par[a]
             self._near[key] = ok
         return self._near[key]
 
-    def neighbourhood(self, p: int, siblings: int | None = None) -> np.ndarray:
+    def neighbourhood(self, p: int, siblings: int | None = None, up: tuple[int, ...] | None = None) -> np.ndarray:
         """Candidate cells whose code in every dimension lies below the primary's code or one of
         its siblings, or is one of its ancestors (the sub-table where its cheapest flows lie);
-        with ``siblings``, only that many siblings per dimension, the largest first."""
+        with ``siblings``, only that many siblings per dimension, the largest first; with
+        ``up``, per dimension, the subtree of the ancestor that many levels above instead."""
         keep = np.ones(len(self.cand), bool)
         for k in range(self.codes.shape[1]):
-            keep &= self._near_codes(k, int(self.codes[p, k]), siblings)[self.codes[:, k]]
+            keep &= self._near_codes(k, int(self.codes[p, k]), siblings, 1 if up is None else up[k])[self.codes[:, k]]
         return np.flatnonzero(keep)
 
+    def _reaches(self) -> list[tuple[int | None, tuple[int, ...] | None]]:
+        """The neighbourhoods :meth:`flow_local` tries, smallest first: 3 siblings, all siblings,
+        then in one dimension at a time (then in all) the subtree of the grandparent, and so on
+        up to the deepest hierarchy (the whole table is left to :meth:`flow`)."""
+        d = self.codes.shape[1]
+        depth = [int(np.max(h.depths())) for h in self.table.hierarchies]
+        out: list[tuple[int | None, tuple[int, ...] | None]] = [(3, None), (None, None)]
+        for up in range(2, max(depth, default=1) + 1):
+            grown = [tuple(up if j == k else 1 for j in range(d)) for k in range(d) if depth[k] >= up]
+            for reach in grown + [tuple(min(up, depth[j]) for j in range(d))]:
+                if (None, reach) not in out:
+                    out.append((None, reach))
+        return out
+
     def flow_local(self, p: int, level: float, cost: np.ndarray, avail: np.ndarray) -> np.ndarray | None:
-        """:meth:`flow_near` on a small neighbourhood (3 siblings per dimension), then on the
-        whole one."""
-        for siblings in (3, None):
-            sup = self.flow_near(p, level, cost, avail, siblings)
+        """:meth:`flow_near` on growing neighbourhoods (:meth:`_reaches`) until one carries a
+        protecting flow; None when none does (then the whole table is tried)."""
+        tried: set[bytes] = set()
+        for siblings, up in self._reaches():
+            sub = self.neighbourhood(p, siblings, up)
+            if len(sub) == len(self.cand) or sub.tobytes() in tried:
+                continue  # the whole table is :meth:`flow`'s, with its re-used model
+            tried.add(sub.tobytes())
+            sup = self.flow_near(p, level, cost, avail, sub)
             if sup is not None:
                 return sup
         return None
 
     def flow_near(self, p: int, level: float, cost: np.ndarray, avail: np.ndarray,
-                  siblings: int | None) -> np.ndarray | None:
-        """Support of the cheapest flow on the primary's neighbourhood that moves it up by
+                  sub: np.ndarray) -> np.ndarray | None:
+        """Support of the cheapest flow on the cells ``sub`` (around the primary) that moves it up by
         ``level`` while every other cell moves at most by its value either way, so that the
         reversed flow (scaled to the lower level <= upper level) protects the lower side too."""
         if level > self.UB[p]:
             return None
-        sub = self.neighbourhood(p, siblings)
         sub = self.peel(sub[avail[sub] | (sub == p)])
         if not len(sub) or not np.any(sub == p):
             return None  # the primary is alone in one of its equations: no flow moves it
