@@ -142,7 +142,7 @@ def test_neighbourhoods_grow_from_the_siblings_to_the_grandparents_subtree():
                                                             ["Total", "c2", "c0"])
     every_a = ["Total", "A1", "A2"] + [f"a{i}" for i in range(8)]
     assert cells(prob.neighbourhood(p, up=(2, 1, 1))) == grid(every_a, B2, C)
-    assert prob._reaches() == [(3, None), (None, None), (None, (2, 1, 1)), (None, (1, 2, 1)), (None, (2, 2, 1))]
+    assert prob.reaches == [(3, None), (None, None), (None, (2, 1, 1)), (None, (1, 2, 1)), (None, (2, 2, 1))]
 
 
 # ------------------------------------------------------------------ recipe input through DuckDB

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -297,10 +298,12 @@ class _Problem:
             keep &= self._near_codes(k, int(self.codes[p, k]), siblings, 1 if up is None else up[k])[self.codes[:, k]]
         return np.flatnonzero(keep)
 
-    def _reaches(self) -> list[tuple[int | None, tuple[int, ...] | None]]:
+    @cached_property
+    def reaches(self) -> list[tuple[int | None, tuple[int, ...] | None]]:
         """The neighbourhoods :meth:`flow_local` tries, smallest first: 3 siblings, all siblings,
         then in one dimension at a time (then in all) the subtree of the grandparent, and so on
-        up to the deepest hierarchy (the whole table is left to :meth:`flow`)."""
+        up to the deepest hierarchy (the whole table is left to :meth:`flow`). The same for every
+        primary: computed once per table."""
         d = self.codes.shape[1]
         depth = [int(np.max(h.depths())) for h in self.table.hierarchies]
         out: list[tuple[int | None, tuple[int, ...] | None]] = [(3, None), (None, None)]
@@ -312,10 +315,10 @@ class _Problem:
         return out
 
     def flow_local(self, p: int, level: float, cost: np.ndarray, avail: np.ndarray) -> np.ndarray | None:
-        """:meth:`flow_near` on growing neighbourhoods (:meth:`_reaches`) until one carries a
+        """:meth:`flow_near` on growing neighbourhoods (:attr:`reaches`) until one carries a
         protecting flow; None when none does (then the whole table is tried)."""
         tried: set[bytes] = set()
-        for siblings, up in self._reaches():
+        for siblings, up in self.reaches:
             sub = self.neighbourhood(p, siblings, up)
             if len(sub) == len(self.cand) or sub.tobytes() in tried:
                 continue  # the whole table is :meth:`flow`'s, with its re-used model
