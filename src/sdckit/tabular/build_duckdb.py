@@ -36,6 +36,35 @@ def _relation(path: Path, fmt: str) -> str:
     return f"read_csv({literal}, header=true, all_varchar=true{delim})"
 
 
+def _unreadable(path: Path, fmt: str, exc: Exception) -> DataError:
+    return DataError(f"The table input file {path.name!r} cannot be read as {fmt}: {type(exc).__name__}.")
+
+
+def _open(path: Path, fmt: str, dims: Sequence[str], memory: int | None = None) -> tuple[Any, str, list[str]]:
+    """A DuckDB connection (2 threads, at most ``memory`` bytes), the file's relation and its
+    column names, once the file has been read as ``fmt`` and found to hold every dimension
+    column (else a one-line DataError). The caller closes the connection."""
+    import duckdb
+
+    con = duckdb.connect()
+    try:
+        con.execute("SET threads = 2")
+        if memory is not None:
+            con.execute(f"SET memory_limit = '{int(memory)}B'")
+        rel = _relation(path, fmt)
+        try:
+            available = [d[0] for d in con.execute(f"SELECT * FROM {rel} LIMIT 0").description]
+        except duckdb.Error as exc:
+            raise _unreadable(path, fmt, exc) from None
+        for d in dims:
+            if d not in available:
+                raise DataError(f"Dimension column {d!r} is not in {path.name!r}.")
+    except BaseException:
+        con.close()
+        raise
+    return con, rel, available
+
+
 def file_codes(path: str | Path, dimensions: Sequence[str], input_format: str | None = None) -> dict[str, list[str]]:
     """The sorted distinct codes (trimmed text) of each dimension column of a CSV/TSV/Parquet
     file, by one DuckDB scan (what a hierarchy given by code lengths is built from)."""
@@ -43,20 +72,15 @@ def file_codes(path: str | Path, dimensions: Sequence[str], input_format: str | 
 
     path = Path(path)
     fmt = source_format(path, input_format)
-    con = duckdb.connect()
+    con, rel, _ = _open(path, fmt, dimensions)
     try:
-        con.execute("SET threads = 2")
-        rel = _relation(path, fmt)
-        available = [d[0] for d in con.execute(f"SELECT * FROM {rel} LIMIT 0").description]
         out = {}
         for d in dimensions:
-            if d not in available:
-                raise DataError(f"Dimension column {d!r} is not in {path.name!r}.")
             rows = con.execute(f"SELECT DISTINCT TRIM(CAST({_quote_ident(d)} AS VARCHAR)) FROM {rel} "
                                f"WHERE {_quote_ident(d)} IS NOT NULL").fetchall()
             out[d] = sorted(r[0] for r in rows)
     except duckdb.Error as exc:
-        raise DataError(f"The table input file {path.name!r} cannot be read as {fmt}: {type(exc).__name__}.") from None
+        raise _unreadable(path, fmt, exc) from None
     finally:
         con.close()
     return out
@@ -68,8 +92,6 @@ def build_from_file(cls: Any, path: str | Path, dimensions: Sequence[str],
                     holding: str | None = None, top: int = 3, total: str = "Total",
                     input_format: str | None = None, memory: int | None = None) -> Any:
     """The body of :meth:`sdckit.tabular.Table.from_file` (see there)."""
-    import duckdb
-
     from sdckit.tabular.table import (_ancestor_pairs, _hierarchies, _rollup_rows, _rollup_sums,
                                       _top_matrix, _top_per_cell, leaf_positions)
 
@@ -89,20 +111,8 @@ def build_from_file(cls: Any, path: str | Path, dimensions: Sequence[str],
     if not isinstance(top, (int, np.integer)) or isinstance(top, bool) or top < 1:
         raise ParameterError(f"The 'top' parameter of Table.from_file must be an int >= 1. Got {top!r} instead.")
     q = _quote_ident
-    con = duckdb.connect()
+    con, rel, available = _open(path, fmt, dims, memory)
     try:
-        con.execute("SET threads = 2")
-        if memory is not None:
-            con.execute(f"SET memory_limit = '{int(memory)}B'")
-        rel = _relation(path, fmt)
-        try:
-            available = [d[0] for d in con.execute(f"SELECT * FROM {rel} LIMIT 0").description]
-        except duckdb.Error as exc:
-            raise DataError(f"The table input file {path.name!r} cannot be read as {fmt}: "
-                            f"{type(exc).__name__}.") from None
-        for d in dims:
-            if d not in available:
-                raise DataError(f"Dimension column {d!r} is not in {path.name!r}.")
         for col, what in ((response, "response"), (weight, "weight"), (holding, "holding")):
             if col is not None and col not in available:
                 raise DataError(f"The {what} column {col!r} is not in {path.name!r}.")
