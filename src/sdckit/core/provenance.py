@@ -16,8 +16,6 @@ and version give a byte-identical manifest.
 from __future__ import annotations
 
 import datetime as _dt
-import hashlib
-import hmac
 import json
 import os
 import secrets
@@ -29,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from sdckit.core.errors import ParameterError
+from sdckit.core.fingerprint import frame_fingerprint
 from sdckit.core.schema import Schema
 from sdckit.core.version import __version__
 
@@ -60,27 +59,15 @@ def parse_fingerprint_key(key: bytes | str) -> bytes:
 
 
 def fingerprint(frame: pd.DataFrame, key: bytes | None = None) -> str:
-    """A digest of a frame's column names, dtypes and values.
+    """A digest of a frame's column names and values (:mod:`sdckit.core.fingerprint`).
 
     Without ``key``: SHA-256, ``"sha256:<hex>"`` — only for public data (the release). With a
     ``key``: HMAC-SHA256, ``"hmac-sha256:<hex>"`` — for confidential data, so that nobody without
-    the key can test a guess of the data against it. The same data gives the same fingerprint
-    whatever file it was read from; the index is not part of it.
+    the key can test a guess of the data against it. The same records give the same fingerprint
+    whatever file format they were read from, whatever engine wrote them and however they were
+    chunked; the index is not part of it.
     """
-    digest = hashlib.sha256() if key is None else hmac.new(key, digestmod=hashlib.sha256)
-    digest.update(f"{frame.shape[0]}x{frame.shape[1]}".encode())
-    for name in frame.columns:
-        series = frame[name]
-        digest.update(b"\x00col\x00" + str(name).encode() + b"\x00" + str(series.dtype).encode())
-        if pd.api.types.is_numeric_dtype(series.dtype) and not isinstance(
-            series.dtype, pd.CategoricalDtype
-        ):
-            values = series.to_numpy(dtype=float, na_value=np.nan)
-            digest.update(np.ascontiguousarray(values).tobytes())
-        else:
-            text = "\x1f".join("\x1e" if pd.isna(v) else str(v) for v in series.tolist())
-            digest.update(text.encode("utf-8", "surrogatepass"))
-    return ("sha256:" if key is None else "hmac-sha256:") + digest.hexdigest()
+    return frame_fingerprint(frame, key)
 
 
 def created_timestamp() -> str:

@@ -10,20 +10,18 @@
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import shutil
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from sdckit.core.atomic import atomic_path, refuse_input_overwrite
 from sdckit.core.errors import DataError, ParameterError
+from sdckit.core.fingerprint import ColumnDigest, combine
 from sdckit.core.rowwise import CHUNK_ROWS, rechunk
 from sdckit.io.files import check_columns, detect_format, sniff_delimiter
 
@@ -189,47 +187,18 @@ class PartWriter:
 
 def stream_fingerprint(parts: Sequence[Path], dtypes: dict[str, str], key: bytes | None = None) -> str:
     """The fingerprint (:func:`sdckit.core.provenance.fingerprint`) of the frame the Parquet
-    ``parts`` hold in order, computed one column and one batch at a time. ``dtypes`` are the
-    pandas dtypes of the frame's columns."""
-    digest = hashlib.sha256() if key is None else hmac.new(key, digestmod=hashlib.sha256)
+    ``parts`` hold in order, computed one column and one batch at a time over the same canonical
+    serialization (:mod:`sdckit.core.fingerprint`), so it equals the in-memory frame's. ``dtypes``
+    names the frame's columns in order."""
     rows = sum(open_parquet(p).metadata.num_rows for p in parts)
-    names = list(dtypes)
-    digest.update(f"{rows}x{len(names)}".encode())
-    for name in names:
-        dtype = dtypes[name]
-        digest.update(b"\x00col\x00" + name.encode() + b"\x00" + dtype.encode())
-        numeric = dtype != "category" and dtype != "object" and (
-            dtype.startswith(("int", "uint", "float", "Int", "UInt", "Float")) or dtype in ("bool", "boolean"))
-        first = True
+    columns = []
+    for name in dtypes:
+        column = ColumnDigest(name)
         for part in parts:
             for batch in open_parquet(part).iter_batches(batch_size=CHUNK_ROWS, columns=[name]):
-                series = batch.to_pandas()[name]
-                if numeric:
-                    values = series.to_numpy(dtype=float, na_value=np.nan)
-                    digest.update(np.ascontiguousarray(values).tobytes())
-                else:
-                    text = _joined_text(series, batch.schema.field(name).type)
-                    if not first and len(series):
-                        text = "\x1f" + text
-                    if len(series):
-                        first = False
-                    digest.update(text.encode("utf-8", "surrogatepass"))
-    return ("sha256:" if key is None else "hmac-sha256:") + digest.hexdigest()
-
-
-def _joined_text(series: pd.Series, arrow_type: pa.DataType) -> str:
-    """``"\x1f".join`` of the values' text, a missing value as ``"\x1e"`` (the fingerprint's
-    rule), vectorised for string columns (whose text is the value itself)."""
-    mask = series.isna().to_numpy()
-    text_values = pa.types.is_dictionary(arrow_type) and (
-        pa.types.is_string(arrow_type.value_type) or pa.types.is_large_string(arrow_type.value_type))
-    if pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type) or text_values:
-        values = series.to_numpy(dtype=object)
-        if mask.any():
-            values = values.copy()
-            values[mask] = "\x1e"
-        return "\x1f".join(values.tolist())
-    return "\x1f".join("\x1e" if m else str(v) for v, m in zip(series.tolist(), mask.tolist(), strict=True))
+                column.update(batch.column(0))
+        columns.append(column)
+    return combine(columns, rows, key)
 
 
 def finish_output(parts: Sequence[Path], target: Path, fmt: str, *, sep: str | None = None,
