@@ -157,8 +157,10 @@ class TCloseness(Criterion):
     ``hierarchy``: EMD = ``sum_N height(N)/H * min(pos_extra(N), neg_extra(N))``). The whole
     table is the *published* one: with suppression, the searches measure each class against
     the distribution of the records they keep, so that the release passes
-    :func:`~sdckit.anonymity.check` against itself (issue 19 item 10). Monotone without
-    suppression.
+    :func:`~sdckit.anonymity.check` against itself (issue 19 item 10). The ordered distance's
+    ``m`` values are the attribute's domain: its declared order (a schema's ordinal column)
+    when there is one, else the values the measured table holds — for a search with
+    suppression, the values published (issue 27). Monotone without suppression.
     """
 
     t: float

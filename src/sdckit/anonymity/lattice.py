@@ -38,11 +38,21 @@ MAX_NODES = 2_000_000
 @dataclass(frozen=True)
 class Sensitive:
     """A sensitive attribute encoded: its labels in the attribute's order (codes index them)
-    and the whole table's count of each value."""
+    and the whole table's count of each value. ``declared``: the labels are the attribute's
+    declared domain (a schema's ordinal order, or labels handed over with a frequency table),
+    which stays the domain whatever is suppressed; otherwise the domain is the values the
+    records hold, and the published table's domain is the values it still holds."""
 
     name: str
     labels: np.ndarray
     overall: np.ndarray
+    declared: bool = False
+
+
+def declared_order(name: str, schema: Schema | None) -> tuple | None:
+    """The declared order of an ordinal column in ``schema`` (its domain), else None."""
+    column = schema[name] if schema is not None and name in schema else None
+    return column.order if column is not None and column.kind is Kind.ORDINAL else None
 
 
 def sensitive_order(series: pd.Series, schema: Schema | None) -> tuple[np.ndarray, np.ndarray]:
@@ -52,8 +62,7 @@ def sensitive_order(series: pd.Series, schema: Schema | None) -> tuple[np.ndarra
     if series.isna().any():
         row = series.index[series.isna().to_numpy().argmax()]
         raise DataError(f"Sensitive column {name!r} is missing at row {row!r}; impute or remove those records.")
-    column = schema[name] if schema is not None and name in schema else None
-    order = column.order if column is not None and column.kind is Kind.ORDINAL else None
+    order = declared_order(name, schema)
     if order is not None:
         cat = pd.Categorical(series, categories=list(order), ordered=True)
         if (cat.codes < 0).any():
@@ -149,7 +158,8 @@ def encode(frame: pd.DataFrame, hierarchies: Mapping[str, Hierarchy], criteria: 
     for s in _sensitive_names(frame, quasi, criteria):
         codes, labels = sensitive_order(frame[s], schema)
         parts.append((codes, np.arange(len(labels))))
-        sens.append(Sensitive(s, labels, np.bincount(codes, minlength=len(labels)).astype(float)))
+        sens.append(Sensitive(s, labels, np.bincount(codes, minlength=len(labels)).astype(float),
+                              declared_order(s, schema) is not None))
     matrix = _small_codes(parts)
     del parts
     zeros = np.zeros(len(matrix), dtype=np.int64)
@@ -204,7 +214,7 @@ def encode_table(codes: np.ndarray, counts: np.ndarray, hierarchies: Mapping[str
     sens = []
     for i, (name, labels) in enumerate(sensitive.items()):
         overall = np.bincount(grouped[len(quasi) + i], weights=sums, minlength=len(labels))
-        sens.append(Sensitive(name, np.asarray(labels, dtype=object), overall.astype(float)))
+        sens.append(Sensitive(name, np.asarray(labels, dtype=object), overall.astype(float), declared=True))
     bottom = GroupTable(tuple([0] * len(quasi)), grouped, sums)
     return Encoded(quasi, tuple(hierarchies[q] for q in quasi), tuple(sens), bottom)
 
@@ -355,7 +365,12 @@ class Evaluator:
         19 item 10), or the release fails t-closeness against itself. So the classes are
         measured again against the kept records' distribution, and those that now violate are
         suppressed too, until nothing changes (classes are only ever added to the suppressed
-        set, so this ends)."""
+        set, so this ends).
+
+        The domain is the published one too: unless the attribute's domain is declared
+        (:attr:`Sensitive.declared`), a value whose only records are suppressed leaves it, as
+        :func:`~sdckit.anonymity.check` on the release cannot see it. The ordered distance
+        ``|i - j| / (m - 1)`` is then over the ``m`` values published (issue 27)."""
         against_overall = [i for i, c in enumerate(self.criteria)
                            if self.sens_index[i] is not None and getattr(c, "uses_overall", False)]
         while against_overall:
@@ -365,9 +380,11 @@ class Evaluator:
             changed = False
             for i in against_overall:
                 si = self.sens_index[i]
-                hist = hists[si]
-                published = hist[kept].sum(axis=0).astype(float)
-                now = self.criteria[i].violates(sizes, hist, published, self.enc.sensitive[si].labels)
+                sens = self.enc.sensitive[si]
+                published = hists[si][kept].sum(axis=0).astype(float)
+                domain = slice(None) if sens.declared else published > 0
+                now = self.criteria[i].violates(sizes, hists[si][:, domain], published[domain],
+                                                sens.labels[domain])
                 added = now & kept
                 if added.any():
                     violating[added, i] = True

@@ -7,7 +7,9 @@ value such as ``*``. Seed 003 requires the domains of one attribute to be totall
 singleton (condition C2); :class:`Hierarchy` checks both when it is built.
 
 Values are matched as strings: integers are written without a decimal point (``39``), dates
-as ISO dates (``2024-03-15``), anything else with ``str``. A hierarchy is an immutable value
+as ISO dates (``2024-03-15``), times with a time zone with their UTC offset, anything else with
+``str``; a column whose distinct values read the same (the number ``1`` and the text ``"1"``) is
+refused (:func:`value_keys`). A hierarchy is an immutable value
 (hashable, compared by content); in a manifest it appears as its shape and a SHA-256 of its
 canonical CSV, never as its thousands of values (:meth:`Hierarchy.to_manifest`).
 """
@@ -38,15 +40,31 @@ def value_keys(series: pd.Series) -> np.ndarray:
     Integer-valued floats lose their ``.0`` (``39.0`` -> ``"39"``); integers are written
     exactly (never through a float, which merges values above 2**53); dates without a time of
     day become ``YYYY-MM-DD``, with whole seconds ``YYYY-MM-DDTHH:MM:SS``, otherwise the full
-    ISO form down to the nanosecond; everything else goes through ``str``.
+    ISO form down to the nanosecond; everything else goes through ``str``. Timestamps with a
+    time zone are written in their local time, and, when they have a time of day, with their
+    UTC offset (``2021-10-31T02:30:00+01:00``): in the hour a clock is set back the same local
+    time is two instants, which the offset tells apart (issue 27).
+
+    Values of different types may share a key (the number ``1`` and the text ``"1"``);
+    :meth:`Hierarchy.rows_of` refuses a column where two distinct values do.
     """
     if pd.api.types.is_datetime64_any_dtype(series.dtype):
         stamps = pd.DatetimeIndex(series)
+        offsets = None
+        if stamps.tz is not None:  # local wall time (never ambiguous as a naive value) + offset
+            wall = stamps.tz_localize(None)
+            offsets = _utc_offsets(wall - stamps.tz_convert(None))
+            stamps = wall
         if bool((stamps.normalize() == stamps).all()):
             return np.asarray(stamps.strftime("%Y-%m-%d"), dtype=object)
         if bool((stamps.floor("s") == stamps).all()):
-            return np.asarray(stamps.strftime("%Y-%m-%dT%H:%M:%S"), dtype=object)
-        return np.asarray([None if pd.isna(t) else t.isoformat() for t in stamps], dtype=object)
+            keys = np.asarray(stamps.strftime("%Y-%m-%dT%H:%M:%S"), dtype=object)
+        else:
+            keys = np.asarray([None if pd.isna(t) else t.isoformat() for t in stamps], dtype=object)
+        if offsets is not None:
+            missing = np.asarray(pd.isna(stamps))
+            keys[~missing] = keys[~missing] + offsets[~missing]
+        return keys
     if pd.api.types.is_integer_dtype(series.dtype):
         return series.astype(str).to_numpy(dtype=object)
     if pd.api.types.is_float_dtype(series.dtype):
@@ -55,6 +73,14 @@ def value_keys(series: pd.Series) -> np.ndarray:
         if finite.all() and np.all(values == np.round(values)) and np.all(np.abs(values) < 2.0**63):
             return values.astype(np.int64).astype(str).astype(object)
     return series.astype(str).to_numpy(dtype=object)
+
+
+def _utc_offsets(delta: pd.TimedeltaIndex) -> np.ndarray:
+    """``+HH:MM`` / ``-HH:MM`` of each UTC offset (missing offsets give ``""``)."""
+    minutes = np.asarray(delta.total_seconds().fillna(0).to_numpy() // 60, dtype=np.int64)
+    sign = np.where(minutes < 0, "-", "+")
+    whole = np.abs(minutes)
+    return np.array([f"{s}{m // 60:02d}:{m % 60:02d}" for s, m in zip(sign, whole.tolist())], dtype=object)
 
 
 def factorize(series: pd.Series) -> tuple[np.ndarray, pd.Series]:
@@ -232,6 +258,11 @@ class Hierarchy:
         series = values if isinstance(values, pd.Series) else pd.Series(list(values))
         codes, uniques = factorize(series)
         keys = value_keys(uniques)
+        if len(pd.unique(keys)) < len(keys):  # e.g. the number 1 and the text "1" of an object column
+            raise DataError(  # never the values themselves: they may be confidential (issue 12 §3)
+                f"Column {column!r} holds distinct values of different types that read the same "
+                "(e.g. the number 1 and the text '1'), which a hierarchy cannot tell apart; give "
+                "the column one type (e.g. convert it with astype(str), or to numbers).")
         found = self._index.get_indexer(keys)
         if (found < 0).any():
             bad = int((found < 0).argmax())

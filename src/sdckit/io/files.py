@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import gzip
 import io
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,12 @@ FORMATS: dict[str, tuple[str, ...]] = {
 #: microdata too).
 WRITABLE = ("csv", "tsv", "parquet", "stata", "spss", "duckdb")
 _SNIFF_BYTES = 64 * 1024
+#: The most columns :func:`read` accepts unless told otherwise (``max_columns=``). Microdata
+#: files for disclosure control hold tens to a few thousand variables; pandas needs about two
+#: minutes and 2.3 GB to parse the header of a CSV file of 700,000 columns, so a file wider than
+#: this is refused before it is parsed (issue 27): a CSV file from its header line, a Parquet
+#: file from its schema, other formats once read.
+MAX_COLUMNS = 10_000
 _DELIMITERS = ",;\t|"
 
 
@@ -70,6 +77,7 @@ def read(
     encoding: str = "utf-8",
     table: str | None = None,
     query: str | None = None,
+    max_columns: int = MAX_COLUMNS,
     **options: Any,
 ) -> pd.DataFrame:
     """Read a data file into a DataFrame.
@@ -88,6 +96,9 @@ def read(
     table, query : str, optional
         For a DuckDB file: the table to read, or a SQL query to run. With neither, the file
         must hold exactly one table.
+    max_columns : int, default :data:`MAX_COLUMNS` (10,000)
+        A file with more columns is refused (a CSV file from its header line, before it is
+        parsed; a Parquet file from its schema), unless ``usecols=`` / ``columns=`` pick fewer.
     **options
         For tau-ARGUS microdata only ``rda=`` (the metadata file); otherwise
         passed to the underlying reader (pandas.read_csv, pandas.read_parquet, pyreadstat).
@@ -107,10 +118,17 @@ def read(
         raise DataError(f"File {str(path)!r} is empty.")
     if fmt not in ("csv", "tsv", "duckdb") and (table or query):
         raise ParameterError("table= and query= apply to DuckDB files only.")
+    if isinstance(max_columns, bool) or not isinstance(max_columns, int | np.integer) or max_columns < 1:
+        raise ParameterError(f"The 'max_columns' parameter of read must be an int >= 1. Got {max_columns!r} instead.")
     try:
         if fmt in ("csv", "tsv"):
-            frame = _read_text(path, "\t" if fmt == "tsv" and sep is None else sep, encoding, options)
+            frame = _read_text(path, "\t" if fmt == "tsv" and sep is None else sep, encoding, options,
+                               int(max_columns))
         elif fmt == "parquet":
+            if "columns" not in options:
+                import pyarrow.parquet as pq
+
+                check_width(len(pq.read_schema(path).names), int(max_columns), path)
             frame = pd.read_parquet(path, **options)
         elif fmt in ("stata", "spss", "sas"):
             frame = _read_stat(path, fmt, options)
@@ -127,19 +145,33 @@ def read(
         ) from None
     if frame.shape[1] == 0:
         raise DataError(f"File {str(path)!r} has no columns.")
+    check_width(frame.shape[1], int(max_columns), path)
     check_columns(frame, str(path))
     remember_input(path)
     return frame
 
 
-def check_columns(frame: pd.DataFrame, where: str) -> None:
-    """Refuse duplicate column names (never renamed silently) and nested columns (lists,
-    structs, maps: sdckit protects flat tables), naming the columns."""
-    names = [str(c) for c in frame.columns]
-    duplicated = sorted({n for n in names if names.count(n) > 1})
+def check_width(columns: int, max_columns: int, path: Path) -> None:
+    """Refuse a file of more than ``max_columns`` columns (:data:`MAX_COLUMNS`), in one line."""
+    if columns > max_columns:
+        raise DataError(
+            f"File {str(path)!r} has {columns:,} columns; sdckit reads at most {max_columns:,} "
+            "(sdckit.io.MAX_COLUMNS). Keep only the columns you need, or pass max_columns= to sdckit.io.read."
+        )
+
+
+def check_names(names: list[str], where: str) -> None:
+    """Refuse duplicate column names (never renamed silently), naming them."""
+    duplicated = sorted(n for n, times in Counter(names).items() if times > 1)
     if duplicated:
         raise DataError(f"{where} has duplicate column names: {', '.join(map(repr, duplicated))}; "
                         "rename them so that each column has its own name.")
+
+
+def check_columns(frame: pd.DataFrame, where: str) -> None:
+    """Refuse duplicate column names (never renamed silently) and nested columns (lists,
+    structs, maps: sdckit protects flat tables), naming the columns."""
+    check_names([str(c) for c in frame.columns], where)
     for name in frame.columns:
         series = frame[name]
         if series.dtype == object:
@@ -154,7 +186,8 @@ def _reason(exc: Exception) -> str:
     return text[:300]
 
 
-def _read_text(path: Path, sep: str | None, encoding: str, options: dict[str, Any]) -> pd.DataFrame:
+def _read_text(path: Path, sep: str | None, encoding: str, options: dict[str, Any],
+               max_columns: int = MAX_COLUMNS) -> pd.DataFrame:
     raw = path.read_bytes()
     if path.suffix.lower() == ".gz":  # data.csv.gz: read as the CSV it holds
         try:
@@ -176,8 +209,13 @@ def _read_text(path: Path, sep: str | None, encoding: str, options: dict[str, An
         raise DataError(f"File {str(path)!r} holds no data (only whitespace).")
     if sep is None:
         sep = sniff_delimiter(text_head)
-    header = next(csv.reader(io.StringIO(text_head), delimiter=sep), [])
-    check_columns(pd.DataFrame(columns=range(len(header))).set_axis(header, axis=1), str(path))
+    try:  # the whole header record (it may be longer than the sniffed head), before pandas parses
+        header = next(csv.reader(io.TextIOWrapper(io.BytesIO(raw), encoding=enc, newline=""), delimiter=sep), [])
+    except csv.Error as exc:
+        raise DataError(f"Malformed CSV header in {str(path)!r} (delimiter {sep!r}): {_reason(exc)}.") from None
+    if "usecols" not in options:
+        check_width(len(header), max_columns, path)
+    check_names(header, str(path))
     try:
         return pd.read_csv(io.BytesIO(raw), sep=sep, encoding=enc, **options)
     except pd.errors.ParserError as exc:
