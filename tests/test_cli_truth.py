@@ -162,6 +162,11 @@ def test_on_release_scale_with_fewer_released_records_takes_quantiles():
     scaled = on_release_scale(original, released, ["v"], schema)
     # rank r of 8 -> lower quantile (r - 0.5) / 8 of the 4 released values lo, lo, hi, hi
     assert scaled["v"].tolist() == ["lo"] * 4 + ["hi"] * 4
+    # a suppressed (missing) released cell is left to the verification, which names it
+    suppressed = released.assign(v=released["v"].astype(object).where([True, True, False, True]))
+    scaled = on_release_scale(original, suppressed, ["v"], schema)
+    # 3 released values lo, hi, hi: rank r of 8 -> position ceil(3 (r - 0.5) / 8) - 1
+    assert scaled["v"].tolist() == ["lo"] * 3 + ["hi"] * 5
 
 
 def _swap_recipe(tmp_path: Path) -> Path:

@@ -367,15 +367,16 @@ def on_release_scale(original: pd.DataFrame, released: pd.DataFrame, columns: Se
         if column is None or column.order is None or name not in original.columns:
             continue
         categories = pd.Index(list(column.order), dtype=object)
-        if original[name].astype(object).isin(categories).all() or not released[name].astype(object).isin(categories).all():
+        present = released[name].dropna().astype(object)  # a suppressed cell is the release's business
+        if original[name].astype(object).isin(categories).all() or not present.isin(categories).all() or present.empty:
             continue
         own_column = own[name] if own is not None and name in own else Schema.infer(original[[name]])[name]
         try:
             x = order_values(original[name], own_column)
-            y = order_values(released[name].astype(object), column)
+            y = order_values(present, column)
         except SdcError:
             continue
-        y_sorted = released[name].to_numpy(dtype=object)[np.argsort(y, kind="stable")]
+        y_sorted = present.to_numpy(dtype=object)[np.argsort(y, kind="stable")]
         rank = rankdata(x, method="average")
         position = np.clip(np.ceil((rank - 0.5) / len(x) * len(y)).astype(np.int64) - 1, 0, len(y) - 1)
         scaled[name] = y_sorted[position]
