@@ -5,6 +5,7 @@ The format is a contract the CLI and later features extend::
     seed = "9f3c...32 hex digits..."  # optional, secret: `sdckit seed` prints one; none = OS entropy
     seed_file = "release.seed"        # or: the seed kept in a file beside the recipe (not both)
     allow_weak_seed = false           # optional: accept a seed under 128 bits (tests, teaching)
+    fail_unsafe = false               # optional: `sdckit protect` exits 1 unless the report shows the release safe
     fingerprint_key_file = "fp.key"   # optional, secret: keyed fingerprints of the input (none else)
     keep_identifiers = false          # optional
     engine = "memory"                 # optional: "memory", "duckdb" (streamed, out of core) or "dask"
@@ -50,7 +51,7 @@ import hmac
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -69,8 +70,11 @@ from sdckit.pipeline import ProgressCallback, Release, protect
 from sdckit.report.settings import RULES as REPORT_RULES
 from sdckit.report.settings import check_settings
 
-_TOP_KEYS = {"seed", "seed_file", "allow_weak_seed", "fingerprint_key_file", "keep_identifiers", "input", "schema",
-             "method", "output", "report", "budget", "engine", "memory", "scheduler"}
+if TYPE_CHECKING:
+    from sdckit.report.verdict import Verdict
+
+_TOP_KEYS = {"seed", "seed_file", "allow_weak_seed", "fail_unsafe", "fingerprint_key_file", "keep_identifiers", "input",
+             "schema", "method", "output", "report", "budget", "engine", "memory", "scheduler"}
 _BUDGET_KEYS = {"epsilon", "delta", "ledger"}
 #: The privacy ledger's default file, beside the recipe (the protector's private record).
 LEDGER_NAME = "sdckit-ledger.json"
@@ -104,12 +108,14 @@ class Recipe:
 
 @dataclass(frozen=True)
 class RecipeResult:
-    """What running a recipe produced."""
+    """What running a recipe produced. ``verdict`` is the report's verdict on the release (None
+    when no report was computed: ``--no-report``, or a streamed run)."""
 
     release: Release
     data_path: Path
     manifest_path: Path
     report_path: Path | None = None
+    verdict: Verdict | None = None
 
 
 def _fail(source: Path, message: str) -> ParameterError:
@@ -198,6 +204,9 @@ def parse_recipe(data: Mapping[str, Any], source: Path) -> Recipe:
     keep = data.get("keep_identifiers", False)
     if not isinstance(keep, bool):
         raise _fail(source, f"'keep_identifiers' must be true or false; got {keep!r}.")
+    fail_unsafe = data.get("fail_unsafe", False)
+    if not isinstance(fail_unsafe, bool):
+        raise _fail(source, f"'fail_unsafe' must be true or false; got {fail_unsafe!r}.")
 
     entries = data.get("method", [])
     if isinstance(entries, Mapping):
@@ -252,7 +261,7 @@ def parse_recipe(data: Mapping[str, Any], source: Path) -> Recipe:
         seed=seed,
         fingerprint_key=_read_fingerprint_key(source, data.get("fingerprint_key_file")),
         keep_identifiers=keep,
-        extra={"report": dict(report), "budget": budget, "engine": engine},
+        extra={"report": dict(report), "budget": budget, "engine": engine, "fail_unsafe": fail_unsafe},
     )
 
 
@@ -379,10 +388,7 @@ def run_recipe(
         fmt = detect_format("x", fmt)
         if fmt not in WRITABLE:
             raise ParameterError(f"sdckit cannot write {fmt}; the writable formats are {', '.join(WRITABLE)}.")
-    out_dir = Path(output_dir).resolve() if output_dir is not None else recipe.output_dir
-    stem = recipe.output_name or f"{recipe.input_path.name.split('.')[0]}_protected"
-    data_path = out_dir / f"{stem}.{_EXTENSION[fmt]}"
-    manifest_path = out_dir / f"{stem}{MANIFEST_SUFFIX}"
+    data_path, manifest_path, report_file = _output_paths(recipe, output_dir, fmt)
 
     manifest = dict(release.manifest)
     manifest["input"] = {**manifest["input"], "file": recipe.input_path.name}
@@ -395,7 +401,7 @@ def run_recipe(
     inputs = (recipe.input_path, recipe.source)
     settings = {k: v for k, v in recipe.extra.get("report", {}).items() if k != "enabled"}
     enabled = recipe.extra.get("report", {}).get("enabled", True) if report is None else report
-    html = report_path = None
+    html = report_path = verdict = None
     if enabled:  # computed before anything is written: nothing is written half
         from sdckit.report.model import build_report
         from sdckit.report.render import render_report
@@ -403,25 +409,34 @@ def run_recipe(
         seed = None if recipe.seed is None else np.random.SeedSequence([parse_seed(recipe.seed), _REPORT_STREAM])
         model = build_report(frame, release.data, schema=release.schema, manifest=manifest,
                              random_state=seed, progress=report_progress, **settings)
-        html = render_report(model)
-        report_path = out_dir / f"{stem}{REPORT_SUFFIX}"
+        html, verdict, report_path = render_report(model), model.verdict, report_file
     write(release.data, data_path, format=fmt, table=recipe.output_table, inputs=inputs)
     try:
         write_text_atomic(manifest_path, text, inputs)
-        if report_path is not None:
-            write_text_atomic(report_path, html, inputs)
+        _write_report(report_file, html, inputs)
     except BaseException:
         data_path.unlink(missing_ok=True)
         manifest_path.unlink(missing_ok=True)
         raise
     final = Release(release.data, release.schema, release.steps, manifest)
-    return RecipeResult(final, data_path, manifest_path, report_path)
+    return RecipeResult(final, data_path, manifest_path, report_path, verdict)
 
 
-def _output_paths(recipe: Recipe, output_dir: str | Path | None, fmt: str) -> tuple[Path, Path]:
+def _write_report(path: Path, html: str | None, inputs: tuple[Path, ...]) -> None:
+    """Write the release's report, or, for a release without one, remove the report a previous
+    run left under the same name: it describes another release."""
+    if html is not None:
+        write_text_atomic(path, html, inputs)
+    else:
+        path.unlink(missing_ok=True)
+
+
+def _output_paths(recipe: Recipe, output_dir: str | Path | None, fmt: str) -> tuple[Path, Path, Path]:
+    """The release's data, manifest and report paths."""
     out_dir = Path(output_dir).resolve() if output_dir is not None else recipe.output_dir
     stem = recipe.output_name or f"{recipe.input_path.name.split('.')[0]}_protected"
-    return out_dir / f"{stem}.{_EXTENSION[fmt]}", out_dir / f"{stem}{MANIFEST_SUFFIX}"
+    return (out_dir / f"{stem}.{_EXTENSION[fmt]}", out_dir / f"{stem}{MANIFEST_SUFFIX}",
+            out_dir / f"{stem}{REPORT_SUFFIX}")
 
 
 def _file_hmac(key: str, path: Path) -> str:
@@ -441,7 +456,7 @@ def _run_streamed(recipe: Recipe, engine: str, output_dir: str | Path | None, ou
     fmt = detect_format("x", fmt)
     if fmt not in ("csv", "tsv", "parquet"):
         fmt = "parquet"  # the streamed engines write Parquet or CSV
-    data_path, manifest_path = _output_paths(recipe, output_dir, fmt)
+    data_path, manifest_path, report_path = _output_paths(recipe, output_dir, fmt)
     unknown = sorted(set(recipe.input_options) - {"format", "sep", "encoding"})
     if unknown:
         raise ParameterError(f"[input] option(s) {', '.join(map(repr, unknown))} do not apply to the "
@@ -462,8 +477,10 @@ def _run_streamed(recipe: Recipe, engine: str, output_dir: str | Path | None, ou
                           "`sdckit assess`")
     try:
         write_text_atomic(manifest_path, manifest_json(manifest), (recipe.input_path, recipe.source))
+        _write_report(report_path, None, ())
     except BaseException:
         data_path.unlink(missing_ok=True)
+        manifest_path.unlink(missing_ok=True)
         raise
     release = Release(None, streamed.schema, streamed.steps, manifest)  # type: ignore[arg-type]
     return RecipeResult(release, data_path, manifest_path, None)

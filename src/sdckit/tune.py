@@ -186,7 +186,7 @@ def tune(
     check_settings(null=null, n_random=n_random, n_null=n_null, alpha=0.05, utility=utility, seeds=1)
     target_method = chain[step]
     spec = _spec(target_method, param, low, high)
-    seed = derive_seed(as_generator(random_state))
+    seed = derive_seed(as_generator(random_state, secret=False))
     curve: dict[float, dict[str, Any]] = {}
     total = steps + 2
 

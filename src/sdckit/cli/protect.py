@@ -15,19 +15,29 @@ from rich.table import Table
 from sdckit import datasets
 from sdckit.cli.app import app
 from sdckit.cli.common import console, err_console, progress_bar, write_json
-from sdckit.recipe import RecipeResult, load_recipe, run_recipe
+from sdckit.recipe import Recipe, RecipeResult, load_recipe, run_recipe
+from sdckit.report.verdict import NOT_ASSESSED, Verdict
 
 
 def _run(recipe_path: Path, out: Optional[Path], fmt: Optional[str], report: Optional[bool] = None,
          allow_weak_seed: bool = False, engine: Optional[str] = None, memory: Optional[str] = None,
-         scheduler: Optional[str] = None) -> RecipeResult:
+         scheduler: Optional[str] = None) -> tuple[Recipe, RecipeResult]:
     recipe = load_recipe(recipe_path, allow_weak_seed=allow_weak_seed)
     steps = len(recipe.methods)
     with progress_bar("protecting and assessing", steps + 4) as advance, _labelled_bars() as engine_progress:
-        return run_recipe(recipe, output_dir=out, output_format=fmt, report=report,
-                          progress=lambda done, _total, *_: advance(done, steps + 4),
-                          report_progress=lambda done, _total, *_: advance(steps + done, steps + 4),
-                          engine=engine, memory=memory, scheduler=scheduler, engine_progress=engine_progress)
+        return recipe, run_recipe(recipe, output_dir=out, output_format=fmt, report=report,
+                                  progress=lambda done, _total, *_: advance(done, steps + 4),
+                                  report_progress=lambda done, _total, *_: advance(steps + done, steps + 4),
+                                  engine=engine, memory=memory, scheduler=scheduler, engine_progress=engine_progress)
+
+
+def release_verdict(result: RecipeResult) -> Verdict:
+    """The report's verdict on the release; a release without a report is not assessed."""
+    if result.verdict is not None:
+        return result.verdict
+    why = result.release.manifest.get("report")  # a streamed release's manifest says why
+    return Verdict(NOT_ASSESSED, f"{NOT_ASSESSED}: " + (f"the report was {why}" if isinstance(why, str)
+                                                        else "no report was computed for this release"))
 
 
 @contextmanager
@@ -59,6 +69,7 @@ def _report_written(result: RecipeResult) -> None:
         f"Protected {release.manifest['input']['records']} records with "
         f"{', '.join(m['name'] for m in release.manifest['methods'])}."
     )
+    console.print(f"Verdict: {release_verdict(result).text}", markup=False, highlight=False, soft_wrap=True)
     console.print(f"  data:     {result.data_path}")
     console.print(f"  manifest: {result.manifest_path}")
     if result.report_path is not None:
@@ -80,17 +91,24 @@ def protect(
     engine: Annotated[Optional[str], typer.Option("--engine", help="Where the work runs: memory, duckdb (streamed, out of core) or dask (default: the recipe's, else memory).")] = None,
     memory: Annotated[Optional[str], typer.Option("--memory", help="Memory budget, e.g. 2GB: a recipe of row-wise methods whose input would not fit is streamed.")] = None,
     scheduler: Annotated[Optional[str], typer.Option("--scheduler", help="Dask scheduler address for --engine dask (default: a LocalCluster).")] = None,
+    fail_unsafe: Annotated[Optional[bool], typer.Option("--fail-unsafe/--no-fail-unsafe", help="Exit with status 1 (after writing the outputs) unless the report shows the release plausibly deniable (default: the recipe's fail_unsafe, else off).")] = None,
 ) -> None:
     """Protect a data set as a RECIPE says; write the release, <stem>.manifest.json and <stem>.report.html."""
-    result = _run(recipe, out, format, report, allow_weak_seed, engine, memory, scheduler)
+    parsed, result = _run(recipe, out, format, report, allow_weak_seed, engine, memory, scheduler)
     _report_written(result)
+    verdict = release_verdict(result)
     if json_out is not None:
         write_json(json_out, {
             "data": str(result.data_path),
             "manifest_path": str(result.manifest_path),
             "report_path": None if result.report_path is None else str(result.report_path),
+            "verdict": verdict.to_dict(),
             "manifest": result.release.manifest,
         })
+    if not verdict.safe and (fail_unsafe if fail_unsafe is not None else parsed.extra.get("fail_unsafe", False)):
+        err_console.print(f"sdckit: --fail-unsafe: the release is not shown safe by its report ({verdict.state}); "
+                          "exit status 1. Its files were written.", markup=False, highlight=False, soft_wrap=True)
+        raise typer.Exit(code=1)
 
 
 @app.command()
@@ -98,7 +116,7 @@ def demo(
     out: Annotated[Path, typer.Option("--out", "-o", help="Output directory.")] = Path("sdckit-demo"),
 ) -> None:
     """Protect the bundled CASC census file (1080 x 13), print a summary and write the HTML report."""
-    result = _run(datasets.path("demo.toml"), out, None)
+    _, result = _run(datasets.path("demo.toml"), out, None)
     original = datasets.load_casc()
     released = result.release.data
     table = Table(title="CASC census file: original vs released (additive noise)")

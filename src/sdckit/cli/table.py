@@ -10,11 +10,11 @@ import numpy as np
 import typer
 
 from sdckit.cli.app import app
-from sdckit.cli.common import console, figures_table, write_json
+from sdckit.cli.common import console, err_console, figures_table, write_json
 from sdckit.core.errors import ParameterError
 from sdckit.io import read
 from sdckit.tabular import Table, audit_pattern, sensitivity
-from sdckit.tabular.recipe import _hierarchy, build_table, load_table_recipe, run_table_recipe
+from sdckit.tabular.recipe import _hierarchy, build_table, load_table_recipe, protection_verdict, run_table_recipe
 
 table_app = typer.Typer(help="Tables: protect by cell suppression, rounding or adjustment (recipe), audit a suppression pattern.",
                         no_args_is_help=True, rich_markup_mode=None)
@@ -26,12 +26,16 @@ def protect(
     recipe: Annotated[Path, typer.Argument(help="The table recipe (TOML: [table] or several [[table]], [[rule]], [protection], "
                                                 "[suppression] / [rounding] / [adjustment], [output]).")],
     out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Output folder (default: the recipe's [output] dir).")] = None,
+    fail_unsafe: Annotated[Optional[bool], typer.Option("--fail-unsafe/--no-fail-unsafe", help="Exit with status 1 (after writing the outputs) when a sensitive cell is left unprotected (default: the recipe's fail_unsafe, else off).")] = None,
 ) -> None:
     """Build the recipe's table (or its linked tables, protected together) and protect it by the
     method its [protection] section names: cell suppression (primary cells by the rules,
     secondary cells, LP audit), controlled or random rounding (with the sensitive cells'
     intervals when rules are given) or controlled tabular adjustment. Writes the cell file(s), the
-    published view(s), the manifest and an HTML report."""
+    published view(s), the manifest and an HTML report, then prints the verdict: whether every
+    sensitive cell is protected."""
+    if fail_unsafe is None:  # checked before any work: a bad key stops the run
+        fail_unsafe = load_table_recipe(recipe, out).fail_unsafe
     result, paths = run_table_recipe(recipe, out)
     kind = type(result).__name__
     linked = " (linked tables)" if getattr(result, "tables", None) else ""
@@ -66,8 +70,14 @@ def protect(
         t.add_row("optimality", "proved" if result.optimal else "not proved")
     t.add_row("time", f"{result.seconds:.2f} s")
     console.print(t)
+    safe, verdict = protection_verdict(result)
+    console.print(f"Verdict: {verdict}", markup=False, highlight=False, soft_wrap=True)
     for name, p in paths.items():
         console.print(f"{name}: {p}")
+    if not safe and fail_unsafe:
+        err_console.print("sdckit: --fail-unsafe: a sensitive cell is left unprotected; exit status 1. "
+                          "The files above were written.", markup=False, highlight=False, soft_wrap=True)
+        raise typer.Exit(code=1)
 
 
 @table_app.command("audit")

@@ -180,7 +180,7 @@ def compare(
     if len(set(labels)) != len(labels):
         dup = next(x for x in labels if labels.count(x) > 1)
         raise ParameterError(f"Candidate labels must be distinct; {dup!r} is used twice.")
-    master = as_generator(random_state)
+    master = as_generator(random_state, secret=False)
     runs: dict[str, list[dict[str, float]]] = {c.label: [] for c in candidates}
     total, done, n_records = seeds * len(candidates), 0, 0
     for s in range(seeds):

@@ -34,6 +34,16 @@ def refuse_input_overwrite(target: Path, inputs: tuple[Path, ...] = ()) -> None:
         )
 
 
+def output_directory(target: Path) -> Path:
+    """The folder ``target`` is written into, created (with its parents) if missing."""
+    directory = Path(target).parent if str(Path(target).parent) else Path(".")
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise DataError(f"Cannot create the output directory {str(directory)!r}: {exc.strerror}.") from None
+    return directory
+
+
 @contextlib.contextmanager
 def atomic_path(target: Path, *, copy_existing: bool = False) -> Iterator[Path]:
     """Yield a temporary path beside ``target``; rename it onto ``target`` on success.
@@ -42,11 +52,7 @@ def atomic_path(target: Path, *, copy_existing: bool = False) -> Iterator[Path]:
     such as DuckDB where a write adds a table to an existing file).
     """
     target = Path(target)
-    directory = target.parent if str(target.parent) else Path(".")
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise DataError(f"Cannot create the output directory {str(directory)!r}: {exc.strerror}.") from None
+    directory = output_directory(target)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
     os.close(fd)
     tmp = Path(tmp_name)

@@ -6,8 +6,11 @@ code are public). So
 * no seed gives 128 bits of OS entropy (:class:`numpy.random.SeedSequence` with no argument);
 * a seed is *strong* when it carries at least 128 bits: an int ``>= 2**127`` or a hex string of 32
   or more digits (``sdckit seed`` and :func:`new_seed` print one); a weaker int still works, for
-  tests and teaching, but raises :class:`~sdckit.core.errors.SecurityWarning` once per call, since
-  an attacker who tries the small seeds can regenerate the noise and subtract it;
+  tests and teaching, but where the seed protects a release (a method's noise, a pipeline, a
+  random rounding) it raises :class:`~sdckit.core.errors.SecurityWarning` once per call, since
+  an attacker who tries the small seeds can regenerate the noise and subtract it. A seed that
+  protects nothing — an assessment's random records, a tuning's or comparison's evaluations —
+  is no secret and does not warn (``as_generator(..., secret=False)``);
 * the bits come from AES in counter mode (``randomgen.AESCounter``), a cryptographic generator,
   so the noise cannot be predicted from released values the way PCG64's state can. Same seed =
   same output.
@@ -74,12 +77,15 @@ def crypto_generator(seed: np.random.SeedSequence) -> np.random.Generator:
     return np.random.Generator(AESCounter(seed))
 
 
-def as_generator(random_state: RandomState) -> np.random.Generator:
+def as_generator(random_state: RandomState, *, secret: bool = True) -> np.random.Generator:
     """Return a cryptographic Generator for ``random_state``.
 
     ``None`` gives fresh OS entropy; an int, hex string or SeedSequence seeds a new AES-counter
-    generator (a weak int or string warns :class:`SecurityWarning`); a Generator is returned as is
-    (so that one generator can be passed down a pipeline).
+    generator; a Generator is returned as is (so that one generator can be passed down a
+    pipeline). ``secret``: the draws protect a release (the default), so a weak int or string
+    warns :class:`SecurityWarning`; pass ``secret=False`` where they protect nothing (an
+    assessment's random records, a tuning's evaluations), so that a small seed chosen for
+    reproducibility does not warn.
     """
     if isinstance(random_state, np.random.Generator):
         return random_state
@@ -88,7 +94,7 @@ def as_generator(random_state: RandomState) -> np.random.Generator:
     if isinstance(random_state, np.random.SeedSequence):
         return crypto_generator(random_state)
     value = parse_seed(random_state)
-    if not is_strong_seed(random_state):
+    if secret and not is_strong_seed(random_state):
         warnings.warn(
             f"This seed has fewer than {STRONG_SEED_BITS} bits: anyone can try all such seeds and "
             "undo the noise. Pass no seed, or a strong one from `sdckit seed`.",

@@ -10,7 +10,6 @@ external sort (DuckDB).
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +22,7 @@ from sdckit.core.atomic import atomic_path, refuse_input_overwrite
 from sdckit.core.errors import DataError, ParameterError
 from sdckit.core.rowwise import CHUNK_ROWS
 from sdckit.engine.distributed import dask_client
-from sdckit.engine.sources import open_parquet, read_chunk, source_format
+from sdckit.engine.sources import open_parquet, read_chunk, source_format, spool_beside
 
 ROW = "__sdckit_row"
 
@@ -152,8 +151,8 @@ def run_by_cells(
     refuse_input_overwrite(target, (source,))
     indices = list(range(-(-rows // CHUNK_ROWS)))
     leaves = max(1, -(-rows // cell_size))
-    with dask_client(client, scheduler) as dc, tempfile.TemporaryDirectory(
-            prefix=".sdckit-cells-", dir=target.parent if target.parent.exists() else None) as spool:
+    with dask_client(client, scheduler) as dc, spool_beside(target, ".sdckit-cells-") as spool_path:
+        spool = str(spool_path)  # the tasks take it as text
         (Path(spool) / "out").mkdir()
         share = min(1.0, sample_records / max(rows, 1))
         parts = dc.gather(dc.map(_sample_task, [str(source)] * len(indices), indices, columns=columns,

@@ -17,6 +17,7 @@ chooses the swap partners in consecutive stretches with a buffer of the window (
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import tempfile
 from collections.abc import Iterator, Sequence
@@ -36,7 +37,7 @@ from sdckit.core.ranks import chunk_key_block
 from sdckit.core.rowwise import CHUNK_ROWS, chunk_bounds, chunk_generator, rechunk
 from sdckit.core.swapping import swap_partners_block
 from sdckit.engine.sources import (PartWriter, csv_dtypes, finish_output, iter_chunks, open_parquet,
-                                   source_format, stream_fingerprint)
+                                   source_format, spool_beside, stream_fingerprint)
 from sdckit.io.files import _quote_ident
 
 _TIES = ("first", "random")
@@ -115,7 +116,7 @@ def reverse_map_file(
                 con.execute(f"SELECT count(*) FROM {y_rel} WHERE {_quote_ident(name)} IS NULL").fetchone()[0]
             if missing:
                 raise DataError(f"Column {name!r} is missing in {missing} record(s); ranks need complete data.")
-        rng = as_generator(seed) if ties == "random" else None
+        rng = as_generator(seed, secret=False) if ties == "random" else None
         spool = Path(tempfile.mkdtemp(prefix=".sdckit-ties-", dir=temp_directory))
         ctes, joins, select = [], [], []
         for j, name in enumerate(columns):
@@ -346,9 +347,10 @@ def rank_swap_file(
     relation = _relation(source, fmt, sep)
     refuse_input_overwrite(target, (source, *inputs))
     rng = as_generator(seed)
-    con = duckdb.connect()
-    spool = Path(tempfile.mkdtemp(prefix=".sdckit-rankswap-", dir=temp_directory or target.parent))
-    try:
+    with contextlib.ExitStack() as stack:
+        spool = stack.enter_context(spool_beside(target, ".sdckit-rankswap-", temp_directory))
+        con = duckdb.connect()
+        stack.callback(con.close)  # closed before its temporary folder is removed
         if memory is not None:
             con.execute(f"SET memory_limit = '{int(memory)}B'")
         con.execute(f"SET temp_directory = {_literal(spool)}")
@@ -390,9 +392,6 @@ def rank_swap_file(
             writer.close()
         fingerprint = stream_fingerprint([part], writer.dtypes)
         finish_output([part], target, fmt_out, inputs=(source, *inputs))
-    finally:
-        con.close()
-        shutil.rmtree(spool, ignore_errors=True)
     warnings = []
     if window == 0:
         warnings.append(f"RankSwapping with p={p} on {n} records allows a rank difference of 0, so nothing was "

@@ -10,7 +10,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import shutil
+import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -19,7 +21,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from sdckit.core.atomic import atomic_path, refuse_input_overwrite
+from sdckit.core.atomic import atomic_path, output_directory, refuse_input_overwrite
 from sdckit.core.errors import DataError, ParameterError
 from sdckit.core.fingerprint import ColumnDigest, combine
 from sdckit.core.rowwise import CHUNK_ROWS, rechunk
@@ -199,6 +201,26 @@ def stream_fingerprint(parts: Sequence[Path], dtypes: dict[str, str], key: bytes
                 column.update(batch.column(0))
         columns.append(column)
     return combine(columns, rows, key)
+
+
+@contextlib.contextmanager
+def spool_beside(target: Path, prefix: str, directory: str | Path | None = None) -> Iterator[Path]:
+    """A temporary folder for a streamed run's intermediate files, removed on exit: in
+    ``directory`` if given, else in the release's own folder — on the release's disk, where a
+    cluster's workers see it —, which is created if missing, as the release's writer creates it
+    (every streamed writer takes its spool from here). A folder created for the run is removed
+    again if the run fails and leaves it empty."""
+    where = Path(directory) / "_" if directory is not None else Path(target)  # a file in the folder
+    created = [p for p in (where.parent, *where.parent.parents) if not p.exists()]
+    folder = output_directory(where)
+    try:
+        with tempfile.TemporaryDirectory(prefix=prefix, dir=folder, ignore_cleanup_errors=True) as spool:
+            yield Path(spool)
+    except BaseException:
+        for made in created:  # the deepest first; a folder that holds anything stays
+            with contextlib.suppress(OSError):
+                made.rmdir()
+        raise
 
 
 def finish_output(parts: Sequence[Path], target: Path, fmt: str, *, sep: str | None = None,

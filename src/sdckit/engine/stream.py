@@ -12,7 +12,6 @@ The output is the same bytes as the in-memory engine's.
 from __future__ import annotations
 
 import contextlib
-import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,7 +29,7 @@ from sdckit.engine.plan import (PlannedStep, Progress, build_plan, chunk_statist
                                 require_streamable, run_chunk, runs_on_ranks, step_columns)
 from sdckit.io.files import detect_format
 from sdckit.engine.sources import (PartWriter, csv_dtypes, finish_output, iter_chunks, open_parquet, read_chunk,
-                                   source_format, stream_fingerprint)
+                                   source_format, spool_beside, stream_fingerprint)
 
 #: The engines, by name.
 ENGINES = ("memory", "duckdb", "dask")
@@ -138,8 +137,7 @@ def protect_file(
             scheduler=scheduler, client=client, progress=progress, inputs=inputs, fingerprint_key=fingerprint_key)
     rng = as_generator(seed)
     with contextlib.ExitStack() as stack:
-        spool = Path(stack.enter_context(tempfile.TemporaryDirectory(
-            prefix=".sdckit-parts-", dir=target.parent if target.parent.exists() else None)))
+        spool = stack.enter_context(spool_beside(target, ".sdckit-parts-"))
         if engine == "dask":
             from sdckit.engine.distributed import csv_to_parts, dask_client, run_dask
 
@@ -256,8 +254,7 @@ def _protect_in_segments(source: Path, target: Path, methods: Sequence[Method], 
     steps: list[Step] = []
     current, current_fmt, to_drop = source, fmt_in, list(dropped)
     rows, fingerprint, schema_out = 0, UNPUBLISHED, current_schema
-    with tempfile.TemporaryDirectory(prefix=".sdckit-segments-", dir=target.parent if target.parent.exists() else None
-                                     ) as spool:
+    with spool_beside(target, ".sdckit-segments-") as spool:
         for k, group in enumerate(segments):
             last = k == len(segments) - 1
             out = target if last else Path(spool) / f"segment-{k}.parquet"

@@ -203,7 +203,7 @@ def rank_space(
     check_ties(ties)
     check_frame(original, "original", min_original)
     check_frame(released, "released")
-    rng = as_generator(random_state)
+    rng = as_generator(random_state, secret=False)
     names = resolve_columns(original, released, columns, schema)
     specs = [column_spec(name, original[name], schema) for name in names]
     x = value_matrix(original, names, specs, "original")

@@ -22,11 +22,12 @@ import numpy as np
 import pandas as pd
 from markupsafe import Markup
 
-from sdckit.core.errors import SdcError
+from sdckit.core.errors import ParameterError, SdcError
 from sdckit.core.random import RandomState, as_generator
 from sdckit.core.schema import ORDERED_KINDS, Role, Schema
 from sdckit.report import figures
 from sdckit.report.settings import DEFAULTS, check_settings
+from sdckit.report.verdict import DENIABLE, DP_CLAIMED, NOT_ASSESSED, NOT_DENIABLE, Verdict, verification_state
 from sdckit.risk import categorical_quasi, distance_linkage, equivalence_classes, interval_disclosure, permutation_risk
 from sdckit.risk.permutation import PermutationRisk
 from sdckit.utility import (
@@ -74,12 +75,14 @@ def release_claims_dp(manifest: Mapping[str, Any] | None) -> bool:
 
 @dataclass(frozen=True)
 class Report:
-    """A report ready to render: title, sections in order, and the JSON-ready figures."""
+    """A report ready to render: title, sections in order, the JSON-ready figures and, for a
+    release's report (:func:`build_report`), its :class:`Verdict`."""
 
     title: str
     subtitle: str
     sections: tuple[Section, ...]
     data: dict[str, Any]
+    verdict: Verdict | None = None
 
 
 def svg(text: str) -> Markup:
@@ -118,7 +121,7 @@ def assessed_columns(original: pd.DataFrame, released: pd.DataFrame, schema: Sch
 # ----------------------------------------------------------------------------- sections
 def _permutation_sections(risk: PermutationRisk) -> list[Section]:
     p, q = risk.original_distribution, risk.random_distribution
-    verdict = "plausibly deniable" if risk.plausibly_deniable else "not plausibly deniable"
+    verdict = verification_state(risk)
     dist = Section("distances.html", "Permutation distances: original vs random records", "distances", {
         "figure": svg(figures.distance_distributions(p, q)),
         "rows": [
@@ -313,6 +316,78 @@ def _plain(value: Any) -> str:
     return str(value)
 
 
+def schema_from_manifest(manifest: Mapping[str, Any], frame: pd.DataFrame) -> Schema | None:
+    """The schema a manifest records, restricted to ``frame``'s columns (None if it has none).
+
+    Roles and kinds come from the manifest; kinds of columns it does not list are inferred.
+    """
+    entries = (manifest.get("schema") or {}).get("columns")
+    if not entries:
+        return None
+    if not isinstance(entries, list) or not all(isinstance(e, Mapping) and "name" in e for e in entries):
+        raise ParameterError("The manifest's 'schema' is malformed: expected a list of columns with a 'name'.")
+    known = {e["name"]: e for e in entries if e["name"] in frame.columns}
+    roles: dict[str, list[str]] = {}
+    for name, entry in known.items():
+        if entry.get("role"):
+            roles.setdefault(entry["role"], []).append(name)
+    kinds = {n: e["kind"] for n, e in known.items() if e.get("kind")}
+    orders = {n: e["order"] for n, e in known.items() if e.get("order") is not None and e.get("kind") == "ordinal"}
+    return Schema.infer(frame, kinds=kinds, orders=orders, **{
+        "identifier": roles.get("identifier", ()), "quasi": roles.get("quasi", ()),
+        "confidential": roles.get("confidential", ()), "non_confidential": roles.get("non_confidential", ()),
+    })
+
+
+def on_release_scale(original: pd.DataFrame, released: pd.DataFrame, columns: Sequence[str],
+                     schema: Schema | None, manifest: Mapping[str, Any] | None = None) -> pd.DataFrame:
+    """``original`` with each column that the release recoded into categories of its own put on
+    the release's scale, so that the permutation paradigm can compare the two.
+
+    A method such as :class:`~sdckit.masking.GlobalRecoding` gives a column a category order
+    (its intervals or groups) that the original's values are not in: the release's schema holds
+    that order, the original's column does not. Each original value then becomes the released
+    value of the same rank (the lower empirical quantile when the record counts differ), its rank
+    taken in the original's own order (the manifest's input schema, else its dtype; ties share
+    their mean rank). For a monotone recoding ``g`` alone this is ``g(x)`` exactly: the release is
+    ``g`` of the original record by record, so its sorted values are ``g`` of the original's.
+    Other columns, and columns the original cannot rank, are left as they are (the verification
+    then says why it could not use them).
+    """
+    from scipy.stats import rankdata
+
+    from sdckit.core.ranks import order_values
+
+    if schema is None:
+        return original
+    own = schema_from_manifest(manifest, original) if manifest else None
+    scaled: dict[str, np.ndarray] = {}
+    for name in columns:
+        column = schema[name] if name in schema else None
+        if column is None or column.order is None or name not in original.columns:
+            continue
+        categories = pd.Index(list(column.order), dtype=object)
+        present = released[name].dropna().astype(object)  # a suppressed cell is the release's business
+        if original[name].astype(object).isin(categories).all() or not present.isin(categories).all() or present.empty:
+            continue
+        own_column = own[name] if own is not None and name in own else Schema.infer(original[[name]])[name]
+        try:
+            x = order_values(original[name], own_column)
+            y = order_values(present, column)
+        except SdcError:
+            continue
+        y_sorted = present.to_numpy(dtype=object)[np.argsort(y, kind="stable")]
+        rank = rankdata(x, method="average")
+        position = np.clip(np.ceil((rank - 0.5) / len(x) * len(y)).astype(np.int64) - 1, 0, len(y) - 1)
+        scaled[name] = y_sorted[position]
+    if not scaled:
+        return original
+    out = original.copy()
+    for name, values in scaled.items():
+        out[name] = pd.Series(values, index=original.index, name=name, dtype=object)
+    return out
+
+
 # ----------------------------------------------------------------------------- build
 def build_report(
     original: pd.DataFrame,
@@ -360,7 +435,7 @@ def build_report(
         section (:mod:`sdckit.report.risk_section`).
     """
     check_settings({"null": null, "n_random": n_random, "n_null": n_null, "alpha": alpha, "interval_p": interval_p})
-    rng = as_generator(random_state)
+    rng = as_generator(random_state, secret=False)
     cols = list(columns) if columns is not None else assessed_columns(original, released, schema)
     shared_numeric = set(shared_numeric_columns(original, released))
     numeric = [c for c in cols if c in shared_numeric]
@@ -383,6 +458,8 @@ def build_report(
                 "deniable": None, "records": f"{len(released):,} released"}, note=DP_RELEASE_NOTE),
                 transparency_section(manifest, settings)),
             data={"claims_dp": True, "settings": settings},
+            verdict=Verdict(DP_CLAIMED, "differentially private (claimed by every method); the report "
+                                        "measures nothing of the original data"),
         )
     sections: list[Section] = []
     data: dict[str, Any] = {"columns": cols, "settings": settings, "claims_dp": False}
@@ -392,22 +469,25 @@ def build_report(
         if not cols:
             raise SdcError("no numeric, ordinal or date column is shared by the original and the release")
         large = len(original) > LINKAGE_SAMPLE
-        risk = permutation_risk(original, released, cols, schema=schema, null=null, n_random=n_random,
+        risk = permutation_risk(on_release_scale(original, released, cols, schema, manifest), released, cols,
+                                schema=schema, null=null, n_random=n_random,
                                 n_null=n_null, alpha=alpha, sample=LINKAGE_SAMPLE if large else None,
                                 max_batches=LARGE_DATA_BATCHES if large else 64, random_state=rng)
         sections += _permutation_sections(risk)
         data["permutation"] = risk.to_dict()
+        state = verification_state(risk)
+        verdict = Verdict(state, f"{state} (p = {_fmt(risk.p_value)} "
+                                 f"{'>' if risk.p_value > risk.alpha else '<='} alpha = {risk.alpha:g})")
         headline += [
-            ("verification", "plausibly deniable" if risk.plausibly_deniable else "NOT plausibly deniable"),
+            ("verification", verdict.text),
             ("Hellinger distance (null baseline)", f"{_fmt(risk.hellinger)} ({_fmt(risk.hellinger_null)})"),
             ("p-value (Monte-Carlo standard error)", f"{_fmt(risk.p_value)} ({_fmt(risk.p_value_se)})"),
             ("records whose match is not plausibly random", f"{_fmt(100 * risk.share_not_random, 3)}%"),
         ]
-        deniable = risk.plausibly_deniable
     except SdcError as exc:
         sections.append(Section("distances.html", "Permutation distances: original vs random records", "distances", {},
                                 note=f"The permutation-paradigm verification was not computed: {exc}"))
-        deniable = None
+        verdict = Verdict(NOT_ASSESSED, f"{NOT_ASSESSED}: the permutation-paradigm verification was not computed ({exc})")
     step("permutation paradigm")
     # --- risk: linkage and interval disclosure
     section, linkage_data = _linkage_section(original, released, numeric, interval_p, rng) if numeric else (
@@ -435,15 +515,15 @@ def build_report(
     section, classes = _classes_section(original, released, schema)
     sections.append(section)
     data["classes"] = classes
-    if classes and classes["unchanged_uniques"] and deniable is not False:
+    if classes and classes["unchanged_uniques"] and verdict.state != NOT_DENIABLE:
         # Unique quasi-identifier combinations released as they were: not deniable, whatever
         # the verification of the perturbed columns says.
-        deniable = False
-        verdict = ("verification", f"NOT plausibly deniable: {classes['unchanged_uniques']:,} unique "
-                                   "quasi-identifier combination(s) released unchanged")
-        headline = [verdict if key == "verification" else (key, value) for key, value in headline]
-        if verdict not in headline:
-            headline.insert(0, verdict)
+        verdict = Verdict(NOT_DENIABLE, f"{NOT_DENIABLE}: {classes['unchanged_uniques']:,} unique "
+                                        "quasi-identifier combination(s) released unchanged")
+        row = ("verification", verdict.text)
+        headline = [row if key == "verification" else (key, value) for key, value in headline]
+        if row not in headline:
+            headline.insert(0, row)
     step("equivalence classes")
     # --- re-identification risk on the categorical keys (issue 16)
     from sdckit.report.risk_section import risk_section  # it builds on this module's Section
@@ -454,6 +534,9 @@ def build_report(
     sections = [replace(section, from_original=True) for section in sections]
     headline.append(("differential privacy", "not claimed: every measure here comes from the original data"))
     sections.append(transparency_section(manifest, settings))
+    data["verdict"] = verdict.to_dict()
+    # the summary's badge: deniable or not as the verification says; none when not assessed
+    deniable = {DENIABLE: True, NOT_DENIABLE: False}.get(verdict.state)
     summary_section = Section("summary.html", "Summary", "summary", {
         "rows": headline, "deniable": deniable,
         "records": f"{len(original):,} original, {len(released):,} released",
@@ -463,4 +546,5 @@ def build_report(
         subtitle=f"{len(original):,} original and {len(released):,} released records; {len(cols)} assessed column(s)",
         sections=(summary_section, *sections),
         data=data,
+        verdict=verdict,
     )

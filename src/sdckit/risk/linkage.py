@@ -146,7 +146,7 @@ def distance_linkage(
     n_released = len(ys)
     rows = np.arange(n_released)
     if sample is not None and sample < n_released:
-        rows = np.sort(as_generator(random_state).choice(n_released, size=sample, replace=False))
+        rows = np.sort(as_generator(random_state, secret=False).choice(n_released, size=sample, replace=False))
         ys, owner = ys[rows], owner[rows]
     tree = cKDTree(xs)
     # the nearest original, then every original tied with it (a ball of that radius): far cheaper

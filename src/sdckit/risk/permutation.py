@@ -130,7 +130,7 @@ def permutation_risk(
     from sdckit.permutation import assess, rank_displacement
 
     check_param("permutation_risk", "alpha", alpha, Interval(float, 0, 1, closed="neither"))
-    rng = as_generator(random_state)
+    rng = as_generator(random_state, secret=False)
     result = assess(original, released, columns, truth=truth, null=null, n_random=n_random,
                     n_null=n_null, sample=sample, max_batches=max_batches, schema=schema,
                     random_state=rng, progress=progress)

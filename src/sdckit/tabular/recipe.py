@@ -40,6 +40,9 @@ A recipe::
     dir = "out"                        # cells.csv, published.csv, manifest.json, report.html
     cells = "cells.csv"                # or cells.parquet
 
+    fail_unsafe = true                 # optional, before the sections: `sdckit table protect` exits 1
+                                       # when a sensitive cell is left unprotected (as --fail-unsafe)
+
 Linked tables: several ``[[table]]`` sections (each with its own ``name``, input, dimensions,
 hierarchies) are protected together (:mod:`sdckit.tabular.linked`): one model over all their cells,
 one cell file and one published view per table (``cells-<name>.csv``, ``published-<name>.csv``),
@@ -77,7 +80,7 @@ from sdckit.tabular.table import Table
 from sdckit.tabular.tablereport import _parts, _slug, cell_file, published_view, report_html, wide_view
 
 __all__ = ["TableRecipe", "TableSpec", "build_table", "build_tables", "cell_file", "load_table_recipe",
-           "protect_tables", "published_view", "report_html", "run_table_recipe", "wide_view"]
+           "protect_tables", "protection_verdict", "published_view", "report_html", "run_table_recipe", "wide_view"]
 
 _RULES = {"frequency": (MinFrequency, {"n", "share"}), "dominance": (Dominance, {"n", "k"}),
           "p": (PPercent, {"p"}), "pq": (PQ, {"p", "q"}), "manual": (Manual, {"cells", "share"})}
@@ -130,6 +133,7 @@ class TableRecipe:
     out_dir: Path
     cells_name: str
     raw: dict = field(repr=False, default_factory=dict)
+    fail_unsafe: bool = False
 
     @property
     def linked(self) -> bool:
@@ -221,11 +225,14 @@ def load_table_recipe(path: str | Path, out_dir: str | Path | None = None) -> Ta
     """Parse a table recipe; every error names the section and key at fault."""
     raw, path = read_toml(path, "Table recipe")
     base = path.parent
-    known = {"table", "rule", "output", *PROTECTIONS, "protection"}
+    known = {"table", "rule", "output", *PROTECTIONS, "protection", "fail_unsafe"}
     unknown = sorted(set(raw) - known)
     if unknown:
         raise ParameterError(f"Recipe {path}: unknown section [{unknown[0]}]; use [table] (or several "
                              "[[table]]), [[rule]], [protection], [suppression], [rounding], [adjustment], [output].")
+    fail_unsafe = raw.get("fail_unsafe", False)
+    if not isinstance(fail_unsafe, bool):
+        raise ParameterError(f"Recipe {path}: fail_unsafe must be true or false. Got {fail_unsafe!r} instead.")
     t = raw.get("table")
     if isinstance(t, dict):
         specs = [_table_spec(path, t, "[table]", 1)]
@@ -272,7 +279,7 @@ def load_table_recipe(path: str | Path, out_dir: str | Path | None = None) -> Ta
     return TableRecipe(path, tuple(specs), tuple(rules), protection, s.get("method", "optimal"),
                        s.get("cost", "value"), float(tl) if tl is not None else None,
                        dict(secs[protection]) if protection != "suppression" else {}, out,
-                       o.get("cells", "cells.csv"), raw)
+                       o.get("cells", "cells.csv"), raw, fail_unsafe)
 
 
 def _hierarchy(spec: Any, dim: str, base: Path, codes: list[str], rda: Any) -> Any:
@@ -379,6 +386,32 @@ def protect_tables(recipe: TableRecipe, table: Table) -> Any:
     adjust = adjust_linked if isinstance(table, LinkedTables) else adjust_table
     return adjust(table, rules, method=o.get("method", "milp"), cost=o.get("cost", "unity"),
                   integer=o.get("integer"), mip_gap=o.get("mip_gap", 0.0), time_limit=o.get("time_limit"))
+
+
+def protection_verdict(result: Any) -> tuple[bool, str]:
+    """Whether a protected table leaves every sensitive cell protected, and the line that says
+    so (``sdckit table protect`` prints it; ``--fail-unsafe`` exits 1 when it is False).
+
+    Suppression: the audit of the pattern (the joint audit for linked tables). Rounding: the
+    intervals an intruder deduces for the sensitive cells from the rounded table against their
+    protection levels (no rules: no sensitive cell). Adjustment: every sensitive cell moved by
+    its protection level, which :func:`~sdckit.tabular.cta.adjust_table` checks before it returns.
+    """
+    audit = getattr(result, "audit", None)
+    if hasattr(result, "primaries"):  # suppression: its audit counts the unprotected primaries
+        total, unprotected = int(result.primaries), int(audit.unprotected)
+        what = "primary cells"
+    elif hasattr(result, "base"):  # rounding
+        if audit is None:
+            return True, "no sensitive cells (the recipe has no [[rule]])"
+        total, unprotected = int(audit.sensitive), int(audit.unprotected)
+        what = "sensitive cells"
+    else:  # adjustment
+        return True, f"safe: all {int(result.sensitive):,} sensitive cells moved by their protection levels"
+    if unprotected == 0:
+        return True, f"safe: {total:,} of {total:,} {what} protected"
+    return False, (f"UNSAFE: {unprotected:,} of {total:,} {what} unprotected (the interval an intruder "
+                   "deduces from the release is narrower than their protection levels)")
 
 
 def run_table_recipe(path: str | Path, out_dir: str | Path | None = None) -> tuple[Any, dict[str, Path]]:

@@ -136,7 +136,7 @@ def pmse(
         if frame[cols].isna().to_numpy().any():
             bad = next(c for c in cols if frame[c].isna().any())
             raise DataError(f"pmse cannot handle missing values: column {bad!r} of the {name} data has some; impute or remove them first.")
-    rng = as_generator(random_state)
+    rng = as_generator(random_state, secret=False)
     sampled = None
     if sample is not None and max(len(original), len(released)) > sample:
         original, released = (frame.iloc[np.sort(rng.choice(len(frame), size=sample, replace=False))]
