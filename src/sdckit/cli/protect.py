@@ -20,14 +20,15 @@ from sdckit.recipe import RecipeResult, load_recipe, run_recipe
 
 def _run(recipe_path: Path, out: Optional[Path], fmt: Optional[str], report: Optional[bool] = None,
          allow_weak_seed: bool = False, engine: Optional[str] = None, memory: Optional[str] = None,
-         scheduler: Optional[str] = None) -> RecipeResult:
+         scheduler: Optional[str] = None, ledger: Optional[Path] = None) -> RecipeResult:
     recipe = load_recipe(recipe_path, allow_weak_seed=allow_weak_seed)
     steps = len(recipe.methods)
     with progress_bar("protecting and assessing", steps + 4) as advance, _labelled_bars() as engine_progress:
         return run_recipe(recipe, output_dir=out, output_format=fmt, report=report,
                           progress=lambda done, _total, *_: advance(done, steps + 4),
                           report_progress=lambda done, _total, *_: advance(steps + done, steps + 4),
-                          engine=engine, memory=memory, scheduler=scheduler, engine_progress=engine_progress)
+                          engine=engine, memory=memory, scheduler=scheduler, engine_progress=engine_progress,
+                          ledger=ledger)
 
 
 @contextmanager
@@ -80,9 +81,10 @@ def protect(
     engine: Annotated[Optional[str], typer.Option("--engine", help="Where the work runs: memory, duckdb (streamed, out of core) or dask (default: the recipe's, else memory).")] = None,
     memory: Annotated[Optional[str], typer.Option("--memory", help="Memory budget, e.g. 2GB: a recipe of row-wise methods whose input would not fit is streamed.")] = None,
     scheduler: Annotated[Optional[str], typer.Option("--scheduler", help="Dask scheduler address for --engine dask (default: a LocalCluster).")] = None,
+    ledger: Annotated[Optional[Path], typer.Option("--ledger", help="The privacy ledger a DP recipe charges (default: the recipe's [budget] ledger, else $SDCKIT_LEDGER, else ~/.local/share/sdckit/ledger.json).")] = None,
 ) -> None:
     """Protect a data set as a RECIPE says; write the release, <stem>.manifest.json and <stem>.report.html."""
-    result = _run(recipe, out, format, report, allow_weak_seed, engine, memory, scheduler)
+    result = _run(recipe, out, format, report, allow_weak_seed, engine, memory, scheduler, ledger)
     _report_written(result)
     if json_out is not None:
         write_json(json_out, {

@@ -17,7 +17,8 @@ processes), so
 
 API keys are ``<key id>.<secret>`` with 256 bits of OS entropy (:func:`secrets.token_urlsafe`);
 only a salted scrypt hash is stored (the key id is a public lookup handle), and a presented key
-is checked with :func:`hmac.compare_digest` on the hash.
+is checked with :func:`hmac.compare_digest` on the hash. The database and its ``-wal``/``-shm``
+files are readable by their owner only (0600), whatever the umask (issue 27).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import os
 import re
 import secrets
 import sqlite3
@@ -37,6 +39,7 @@ from typing import Any
 
 from sdckit.core.errors import ParameterError
 from sdckit.dp.accountant import exact, exact_text
+from sdckit.dp.ledger import make_private_dir, open_private
 
 #: scrypt cost (RFC 7914): n = 2**14, r = 8, p = 1 (16 MiB, about 50 ms per check).
 SCRYPT = {"n": 2**14, "r": 8, "p": 1, "dklen": 32}
@@ -143,7 +146,13 @@ class State:
     def _con(self) -> sqlite3.Connection:
         con = getattr(self._local, "con", None)
         if con is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            make_private_dir(self.path.parent)
+            # readable by the owner only, whatever the umask (SQLite gives its -wal and -shm files
+            # the database file's mode); an older state database is made private too
+            for side in ("", "-wal", "-shm"):
+                part = Path(f"{self.path}{side}")
+                if not side or part.exists():
+                    os.close(open_private(part))
             con = sqlite3.connect(self.path, timeout=60, isolation_level=None, check_same_thread=False)
             con.execute("PRAGMA busy_timeout = 60000")
             con.execute(f"PRAGMA synchronous = {self._sync}")
