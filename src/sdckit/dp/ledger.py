@@ -73,14 +73,12 @@ def file_key(path: Path) -> str:
 
 
 def _canonical_number(values: np.ndarray) -> np.ndarray:
-    """Floats (NaN for missing) as text: an integral value as the integer, any other by its
-    shortest repr; -0.0 is 0."""
-    out = np.full(values.shape, _MISSING, dtype=object)
-    finite = np.isfinite(values)
-    integral = finite & (np.abs(values) < _INTEGRAL) & (np.floor(values) == values)
-    out[integral] = values[integral].astype(np.int64).astype(str)
-    other = ~integral & ~np.isnan(values)
-    out[other] = [repr(float(v)) for v in values[other]]
+    """Numbers as float64 (a missing value one NaN, -0.0 as 0.0): an integer column with a missing
+    value (a float in CSV, a nullable integer in Parquet) agrees with itself; integers past 2**53
+    may round to a neighbour (two data sets then share one budget: the safe side)."""
+    out = np.array(values, dtype=float)
+    out[np.isnan(out)] = np.nan
+    out[out == 0.0] = 0.0
     return out
 
 
@@ -93,7 +91,8 @@ def _canonical_value(value: Any) -> str:
     if isinstance(value, int | np.integer):
         return str(int(value))
     if isinstance(value, float | np.floating):
-        return str(_canonical_number(np.array([float(value)]))[0])
+        number = float(value)
+        return str(int(number)) if number.is_integer() and abs(number) < _INTEGRAL else repr(number + 0.0)
     if isinstance(value, pd.Timestamp):
         return value.isoformat()
     if isinstance(value, bytes):
@@ -102,7 +101,8 @@ def _canonical_value(value: Any) -> str:
 
 
 def _canonical_column(series: pd.Series) -> np.ndarray:
-    """A column's values as canonical text (object array), whatever dtype the reader chose."""
+    """A column's values in the canonical form, whatever dtype the reader chose: numbers as
+    float64 (:func:`_canonical_number`), anything else as text (object array)."""
     dtype = series.dtype
     if isinstance(dtype, pd.CategoricalDtype):
         series = series.astype(object)
@@ -112,31 +112,28 @@ def _canonical_column(series: pd.Series) -> np.ndarray:
         out = np.where(series.fillna(False).to_numpy(dtype=bool), "true", "false").astype(object)
         out[missing] = _MISSING
         return out
-    if pd.api.types.is_integer_dtype(dtype):
-        missing = series.isna().to_numpy()
-        out = np.full(len(series), _MISSING, dtype=object)
-        out[~missing] = series[~missing].astype("int64" if pd.api.types.is_signed_integer_dtype(dtype)
-                                               else "uint64").to_numpy().astype(str)
-        return out
-    if pd.api.types.is_float_dtype(dtype):
+    if pd.api.types.is_integer_dtype(dtype) or pd.api.types.is_float_dtype(dtype):
         return _canonical_number(series.to_numpy(dtype=float, na_value=np.nan))
     if pd.api.types.is_datetime64_any_dtype(dtype):
         return np.array([_canonical_value(v) for v in series], dtype=object)
-    return np.array([_MISSING if _is_missing(v) else _canonical_value(v) for v in series.to_numpy(dtype=object)],
-                    dtype=object)
-
-
-def _is_missing(value: Any) -> bool:
-    return value is None or value is pd.NA or value is pd.NaT or (isinstance(value, float) and value != value)
+    values = series.to_numpy(dtype=object)
+    out = values.copy()
+    missing = pd.isna(values)
+    out[missing] = _MISSING
+    texts = np.fromiter((type(v) is str for v in values), dtype=bool, count=len(values))
+    for i in np.flatnonzero(~texts & ~missing):  # numbers, timestamps, ... in a mixed column
+        out[i] = _canonical_value(values[i])
+    return out
 
 
 def data_set_key(frame: pd.DataFrame) -> str:
     """The ledger's key of a data set: its records, as a set with repetitions (a multiset).
 
-    Each column becomes canonical text (names sorted; integers and integral floats as integers,
-    so a column with a missing value — a float in CSV, an integer in Parquet — agrees; other
-    floats by their shortest repr; booleans ``true``/``false``; every missing value one marker);
-    each row is hashed (pandas' 64-bit hash of the row's texts); the row hashes are sorted, so
+    Each column is put in a canonical form (names sorted; a numeric column as float64, so a
+    column of integers with a missing value — a float in CSV, a nullable integer in Parquet —
+    agrees, with one NaN for missing and 0.0 for -0.0; any other column as text: booleans
+    ``true``/``false``, integral numbers as integers, every missing value one marker); each row
+    is hashed (pandas' 64-bit hash of the row's values); the row hashes are sorted, so
     row order does not count, and the SHA-256 of the column names and the sorted hashes is the
     key. The file's bytes — name, folder, line endings, quoting, compression, format — do not
     enter. Like the file hash it replaces, the key is unkeyed: the ledger is private.

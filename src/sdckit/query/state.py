@@ -23,6 +23,7 @@ files are readable by their owner only (0600), whatever the umask (issue 27).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import json
@@ -139,6 +140,7 @@ class State:
         self._group = threading.Condition()  # group commit of charges
         self._pending: list[_Charge] = []
         self._committing = False
+        self._make_private()
         con = self._con()
         con.execute("PRAGMA journal_mode = WAL")
         con.executescript(_SCHEMA)
@@ -146,18 +148,24 @@ class State:
     def _con(self) -> sqlite3.Connection:
         con = getattr(self._local, "con", None)
         if con is None:
-            make_private_dir(self.path.parent)
-            # readable by the owner only, whatever the umask (SQLite gives its -wal and -shm files
-            # the database file's mode); an older state database is made private too
-            for side in ("", "-wal", "-shm"):
-                part = Path(f"{self.path}{side}")
-                if not side or part.exists():
-                    os.close(open_private(part))
+            self.path.parent.mkdir(parents=True, exist_ok=True)
             con = sqlite3.connect(self.path, timeout=60, isolation_level=None, check_same_thread=False)
             con.execute("PRAGMA busy_timeout = 60000")
             con.execute(f"PRAGMA synchronous = {self._sync}")
             self._local.con = con
         return con
+
+    def _make_private(self) -> None:
+        """The database readable by its owner only, whatever the umask: created 0600 (SQLite gives
+        its -wal and -shm files the database file's mode), an older one chmod-ed. Never by opening
+        a descriptor of an existing database: closing one would drop this process's SQLite locks."""
+        make_private_dir(self.path.parent)
+        try:
+            os.close(open_private(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL))
+        except FileExistsError:
+            for side in ("", "-wal", "-shm"):
+                with contextlib.suppress(FileNotFoundError):
+                    os.chmod(f"{self.path}{side}", 0o600)
 
     def _transaction(self):
         return _Transaction(self._con())
