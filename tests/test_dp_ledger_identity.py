@@ -19,6 +19,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sdckit.cli import main
 from sdckit.dp.ledger import data_set_key, default_ledger_path, file_key, ledger_accountant
@@ -192,20 +194,29 @@ def test_the_mechanism_says_too_large_not_too_small():
 
 # ------------------------------------------------------------------ owner-only files
 def test_ledger_and_state_files_are_private_whatever_the_umask(tmp_path):
-    from sdckit.query.state import State
+    from query_helpers import add_analyst, make_data, write_config
+    from sdckit.query.service import Service
 
+    make_data(tmp_path)
     old = os.umask(0)
     try:
         ledger = tmp_path / "book" / "ledger.json"
         with ledger_accountant(ledger, "k", "1") as accountant:
             accountant.spend(0.5, "one")
-        state = State(tmp_path / "service" / "state.db")
-        state.add_analyst("alice", "dp", "1")
-        files = [ledger, ledger.with_name("ledger.json.lock"), *sorted((tmp_path / "service").iterdir())]
+        config = write_config(tmp_path)
+        service = Service(config)  # state.db and its lock
+        add_analyst(config, "alice", "dp", "1")
+        files = [ledger, ledger.with_name("ledger.json.lock"),
+                 *(f for f in tmp_path.iterdir() if f.name.startswith("state.db"))]
         modes = {f.name: f.stat().st_mode & 0o777 for f in files}
-        assert {"state.db", "state.db-wal", "state.db-shm"} <= set(modes)
+        assert {"state.db", "state.db-wal", "state.db-shm", "state.db.lock"} <= set(modes)
         assert set(modes.values()) == {0o600}, modes
         assert (ledger.parent.stat().st_mode & 0o777) == 0o700
+        service.close()
+        ledger.chmod(0o660)  # an office shares its ledger with a group: a charge keeps that
+        with ledger_accountant(ledger, "k", "1") as accountant:
+            accountant.spend(0.25, "two")
+        assert ledger.stat().st_mode & 0o777 == 0o660
     finally:
         os.umask(old)
 
@@ -218,3 +229,27 @@ def test_the_default_ledger_is_per_user(tmp_path, monkeypatch):
     assert default_ledger_path() == tmp_path / "data" / "sdckit" / "ledger.json"
     monkeypatch.setenv("SDCKIT_LEDGER", str(tmp_path / "office.json"))
     assert default_ledger_path() == tmp_path / "office.json"
+
+
+_CELL = st.one_of(st.none(), st.integers(-10**6, 10**6), st.floats(-1e6, 1e6, allow_nan=False).map(lambda v: round(v, 3)),
+                  st.text("abc ,\"é", min_size=1, max_size=4).map(lambda t: "t" + t))
+
+
+@settings(max_examples=12, deadline=None)
+@given(data=st.data(), rows=st.integers(2, 8), kinds=st.lists(st.sampled_from(["int", "float", "text", "mixed"]),
+                                                              min_size=1, max_size=4))
+def test_any_frame_keeps_its_key_through_csv_shuffles_and_parquet(tmp_path_factory, data, rows, kinds):
+    folder = tmp_path_factory.mktemp("key")
+    cells = {"int": st.one_of(st.none(), st.integers(-1000, 1000)), "float": _CELL.filter(lambda v: not isinstance(v, str)),
+             "text": st.one_of(st.none(), st.text("abc ,\"é", min_size=1, max_size=4).map(lambda t: "t" + t)),
+             "mixed": _CELL}
+    frame = pd.DataFrame({f"c{i}": [data.draw(cells[k]) for _ in range(rows)] for i, k in enumerate(kinds)})
+    frame.to_csv(folder / "a.csv", index=False)
+    base = data_set_key(read(folder / "a.csv"))
+    order = data.draw(st.permutations(range(rows)))
+    columns = data.draw(st.permutations(list(frame.columns)))
+    text = frame.iloc[list(order)][columns].to_csv(index=False, quoting=data.draw(st.sampled_from([csv.QUOTE_MINIMAL, csv.QUOTE_ALL])))
+    (folder / "b.csv").write_text(text.replace("\n", data.draw(st.sampled_from(["\n", "\r\n"]))), newline="")
+    read(folder / "a.csv").to_parquet(folder / "a.parquet")
+    assert data_set_key(read(folder / "b.csv")) == base
+    assert data_set_key(read(folder / "a.parquet")) == base

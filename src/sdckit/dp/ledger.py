@@ -19,7 +19,7 @@ data protector's private record, never published — with one
   A run that charged nothing (it failed before its first charge) writes nothing: no spend, and no
   budget fixed for the data set.
 * The ledger, its lock and its folder are created readable by their owner only (0600, 0700),
-  whatever the umask.
+  whatever the umask; an existing ledger keeps the mode its owner gave it (a group may share one).
 """
 
 from __future__ import annotations
@@ -104,6 +104,8 @@ def _canonical_column(series: pd.Series) -> np.ndarray:
     """A column's values in the canonical form, whatever dtype the reader chose: numbers as
     float64 (:func:`_canonical_number`), anything else as text (object array)."""
     dtype = series.dtype
+    if series.isna().all():  # no value at all: the same whatever type a reader gave the column
+        return np.full(len(series), np.nan)
     if isinstance(dtype, pd.CategoricalDtype):
         series = series.astype(object)
         dtype = series.dtype
@@ -161,15 +163,10 @@ def _read(path: Path) -> dict[str, Any]:
 
 
 def open_private(path: Path, flags: int = os.O_RDWR | os.O_CREAT) -> int:
-    """``os.open`` of ``path`` created with mode 0600 and made 0600 if it exists (whatever the
-    umask): for the ledger, its lock, the query service's state database and keys."""
-    fd = os.open(path, flags, 0o600)
-    try:
-        os.fchmod(fd, 0o600)
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
+    """``os.open`` of ``path``, created readable by its owner only (mode 0600: a umask can only take
+    bits away) — for the ledger's lock and the query service's files. An existing file keeps the
+    mode its owner gave it (an office may share a ledger with its group)."""
+    return os.open(path, flags, 0o600)
 
 
 def make_private_dir(path: Path) -> None:
@@ -181,10 +178,15 @@ def make_private_dir(path: Path) -> None:
 
 
 def write_private(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` atomically (a 0600 temporary file renamed into place)."""
+    """Write ``text`` to ``path`` atomically: a temporary file renamed into place, with the mode of
+    the file it replaces, else 0600 (owner only) whatever the umask."""
+    try:
+        mode = path.stat().st_mode & 0o7777
+    except FileNotFoundError:
+        mode = 0o600
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        os.fchmod(fd, 0o600)
+        os.fchmod(fd, mode)
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
             handle.flush()
