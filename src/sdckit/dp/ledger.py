@@ -128,6 +128,31 @@ def _canonical_column(series: pd.Series) -> np.ndarray:
     return out
 
 
+#: An odd 64-bit constant (the golden ratio's) that chains the columns of a row.
+_ODD = 0x9E3779B97F4A7C15
+
+
+def _mix(z: np.ndarray) -> np.ndarray:
+    """The SplitMix64 finalizer (Steele, Lea & Flood 2014), elementwise on uint64: every input bit
+    reaches every output bit. Defined here, not borrowed, so that the key never changes with a
+    library's version."""
+    with np.errstate(over="ignore"):
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+def _column_hashes(values: np.ndarray) -> np.ndarray:
+    """One uint64 per value of a canonical column: a number's float64 bits mixed, a text's
+    BLAKE2b-64 (each distinct text hashed once)."""
+    if values.dtype != object:
+        return _mix(values.astype(np.float64).view(np.uint64) ^ np.uint64(_ODD))
+    codes, uniques = pd.factorize(values)
+    blake = hashlib.blake2b
+    digests = b"".join([blake(str(u).encode("utf-8", "surrogatepass"), digest_size=8).digest() for u in uniques])
+    return np.frombuffer(digests, dtype="<u8").astype(np.uint64)[codes]
+
+
 def data_set_key(frame: pd.DataFrame) -> str:
     """The ledger's key of a data set: its records, as a set with repetitions (a multiset).
 
@@ -135,15 +160,19 @@ def data_set_key(frame: pd.DataFrame) -> str:
     column of integers with a missing value — a float in CSV, a nullable integer in Parquet —
     agrees, with one NaN for missing and 0.0 for -0.0; any other column as text: booleans
     ``true``/``false``, integral numbers as integers, every missing value one marker); each row
-    is hashed (pandas' 64-bit hash of the row's values); the row hashes are sorted, so
+    is hashed to 64 bits (:func:`_column_hashes` chained over the columns by :func:`_mix`); the
+    row hashes are sorted, so
     row order does not count, and the SHA-256 of the column names and the sorted hashes is the
     key. The file's bytes — name, folder, line endings, quoting, compression, format — do not
     enter. Like the file hash it replaces, the key is unkeyed: the ledger is private.
     """
     names = sorted(str(c) for c in frame.columns)
     by_name = {str(c): frame[c] for c in frame.columns}
-    canonical = pd.DataFrame({f"c{i}": _canonical_column(by_name[n]) for i, n in enumerate(names)})
-    rows = np.sort(pd.util.hash_pandas_object(canonical, index=False).to_numpy(dtype=np.uint64))
+    rows = np.zeros(len(frame), dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        for name in names:
+            rows = _mix(rows * np.uint64(_ODD) + _column_hashes(_canonical_column(by_name[name])))
+    rows = np.sort(rows)
     digest = hashlib.sha256()
     digest.update(json.dumps(names).encode("utf-8") + b"\x00")
     digest.update(rows.astype("<u8").tobytes())
