@@ -29,6 +29,14 @@ def run_cli(*args: str, cwd: Path | None = None, timeout: float = 120,
     )
 
 
+@pytest.fixture(autouse=True)
+def _private_ledger(monkeypatch, tmp_path_factory):
+    """Every test's per-user privacy ledger lives in a fresh temporary folder (issue 27): no test
+    reads or writes the real ~/.local/share/sdckit/ledger.json (CLI subprocesses inherit it)."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path_factory.mktemp("xdg-data")))
+    monkeypatch.delenv("SDCKIT_LEDGER", raising=False)
+
+
 @pytest.fixture
 def cli():
     return run_cli

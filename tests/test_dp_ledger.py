@@ -12,6 +12,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from sdckit.dp.ledger import default_ledger_path
+
 RECIPE = """\
 seed = "{seed}"
 {budget}
@@ -50,7 +52,7 @@ def test_repeated_releases_of_one_data_set_are_refused_once_the_budget_is_spent(
     assert codes == [0, 0, 0, 2, 2]
     refusal = results[3].stderr.strip()
     assert len(refusal.splitlines()) == 1 and "budget" in refusal.lower() and "Traceback" not in refusal
-    ledger = json.loads((tmp_path / "sdckit-ledger.json").read_text())
+    ledger = json.loads(default_ledger_path().read_text())
     (entry,) = ledger["data_sets"].values()
     assert entry["epsilon"] == "3" and entry["spent"] == "3" and len(entry["spends"]) == 3
 
@@ -68,7 +70,7 @@ def test_each_data_set_has_its_own_budget(tmp_path, cli):
     assert cli("protect", first, cwd=tmp_path).returncode == 0
     assert cli("protect", second, cwd=tmp_path).returncode == 0
     assert cli("protect", first, cwd=tmp_path).returncode == 2
-    assert len(json.loads((tmp_path / "sdckit-ledger.json").read_text())["data_sets"]) == 2
+    assert len(json.loads(default_ledger_path().read_text())["data_sets"]) == 2
 
 
 def test_a_budget_is_fixed_once(tmp_path, cli):
@@ -90,7 +92,9 @@ def test_bad_budget_tables_are_one_line_exit_2(tmp_path, cli, budget, message):
 
 
 def test_a_damaged_ledger_is_refused_not_reset(tmp_path, cli):
-    (tmp_path / "sdckit-ledger.json").write_text("{not json")
+    ledger = default_ledger_path()  # the per-user ledger (conftest: a temporary XDG_DATA_HOME)
+    ledger.parent.mkdir(parents=True, exist_ok=True)
+    ledger.write_text("{not json")
     result = cli("protect", _project(tmp_path, '[budget]\nepsilon = "3"'), cwd=tmp_path)
     assert result.returncode == 2 and "ledger" in result.stderr
-    assert (tmp_path / "sdckit-ledger.json").read_text() == "{not json"
+    assert ledger.read_text() == "{not json"

@@ -14,7 +14,8 @@ The format is a contract the CLI and later features extend::
     [budget]                          # optional: with differentially private methods
     epsilon = "3"                     # the data set's total budget (default: this recipe's spend)
     delta = 0                         # optional
-    ledger = "sdckit-ledger.json"     # the private ledger, one budget per data set (the default)
+    ledger = "office-ledger.json"     # optional: the private ledger, one budget per data set
+                                      # (default: the per-user one, ~/.local/share/sdckit/ledger.json)
     [input]
     path = "census.csv"               # relative to the recipe file
     format = "csv"                    # optional; from the extension otherwise
@@ -61,7 +62,7 @@ from sdckit.core.method import Method
 from sdckit.core.provenance import manifest_json, parse_fingerprint_key
 from sdckit.core.random import check_recipe_seed, parse_seed
 from sdckit.dp.accountant import exact, exact_text
-from sdckit.dp.ledger import data_set_key, ledger_accountant
+from sdckit.dp.ledger import data_set_key, default_ledger_path, file_key, ledger_accountant
 from sdckit.engine import check_engine, parse_memory, protect_file, should_stream
 from sdckit.io import detect_format, read, write, write_text_atomic
 from sdckit.io.files import WRITABLE
@@ -76,7 +77,7 @@ if TYPE_CHECKING:
 _TOP_KEYS = {"seed", "seed_file", "allow_weak_seed", "fail_unsafe", "fingerprint_key_file", "keep_identifiers", "input",
              "schema", "method", "output", "report", "budget", "engine", "memory", "scheduler"}
 _BUDGET_KEYS = {"epsilon", "delta", "ledger"}
-#: The privacy ledger's default file, beside the recipe (the protector's private record).
+#: The privacy ledger an earlier sdckit kept beside the recipe (now per user: issue 27).
 LEDGER_NAME = "sdckit-ledger.json"
 _INPUT_KEYS = {"path", "format", "sep", "encoding", "table", "query"}
 _OUTPUT_KEYS = {"dir", "format", "name", "table"}
@@ -285,12 +286,24 @@ def _holds_budget(method: Method) -> bool:
 def _parse_budget(source: Path, table: Any, methods: list[Method]) -> dict[str, Any] | None:
     """The ``[budget]`` table (the data set's total epsilon and delta, and the ledger file),
     checked; with differentially private methods and no table, the budget is what this recipe
-    spends, so that the same data cannot be released again unless a budget says so."""
+    spends, so that the same data cannot be released again unless a budget says so.
+
+    Every differentially private method's epsilon is checked here (at most
+    :data:`~sdckit.dp.accountant.MAX_EPSILON`), before any data is read or the ledger touched.
+    ``ledger`` is None unless the table names one (relative to the recipe): the run then uses
+    the per-user ledger (:func:`~sdckit.dp.ledger.default_ledger_path`)."""
     private = [m for m in methods if _holds_budget(m)]
+    spends = []
+    for i, m in enumerate(methods, start=1):
+        if _holds_budget(m):
+            try:
+                spends.append(exact(m.epsilon, type(m).__name__, "epsilon"))
+            except SdcError as exc:
+                raise _fail(source, f"[[method]] number {i}: {exc}") from None
     if table is None:
         if not private:
             return None
-        table = {"epsilon": str(sum(exact(m.epsilon, type(m).__name__, "epsilon") for m in private))}
+        table = {"epsilon": str(sum(spends))}
     if not isinstance(table, Mapping):
         raise _fail(source, "[budget] must be a table with 'epsilon' (and optionally 'delta', 'ledger').")
     _check_keys(source, table, _BUDGET_KEYS, "[budget]")
@@ -301,8 +314,33 @@ def _parse_budget(source: Path, table: Any, methods: list[Method]) -> dict[str, 
         delta = exact_text(exact(table.get("delta", 0), "[budget]", "delta", positive=False, below_one=True))
     except SdcError as exc:
         raise _fail(source, str(exc)) from None
-    ledger = (source.resolve().parent / str(table.get("ledger", LEDGER_NAME))).resolve()
+    ledger = table.get("ledger")
+    if ledger is not None:
+        if not isinstance(ledger, str) or not ledger.strip():
+            raise _fail(source, f"[budget] 'ledger' must be a file path; got {ledger!r}.")
+        ledger = (source.resolve().parent / Path(ledger).expanduser()).resolve()
     return {"epsilon": epsilon, "delta": delta, "ledger": ledger}
+
+
+def ledger_path(recipe: Recipe, ledger: str | Path | None = None) -> Path:
+    """The privacy ledger a run of ``recipe`` charges: ``ledger`` (the CLI's ``--ledger``), else the
+    recipe's ``[budget] ledger``, else the per-user one. A ledger an earlier sdckit kept beside the
+    recipe is never silently left behind: with neither named, its presence is refused."""
+    if ledger is not None:
+        return Path(ledger).expanduser().resolve()
+    budget = recipe.extra.get("budget") or {}
+    if budget.get("ledger") is not None:
+        return Path(budget["ledger"])
+    default = default_ledger_path()
+    legacy = recipe.source.parent / LEDGER_NAME
+    if legacy.exists() and legacy.resolve() != default.resolve():
+        raise ParameterError(
+            f"{recipe.source}: an earlier sdckit kept this data's privacy ledger beside the recipe "
+            f"({LEDGER_NAME}); the ledger is now one per user ({default}). Name it (--ledger {legacy} or "
+            f"[budget] ledger = \"{LEDGER_NAME}\") or merge it into the per-user one, so that no budget "
+            "starts again."
+        )
+    return default
 
 
 def resolve_paths(name: str, params: Mapping[str, Any], base: Path) -> dict[str, Any]:
@@ -337,6 +375,7 @@ def run_recipe(
     memory: str | int | None = None,
     scheduler: str | None = None,
     engine_progress: Callable[[int, int, str], Any] | None = None,
+    ledger: str | Path | None = None,
 ) -> RecipeResult:
     """Read the input, protect it, and write the release, ``manifest.json`` and ``report.html``.
 
@@ -352,6 +391,10 @@ def run_recipe(
     or CSV) with bounded memory; ``engine_progress(done, total, label)`` follows it. A streamed
     release has no HTML report (``report_path`` is None, and the manifest says why) and its
     ``release.data`` is None: the data is in the file.
+
+    A recipe with a privacy budget charges the ledger :func:`ledger_path` names (``ledger``
+    overrides the recipe's), under the data set's key computed from its records
+    (:func:`~sdckit.dp.ledger.data_set_key`).
     """
     settings_engine = recipe.extra.get("engine") or {}
     engine = check_engine(engine) if engine is not None else settings_engine.get("engine")
@@ -361,14 +404,15 @@ def run_recipe(
     if engine in ("duckdb", "dask") or (engine is None and recipe.extra.get("budget") is None
                                         and should_stream(recipe.input_path, fmt_in, recipe.methods, memory_bytes)):
         return _run_streamed(recipe, engine or "duckdb", output_dir, output_format, scheduler, engine_progress)
-    frame = read(recipe.input_path, **recipe.input_options)
     budget = recipe.extra.get("budget")
+    book = ledger_path(recipe, ledger) if budget is not None else None
+    frame = read(recipe.input_path, **recipe.input_options)
     with contextlib.ExitStack() as stack:
         methods = list(recipe.methods)
-        if budget is not None:  # one budget per data set, across releases (issue 19 item 8)
+        if budget is not None:  # one budget per data set, across releases (issue 19 item 8, issue 27)
             accountant = stack.enter_context(ledger_accountant(
-                budget["ledger"], data_set_key(recipe.input_path), budget["epsilon"], budget["delta"],
-                label=recipe.input_path.name))
+                book, data_set_key(frame), budget["epsilon"], budget["delta"],
+                label=recipe.input_path.name, aliases=[file_key(recipe.input_path)]))
             methods = [dataclasses.replace(m, accountant=accountant) if _holds_budget(m) else m for m in methods]
         release = protect(
             frame,

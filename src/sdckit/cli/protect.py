@@ -21,14 +21,15 @@ from sdckit.report.verdict import NOT_ASSESSED, Verdict
 
 def _run(recipe_path: Path, out: Optional[Path], fmt: Optional[str], report: Optional[bool] = None,
          allow_weak_seed: bool = False, engine: Optional[str] = None, memory: Optional[str] = None,
-         scheduler: Optional[str] = None) -> tuple[Recipe, RecipeResult]:
+         scheduler: Optional[str] = None, ledger: Optional[Path] = None) -> tuple[Recipe, RecipeResult]:
     recipe = load_recipe(recipe_path, allow_weak_seed=allow_weak_seed)
     steps = len(recipe.methods)
     with progress_bar("protecting and assessing", steps + 4) as advance, _labelled_bars() as engine_progress:
         return recipe, run_recipe(recipe, output_dir=out, output_format=fmt, report=report,
                                   progress=lambda done, _total, *_: advance(done, steps + 4),
                                   report_progress=lambda done, _total, *_: advance(steps + done, steps + 4),
-                                  engine=engine, memory=memory, scheduler=scheduler, engine_progress=engine_progress)
+                                  engine=engine, memory=memory, scheduler=scheduler, engine_progress=engine_progress,
+                                  ledger=ledger)
 
 
 def release_verdict(result: RecipeResult) -> Verdict:
@@ -92,9 +93,10 @@ def protect(
     memory: Annotated[Optional[str], typer.Option("--memory", help="Memory budget, e.g. 2GB: a recipe of row-wise methods whose input would not fit is streamed.")] = None,
     scheduler: Annotated[Optional[str], typer.Option("--scheduler", help="Dask scheduler address for --engine dask (default: a LocalCluster).")] = None,
     fail_unsafe: Annotated[Optional[bool], typer.Option("--fail-unsafe/--no-fail-unsafe", help="Exit with status 1 (after writing the outputs) unless the report shows the release plausibly deniable (default: the recipe's fail_unsafe, else off).")] = None,
+    ledger: Annotated[Optional[Path], typer.Option("--ledger", help="The privacy ledger a DP recipe charges (default: the recipe's [budget] ledger, else $SDCKIT_LEDGER, else ~/.local/share/sdckit/ledger.json).")] = None,
 ) -> None:
     """Protect a data set as a RECIPE says; write the release, <stem>.manifest.json and <stem>.report.html."""
-    parsed, result = _run(recipe, out, format, report, allow_weak_seed, engine, memory, scheduler)
+    parsed, result = _run(recipe, out, format, report, allow_weak_seed, engine, memory, scheduler, ledger)
     _report_written(result)
     verdict = release_verdict(result)
     if json_out is not None:

@@ -39,7 +39,7 @@ from sdckit.core.schema import Kind, Role, Schema
 from sdckit.dp.accountant import ACCOUNTANT, BudgetAccountant, split_epsilon
 from sdckit.dp.confidence import confidence_suppression
 from sdckit.dp.measures import expected_relative_error, linking_risk, record_diameters
-from sdckit.dp.mechanisms import CONFIDENCE, POSITIVE, dyadic_grid, laplace_randomise
+from sdckit.dp.mechanisms import CONFIDENCE, POSITIVE, dyadic_grid, grid_scale, laplace_randomise
 
 #: Bits between the smallest noise scale and the public grid: the noise is exact on the grid,
 #: and scales up to 2**33 times the smallest still fit the sampler's 2**53 integer steps.
@@ -270,14 +270,17 @@ class KEpsilonAnonymity(Method):
         per_column = split_epsilon(self.epsilon, m)
         info["expected_relative_error"] = self._predicted_errors(x, classes, per_column, info)
 
+        diameters = np.maximum(record_diameters(x, classes), self.min_diameter)
+        grid = public_grid(self.min_diameter, per_column)
+        for j in range(m):  # the noise can be drawn: checked before anything is charged
+            grid_scale(diameters[:, j], per_column, grid)
+
         accountant = self.accountant if self.accountant is not None else BudgetAccountant(self.epsilon)
         with accountant.parallel("equivalence classes (disjoint records)") as group:
             for c in np.unique(classes):  # charged before any noise is drawn
                 group.spend(self.epsilon, f"class {int(c)}")
         info["budget"] = accountant.to_manifest()
 
-        diameters = np.maximum(record_diameters(x, classes), self.min_diameter)
-        grid = public_grid(self.min_diameter, per_column)
         info["grid"] = grid
         y = np.column_stack([
             laplace_randomise(x[:, j], diameters[:, j], per_column, rng, grid=grid) for j in range(m)

@@ -1,12 +1,25 @@
-"""The privacy ledger: one budget per data set, kept across releases (issue 19 item 8).
+"""The privacy ledger: one budget per data set, kept across releases (issue 19 item 8, issue 27).
 
 A budget that lives only as long as one call stops nothing: 200 releases at epsilon = 1 of the
 same data, averaged, cut the error tenfold. The command line therefore keeps a ledger file — the
 data protector's private record, never published — with one
-:class:`~sdckit.dp.BudgetAccountant` per data set, keyed by the SHA-256 of the input file. Every
-recipe run with a differentially private method opens the ledger under an exclusive lock, charges
-the data set's accountant (before any noise is drawn) and writes it back, also when the run fails
-after charging, so that a refused or failed release never gives budget back.
+:class:`~sdckit.dp.BudgetAccountant` per data set.
+
+* **Key: the records, not the file** (:func:`data_set_key`). The same people under another name,
+  in another folder, in another row order, with other line endings or quoting, gzipped, or
+  exported to Parquet are one data set: the key is a SHA-256 over the sorted hashes of the rows,
+  each row's values put in a canonical text form (columns by name; an integral float is the
+  integer; a missing value is one marker whatever the reader made of it).
+* **Place: one per user** (:func:`default_ledger_path`): ``$SDCKIT_LEDGER``, else
+  ``$XDG_DATA_HOME/sdckit/ledger.json``, else ``~/.local/share/sdckit/ledger.json``; an office
+  shares one by naming it (``--ledger PATH`` or the recipe's ``[budget] ledger``).
+* Every recipe run with a differentially private method opens the ledger under an exclusive
+  lock, charges the data set's accountant (before any noise is drawn) and writes it back, also
+  when the run fails after charging, so that a refused or failed release never gives budget back.
+  A run that charged nothing (it failed before its first charge) writes nothing: no spend, and no
+  budget fixed for the data set.
+* The ledger, its lock and its folder are created readable by their owner only (0600, 0700),
+  whatever the umask; an existing ledger keeps the mode its owner gave it (a group may share one).
 """
 
 from __future__ import annotations
@@ -15,24 +28,155 @@ import contextlib
 import fcntl
 import hashlib
 import json
-from collections.abc import Iterator
+import os
+import tempfile
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from sdckit.core.atomic import write_text_atomic
+import numpy as np
+import pandas as pd
+
 from sdckit.core.errors import DataError, ParameterError
 from sdckit.dp.accountant import BudgetAccountant, exact, exact_text
 
 LEDGER_FORMAT = 1
+#: Environment variable naming the ledger file (overrides the per-user default).
+LEDGER_ENV = "SDCKIT_LEDGER"
+#: Prefix of a key computed from the records (:func:`data_set_key`).
+RECORDS_KEY = "records-sha256:"
+#: How a missing value is written in a row's canonical form (no text value starts with NUL).
+_MISSING = "\x00NA"
+#: Integral floats below this magnitude are written as integers (every such float is exact).
+_INTEGRAL = 2.0**63
 
 
-def data_set_key(path: Path) -> str:
-    """The ledger's key of a data set: the SHA-256 of its file (the ledger is private)."""
+def default_ledger_path() -> Path:
+    """The per-user ledger: ``$SDCKIT_LEDGER``, else ``$XDG_DATA_HOME/sdckit/ledger.json`` (an
+    absolute XDG_DATA_HOME only, as the XDG spec says), else ``~/.local/share/sdckit/ledger.json``."""
+    named = os.environ.get(LEDGER_ENV, "").strip()
+    if named:
+        return Path(named).expanduser().resolve()
+    xdg = os.environ.get("XDG_DATA_HOME", "").strip()
+    base = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".local" / "share"
+    return base / "sdckit" / "ledger.json"
+
+
+def file_key(path: Path) -> str:
+    """The key an earlier sdckit gave a data set: the SHA-256 of its file's bytes (looked up so
+    that a ledger written before issue 27 keeps its budgets)."""
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
     return "sha256:" + digest.hexdigest()
+
+
+def _canonical_number(values: np.ndarray) -> np.ndarray:
+    """Numbers as float64 (a missing value one NaN, -0.0 as 0.0): an integer column with a missing
+    value (a float in CSV, a nullable integer in Parquet) agrees with itself; integers past 2**53
+    may round to a neighbour (two data sets then share one budget: the safe side)."""
+    out = np.array(values, dtype=float)
+    out[np.isnan(out)] = np.nan
+    out[out == 0.0] = 0.0
+    return out
+
+
+def _canonical_value(value: Any) -> str:
+    """One value of an object column (a mix of types) in the canonical form."""
+    if value is None or value is pd.NA or value is pd.NaT:
+        return _MISSING
+    if isinstance(value, bool | np.bool_):
+        return "true" if value else "false"
+    if isinstance(value, int | np.integer):
+        return str(int(value))
+    if isinstance(value, float | np.floating):
+        number = float(value)
+        return str(int(number)) if number.is_integer() and abs(number) < _INTEGRAL else repr(number + 0.0)
+    if isinstance(value, pd.Timestamp):
+        return value.isoformat()
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "backslashreplace")
+    return str(value)
+
+
+def _canonical_column(series: pd.Series) -> np.ndarray:
+    """A column's values in the canonical form, whatever dtype the reader chose: numbers as
+    float64 (:func:`_canonical_number`), anything else as text (object array)."""
+    dtype = series.dtype
+    if series.isna().all():  # no value at all: the same whatever type a reader gave the column
+        return np.full(len(series), np.nan)
+    if isinstance(dtype, pd.CategoricalDtype):
+        series = series.astype(object)
+        dtype = series.dtype
+    if pd.api.types.is_bool_dtype(dtype):
+        missing = series.isna().to_numpy()
+        out = np.where(series.fillna(False).to_numpy(dtype=bool), "true", "false").astype(object)
+        out[missing] = _MISSING
+        return out
+    if pd.api.types.is_integer_dtype(dtype) or pd.api.types.is_float_dtype(dtype):
+        return _canonical_number(series.to_numpy(dtype=float, na_value=np.nan))
+    if pd.api.types.is_datetime64_any_dtype(dtype):
+        return np.array([_canonical_value(v) for v in series], dtype=object)
+    values = series.to_numpy(dtype=object)
+    out = values.copy()
+    missing = pd.isna(values)
+    out[missing] = _MISSING
+    texts = np.fromiter((type(v) is str for v in values), dtype=bool, count=len(values))
+    for i in np.flatnonzero(~texts & ~missing):  # numbers, timestamps, ... in a mixed column
+        out[i] = _canonical_value(values[i])
+    return out
+
+
+#: An odd 64-bit constant (the golden ratio's) that chains the columns of a row.
+_ODD = 0x9E3779B97F4A7C15
+
+
+def _mix(z: np.ndarray) -> np.ndarray:
+    """The SplitMix64 finalizer (Steele, Lea & Flood 2014), elementwise on uint64: every input bit
+    reaches every output bit. Defined here, not borrowed, so that the key never changes with a
+    library's version."""
+    with np.errstate(over="ignore"):
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+def _column_hashes(values: np.ndarray) -> np.ndarray:
+    """One uint64 per value of a canonical column: a number's float64 bits mixed, a text's
+    BLAKE2b-64 (each distinct text hashed once)."""
+    if values.dtype != object:
+        return _mix(values.astype(np.float64).view(np.uint64) ^ np.uint64(_ODD))
+    codes, uniques = pd.factorize(values)
+    blake = hashlib.blake2b
+    digests = b"".join([blake(str(u).encode("utf-8", "surrogatepass"), digest_size=8).digest() for u in uniques])
+    return np.frombuffer(digests, dtype="<u8").astype(np.uint64)[codes]
+
+
+def data_set_key(frame: pd.DataFrame) -> str:
+    """The ledger's key of a data set: its records, as a set with repetitions (a multiset).
+
+    Each column is put in a canonical form (names sorted; a numeric column as float64, so a
+    column of integers with a missing value — a float in CSV, a nullable integer in Parquet —
+    agrees, with one NaN for missing and 0.0 for -0.0; any other column as text: booleans
+    ``true``/``false``, integral numbers as integers, every missing value one marker); each row
+    is hashed to 64 bits (:func:`_column_hashes` chained over the columns by :func:`_mix`); the
+    row hashes are sorted, so
+    row order does not count, and the SHA-256 of the column names and the sorted hashes is the
+    key. The file's bytes — name, folder, line endings, quoting, compression, format — do not
+    enter. Like the file hash it replaces, the key is unkeyed: the ledger is private.
+    """
+    names = sorted(str(c) for c in frame.columns)
+    by_name = {str(c): frame[c] for c in frame.columns}
+    rows = np.zeros(len(frame), dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        for name in names:
+            rows = _mix(rows * np.uint64(_ODD) + _column_hashes(_canonical_column(by_name[name])))
+    rows = np.sort(rows)
+    digest = hashlib.sha256()
+    digest.update(json.dumps(names).encode("utf-8") + b"\x00")
+    digest.update(rows.astype("<u8").tobytes())
+    return RECORDS_KEY + digest.hexdigest()
 
 
 def _read(path: Path) -> dict[str, Any]:
@@ -47,24 +191,67 @@ def _read(path: Path) -> dict[str, Any]:
     return content
 
 
+def open_private(path: Path, flags: int = os.O_RDWR | os.O_CREAT) -> int:
+    """``os.open`` of ``path``, created readable by its owner only (mode 0600: a umask can only take
+    bits away) — for the ledger's lock and the query service's files. An existing file keeps the
+    mode its owner gave it (an office may share a ledger with its group)."""
+    return os.open(path, flags, 0o600)
+
+
+def make_private_dir(path: Path) -> None:
+    """Create ``path`` (and parents) for private files; a folder created here is 0700."""
+    if not path.exists():
+        path.mkdir(parents=True, exist_ok=True, mode=0o700)
+        with contextlib.suppress(OSError):
+            os.chmod(path, 0o700)
+
+
+def write_private(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` atomically: a temporary file renamed into place, with the mode of
+    the file it replaces, else 0600 (owner only) whatever the umask."""
+    try:
+        mode = path.stat().st_mode & 0o7777
+    except FileNotFoundError:
+        mode = 0o600
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        os.fchmod(fd, mode)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
 @contextlib.contextmanager
 def ledger_accountant(path: str | Path, key: str, epsilon: Any, delta: Any = 0,
-                      label: str = "") -> Iterator[BudgetAccountant]:
+                      label: str = "", aliases: Iterable[str] = ()) -> Iterator[BudgetAccountant]:
     """The accountant of data set ``key`` in the ledger at ``path``, locked for the block.
 
     A data set seen for the first time gets a budget of ``(epsilon, delta)``; one already in the
     ledger keeps its own, and a different ``epsilon`` or ``delta`` is refused (a budget is
-    fixed once; raising it is a decision taken by editing the ledger, not by a recipe). The
-    ledger is written back when the block ends, whatever happened in it.
+    fixed once; raising it is a decision taken by editing the ledger, not by a recipe). An entry
+    stored under one of ``aliases`` (the file hash an earlier sdckit used) is this data set's and
+    moves to ``key``. The ledger is written back when the block ends if anything was charged,
+    whatever happened in the block; a block that charged nothing leaves the ledger as it was.
     """
     path = Path(path)
     total_eps = exact(epsilon, "the [budget] table", "epsilon")
     total_delta = exact(delta, "the [budget] table", "delta", positive=False, below_one=True)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path.with_name(path.name + ".lock"), "a") as lock:
+    make_private_dir(path.parent)
+    lock = open_private(path.with_name(path.name + ".lock"))
+    try:
         fcntl.flock(lock, fcntl.LOCK_EX)
         content = _read(path)
-        stored = content["data_sets"].get(key)
+        entries = content["data_sets"]
+        stored = entries.get(key)
+        moved = [alias for alias in aliases if alias in entries and alias != key]
+        if stored is None and moved:
+            stored = entries[moved[0]]
         if stored is None:
             accountant = BudgetAccountant(total_eps, total_delta)
         else:
@@ -79,9 +266,15 @@ def ledger_accountant(path: str | Path, key: str, epsilon: Any, delta: Any = 0,
         try:
             yield accountant
         finally:
-            if (accountant.spent, accountant.spent_delta) != spent_before or stored is None:
+            if (accountant.spent, accountant.spent_delta) != spent_before:
                 entry = accountant.to_manifest()
                 if label:
                     entry["data_set"] = label
-                content["data_sets"][key] = entry
-                write_text_atomic(path, json.dumps(content, indent=2) + "\n")
+                elif stored is not None and "data_set" in stored:
+                    entry["data_set"] = stored["data_set"]
+                for alias in moved:
+                    entries.pop(alias, None)
+                entries[key] = entry
+                write_private(path, json.dumps(content, indent=2) + "\n")
+    finally:
+        os.close(lock)

@@ -23,7 +23,7 @@ from sdckit.core.method import Method, Outcome, register
 from sdckit.core.params import Options, Satisfies
 from sdckit.core.schema import Schema
 from sdckit.dp.accountant import ACCOUNTANT, BudgetAccountant, split_epsilon
-from sdckit.dp.mechanisms import POSITIVE, Geometric, laplace_randomise
+from sdckit.dp.mechanisms import POSITIVE, Geometric, grid_scale, laplace_randomise
 
 DATA_BOUNDS_WARNING = (
     "bounds were taken from the data (bounds='data'): the noise scale depends on the data's "
@@ -114,19 +114,28 @@ class LaplaceNoise(Method):
             if missing:
                 raise self.param_error("bounds", f"a mapping with bounds for every protected column (missing: {missing})")
         per_column = split_epsilon(self.epsilon, len(columns))
-        accountant = self.accountant if self.accountant is not None else BudgetAccountant(self.epsilon)
-        accountant.spend(self.epsilon, f"{type(self).__name__}: {', '.join(columns)}")  # before any noise
-        info["epsilon_per_column"] = per_column
+        plans = []  # every column's mechanism, checked before anything is charged
         for name in columns:
             values = frame[name].to_numpy()
             lo, hi = (values.min(), values.max()) if self.bounds == "data" else self.bounds[name]
+            integral = pd.api.types.is_integer_dtype(frame[name]) and float(lo).is_integer() and float(hi).is_integer()
+            geometric = None
+            if hi == lo:
+                pass
+            elif integral:
+                geometric = Geometric(epsilon=per_column, sensitivity=int(hi - lo))
+            else:
+                grid_scale(np.array([float(hi - lo)]), per_column)
+            plans.append((name, values, lo, hi, geometric))
+        accountant = self.accountant if self.accountant is not None else BudgetAccountant(self.epsilon)
+        accountant.spend(self.epsilon, f"{type(self).__name__}: {', '.join(columns)}")  # before any noise
+        info["epsilon_per_column"] = per_column
+        for name, values, lo, hi, geometric in plans:
             clamped = np.clip(values, lo, hi)
             if hi == lo:  # one possible value: every record is released as it, nothing to hide
                 frame[name] = clamped
-                continue
-            integral = pd.api.types.is_integer_dtype(frame[name]) and float(lo).is_integer() and float(hi).is_integer()
-            if integral:
-                frame[name] = Geometric(epsilon=per_column, sensitivity=int(hi - lo)).randomise(clamped, rng)
+            elif geometric is not None:
+                frame[name] = geometric.randomise(clamped, rng)
             else:
                 frame[name] = laplace_randomise(clamped.astype(float), float(hi - lo), per_column, rng)
         info["budget"] = accountant.to_manifest()

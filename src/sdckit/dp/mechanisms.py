@@ -125,13 +125,20 @@ def grid_scale(
     public = grid is not None
     scale = _finite_scale(sensitivity, epsilon)
     grid = dyadic_grid(scale) if grid is None else np.broadcast_to(np.asarray(grid, dtype=float), scale.shape)
-    steps = np.ceil(sensitivity / grid) + 1.0
-    integer_scale = np.ceil(steps / epsilon) + 1.0
+    with np.errstate(over="ignore"):  # an overflow is refused just below
+        steps = np.ceil(sensitivity / grid) + 1.0
+        integer_scale = np.ceil(steps / epsilon) + 1.0
     if np.any(integer_scale > MAX_INT):
         if public and epsilon > 2.0**-50:
             raise ParameterError(
                 "The noise scale is more than 2**52 steps of the grid: give a coarser grid "
                 "('resolution') or a larger 'epsilon'."
+            )
+        if epsilon >= 1:  # the scale sensitivity / epsilon is too fine for a double's grid
+            raise ParameterError(
+                f"The 'epsilon' parameter is too large for exact sampling: {epsilon:.6g} with sensitivity "
+                f"{float(np.max(sensitivity)):.6g} puts the noise below the finest grid a double carries. "
+                "Give a smaller 'epsilon' (or rescale the data)."
             )
         raise ParameterError(
             f"The 'epsilon' parameter must be a float > 2**-50 for exact sampling. Got {epsilon!r} instead."

@@ -55,6 +55,8 @@ def discrete_laplace_radius(scale: float, confidence: float) -> int:
     ``P(|Y| <= m) = 1 - 2 p**(m+1) / (1 + p)`` with ``p = exp(-1/b)``.
     """
     p = math.exp(-1.0 / scale)
+    if p <= 0.0:  # a scale so small (a huge epsilon) that the noise is 0 but with negligible odds
+        return 0
     target = (1.0 - confidence) * (1.0 + p) / 2.0
     return max(0, math.ceil(math.log(target) / math.log(p) - 1e-12) - 1)
 

@@ -16,6 +16,7 @@ import functools
 import hashlib
 import json
 import logging
+import os
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ import numpy as np
 from sdckit.core.errors import ParameterError, SdcError
 from sdckit.core.random import as_generator
 from sdckit.dp.accountant import exact, exact_text
+from sdckit.dp.ledger import make_private_dir, open_private
 from sdckit.query import dp
 from sdckit.query.config import load_config
 from sdckit.query.data import Database
@@ -190,8 +192,8 @@ def _exclusive(state: Path) -> Any:
     auditors live in one process, so a second server on the same state database is refused (the
     budget alone would be safe: its charges are transactions). Released when the process ends,
     however it ends."""
-    state.parent.mkdir(parents=True, exist_ok=True)
-    handle = open(state.with_name(state.name + ".lock"), "a+")
+    make_private_dir(state.parent)
+    handle = os.fdopen(open_private(state.with_name(state.name + ".lock")), "a+")  # 0600
     try:
         import fcntl
     except ImportError:  # pragma: no cover - not POSIX: no lock

@@ -17,14 +17,17 @@ processes), so
 
 API keys are ``<key id>.<secret>`` with 256 bits of OS entropy (:func:`secrets.token_urlsafe`);
 only a salted scrypt hash is stored (the key id is a public lookup handle), and a presented key
-is checked with :func:`hmac.compare_digest` on the hash.
+is checked with :func:`hmac.compare_digest` on the hash. The database and its ``-wal``/``-shm``
+files are readable by their owner only (0600), whatever the umask (issue 27).
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import json
+import os
 import re
 import secrets
 import sqlite3
@@ -37,6 +40,7 @@ from typing import Any
 
 from sdckit.core.errors import ParameterError
 from sdckit.dp.accountant import exact, exact_text
+from sdckit.dp.ledger import make_private_dir, open_private
 
 #: scrypt cost (RFC 7914): n = 2**14, r = 8, p = 1 (16 MiB, about 50 ms per check).
 SCRYPT = {"n": 2**14, "r": 8, "p": 1, "dklen": 32}
@@ -136,6 +140,7 @@ class State:
         self._group = threading.Condition()  # group commit of charges
         self._pending: list[_Charge] = []
         self._committing = False
+        self._make_private()
         con = self._con()
         con.execute("PRAGMA journal_mode = WAL")
         con.executescript(_SCHEMA)
@@ -149,6 +154,18 @@ class State:
             con.execute(f"PRAGMA synchronous = {self._sync}")
             self._local.con = con
         return con
+
+    def _make_private(self) -> None:
+        """The database readable by its owner only, whatever the umask: created 0600 (SQLite gives
+        its -wal and -shm files the database file's mode), an older one chmod-ed. Never by opening
+        a descriptor of an existing database: closing one would drop this process's SQLite locks."""
+        make_private_dir(self.path.parent)
+        try:
+            os.close(open_private(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL))
+        except FileExistsError:
+            for side in ("", "-wal", "-shm"):
+                with contextlib.suppress(FileNotFoundError):
+                    os.chmod(f"{self.path}{side}", 0o600)
 
     def _transaction(self):
         return _Transaction(self._con())
