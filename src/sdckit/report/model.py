@@ -29,6 +29,7 @@ from sdckit.report import figures
 from sdckit.report.settings import DEFAULTS, check_settings
 from sdckit.risk import categorical_quasi, distance_linkage, equivalence_classes, interval_disclosure, permutation_risk
 from sdckit.risk.permutation import PermutationRisk
+from sdckit.permutation.verify import MAX_REPLICATES
 from sdckit.utility import (
     correlation_difference,
     discernibility,
@@ -118,7 +119,7 @@ def assessed_columns(original: pd.DataFrame, released: pd.DataFrame, schema: Sch
 # ----------------------------------------------------------------------------- sections
 def _permutation_sections(risk: PermutationRisk) -> list[Section]:
     p, q = risk.original_distribution, risk.random_distribution
-    verdict = "plausibly deniable" if risk.plausibly_deniable else "not plausibly deniable"
+    verdict = VERDICT_TEXT[risk.verdict]
     dist = Section("distances.html", "Permutation distances: original vs random records", "distances", {
         "figure": svg(figures.distance_distributions(p, q)),
         "rows": [
@@ -127,7 +128,9 @@ def _permutation_sections(risk: PermutationRisk) -> list[Section]:
             ("excess over the baseline", _fmt(risk.excess_hellinger)),
             (f"p-value ({risk.null} null)", _fmt(risk.p_value)),
             ("Monte-Carlo standard error of the p-value", _fmt(risk.p_value_se)),
-            ("verdict", verdict),
+            ("99% interval of the p-value (Clopper-Pearson)", f"{_fmt(risk.p_value_low)} - {_fmt(risk.p_value_high)}"),
+            ("Monte-Carlo replicates (sequential test)", _fmt(risk.replicates)),
+            (f"verdict at level {_fmt(risk.alpha)}", verdict),
             ("data-set-level permutation distance" + (" (minimum over the sample: an upper bound)"
                                                       if risk.sampled is not None else ""), _fmt(risk.dataset_distance)),
         ] + ([("original records linked and verified (a simple random sample)",
@@ -161,9 +164,13 @@ LINKAGE_SAMPLE = 20_000
 DBRL_SAMPLE = 2_000
 #: ... pMSE is fitted on at most this many records of each data set ...
 PMSE_SAMPLE = 50_000
-#: ... and the verification then stops after this many Monte-Carlo batches (its standard error is
-#: shown): each batch links 20,000 random records against every released one.
-LARGE_DATA_BATCHES = 4
+#: ... and the verification's sequential test then draws at most this many replicates (each links
+#: 20,000 random records against every released one; enough to flag a release whose p-value is 0,
+#: which takes 173 replicates at the default risk; issue 27).
+LARGE_DATA_REPLICATES = 200
+#: How the report words the verification's verdict (:mod:`sdckit.permutation.sequential`).
+VERDICT_TEXT = {"deniable": "plausibly deniable", "flagged": "NOT plausibly deniable",
+                "borderline": "borderline (undecided within the replicate budget)"}
 
 
 def _linkage_section(original: pd.DataFrame, released: pd.DataFrame, cols: list[str], p: float,
@@ -394,20 +401,21 @@ def build_report(
         large = len(original) > LINKAGE_SAMPLE
         risk = permutation_risk(original, released, cols, schema=schema, null=null, n_random=n_random,
                                 n_null=n_null, alpha=alpha, sample=LINKAGE_SAMPLE if large else None,
-                                max_batches=LARGE_DATA_BATCHES if large else 64, random_state=rng)
+                                max_replicates=LARGE_DATA_REPLICATES if large else MAX_REPLICATES, random_state=rng)
         sections += _permutation_sections(risk)
         data["permutation"] = risk.to_dict()
         headline += [
-            ("verification", "plausibly deniable" if risk.plausibly_deniable else "NOT plausibly deniable"),
+            ("verification", VERDICT_TEXT[risk.verdict]),
             ("Hellinger distance (null baseline)", f"{_fmt(risk.hellinger)} ({_fmt(risk.hellinger_null)})"),
-            ("p-value (Monte-Carlo standard error)", f"{_fmt(risk.p_value)} ({_fmt(risk.p_value_se)})"),
+            ("p-value (99% interval)", f"{_fmt(risk.p_value)} ({_fmt(risk.p_value_low)} - {_fmt(risk.p_value_high)})"),
             ("records whose match is not plausibly random", f"{_fmt(100 * risk.share_not_random, 3)}%"),
         ]
         deniable = risk.plausibly_deniable
+        borderline = risk.verdict == "borderline"
     except SdcError as exc:
         sections.append(Section("distances.html", "Permutation distances: original vs random records", "distances", {},
                                 note=f"The permutation-paradigm verification was not computed: {exc}"))
-        deniable = None
+        deniable = borderline = None
     step("permutation paradigm")
     # --- risk: linkage and interval disclosure
     section, linkage_data = _linkage_section(original, released, numeric, interval_p, rng) if numeric else (
@@ -435,10 +443,10 @@ def build_report(
     section, classes = _classes_section(original, released, schema)
     sections.append(section)
     data["classes"] = classes
-    if classes and classes["unchanged_uniques"] and deniable is not False:
+    if classes and classes["unchanged_uniques"] and (deniable is not False or borderline):
         # Unique quasi-identifier combinations released as they were: not deniable, whatever
         # the verification of the perturbed columns says.
-        deniable = False
+        deniable, borderline = False, False
         verdict = ("verification", f"NOT plausibly deniable: {classes['unchanged_uniques']:,} unique "
                                    "quasi-identifier combination(s) released unchanged")
         headline = [verdict if key == "verification" else (key, value) for key, value in headline]
@@ -455,7 +463,7 @@ def build_report(
     headline.append(("differential privacy", "not claimed: every measure here comes from the original data"))
     sections.append(transparency_section(manifest, settings))
     summary_section = Section("summary.html", "Summary", "summary", {
-        "rows": headline, "deniable": deniable,
+        "rows": headline, "deniable": deniable, "borderline": bool(borderline),
         "records": f"{len(original):,} original, {len(released):,} released",
     })
     return Report(
