@@ -92,8 +92,10 @@ def clopper_pearson(exceed: int, n: int, confidence: float = 0.99) -> tuple[floa
 
     Examples
     --------
-    >>> clopper_pearson(0, 10, 0.95)[1] == 1 - 0.025 ** (1 / 10)
-    True
+    No exceedance in 10: the upper limit solves ``(1 - p)^10 = 0.025``.
+
+    >>> round(clopper_pearson(0, 10, 0.95)[1], 6), round(1 - 0.025 ** (1 / 10), 6)
+    (0.308497, 0.308497)
     """
     if n <= 0:
         return 0.0, 1.0
