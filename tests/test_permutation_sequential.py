@@ -155,3 +155,19 @@ def test_bad_settings_are_refused():
     for kw in ({"max_replicates": 0}, {"risk": 0.5}, {"alpha": 1.0}):
         with pytest.raises(ParameterError, match=next(iter(kw))):
             verify_linkage(original, released, **kw)
+
+
+def test_report_shows_a_borderline_verdict(monkeypatch):
+    import sdckit.report.model as model
+    from sdckit.report.render import render_report
+
+    # 4 replicates can decide nothing (the earliest "deniable" is 5 of 5, the earliest flag 0 of 173)
+    monkeypatch.setattr(model, "MAX_REPLICATES", 4)
+    original, released = shuffled_income_pair(300)
+    report = model.build_report(original, released, random_state=5, n_random=2000)
+    assert report.data["verdict"] == "borderline" and report.data["permutation"]["verdict"] == "borderline"
+    low, high = report.data["permutation"]["p_value_interval"]
+    assert report.data["permutation"]["replicates"] == 4 and low <= report.data["permutation"]["p_value"] <= high
+    html = render_report(report)
+    assert "Borderline</span>" in html and "99% interval of the p-value" in html
+    assert "Plausibly deniable</span>" not in html
