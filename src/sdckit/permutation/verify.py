@@ -69,7 +69,7 @@ BLOCK = 8
 CONFIDENCE = 0.99
 #: The distances are counted in at least this many bins (:func:`distance_bins`).
 MIN_BINS = 10
-#: Random records per batch (half define ``Q``, half give the null samples).
+#: Random records per replicate (half define ``Q``, the rest give the null sample).
 N_RANDOM = 20_000
 
 
@@ -185,7 +185,7 @@ class Verification(Result):
     batches : int
         The number of replicates (the name of earlier versions; same as ``replicates``).
     bins : int
-        Number of distance bins of the first batch (:func:`distance_bins`).
+        Number of distance bins of the first replicate (:func:`distance_bins`).
     nonrandom_share : float
         Share of original records with ``p_random < 0.05``.
     records : DataFrame
@@ -339,16 +339,19 @@ class _Setup:
     def of(cls, space: RankSpace, null: str, n_random: int, exhaustive_limit: int, ties: str,
            original_distances: np.ndarray, rows: np.ndarray | None) -> _Setup:
         n, m = space.x.shape
-        exhaustive = null == "independent" and float(n) ** m <= exhaustive_limit
+        tied = () if ties == "first" else tuple(
+            j for j in range(space.m) if len(space.y_sorted[j]) > 1
+            and bool(np.any(space.y_sorted[j][1:] == space.y_sorted[j][:-1])))
+        # with ties broken anew in each replicate the exhaustive T is linked again each time: use it
+        # only when that costs no more than a sampled one
+        exhaustive = (null == "independent" and float(n) ** m <= exhaustive_limit
+                      and (not tied or float(n) ** m <= n_random))
         exhaustive_query = None
         if exhaustive:
             positions, _ = random_positions(space.x, null, 0, exhaustive_limit, space.rng)
             exhaustive_query = random_query(space.x_sorted, space.z_sorted, positions)
         n_q = n_random // 2
         size = comparison_size(len(original_distances), n_random - n_q, exhaustive)
-        tied = () if ties == "first" else tuple(
-            j for j in range(space.m) if len(space.y_sorted[j]) > 1
-            and bool(np.any(space.y_sorted[j][1:] == space.y_sorted[j][:-1])))
         fixed = None  # the exhaustive T's distances, when the ranks never change
         if exhaustive and not tied:
             fixed = nearest_distances(space, exhaustive_query)
@@ -481,7 +484,9 @@ def verify_linkage(
         Random records (``>= 2``) drawn in each replicate when ``T`` is sampled: half define
         ``Q``, the rest (at most as many as there are original records) are the null sample.
     exhaustive_limit : int
-        With ``null="independent"``, use all ``n^m`` combinations when ``n^m`` is at most this.
+        With ``null="independent"``, use all ``n^m`` combinations when ``n^m`` is at most this
+        (and, when the released data has ties to break anew in each replicate, at most
+        ``n_random``).
     alpha : float in (0, 1)
         Level of the verdict: ``"flagged"`` when the p-value is at most ``alpha``.
     max_replicates : int
