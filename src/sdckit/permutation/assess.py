@@ -22,7 +22,8 @@ from sdckit.permutation.intruder import Linkage, linkage_from
 from sdckit.permutation.privacy import minimum_variances, window_variances
 from sdckit.permutation.results import Result
 from sdckit.permutation.reverse import spearman_xz
-from sdckit.permutation.verify import N_RANDOM, Verification, check_verify_params, verification_from
+from sdckit.permutation.verify import (ALPHA, MAX_REPLICATES, N_RANDOM, RISK, Verification, check_verify_params,
+                                       verification_from)
 
 
 @dataclass(frozen=True)
@@ -85,7 +86,9 @@ class Assessment(Result):
         rows += [
             (f"Hellinger distance H(P, Q) ({v.null} null)", f"{v.hellinger:.3f}"),
             ("null baseline of H", f"{v.hellinger_null:.3f}"),
-            ("p-value", f"{v.p_value:.3f}"),
+            ("p-value (99% interval; replicates)",
+             f"{v.p_value:.3f} ({v.p_value_low:.3f}-{v.p_value_high:.3f}; {v.replicates})"),
+            (f"verdict at {v.alpha:g}", v.verdict),
             ("records whose match is not plausibly random (5%)", f"{v.nonrandom_share:.1%}"),
         ]
         return rows
@@ -100,8 +103,11 @@ def assess(
     null: str = "copula",
     n_random: int = N_RANDOM,
     exhaustive_limit: int = 1_000_000,
-    n_null: int = 50,
-    max_batches: int = 64,
+    n_null: int | None = None,
+    max_batches: int | None = None,
+    alpha: float = ALPHA,
+    max_replicates: int = MAX_REPLICATES,
+    risk: float = RISK,
     sample: int | None = None,
     schema: SchemaLike = None,
     ties: str = "random",
@@ -126,7 +132,8 @@ def assess(
     -------
     Assessment
     """
-    check_verify_params(null, n_random, exhaustive_limit, n_null, max_batches)
+    check_verify_params(null, n_random, exhaustive_limit, n_null, max_batches, alpha=alpha,
+                        max_replicates=max_replicates, risk=risk)
     if sample is not None:
         check_param("assess", "sample", sample, Interval(int, 2, None))
     space = rank_space(original, released, columns, schema=schema, ties=ties,
@@ -143,9 +150,9 @@ def assess(
     linkage = linkage_from(space, truth, progress, rows) if same_size or truth is not None else None
     original_d = None if linkage is None else linkage.records["distance"].to_numpy(np.int64)
     verification = verification_from(space, null=null, n_random=n_random,
-                                     exhaustive_limit=exhaustive_limit, n_null=n_null,
-                                     max_batches=max_batches, original_distances=original_d,
-                                     rows=rows, progress=progress)
+                                     exhaustive_limit=exhaustive_limit, alpha=alpha,
+                                     max_replicates=max_replicates, risk=risk, ties=ties,
+                                     original_distances=original_d, rows=rows, progress=progress)
     return Assessment(
         columns=tuple(space.names), n_original=len(space.x), n_released=len(space.y),
         dataset_distance=level, dataset_variances=variances, rank_correlation=correlation,

@@ -27,9 +27,18 @@ from sdckit.core.random import RandomState, as_generator
 from sdckit.core.schema import ORDERED_KINDS, Role, Schema
 from sdckit.report import figures
 from sdckit.report.settings import DEFAULTS, check_settings
-from sdckit.report.verdict import DENIABLE, DP_CLAIMED, NOT_ASSESSED, NOT_DENIABLE, Verdict, verification_state
+from sdckit.report.verdict import (
+    BORDERLINE,
+    DENIABLE,
+    DP_CLAIMED,
+    NOT_ASSESSED,
+    NOT_DENIABLE,
+    Verdict,
+    verification_state,
+)
 from sdckit.risk import categorical_quasi, distance_linkage, equivalence_classes, interval_disclosure, permutation_risk
 from sdckit.risk.permutation import PermutationRisk
+from sdckit.permutation.verify import MAX_REPLICATES
 from sdckit.utility import (
     correlation_difference,
     discernibility,
@@ -130,7 +139,9 @@ def _permutation_sections(risk: PermutationRisk) -> list[Section]:
             ("excess over the baseline", _fmt(risk.excess_hellinger)),
             (f"p-value ({risk.null} null)", _fmt(risk.p_value)),
             ("Monte-Carlo standard error of the p-value", _fmt(risk.p_value_se)),
-            ("verdict", verdict),
+            ("99% interval of the p-value (Clopper-Pearson)", f"{_fmt(risk.p_value_low)} - {_fmt(risk.p_value_high)}"),
+            ("Monte-Carlo replicates (sequential test)", _fmt(risk.replicates)),
+            (f"verdict at level {_fmt(risk.alpha)}", verdict),
             ("data-set-level permutation distance" + (" (minimum over the sample: an upper bound)"
                                                       if risk.sampled is not None else ""), _fmt(risk.dataset_distance)),
         ] + ([("original records linked and verified (a simple random sample)",
@@ -164,11 +175,11 @@ LINKAGE_SAMPLE = 20_000
 DBRL_SAMPLE = 2_000
 #: ... pMSE is fitted on at most this many records of each data set ...
 PMSE_SAMPLE = 50_000
-#: ... and the verification then stops after this many Monte-Carlo batches (its standard error is
-#: shown): each batch links 20,000 random records against every released one.
-LARGE_DATA_BATCHES = 4
-
-
+#: ... and the verification's sequential test then draws at most this many replicates (each links
+#: 20,000 random records against every released one; enough to flag a release whose p-value is 0,
+#: which takes 173 replicates at the default risk; issue 27).
+LARGE_DATA_REPLICATES = 200
+#: How the report words the verification's verdict (:mod:`sdckit.permutation.sequential`).
 def _linkage_section(original: pd.DataFrame, released: pd.DataFrame, cols: list[str], p: float,
                      rng: np.random.Generator) -> tuple[Section, dict[str, Any]]:
     rows, data, notes = [], {}, []
@@ -472,7 +483,7 @@ def build_report(
         risk = permutation_risk(on_release_scale(original, released, cols, schema, manifest), released, cols,
                                 schema=schema, null=null, n_random=n_random,
                                 n_null=n_null, alpha=alpha, sample=LINKAGE_SAMPLE if large else None,
-                                max_batches=LARGE_DATA_BATCHES if large else 64, random_state=rng)
+                                max_replicates=LARGE_DATA_REPLICATES if large else MAX_REPLICATES, random_state=rng)
         sections += _permutation_sections(risk)
         data["permutation"] = risk.to_dict()
         state = verification_state(risk)
@@ -481,7 +492,7 @@ def build_report(
         headline += [
             ("verification", verdict.text),
             ("Hellinger distance (null baseline)", f"{_fmt(risk.hellinger)} ({_fmt(risk.hellinger_null)})"),
-            ("p-value (Monte-Carlo standard error)", f"{_fmt(risk.p_value)} ({_fmt(risk.p_value_se)})"),
+            ("p-value (99% interval)", f"{_fmt(risk.p_value)} ({_fmt(risk.p_value_low)} - {_fmt(risk.p_value_high)})"),
             ("records whose match is not plausibly random", f"{_fmt(100 * risk.share_not_random, 3)}%"),
         ]
     except SdcError as exc:
@@ -517,7 +528,7 @@ def build_report(
     data["classes"] = classes
     if classes and classes["unchanged_uniques"] and verdict.state != NOT_DENIABLE:
         # Unique quasi-identifier combinations released as they were: not deniable, whatever
-        # the verification of the perturbed columns says.
+        # the verification of the perturbed columns says (a borderline one included).
         verdict = Verdict(NOT_DENIABLE, f"{NOT_DENIABLE}: {classes['unchanged_uniques']:,} unique "
                                         "quasi-identifier combination(s) released unchanged")
         row = ("verification", verdict.text)
@@ -535,10 +546,12 @@ def build_report(
     headline.append(("differential privacy", "not claimed: every measure here comes from the original data"))
     sections.append(transparency_section(manifest, settings))
     data["verdict"] = verdict.to_dict()
-    # the summary's badge: deniable or not as the verification says; none when not assessed
-    deniable = {DENIABLE: True, NOT_DENIABLE: False}.get(verdict.state)
+    # the summary's badge: deniable, borderline (shown, not deniable) or not as the verification
+    # says; none when not assessed
+    deniable = {DENIABLE: True, NOT_DENIABLE: False, BORDERLINE: False}.get(verdict.state)
+    borderline = verdict.state == BORDERLINE
     summary_section = Section("summary.html", "Summary", "summary", {
-        "rows": headline, "deniable": deniable,
+        "rows": headline, "deniable": deniable, "borderline": bool(borderline),
         "records": f"{len(original):,} original, {len(released):,} released",
     })
     return Report(

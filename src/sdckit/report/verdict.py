@@ -10,13 +10,14 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from sdckit.risk.permutation import PermutationRisk
 
-__all__ = ["DENIABLE", "DP_CLAIMED", "NOT_ASSESSED", "NOT_DENIABLE", "SAFE_STATES", "Verdict", "verification_state"]
+__all__ = ["BORDERLINE", "DENIABLE", "DP_CLAIMED", "NOT_ASSESSED", "NOT_DENIABLE", "SAFE_STATES", "Verdict", "verification_state"]
 
 #: The states of a report's verdict on its release. Only a plausibly deniable release is shown
 #: safe by its report; every other state (the verification flags it, it was not computed, or the
 #: release claims differential privacy and the report measures nothing) is not.
 DENIABLE = "plausibly deniable"
 NOT_DENIABLE = "NOT plausibly deniable"
+BORDERLINE = "borderline (undecided within the replicate budget)"
 NOT_ASSESSED = "not assessed"
 DP_CLAIMED = "differentially private"
 SAFE_STATES = frozenset({DENIABLE})
@@ -29,7 +30,8 @@ class Verdict:
     Attributes
     ----------
     state : str
-        One of :data:`DENIABLE`, :data:`NOT_DENIABLE`, :data:`NOT_ASSESSED`, :data:`DP_CLAIMED`.
+        One of :data:`DENIABLE`, :data:`NOT_DENIABLE`, :data:`BORDERLINE` (the sequential test could
+        not decide within its replicate budget; not safe), :data:`NOT_ASSESSED`, :data:`DP_CLAIMED`.
     text : str
         The summary's "verification" line, e.g. ``"plausibly deniable (p = 0.430 > alpha = 0.05)"``.
     """
@@ -47,5 +49,6 @@ class Verdict:
 
 
 def verification_state(risk: PermutationRisk) -> str:
-    """The verdict state of the permutation verification: the one place a report reads it."""
-    return DENIABLE if risk.plausibly_deniable else NOT_DENIABLE
+    """The verdict state of the permutation verification (its sequential test's ``"deniable"``,
+    ``"flagged"`` or ``"borderline"``): the one place a report reads it."""
+    return {"deniable": DENIABLE, "flagged": NOT_DENIABLE}.get(risk.verdict, BORDERLINE)

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from sdckit.permutation.verify import N_RANDOM
+from sdckit.permutation.verify import MAX_REPLICATES, N_RANDOM
 from sdckit.core.params import Interval, check_param
 from sdckit.core.random import RandomState, as_generator
 
@@ -47,9 +47,16 @@ class PermutationRisk:
     displacement : Series or None
         Per original record, the rank displacement ``max_j |rank(x_ij) - rank(y_ij)|``.
     p_value_se : float
-        Monte-Carlo standard error of the p-value.
+        Monte-Carlo (binomial) standard error of the p-value.
     sampled : int or None
         Original records the linkage and verification were computed on, when a sample.
+    verdict : str
+        The verification's sequential test at ``alpha``: ``"deniable"``, ``"flagged"`` or
+        ``"borderline"`` (its replicate budget could not decide; DESIGN.md section 3).
+    p_value_low, p_value_high : float
+        Exact (Clopper-Pearson) 99% interval of the p-value.
+    replicates : int
+        Replicates the sequential test drew.
     """
 
     hellinger: float
@@ -65,6 +72,10 @@ class PermutationRisk:
     displacement: pd.Series | None
     p_value_se: float = 0.0
     sampled: int | None = None
+    verdict: str = "borderline"
+    p_value_low: float = 0.0
+    p_value_high: float = 1.0
+    replicates: int = 0
 
     @property
     def excess_hellinger(self) -> float:
@@ -78,8 +89,9 @@ class PermutationRisk:
 
     @property
     def plausibly_deniable(self) -> bool:
-        """The verification's p-value is above ``alpha``."""
-        return self.p_value > self.alpha
+        """The verification's sequential test decided that its p-value is above ``alpha``
+        (``verdict == "deniable"``; a borderline verdict is not deniable)."""
+        return self.verdict == "deniable"
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -87,6 +99,8 @@ class PermutationRisk:
             "excess_hellinger": self.excess_hellinger, "p_value": self.p_value,
             "p_value_se": self.p_value_se, "sampled": self.sampled, "null": self.null,
             "alpha": self.alpha, "plausibly_deniable": self.plausibly_deniable,
+            "verdict": self.verdict, "p_value_interval": [self.p_value_low, self.p_value_high],
+            "replicates": self.replicates,
             "share_not_random": self.share_not_random, "dataset_distance": self.dataset_distance,
             "linkage": self.linkage,
             "original_distribution": {int(k): float(v) for k, v in self.original_distribution.items()},
@@ -110,7 +124,8 @@ def permutation_risk(
     n_null: int = 50,
     alpha: float = 0.05,
     sample: int | None = None,
-    max_batches: int = 64,
+    max_batches: int | None = None,
+    max_replicates: int = MAX_REPLICATES,
     random_state: RandomState = None,
     progress: Callable[[int, int, str], Any] | None = None,
 ) -> PermutationRisk:
@@ -120,10 +135,10 @@ def permutation_risk(
     ----------
     columns : sequence of str, optional
         Columns to assess (numeric, date or ordinal); default: every column the two share.
-    truth, schema, null, n_random, n_null, sample, max_batches, progress
+    truth, schema, null, n_random, n_null, sample, max_batches, max_replicates, progress
         As in :func:`sdckit.permutation.assess`.
     alpha : float in (0, 1)
-        Level for "not plausibly random" (per record) and "plausibly deniable" (data set).
+        Level for "not plausibly random" (per record) and of the verification's verdict.
     random_state : int or Generator
         Seeds ties and the random records.
     """
@@ -132,7 +147,8 @@ def permutation_risk(
     check_param("permutation_risk", "alpha", alpha, Interval(float, 0, 1, closed="neither"))
     rng = as_generator(random_state, secret=False)
     result = assess(original, released, columns, truth=truth, null=null, n_random=n_random,
-                    n_null=n_null, sample=sample, max_batches=max_batches, schema=schema,
+                    n_null=n_null, sample=sample, max_batches=max_batches, alpha=alpha,
+                    max_replicates=max_replicates, schema=schema,
                     random_state=rng, progress=progress)
     ver = result.verification
     linkage = displacement = None
@@ -146,5 +162,6 @@ def permutation_risk(
         original_distribution=ver.original_distribution, random_distribution=ver.random_distribution,
         p_random=ver.records["p_random"], alpha=float(alpha), dataset_distance=int(result.dataset_distance),
         linkage=linkage, displacement=displacement, p_value_se=float(ver.p_value_se),
-        sampled=result.sampled,
+        sampled=result.sampled, verdict=ver.verdict, p_value_low=float(ver.p_value_low),
+        p_value_high=float(ver.p_value_high), replicates=int(ver.replicates),
     )
