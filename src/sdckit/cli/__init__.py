@@ -6,8 +6,6 @@ line on stderr and the exit status is 2 (typer reports usage errors with status 
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 import signal
 import sys
 import warnings
@@ -18,14 +16,8 @@ from sdckit.core.interrupt import leave_interrupted
 
 __all__ = ["app", "main"]
 
-#: Modules of this package that hold no command.
-_NOT_COMMANDS = {"app", "common"}
-
-# Every other module of this package attaches its commands to ``app`` when imported, so a new
-# command is a new module here and nothing else changes.
-for _module in pkgutil.iter_modules(__path__):
-    if _module.name not in _NOT_COMMANDS and not _module.name.startswith("_"):
-        importlib.import_module(f"{__name__}.{_module.name}")
+# The command modules attach their commands to ``app`` when imported, each on first use
+# (``sdckit.cli.app.COMMANDS``): a new command is a new module and a line there.
 
 
 def main(argv: list[str] | None = None) -> None:

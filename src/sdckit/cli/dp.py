@@ -36,7 +36,7 @@ def _hierarchies(items: list[str]) -> dict[str, str] | None:
     return out or None
 
 
-@app.command("dp-error")
+@app.command("dp-error", short_help="Predict the average relative error of (k,epsilon)-anonymity (seed 004 eq. 8) for each EPSILON; spends no privacy.")
 def dp_error(
     data: Annotated[Path, typer.Argument(help="The data set (CSV, Parquet, ...).")],
     k_quasi: Annotated[str, typer.Option("--k-quasi", help="Quasi-identifiers made k-anonymous, comma-separated.")],
