@@ -14,6 +14,13 @@ median CPU time of the same calls: on a machine shared with other work, wall tim
 of it, and the gap says how much of a core the benchmark got.
 
 ``--mondrian`` adds the Mondrian case of issue 5 (1,000,000 records x 5 continuous columns).
+
+``--protect`` times ``sdckit.protect(frame, [FullDomainGeneralization(...)], seed=...)`` end to end
+instead (issue 28 item 2: search, release, fingerprints and manifest), and ``--jitter`` moves each
+copy's ages at random within their 5-year band (same hierarchy level 1), so that the copies are not
+the same rows and the input is not k-anonymous already. ARX cannot be installed here (Maven Central
+is not reachable), so the ARX columns are the issue's published figures; issue 28 states ARX's
+``anonymize()`` at 0.4-1.2 s on Adult x100, about 3 s with its data encoding counted.
 """
 
 from __future__ import annotations
@@ -40,26 +47,45 @@ CASES = [
 ]
 
 
-def run_case(index: int, repeats: int) -> dict:
-    """One case in this process; returns its figures."""
+def adult_copies(copies: int, jitter: bool):
+    """Adult replicated ``copies`` times; with ``jitter``, every copy but the first has each age
+    moved at random within its 5-year band (the ages hierarchy's level 1), so rows differ."""
     import numpy as np
     import pandas as pd
 
+    adult = pd.read_csv(ADULT / "adult.csv.gz", sep=";")
+    frame = adult if copies == 1 else adult.iloc[np.arange(copies * len(adult)) % len(adult)].reset_index(drop=True)
+    if jitter and copies > 1:
+        rng = np.random.default_rng(2026)
+        age = pd.to_numeric(frame["age"]).to_numpy()
+        moved = (age // 5) * 5 + rng.integers(0, 5, len(age))
+        keep = np.arange(len(age)) < len(adult)  # the first copy is Adult itself
+        frame["age"] = np.where(keep, age, moved).astype(frame["age"].dtype)
+    return frame
+
+
+def run_case(index: int, repeats: int, protect: bool = False, jitter: bool = False) -> dict:
+    """One case in this process; returns its figures."""
+    import sdckit
     from sdckit.anonymity import FullDomainGeneralization, Hierarchy
 
     copies, k, sup, _, _ = CASES[index]
-    adult = pd.read_csv(ADULT / "adult.csv.gz", sep=";")
-    frame = adult if copies == 1 else adult.iloc[np.arange(copies * len(adult)) % len(adult)].reset_index(drop=True)
-    del adult
+    frame = adult_copies(copies, jitter)
     hierarchies = {q: Hierarchy.from_csv(ADULT / f"adult_hierarchy_{q}.csv.gz") for q in QI8}
     method = FullDomainGeneralization(k, hierarchies, max_suppression=sup)
+    seed = sdckit.new_seed()
     times, cpu = [], []
     for _ in range(repeats + 1):  # the first call loads the compiled kernels: not counted
-        part = None  # the previous release is freed before the next call
+        part = release = None  # the previous release is freed before the next call
         start, start_cpu = time.perf_counter(), time.process_time()
-        part = method.partition(frame)
+        if protect:
+            release = sdckit.protect(frame, [method], seed=seed)
+        else:
+            part = method.partition(frame)
         times.append(time.perf_counter() - start)
         cpu.append(time.process_time() - start_cpu)
+    if protect:  # the node and counts of the release the pipeline made
+        part = method.partition(frame)
     peak = peak_rss_mb() * 2**20 / 1e9
     return {"rows": len(frame), "median": statistics.median(times[1:]), "times": times[1:],
             "cpu": statistics.median(cpu[1:]), "peak_gb": peak,
@@ -92,15 +118,25 @@ def main() -> None:
                         help="comma-separated case numbers (1-6)")
     parser.add_argument("--case", type=int, help=argparse.SUPPRESS)  # internal: run one case, print JSON
     parser.add_argument("--mondrian", action="store_true")
+    parser.add_argument("--protect", action="store_true", help="time protect() end to end (issue 28)")
+    parser.add_argument("--jitter", action="store_true", help="jitter the copies' ages within their 5-year band")
+    parser.add_argument("--vs-arx", action="store_true",
+                        help="run ARX beside sdckit when it is installed (it cannot be here: published figures)")
     args = parser.parse_args()
     if args.case is not None:
-        print(json.dumps(run_case(args.case - 1, args.repeats)))
+        print(json.dumps(run_case(args.case - 1, args.repeats, args.protect, args.jitter)))
         return
+    if args.vs_arx:
+        print("ARX is not installed on this machine (Maven Central is unreachable): its columns are the "
+              "published figures of issues 18 and 28.")
+    print(f"timing: {'protect() end to end' if args.protect else 'FullDomainGeneralization.partition'}"
+          f"{', ages jittered within their 5-year band' if args.jitter else ''}")
     print(f"{'rows':>10} {'k':>4} {'MaxSup':>6} | {'ARX s':>6} {'sdckit s':>8} {'ratio':>6} {'cpu s':>6} | "
           f"{'ARX GB':>6} {'sdckit GB':>9} {'ratio':>6} | node, evaluated nodes")
     for number in (int(c) for c in args.cases.split(",")):
         copies, k, sup, arx_s, arx_gb = CASES[number - 1]
-        r = run_self(__file__, "--case", str(number), "--repeats", str(args.repeats))
+        r = run_self(__file__, "--case", str(number), "--repeats", str(args.repeats),
+                     *(["--protect"] if args.protect else []), *(["--jitter"] if args.jitter else []))
         print(f"{r['rows']:>10,} {k:>4} {sup:>6.0%} | {arx_s:>6.3f} {r['median']:>8.3f} {r['median'] / arx_s:>6.2f} {r['cpu']:>6.3f} | "
               f"{arx_gb:>6.2f} {r['peak_gb']:>9.2f} {r['peak_gb'] / arx_gb:>6.2f} | {r['node']}, {r['evaluated']}",
               flush=True)
