@@ -145,6 +145,13 @@ def _warnings_as_a_fresh_interpreter() -> Iterator[None]:
         yield
 
 
+# The command's rich consoles take their width from COLUMNS when sdckit.cli is imported, as in the
+# child ``run_cli_process`` starts (COLUMNS=200); import it here under that width, whatever the
+# session's own COLUMNS (pytest-xdist workers have COLUMNS=80).
+with _environment({"COLUMNS": "200"}):
+    import sdckit.cli  # noqa: E402, F401
+
+
 @pytest.fixture
 def cli():
     return run_cli
