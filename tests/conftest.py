@@ -152,6 +152,29 @@ with _environment({"COLUMNS": "200"}):
     import sdckit.cli  # noqa: E402, F401
 
 
+#: Files of the longest tests (the README runs start sdckit as a process per command, the query
+#: service runs a real server): with pytest-xdist they are run first, see below.
+LONGEST_FIRST = ("test_readme.py", "test_query_server.py", "test_query_readme.py")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """On a pytest-xdist worker, the longest tests first: the others are then shared out at the end
+    (work stealing, below) instead of one worker running a long test while the other waits."""
+    if hasattr(config, "workerinput"):
+        items.sort(key=lambda item: item.path.name not in LONGEST_FIRST)  # stable: same order otherwise
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
+    """``-n`` shares the tests out by work stealing (an idle worker takes half of another's queue);
+    ``--dist`` with another mode than ``load`` (the default) keeps that mode."""
+    if config.getvalue("dist") != "load":
+        return None
+    from xdist.scheduler import WorkStealingScheduling
+
+    return WorkStealingScheduling(config, log)
+
+
 @pytest.fixture
 def cli():
     return run_cli
