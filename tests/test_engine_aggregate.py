@@ -13,7 +13,6 @@ import pytest
 from sdckit.anonymity import FullDomainGeneralization, Hierarchy
 from sdckit.core.errors import DataError, ParameterError
 from sdckit.engine.aggregate import frequency_table, records_at_risk
-from sdckit.engine.distributed import dask_client
 from sdckit.pipeline import search_file
 
 ADULT = Path(__file__).parent / "data" / "adult"
@@ -59,18 +58,16 @@ def test_frequency_tables_are_the_counts_by_hand(data, engine, file):
     assert list(table.columns) == ["a", "b", "fk", "Fk"]
 
 
-def test_dask_frequency_table_equals_duckdb(data):
+def test_dask_frequency_table_equals_duckdb(data, dask_client):
     frame, folder = data
-    with dask_client(workers=2, processes=False) as client:
-        on_dask = frequency_table(folder / "d.parquet", ["a", "b"], engine="dask", client=client)
+    on_dask = frequency_table(folder / "d.parquet", ["a", "b"], engine="dask", client=dask_client)
     on_duckdb = frequency_table(folder / "d.parquet", ["a", "b"], engine="duckdb")
     pd.testing.assert_frame_equal(on_dask.astype({"a": "int64"}), on_duckdb.astype({"a": "int64"}))
 
 
-def test_dask_frequency_table_of_a_csv_file_is_the_counts_by_hand(data):
+def test_dask_frequency_table_of_a_csv_file_is_the_counts_by_hand(data, dask_client):
     frame, folder = data
-    with dask_client(workers=2, processes=False) as client:
-        table = frequency_table(folder / "d.csv", ["a", "b"], weight="w", engine="dask", client=client)
+    table = frequency_table(folder / "d.csv", ["a", "b"], weight="w", engine="dask", client=dask_client)
     counts, weights = _by_hand(frame)
     got = _as_counter(table)
     assert {key: v[0] for key, v in got.items()} == dict(counts)

@@ -9,7 +9,6 @@ import pytest
 from sdckit.core.errors import DataError, ParameterError
 from sdckit.core.rowwise import CHUNK_ROWS
 from sdckit.engine import protect_file
-from sdckit.engine.distributed import dask_client
 from sdckit.masking import AdditiveNoise, Microaggregation, MultiplicativeNoise, Rounding, TopBottomCoding
 from sdckit.pipeline import protect
 
@@ -20,9 +19,8 @@ N = CHUNK_ROWS + 4321
 
 
 @pytest.fixture(scope="module")
-def client():
-    with dask_client(workers=2, processes=False) as c:
-        yield c
+def client(dask_client):
+    return dask_client  # the session's cluster (tests/conftest.py)
 
 
 @pytest.fixture(scope="module")

@@ -78,13 +78,9 @@ def test_duckdb_engine_gives_the_in_memory_bytes_whatever_the_batch(parquet, in_
     assert "equal-width bins disclose" in streamed.manifest["methods"][2]["warnings"][0]
 
 
-def test_dask_engine_gives_the_in_memory_bytes(parquet, in_memory, tmp_path):
-    pytest.importorskip("dask.distributed")
-    from sdckit.engine.distributed import dask_client
-
+def test_dask_engine_gives_the_in_memory_bytes(parquet, in_memory, tmp_path, dask_client):
     out = tmp_path / "out.parquet"
-    with dask_client(workers=2, processes=False) as client:
-        streamed = protect_file(parquet, out, methods(), engine="dask", client=client, seed=SEED, schema=SCHEMA)
+    streamed = protect_file(parquet, out, methods(), engine="dask", client=dask_client, seed=SEED, schema=SCHEMA)
     _same_release(out, in_memory)
     assert streamed.manifest["output"]["fingerprint"] == in_memory.manifest["output"]["fingerprint"]
 

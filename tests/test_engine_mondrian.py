@@ -9,14 +9,12 @@ import pytest
 from sdckit.anonymity import Mondrian
 from sdckit.core.errors import DataError, ParameterError
 from sdckit.engine.cells import assign_cells, kd_cuts
-from sdckit.engine.distributed import dask_client
 from sdckit.pipeline import mondrian_file
 
 
 @pytest.fixture(scope="module")
-def client():
-    with dask_client(workers=2, processes=False) as c:
-        yield c
+def client(dask_client):
+    return dask_client  # the session's cluster (tests/conftest.py)
 
 
 @pytest.fixture(scope="module")

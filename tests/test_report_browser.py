@@ -77,7 +77,7 @@ def test_demo_report_renders_its_figures_in_chromium(tmp_path):
 
     from sdckit.cli import app
 
-    # in-process (tests/test_cli.py runs the demo as a subprocess already)
+    # in-process, as tests/test_cli.py runs the demo too; the browser is the subject here
     result = CliRunner().invoke(app, ["demo", "--out", str(tmp_path / "demo")], env={"COLUMNS": "200"})
     assert result.exit_code == 0, result.output
     report = tmp_path / "demo" / "casc_protected.report.html"
