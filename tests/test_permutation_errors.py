@@ -190,9 +190,9 @@ def test_progress_callback_and_json_friendly_result():
     result = assess(x, y, n_random=300, n_null=3, random_state=0, ties="first",
                     progress=lambda done, total, label: calls.append((done, total, label)))
     labels = {label for _, _, label in calls}
-    assert {"distances", "linking", "random records"} <= labels
+    assert {"distances", "linking", "verification replicates"} <= labels
     assert all(done <= total for done, total, _ in calls)
-    assert ("random records" in labels) and calls[-1][0] == calls[-1][1]
+    assert calls[-1][2] == "verification replicates" and calls[-1][0] == calls[-1][1]
     data = json.loads(json.dumps(result.to_dict(), allow_nan=False))
     assert data["rank_correlation"]["b"] is None  # undefined for a constant column
     assert data["linkage"]["records"][0]["matches"] == [0]

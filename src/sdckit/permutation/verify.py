@@ -298,6 +298,8 @@ def verification_from(
             yield from (r["exceed"] for r in block)
 
     decision = run_sequential(stream(), alpha, risk, max_replicates)
+    if progress is not None and len(replicates) < max_replicates:  # stopped early: the bar completes
+        progress(len(replicates), len(replicates), "verification replicates")
     first = replicates[0]
     index = space.original_index if rows is None else space.original_index[rows]
     p_random = _p_random(first["q_set"], original_distances)
