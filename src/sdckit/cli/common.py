@@ -12,8 +12,6 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from sdckit.io import write_text_atomic
-
 console = Console()
 err_console = Console(stderr=True)
 
@@ -51,4 +49,6 @@ def figures_table(title: str, rows: Iterable[tuple[str, str]] = (), *, show_head
 
 def write_json(path: Path, payload: Any) -> None:
     """Write ``payload`` as indented JSON, atomically."""
+    from sdckit.io import write_text_atomic
+
     write_text_atomic(Path(path), json.dumps(payload, indent=2, default=str) + "\n")
