@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 console = Console()
@@ -19,6 +18,8 @@ err_console = Console(stderr=True)
 @contextmanager
 def progress_bar(description: str, total: int) -> Iterator[Any]:
     """A rich progress bar on stderr; yields ``advance(done, total, *_)`` for library callbacks."""
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
     with Progress(
         TextColumn("[progress.description]{task.description}"),
         BarColumn(),

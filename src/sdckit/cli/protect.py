@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from sdckit.cli.app import app
@@ -49,6 +48,8 @@ def release_verdict(result: RecipeResult) -> Verdict:
 def _labelled_bars() -> Iterator[Callable[[int, int, str], None]]:
     """Progress of a streamed run on stderr: one bar per label (a step's statistics pass, the
     records written); a total of -1 means unknown (a count is shown)."""
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
     with Progress(TextColumn("[progress.description]{task.description}"), BarColumn(),
                   TextColumn("{task.completed:,}"), TimeElapsedColumn(), console=err_console,
                   transient=True, disable=not err_console.is_terminal) as bar:
