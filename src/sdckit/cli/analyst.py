@@ -6,7 +6,7 @@ import json
 from datetime import datetime, timezone
 from fractions import Fraction
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 from rich.table import Table
@@ -14,9 +14,9 @@ from rich.table import Table
 from sdckit.cli.app import app
 from sdckit.cli.common import console
 from sdckit.core.errors import ParameterError
-from sdckit.dp.accountant import exact_text
-from sdckit.query.config import load_config
-from sdckit.query.state import State
+
+if TYPE_CHECKING:
+    from sdckit.query.state import State
 
 analyst_app = typer.Typer(help="Analysts of the query service: add one (prints its API key once), "
                                "replace or revoke a key, list them, show a budget or an audit log.",
@@ -27,6 +27,9 @@ Service = Annotated[Path, typer.Argument(help="The service configuration (servic
 
 
 def _state(service: Path) -> tuple[State, list[str]]:
+    from sdckit.query.config import load_config
+    from sdckit.query.state import State
+
     config = load_config(service)
     return State(config.state), list(config.tables)
 
@@ -108,6 +111,8 @@ def log(service: Service, name: Annotated[str, typer.Argument(help="The analyst'
         limit: Annotated[Optional[int], typer.Option("--limit", help="Only the last N requests.")] = None,
         json_out: Annotated[bool, typer.Option("--json", help="Print JSON lines.")] = False) -> None:
     """The analyst's requests: time, SQL, decision, budget charged."""
+    from sdckit.dp.accountant import exact_text
+
     state, _ = _state(service)
     state.analyst(name)
     rows = state.audit_log(name, limit)

@@ -7,13 +7,10 @@ from typing import Annotated, Optional
 
 import typer
 
-from sdckit.permutation.verify import N_RANDOM
 from sdckit.cli.app import app
 from sdckit.cli.common import console, figures_table, progress_bar, write_json
+from sdckit.core.defaults import N_RANDOM
 from sdckit.core.errors import DataError
-from sdckit.io import read
-from sdckit.permutation.assess import assess as assess_release
-from sdckit.permutation.subject import parse_record, verify_subject
 
 
 def parse_columns(text: Optional[str]) -> Optional[list[str]]:
@@ -67,6 +64,9 @@ def assess(
     household: Annotated[Optional[str], typer.Option("--household", help="Household-id column of the release, for the report's household risk.")] = None,
 ) -> None:
     """Verify a release as a maximum-knowledge intruder would (permutation paradigm)."""
+    from sdckit.io import read
+    from sdckit.permutation.assess import assess as assess_release
+
     x, y = read(original), read(released)
     recorded = _read_manifest(manifest) if manifest is not None else None
     with progress_bar("assessing", 1) as advance:
@@ -112,6 +112,9 @@ def verify_record(
     json_out: Annotated[Optional[Path], JSON] = None,
 ) -> None:
     """Check, as a data subject, how well the release hides YOUR record."""
+    from sdckit.io import read
+    from sdckit.permutation.subject import parse_record, verify_subject
+
     result = verify_subject(parse_record(record), read(released), permutation=permutation,
                             n_random=n_random, schema=parse_orders(order), random_state=seed)
     shown = ", ".join(map(str, result.matches[:10])) + (", ..." if len(result.matches) > 10 else "")

@@ -8,24 +8,23 @@ from typing import Annotated, Optional
 import typer
 from rich.table import Table
 
-from sdckit.anonymity.check import check as check_criteria
-from sdckit.anonymity.criteria import (
-    DistinctLDiversity,
-    EntropyLDiversity,
-    KAnonymity,
-    RecursiveCLDiversity,
-    TCloseness,
-)
 from sdckit.cli.app import app
 from sdckit.cli.common import console, write_json
 from sdckit.core.errors import ParameterError
-from sdckit.io import read
 
 
 def build_criteria(k: Optional[int], l: Optional[float], l_kind: str, c: Optional[float],  # noqa: E741
                    t: Optional[float], t_distance: str, sensitive: Optional[str],
                    t_hierarchy: Optional[Path] = None) -> list:
     """The criteria the options ask for (at least one)."""
+    from sdckit.anonymity.criteria import (
+        DistinctLDiversity,
+        EntropyLDiversity,
+        KAnonymity,
+        RecursiveCLDiversity,
+        TCloseness,
+    )
+
     criteria = []
     if k is not None:
         criteria.append(KAnonymity(k))
@@ -72,6 +71,9 @@ def check(
     Prints one line per criterion; exits 0 whether or not the criteria hold (the verdict is
     in the output and in --json's "satisfied").
     """
+    from sdckit.anonymity.check import check as check_criteria
+    from sdckit.io import read
+
     criteria = build_criteria(k, l, l_kind, c, t, t_distance, sensitive, t_hierarchy)
     frame = read(data)
     names = [q.strip() for q in quasi.split(",") if q.strip()]

@@ -9,10 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
-
-from sdckit.io import write_text_atomic
 
 console = Console()
 err_console = Console(stderr=True)
@@ -21,6 +18,8 @@ err_console = Console(stderr=True)
 @contextmanager
 def progress_bar(description: str, total: int) -> Iterator[Any]:
     """A rich progress bar on stderr; yields ``advance(done, total, *_)`` for library callbacks."""
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
     with Progress(
         TextColumn("[progress.description]{task.description}"),
         BarColumn(),
@@ -51,4 +50,6 @@ def figures_table(title: str, rows: Iterable[tuple[str, str]] = (), *, show_head
 
 def write_json(path: Path, payload: Any) -> None:
     """Write ``payload`` as indented JSON, atomically."""
+    from sdckit.io import write_text_atomic
+
     write_text_atomic(Path(path), json.dumps(payload, indent=2, default=str) + "\n")

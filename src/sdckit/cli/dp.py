@@ -11,8 +11,6 @@ from rich.table import Table
 from sdckit.cli.app import app
 from sdckit.cli.common import console, write_json
 from sdckit.core.errors import ParameterError
-from sdckit.dp.kepsilon import KEpsilonAnonymity
-from sdckit.io import read
 
 
 def _names(text: str) -> list[str]:
@@ -50,6 +48,9 @@ def dp_error(
 ) -> None:
     """Predict the average relative error of (k,epsilon)-anonymity (seed 004 eq. 8) for each
     EPSILON, running only the k-anonymity step: no noise is drawn, no privacy is spent."""
+    from sdckit.dp.kepsilon import KEpsilonAnonymity
+    from sdckit.io import read
+
     epsilons = _epsilons(epsilon)
     if not epsilons:
         raise ParameterError("--epsilon needs at least one value.")

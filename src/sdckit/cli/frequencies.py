@@ -11,9 +11,6 @@ import typer
 from sdckit.cli.app import app
 from sdckit.cli.common import console, err_console, figures_table, write_json
 from sdckit.core.errors import ParameterError
-from sdckit.engine import parse_memory
-from sdckit.engine.aggregate import frequency_table, records_at_risk
-from sdckit.io import write
 
 
 def _hierarchies(specs: list[str]) -> dict:
@@ -43,6 +40,10 @@ def frequencies(
 ) -> None:
     """Count DATA's key combinations with an engine (DuckDB GROUP BY by default); print records,
     classes, sample uniques and records in classes under k, counts only — never a record."""
+    from sdckit.engine import parse_memory
+    from sdckit.engine.aggregate import frequency_table, records_at_risk
+    from sdckit.io import write
+
     hierarchies = _hierarchies(hierarchy or [])
     names = [t.strip() for t in keys.split(",") if t.strip()] if keys else list(hierarchies)
     if not names:

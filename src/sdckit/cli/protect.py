@@ -5,23 +5,24 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
-import numpy as np
 import typer
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from sdckit import datasets
 from sdckit.cli.app import app
 from sdckit.cli.common import console, err_console, progress_bar, write_json
-from sdckit.recipe import Recipe, RecipeResult, load_recipe, run_recipe
-from sdckit.report.verdict import NOT_ASSESSED, Verdict
+
+if TYPE_CHECKING:
+    from sdckit.recipe import Recipe, RecipeResult
+    from sdckit.report.verdict import Verdict
 
 
 def _run(recipe_path: Path, out: Optional[Path], fmt: Optional[str], report: Optional[bool] = None,
          allow_weak_seed: bool = False, engine: Optional[str] = None, memory: Optional[str] = None,
          scheduler: Optional[str] = None, ledger: Optional[Path] = None) -> tuple[Recipe, RecipeResult]:
+    from sdckit.recipe import load_recipe, run_recipe
+
     recipe = load_recipe(recipe_path, allow_weak_seed=allow_weak_seed)
     steps = len(recipe.methods)
     with progress_bar("protecting and assessing", steps + 4) as advance, _labelled_bars() as engine_progress:
@@ -34,6 +35,8 @@ def _run(recipe_path: Path, out: Optional[Path], fmt: Optional[str], report: Opt
 
 def release_verdict(result: RecipeResult) -> Verdict:
     """The report's verdict on the release; a release without a report is not assessed."""
+    from sdckit.report.verdict import NOT_ASSESSED, Verdict
+
     if result.verdict is not None:
         return result.verdict
     why = result.release.manifest.get("report")  # a streamed release's manifest says why
@@ -45,6 +48,8 @@ def release_verdict(result: RecipeResult) -> Verdict:
 def _labelled_bars() -> Iterator[Callable[[int, int, str], None]]:
     """Progress of a streamed run on stderr: one bar per label (a step's statistics pass, the
     records written); a total of -1 means unknown (a count is shown)."""
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
     with Progress(TextColumn("[progress.description]{task.description}"), BarColumn(),
                   TextColumn("{task.completed:,}"), TimeElapsedColumn(), console=err_console,
                   transient=True, disable=not err_console.is_terminal) as bar:
@@ -118,6 +123,10 @@ def demo(
     out: Annotated[Path, typer.Option("--out", "-o", help="Output directory.")] = Path("sdckit-demo"),
 ) -> None:
     """Protect the bundled CASC census file (1080 x 13), print a summary and write the HTML report."""
+    import numpy as np
+
+    from sdckit import datasets
+
     _, result = _run(datasets.path("demo.toml"), out, None)
     original = datasets.load_casc()
     released = result.release.data

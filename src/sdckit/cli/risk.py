@@ -9,8 +9,6 @@ import typer
 
 from sdckit.cli.app import app
 from sdckit.cli.common import console, figures_table, write_json
-from sdckit.io import read
-from sdckit.risk.summary import risk_summary
 
 
 def _names(text: Optional[str]) -> list[str] | None:
@@ -37,6 +35,9 @@ def risk(
 ) -> None:
     """Individual, global and household re-identification risk, k-anonymity violations and
     SUDA2 scores of DATA on the key variables. Prints counts and shares only, never a record."""
+    from sdckit.io import read
+    from sdckit.risk.summary import risk_summary
+
     frame = read(data)
     s = risk_summary(frame, _names(keys), weight, household, missing=missing, strata=_names(strata),
                      threshold=threshold, suda=suda, suda_max_size=suda_max_size, sensitive=_names(sensitive),

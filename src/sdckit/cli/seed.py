@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from sdckit.cli.app import app
-from sdckit.core.random import new_seed
 
 
 @app.command()
 def seed() -> None:
     """Print a strong secret seed for a recipe (seed = "<it>"). Keep it: it reproduces the release."""
+    from sdckit.core.random import new_seed
+
     print(new_seed())

@@ -4,17 +4,16 @@ tabular adjustment (a TOML recipe) and audit a suppression pattern."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
-import numpy as np
 import typer
 
 from sdckit.cli.app import app
 from sdckit.cli.common import console, err_console, figures_table, write_json
 from sdckit.core.errors import ParameterError
-from sdckit.io import read
-from sdckit.tabular import Table, audit_pattern, sensitivity
-from sdckit.tabular.recipe import _hierarchy, build_table, load_table_recipe, protection_verdict, run_table_recipe
+
+if TYPE_CHECKING:
+    from sdckit.tabular import Table
 
 table_app = typer.Typer(help="Tables: protect by cell suppression, rounding or adjustment (recipe), audit a suppression pattern.",
                         no_args_is_help=True, rich_markup_mode=None)
@@ -34,6 +33,8 @@ def protect(
     intervals when rules are given) or controlled tabular adjustment. Writes the cell file(s), the
     published view(s), the manifest and an HTML report, then prints the verdict: whether every
     sensitive cell is protected."""
+    from sdckit.tabular.recipe import load_table_recipe, protection_verdict, run_table_recipe
+
     if fail_unsafe is None:  # checked before any work: a bad key stops the run
         fail_unsafe = load_table_recipe(recipe, out).fail_unsafe
     result, paths = run_table_recipe(recipe, out)
@@ -95,6 +96,12 @@ def audit_cmd(
     recipe's rules). Several cell files (with --recipe naming as many [[table]] sections): the
     releases of linked tables audited together, a shared cell being known when any file publishes
     it. Exit status 1 when a primary cell is unprotected."""
+    import numpy as np
+
+    from sdckit.io import read
+    from sdckit.tabular import Table, audit_pattern, sensitivity
+    from sdckit.tabular.recipe import _hierarchy, build_table, load_table_recipe
+
     if len(cells) > 1:
         return _audit_linked(cells, recipe, status, json_out)
     cells = cells[0]
@@ -137,6 +144,8 @@ def audit_cmd(
 def _file_status(frame, name: str, tab: Table, status: str) -> tuple:
     """(status per cell of ``tab``, upper, lower or None) from the cell file ``frame`` (read from
     ``name``); cells the file does not list are safe."""
+    import numpy as np
+
     dims = list(tab.dimensions)
     for col in [status, "value", *dims]:
         if col not in frame.columns:
@@ -180,8 +189,9 @@ def _print_audit(title: str, rows: list[tuple[str, str]], a, primaries: int, tab
 
 
 def _audit_linked(cells: list[Path], recipe: Optional[Path], status: str, json_out: Optional[Path]) -> None:
+    from sdckit.io import read
     from sdckit.tabular import audit_linked
-    from sdckit.tabular.recipe import build_tables
+    from sdckit.tabular.recipe import build_tables, load_table_recipe
     if recipe is None:
         raise ParameterError("Several cell files are audited as linked tables: give --recipe with one [[table]] per file.")
     r = load_table_recipe(recipe)

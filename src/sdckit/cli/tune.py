@@ -8,9 +8,9 @@ from typing import Annotated, Optional
 import typer
 from rich.table import Table
 
-from sdckit.permutation.verify import N_RANDOM
 from sdckit.cli.app import app
 from sdckit.cli.common import console, progress_bar, write_json
+from sdckit.core.defaults import N_RANDOM
 
 
 @app.command()

@@ -44,6 +44,7 @@ import numpy as np
 import pandas as pd
 from scipy.special import ndtr
 
+from sdckit.core.defaults import N_RANDOM
 from sdckit.core.params import Interval, Options, check_param
 from sdckit.core.random import RandomState
 from sdckit.core.ranks import average_ranks, nearest_rank, normal_scores, ranks
@@ -69,8 +70,8 @@ BLOCK = 8
 CONFIDENCE = 0.99
 #: The distances are counted in at least this many bins (:func:`distance_bins`).
 MIN_BINS = 10
-#: Random records per replicate (half define ``Q``, the rest give the null sample).
-N_RANDOM = 20_000
+# Random records per replicate (half define ``Q``, the rest give the null sample): ``N_RANDOM``,
+# imported above from :mod:`sdckit.core.defaults`, where the command line's help reads it cheaply.
 
 
 def hellinger(p: Any, q: Any) -> float:
