@@ -7,7 +7,7 @@ printed with its error (the goal: none raises, every one is audited safe, each w
 
 Run: PYTHONPATH=src python benchmarks/bench_tabular_sweep.py [--data testdata|eia|both]
      [--dims 2,3,4] [--rules freq,dom,p] [--methods optimal,fast] [--only SUBSTRING]
-     [--limit N] [--time-limit S]
+     [--vars a,b,c] [--limit N] [--time-limit S]
 
 Tables: testdata over urbrur, roof, walls, water (3 groups), electcon, relat (2 groups), sex,
 hhcivil, response income; EIA over STATE (4 census regions), MONTH (4 quarters) and SIZE (the
@@ -36,7 +36,7 @@ RELAT = {"1": "R1", "2": "R1", "3": "R1", **{str(k): "R2" for k in range(4, 10)}
 REGIONS = {"NE": "CT ME MA NH RI VT NJ NY PA", "MW": "IL IN MI OH WI IA KS MN MO NE ND SD",
            "S": "DE DC FL GA MD NC SC VA WV AL KY MS TN AR LA OK TX",
            "W": "AZ CO ID MT NV NM UT WY AK CA HI OR WA"}
-STATE = {s: r for r, states in REGIONS.items() for s in states.split()}
+STATE = {s: f"R-{r}" for r, states in REGIONS.items() for s in states.split()}  # NE is a state too
 MONTH = {str(m): f"Q{(m - 1) // 3 + 1}" for m in range(1, 13)}
 RULES = {"freq": ("MinFrequency(3)", MinFrequency(3)), "dom": ("Dominance(2,85)", Dominance(n=2, k=85)),
          "p": ("PPercent(10)", PPercent(10))}
@@ -64,10 +64,11 @@ def eia() -> tuple[pd.DataFrame, dict, dict] | None:
         {"STATE": STATE, "MONTH": MONTH}
 
 
-def cases(name: str, data, dims_wanted: set[int]):
+def cases(name: str, data, dims_wanted: set[int], pool: set[str] | None = None):
     frame, spec, hier = data
+    variables = [d for d in spec["dims"] if pool is None or d in pool]
     for k in sorted(dims_wanted):
-        for dims in itertools.combinations(spec["dims"], k):
+        for dims in itertools.combinations(variables, k):
             yield f"{name} {' x '.join(dims)}", frame, list(dims), {d: hier[d] for d in dims if d in hier}, spec
 
 
@@ -78,6 +79,7 @@ def main() -> None:
     ap.add_argument("--rules", default="freq,dom,p")
     ap.add_argument("--methods", default="optimal,fast")
     ap.add_argument("--only", default=None, help="run only the tables whose name contains this")
+    ap.add_argument("--vars", default=None, help="comma-separated: only tables over these dimensions")
     ap.add_argument("--limit", type=int, default=None, help="at most this many tables")
     ap.add_argument("--time-limit", type=float, default=None, help="passed to suppress (default: none)")
     args = ap.parse_args()
@@ -91,7 +93,8 @@ def main() -> None:
     methods = args.methods.split(",")
     done, worst, failures = 0, 0.0, 0
     for source, data in sources:
-        for name, frame, dims, hier, spec in cases(source, data, dims_wanted):
+        for name, frame, dims, hier, spec in cases(source, data, dims_wanted,
+                                                           set(args.vars.split(",")) if args.vars else None):
             if args.only and args.only not in name:
                 continue
             if args.limit is not None and done >= args.limit:
