@@ -160,3 +160,15 @@ def test_testdata_income_table_under_p_percent_is_protected(income_table, method
     rows = r.audit.cells[r.audit.cells["status"] == "primary"]
     assert (rows["hi"] >= rows["value"] + rows["upper"] * (1 - 1e-6)).all()
     assert (rows["lo"] <= rows["value"] - rows["lower"] * (1 - 1e-6)).all()
+
+
+def test_rounding_audit_with_an_undecided_lp_is_not_proven(monkeypatch):
+    from sdckit.tabular.rounding import audit_rounding, round_table
+
+    t = table2d([[5, 7, 9], [6, 2, 8], [10, 11, 12]])
+    res = round_table(t, 5)
+    good = audit_rounding(res, primary=[("r1", "c1")])
+    assert good.cells.loc[0, "lo"] <= good.cells.loc[0, "hi"]  # decided: an interval
+    _flaky(monkeypatch, None)
+    bad = audit_rounding(res, primary=[("r1", "c1")])
+    assert np.isnan(bad.cells.loc[0, "hi"]) and not bad.cells.loc[0, "protected"] and not bad.safe
