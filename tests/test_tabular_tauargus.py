@@ -133,3 +133,10 @@ def test_from_cells_top_must_be_a_list_of_columns(top):
     with pytest.raises(ParameterError, match="'top' parameter of Table.from_cells must be a list"):
         Table.from_cells(cells, ["d"], top=top)
     assert Table.from_cells(cells, ["d"], top=["top1"]).n_top == 1
+
+
+def test_flat_hierarchy_from_rda_leaves_the_total_code_out():
+    # the codes of a .tab column include the <TOTCODE> ("Total"): the root, never its own child
+    rda = ta.read_rda(TAU / "tableinput" / "pp.rda")
+    h = ta.hierarchy(rda, "Size", ["Total", " 2", "4", "99"])
+    assert h == {"2": "Total", "4": "Total", "99": "Total"}
