@@ -19,7 +19,7 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
 from sdckit.tabular.lp import LP
-from sdckit.tabular.precision import AUDIT_TOL, EQUATION_SLACK, value_scale
+from sdckit.tabular.precision import CLIP, COARSE_BAND, EQUATION_SLACK, audit_tolerance, value_scale
 from sdckit.tabular.rules import Sensitivity
 from sdckit.tabular.table import Table
 
@@ -44,10 +44,19 @@ class AuditResult:
 
 
 def intervals(table: Table, suppressed: np.ndarray, A: sp.csr_matrix | None = None,
-              only: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, int]:
+              only: np.ndarray | None = None, sens: Sensitivity | None = None
+              ) -> tuple[np.ndarray, np.ndarray, int]:
     """(lo, hi, number of LPs) for each cell: the intruder's bounds (equal to the value when
     published). Solved per connected component of the suppressed cells' equations; with ``only``
-    (a boolean mask), just for those suppressed cells (the others' bounds are left NaN)."""
+    (a boolean mask), just for those suppressed cells (the others' bounds are left NaN).
+
+    The LPs are in deviations from the true values, scaled by the component's largest |value|
+    (:mod:`sdckit.tabular.precision`). With ``sens``, a primary's interval end that lies within
+    ``COARSE_BAND`` x that scale of its protection level (or is infinite) is computed again by
+    the LP scaled by the level, every deviation clipped at ``CLIP`` levels: a restriction of the
+    intruder's problem, so the end it gives is one the intruder can surely reach. An LP HiGHS
+    cannot decide after its retries (:meth:`LP.solve`) leaves the end NaN: not proven, so the
+    primary counts as unprotected (fail safe) and suppression protects it further."""
     A = table.equations() if A is None else A
     v = table.cells["value"].to_numpy(float)
     n = len(v)
@@ -59,25 +68,26 @@ def intervals(table: Table, suppressed: np.ndarray, A: sp.csr_matrix | None = No
     AS = A[:, S].tocsc()
     rows = np.flatnonzero(np.diff(AS.tocsr().indptr))
     AS = AS.tocsr()[rows]
-    pub = np.ones(n, bool)
-    pub[S] = False
-    rhs = -(A[rows][:, np.flatnonzero(pub)] @ v[pub])
-    # given cells may add up only within a tolerance (Table.from_cells rtol): each equation keeps
-    # the slack the true values leave it, so that the true values stay feasible
-    slack = np.abs(A[rows] @ v) + EQUATION_SLACK * value_scale(v)
+    # deviations d = x_S - v_S: A_S d + A v = 0 within each equation's slack. Given cells may add
+    # up only within a tolerance (Table.from_cells rtol): each equation keeps the slack the true
+    # values leave it, so that the true values (d = 0) stay feasible
+    resid = A[rows] @ v
+    slack = np.abs(resid) + EQUATION_SLACK * value_scale(v)
+    row_lo, row_hi = -resid - slack, -resid + slack
     if AS.shape[0]:
         adj = (AS.T @ AS).tocsr()
         ncomp, label = connected_components(adj, directed=False)
     else:
         ncomp, label = len(S), np.arange(len(S))
-    col_lo = np.full(len(S), -np.inf if table.negative else 0.0)
+    vS = v[S]
+    dev_lo = np.full(len(S), -np.inf) if table.negative else -vS
     nlp = 0
     for c in range(ncomp):
         cols = np.flatnonzero(label == c)
         sub = AS[:, cols]
         r = np.flatnonzero(np.diff(sub.tocsr().indptr))
         if not len(r):  # a suppressed cell in no equation: unbounded above, bounded below by 0
-            lo[S[cols]] = col_lo[cols]
+            lo[S[cols]] = vS[cols] + dev_lo[cols]
             hi[S[cols]] = np.inf
             continue
         sub = sub[r]
@@ -87,33 +97,85 @@ def intervals(table: Table, suppressed: np.ndarray, A: sp.csr_matrix | None = No
             hi[S[cols]] = np.nan
         if not len(todo):
             continue
-        lp = LP(sub, rhs[r] - slack[r], rhs[r] + slack[r], col_lo[cols], np.full(len(cols), np.inf),
-                primal=True)
+        scale = max(1.0, float(np.abs(vS[cols]).max()), float(np.abs(row_lo[r]).max()),
+                    float(np.abs(row_hi[r]).max()))
+        lp = LP(sub, row_lo[r] / scale, row_hi[r] / scale, dev_lo[cols] / scale,
+                np.full(len(cols), np.inf), primal=True)
         for j in todo:
             for sign in (1.0, -1.0):
                 lp.set_costs([j], [sign])
                 status = lp.solve()
                 nlp += 1
                 if status == "optimal":
-                    val = sign * lp.objective
+                    val = vS[cols[j]] + sign * lp.objective * scale
                 elif status == "unbounded":
                     val = -np.inf if sign > 0 else np.inf
-                else:  # pragma: no cover - the true values are always feasible
-                    raise RuntimeError(f"audit LP ended with status {status}")
+                else:  # undecided (or 'infeasible' though d = 0 is feasible): not proven
+                    val = np.nan
                 if sign > 0:
                     lo[S[cols[j]]] = val
                 else:
                     hi[S[cols[j]]] = val
             lp.set_costs([j], [0.0])
+        if sens is not None:
+            nlp += _refine(sub, cols, S, v, row_lo[r], row_hi[r], dev_lo, scale, sens, lo, hi, todo)
     return lo, hi, nlp
+
+
+def _refine(sub: sp.csr_matrix, cols: np.ndarray, S: np.ndarray, v: np.ndarray, row_lo: np.ndarray,
+            row_hi: np.ndarray, dev_lo: np.ndarray, scale: float, sens: Sensitivity,
+            lo: np.ndarray, hi: np.ndarray, todo) -> int:
+    """Check again, in units of its level, each interval end of a primary of this component
+    that the component-scaled LP left within ``COARSE_BAND`` x scale of the level (or infinite
+    or undecided); updates ``lo``/``hi`` in place, returns the number of LPs."""
+    band = COARSE_BAND * scale
+    jobs = []
+    for j in todo:
+        i = int(S[cols[j]])
+        if not sens.primary[i]:
+            continue
+        for up, level in ((True, sens.upper[i]), (False, sens.lower[i])):
+            if level <= 0:
+                continue
+            end = hi[i] if up else lo[i]
+            target = v[i] + level if up else v[i] - level
+            if not np.isfinite(end) or abs(end - target) <= band:
+                jobs.append((j, i, up, float(level)))
+    if not jobs:
+        return 0
+    m, k = sub.shape
+    z = np.zeros(k)
+    lp = LP(sub, np.zeros(m), np.zeros(m), z, z)
+    every, rows = np.arange(k), np.arange(m)
+    cols_lo = dev_lo[cols]
+    for j, i, up, level in jobs:
+        lo_b = np.maximum(cols_lo / level, -CLIP)
+        hi_b = np.full(k, CLIP)
+        if up:
+            hi_b[j] = 2.0  # reaching twice the level is enough to know
+        else:
+            lo_b[j] = max(lo_b[j], -2.0)
+        lp.set_bounds(every, lo_b, hi_b)
+        lp.set_row_bounds(rows, row_lo / level, row_hi / level)
+        lp.set_costs([j], [-1.0 if up else 1.0])
+        status = lp.solve()
+        reach = -lp.objective * level if status == "optimal" else np.nan  # how far it moves
+        if up:
+            hi[i] = np.fmax(hi[i], v[i] + reach) if reach >= 2.0 * level * (1 - 1e-9) else v[i] + reach
+        else:
+            lo[i] = np.fmin(lo[i], v[i] - reach) if reach >= 2.0 * level * (1 - 1e-9) else v[i] - reach
+        lp.set_costs([j], [0.0])
+    return len(jobs)
 
 
 def protected(table: Table, lo: np.ndarray, hi: np.ndarray, sens: Sensitivity,
               suppressed: np.ndarray) -> np.ndarray:
-    """True for every cell except an unprotected primary one."""
+    """True for every cell except an unprotected primary one (an interval end that is NaN, not
+    proven, does not protect)."""
     v = table.cells["value"].to_numpy(float)
-    tol = AUDIT_TOL * value_scale(v)
-    ok = (hi >= v + sens.upper - tol) & (lo <= v - sens.lower + tol) & suppressed
+    scale = value_scale(v)
+    ok = ((hi >= v + sens.upper - audit_tolerance(scale, sens.upper))
+          & (lo <= v - sens.lower + audit_tolerance(scale, sens.lower)) & suppressed)
     return ok | ~sens.primary
 
 
@@ -121,7 +183,7 @@ def audit_pattern(table: Table, suppressed: np.ndarray, sens: Sensitivity,
                   status: np.ndarray | None = None) -> AuditResult:
     """Audit the pattern ``suppressed`` (a boolean mask over ``table.cells``) against ``sens``."""
     suppressed = np.asarray(suppressed, bool)
-    lo, hi, nlp = intervals(table, suppressed)
+    lo, hi, nlp = intervals(table, suppressed, sens=sens)
     ok = protected(table, lo, hi, sens, suppressed)
     if status is None:
         status = np.where(sens.primary, "primary", np.where(suppressed, "secondary", "safe"))

@@ -258,8 +258,13 @@ def link_tables(tables: Sequence[Table], names: Sequence[str] | None = None, rto
     data[NCONTRIB] = ncon
     for j in range(ntop):
         data[f"top{j + 1}"] = tops[:, j]
+    missing: dict[str, tuple[str, ...]] = {}
+    for t in tables:  # each table's declared missing codes (tau-ARGUS "missing is safe" if any asks)
+        for d, c in t.missing.items():
+            missing[d] = tuple(dict.fromkeys(missing.get(d, ()) + tuple(c)))
     return LinkedTables(tuple(dims), tuple(hier[d] for d in dims), pd.DataFrame(data), tables[0].response,
-                        any(t.negative for t in tables), tables, names, tuple(members), positions)
+                        any(t.negative for t in tables), tables, names, tuple(members), positions,
+                        missing=missing, missing_is_safe=any(t.missing_is_safe for t in tables))
 
 
 # ---------------------------------------------------------------------- suppression

@@ -39,6 +39,11 @@ def new_highs() -> highspy.Highs:
 #: The HiGHS model statuses the callers branch on, by name; any other is reported as HiGHS words it.
 _STATUS = {highspy.HighsModelStatus.kOptimal: "optimal", highspy.HighsModelStatus.kUnbounded: "unbounded",
            highspy.HighsModelStatus.kInfeasible: "infeasible"}
+_DECIDED = ("optimal", "unbounded", "infeasible")
+#: What :meth:`LP.solve` tries, in turn, after a solve that ends undecided (each from scratch):
+#: the same settings, no presolve, dual simplex, primal simplex, interior point + crossover.
+RETRIES: tuple[dict, ...] = ({}, {"presolve": "off"}, {"presolve": "off", "simplex_strategy": 1},
+                             {"presolve": "off", "simplex_strategy": 4}, {"solver": "ipm"})
 
 
 class LP:
@@ -78,13 +83,34 @@ class LP:
         if len(idx):
             self.h.changeColsBounds(len(idx), idx, _finite(lo), _finite(hi))
 
+    def set_row_bounds(self, idx, lo, hi) -> None:
+        idx = np.asarray(idx, np.int32)
+        if len(idx):
+            self.h.changeRowsBounds(len(idx), idx, _finite(lo), _finite(hi))
+
     def solve(self) -> str:
-        """Run HiGHS; 'optimal', 'unbounded', 'infeasible' or another status text. A solve that
-        does not end optimal from the previous basis is repeated from scratch."""
+        """Run HiGHS; 'optimal', 'unbounded', 'infeasible' or another status text.
+
+        A solve that ends in another status (HiGHS's 'Unknown' when it cannot meet its
+        tolerances, a limit, an error) is retried (:data:`RETRIES`): from scratch, without
+        presolve, by the dual then the primal simplex, and by the interior point method with
+        crossover; the last status is returned when none ends optimal, unbounded or infeasible.
+        The options are restored afterwards."""
         status = self._solve()
-        if status != "optimal":
-            self.h.clearSolver()
-            status = self._solve()
+        if status in _DECIDED:
+            return status
+        saved = {k: self.h.getOptionValue(k)[1] for k in ("presolve", "simplex_strategy", "solver")}
+        try:
+            for options in RETRIES:
+                self.h.clearSolver()
+                for k, v in options.items():
+                    self.h.setOptionValue(k, v)
+                status = self._solve()
+                if status in _DECIDED:
+                    break
+        finally:
+            for k, v in saved.items():
+                self.h.setOptionValue(k, v)
         return status
 
     def _solve(self) -> str:
@@ -92,9 +118,10 @@ class LP:
         st = self.h.getModelStatus()
         if st == highspy.HighsModelStatus.kUnboundedOrInfeasible:
             # Solve again without presolve to tell the two apart.
+            presolve = self.h.getOptionValue("presolve")[1]
             self.h.setOptionValue("presolve", "off")
             self.h.run()
-            self.h.setOptionValue("presolve", "choose")
+            self.h.setOptionValue("presolve", presolve)
             st = self.h.getModelStatus()
         return _STATUS.get(st) or self.h.modelStatusToString(st)
 

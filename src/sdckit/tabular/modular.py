@@ -176,7 +176,7 @@ def audit_primaries(table: Table, suppressed: np.ndarray, sens: Sensitivity,
     connected component of the suppressed cells, HiGHS re-using the basis), the secondary cells'
     intervals left NaN. Whether the pattern is safe depends only on the primaries' intervals."""
     suppressed = np.asarray(suppressed, bool)
-    lo, hi, nlp = intervals(table, suppressed, only=sens.primary)
+    lo, hi, nlp = intervals(table, suppressed, only=sens.primary, sens=sens)
     ok = protected(table, lo, hi, sens, suppressed)
     if status is None:
         status = np.where(sens.primary, "primary", np.where(suppressed, "secondary", "safe"))

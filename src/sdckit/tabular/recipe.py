@@ -9,6 +9,8 @@ A recipe::
     weight = "w"                       # optional
     holding = "group"                  # optional
     # rda = "job.rda"                  # tau-ARGUS metadata: .asc/.tab input, hierarchies by default
+    # missing_is_safe = true           # tau-ARGUS's option: cells with a missing code (the rda's,
+    # missing_codes = { act = ["00"] } #   and these) are never primary by a rule
 
     [table.hierarchies]
     region = "region.hrc"              # tau-ARGUS .hrc, or a CSV with child,parent columns
@@ -84,7 +86,8 @@ __all__ = ["TableRecipe", "TableSpec", "build_table", "build_tables", "cell_file
 
 _RULES = {"frequency": (MinFrequency, {"n", "share"}), "dominance": (Dominance, {"n", "k"}),
           "p": (PPercent, {"p"}), "pq": (PQ, {"p", "q"}), "manual": (Manual, {"cells", "share"})}
-_TABLE_KEYS = ("name", "input", "dimensions", "response", "weight", "holding", "rda", "hierarchies")
+_TABLE_KEYS = ("name", "input", "dimensions", "response", "weight", "holding", "rda", "hierarchies",
+               "missing_codes", "missing_is_safe")
 #: The keys each section takes, and the values of its enumerated keys.
 _SECTIONS: dict[str, dict[str, tuple | None]] = {
     "protection": {"method": ("suppression", "rounding", "adjustment")},
@@ -111,10 +114,15 @@ class TableSpec:
     holding: str | None
     rda: Path | None
     base: Path = Path(".")
+    missing_codes: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    missing_is_safe: bool = False
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "input": self.input.name, "dimensions": list(self.dimensions),
-                "response": self.response, "weight": self.weight, "holding": self.holding}
+        d = {"name": self.name, "input": self.input.name, "dimensions": list(self.dimensions),
+             "response": self.response, "weight": self.weight, "holding": self.holding}
+        if self.missing_is_safe:
+            d["missing_is_safe"] = True
+        return d
 
 
 @dataclass(frozen=True)
@@ -217,8 +225,21 @@ def _table_spec(path: Path, t: Any, where: str, k: int) -> TableSpec:
         if key in t and not isinstance(t[key], str):
             raise ParameterError(f"Recipe {path}: {where} {key} must be a text. Got {t[key]!r} instead.")
     name = t.get("name") or " x ".join(dims)
+    safe = t.get("missing_is_safe", False)
+    if not isinstance(safe, bool):
+        raise ParameterError(f"Recipe {path}: {where} missing_is_safe must be true or false. Got {safe!r} instead.")
+    codes = t.get("missing_codes", {})
+    if not isinstance(codes, dict) or not all(
+            isinstance(c, list) and all(isinstance(x, str) for x in c) for c in codes.values()):
+        raise ParameterError(f"Recipe {path}: {where} missing_codes must map dimensions to lists of codes, "
+                             "e.g. missing_codes = { act = [\"00\"] }.")
+    unknown = [d for d in codes if d not in dims]
+    if unknown:
+        raise ParameterError(f"Recipe {path}: {where} missing_codes name '{unknown[0]}', which is not one of "
+                             "its dimensions.")
     return TableSpec(name, base / t["input"], tuple(dims), hier, t.get("response"), t.get("weight"),
-                     t.get("holding"), (base / t["rda"]) if t.get("rda") else None, base)
+                     t.get("holding"), (base / t["rda"]) if t.get("rda") else None, base,
+                     {d: tuple(c) for d, c in codes.items()}, safe)
 
 
 def load_table_recipe(path: str | Path, out_dir: str | Path | None = None) -> TableRecipe:
@@ -309,7 +330,21 @@ def build_table(recipe: TableRecipe | TableSpec, rules: tuple[Rule, ...] | None 
     built from (None for a CSV/TSV/Parquet file of records: DuckDB aggregates it unread)."""
     if isinstance(recipe, TableRecipe):
         return build_table(recipe.tables[0], recipe.rules)
-    spec, rules = recipe, rules or ()
+    table, frame = _build_table(recipe, rules or ())
+    # missing codes: the .rda's (tau-ARGUS declares up to two per variable) and the recipe's
+    codes: dict[str, tuple[str, ...]] = {}
+    if recipe.rda is not None:
+        rda = tauargus.read_rda(recipe.rda)
+        codes = {d: rda.variable(d).missing for d in recipe.dimensions
+                 if d in {v.name for v in rda.variables} and rda.variable(d).missing}
+    for d, c in recipe.missing_codes.items():
+        codes[d] = tuple(dict.fromkeys(codes.get(d, ()) + c))
+    if codes or recipe.missing_is_safe:
+        table = table.with_missing(codes, recipe.missing_is_safe)
+    return table, frame
+
+
+def _build_table(spec: TableSpec, rules: tuple[Rule, ...]) -> tuple[Table, pd.DataFrame | None]:
     base = spec.base
     rda = tauargus.read_rda(spec.rda) if spec.rda is not None else None
     suffix = spec.input.suffix.lower()

@@ -41,7 +41,7 @@ import highspy
 from sdckit.core.errors import DataError, ParameterError
 from sdckit.core.random import RandomState, as_generator
 from sdckit.tabular.lp import LP
-from sdckit.tabular.precision import AUDIT_TOL, value_scale
+from sdckit.tabular.precision import audit_tolerance, value_scale
 from sdckit.tabular.rules import sensitivity
 from sdckit.tabular.table import Table
 
@@ -361,7 +361,8 @@ def audit_rounding(result: RoundingResult, rules: Any = None, primary: Any = Non
     if len(idx):
         A = table.equations()
         z = np.zeros(A.shape[0])
-        lp = LP(A, z, z, lo_b, hi_b)
+        unit = value_scale(v)  # bounds of order 1 for HiGHS's tolerances (precision.py)
+        lp = LP(A, z, z, lo_b / unit, hi_b / unit)
         # each solve differs from the last in two costs: primal simplex from the last basis
         lp.h.setOptionValue("presolve", "off")
         lp.h.setOptionValue("simplex_strategy", 4)
@@ -370,15 +371,16 @@ def audit_rounding(result: RoundingResult, rules: Any = None, primary: Any = Non
                 lp.set_costs([i], [sign])
                 st = lp.solve()
                 nlp += 1
-                if st != "optimal":  # pragma: no cover - the true table is feasible and bounded
-                    raise RuntimeError(f"rounding audit LP ended with status {st}")
+                # undecided after HiGHS's retries: NaN, not proven, so the cell counts as exposed
+                val = sign * lp.objective * unit if st == "optimal" else np.nan
                 if sign > 0:
-                    lo[k] = lp.objective
+                    lo[k] = val
                 else:
-                    hi[k] = -lp.objective
+                    hi[k] = val
             lp.set_costs([i], [0.0])
-    tol = AUDIT_TOL * value_scale(v)
-    ok = (hi >= v[idx] + sens.upper[idx] - tol) & (lo <= v[idx] - sens.lower[idx] + tol)
+    scale = value_scale(v)
+    ok = ((hi >= v[idx] + sens.upper[idx] - audit_tolerance(scale, sens.upper[idx]))
+          & (lo <= v[idx] - sens.lower[idx] + audit_tolerance(scale, sens.lower[idx])))
     frame = table.cells[list(table.dimensions) + ["value"]].iloc[idx].copy()
     frame["rounded"] = R[idx]
     frame["lo"] = lo

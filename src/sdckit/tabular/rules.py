@@ -280,6 +280,8 @@ def as_rules(rules: Any) -> tuple[Rule, ...]:
 def sensitivity(table: "Table", rules: Any, primary: Any = None, floor: float | None = None) -> Sensitivity:
     """Primary cells and protection levels of ``table`` under ``rules`` plus cells ``primary``
     (a boolean mask or a list of cell keys; level 10% of |value| unless a rule gives more).
+    With ``table.missing_is_safe`` (:meth:`Table.with_missing`), no rule flags a cell whose code
+    in some dimension is a declared missing code (tau-ARGUS's "missing is safe").
 
     Every primary cell needs an interval of positive width, wider than the audit's tolerance: a
     level below ``floor`` (0 included) is raised to it (default 1e-9 x the largest |value|,
@@ -291,9 +293,11 @@ def sensitivity(table: "Table", rules: Any, primary: Any = None, floor: float | 
     prim = np.zeros(n, bool)
     level = np.zeros(n)
     reason = np.full(n, "", dtype=object)
+    # tau-ARGUS's "missing is safe": no rule flags a cell with a declared missing code
+    ruled = ~table.empty & ~table.missing_mask() if table.missing_is_safe else ~table.empty
     for r in as_rules(rules):
         p, lv = r.evaluate(table)
-        p = np.asarray(p, bool) & ~table.empty
+        p = np.asarray(p, bool) & ruled
         level = np.where(p, np.maximum(level, lv), level)
         reason[p & ~prim] = r.name
         prim |= p

@@ -40,7 +40,7 @@ from sdckit.core.errors import DataError, ParameterError
 from sdckit.tabular.audit import AuditResult, audit_pattern, intervals, protected
 from sdckit.tabular.cutloop import Limits, branch_and_cut
 from sdckit.tabular.lp import LP
-from sdckit.tabular.precision import AUDIT_TOL, value_scale
+from sdckit.tabular.precision import CLIP, audit_tolerance, value_scale
 from sdckit.tabular.rules import Sensitivity, sensitivity
 from sdckit.tabular.table import Table
 
@@ -122,7 +122,8 @@ class _Problem:
         self.prim = np.array([self.pos[int(i)] for i in np.flatnonzero(sens.primary)], dtype=np.int64)
         self.upl = sens.upper[self.cand]
         self.lpl = sens.lower[self.cand]
-        self.tol = AUDIT_TOL * value_scale(v)
+        self.scale = value_scale(v)
+        self.undecided = 0  # attacker LPs HiGHS could not decide (then no optimality is claimed)
         self._att: LP | None = None
         self._next = 0
         self._hot: list[int] = []
@@ -147,7 +148,8 @@ class _Problem:
             z = np.zeros(self.A.shape[0])
             self._att = LP(self.A, z, z, np.zeros(C), np.zeros(C), primal=True)
         y = np.clip(y, 0.0, 1.0)
-        self._att.set_bounds(np.arange(len(y)), -self.LB * y, self.UB * y)
+        self._att_y = y
+        self._att_bounds = (-self.LB * y, self.UB * y)  # set per primary, in units of its level
         return self._att
 
     def violated_cuts(self, y: np.ndarray, first: bool = False, limit: int | None = None,
@@ -180,23 +182,31 @@ class _Problem:
         cuts: list[tuple[np.ndarray, np.ndarray, float]] = []
         bad: list[int] = []
         self._scanned = len(order)
+        dev_lo, dev_hi = self._att_bounds
+        every = np.arange(len(dev_lo))
         for step, p in enumerate(order):
             if (limit is not None and len(cuts) >= limit) or (deadline is not None and time.perf_counter() > deadline):
                 self._scanned = step
                 return cuts, bad
+            # in units of the primary's level, deviations clipped at CLIP levels (precision.py)
+            unit = float(self.upl[p])
+            lp.set_bounds(every, np.maximum(dev_lo / unit, -CLIP), np.minimum(dev_hi / unit, CLIP))
             for sign, level in ((-1.0, self.upl[p]), (1.0, self.lpl[p])):
                 if level <= 0:
                     continue
                 lp.set_costs([p], [sign])
                 st = lp.solve()
-                if st != "optimal":  # pragma: no cover - bounded, feasible (z = 0)
-                    raise RuntimeError(f"attacker LP: {st}")
-                reach = -lp.objective  # max z_p (sign -1) or max -z_p (sign +1)
-                if reach < level - self.tol:
-                    d = lp.col_dual
+                if st != "optimal":  # bounded and feasible (z = 0), yet undecided: no cut, no proof
+                    self.undecided += 1
+                    continue
+                reach = -lp.objective * unit  # max z_p (sign -1) or max -z_p (sign +1)
+                if reach < level - audit_tolerance(self.scale, level):
+                    d = lp.col_dual  # dual feasible whatever the bounds: a valid capacity cut
                     coef = np.maximum(d, 0) * self.LB + np.maximum(-d, 0) * self.UB
                     coef = np.minimum(coef, level)
                     nz = np.flatnonzero(coef > 1e-9 * level)
+                    if float(coef[nz] @ self._att_y[nz]) >= level - audit_tolerance(self.scale, level):
+                        continue  # only the clipping refuted y: this cut does not
                     cuts.append((nz, coef[nz], level))
                     if not bad or bad[-1] != p:
                         bad.append(p)
@@ -244,9 +254,10 @@ class _Problem:
         lo = np.zeros(2 * C)
         k = p if up else C + p
         other = C + p if up else p
-        if level > hi[k] + 1e-12:
+        if level > hi[k] + 1e-12 or level <= 0:
             return None
-        lo[k] = hi[k] = level
+        hi = np.minimum(hi / level, CLIP)  # in units of the level (precision.py)
+        lo[k] = hi[k] = 1.0
         hi[other] = 0.0
         lp.set_bounds(np.arange(2 * C), lo, hi)
         lp.set_costs(np.arange(2 * C), np.r_[cost, cost])
@@ -254,7 +265,7 @@ class _Problem:
         if st != "optimal":
             return None
         x = lp.x
-        return np.flatnonzero((x[:C] + x[C:]) > 1e-9 * max(level, 1.0))
+        return np.flatnonzero((x[:C] + x[C:]) > 1e-9 * max(1.0, 1.0 / level))
 
     def _near_codes(self, k: int, c: int, siblings: int | None, up: int = 1) -> np.ndarray:
         """Codes of dimension ``k`` around code ``c``: the subtree of its ancestor ``up`` levels
@@ -343,10 +354,10 @@ class _Problem:
         A = sp.csc_matrix((A.data, np.searchsorted(rows, A.indices), A.indptr), shape=(len(rows), len(sub)))
         n = len(sub)
         me = int(np.flatnonzero(sub == p)[0])
-        cap = np.minimum(self.UB[sub], self.LB[sub])
+        cap = np.minimum(np.minimum(self.UB[sub], self.LB[sub]) / level, CLIP)  # in units of the level
         hi = np.r_[cap, cap]
         lo = np.zeros(2 * n)
-        lo[me] = hi[me] = level
+        lo[me] = hi[me] = 1.0
         hi[n + me] = 0.0
         if self.lpl[p] > 0 and self.lpl[p] > self.LB[p] + 1e-12:
             return None
@@ -356,7 +367,7 @@ class _Problem:
         if lp.solve() != "optimal":
             return None
         x = lp.x
-        return sub[(x[:n] + x[n:]) > 1e-9 * max(level, 1.0)]
+        return sub[(x[:n] + x[n:]) > 1e-9 * max(1.0, 1.0 / level)]
 
     @property
     def Acsc(self) -> sp.csc_matrix:
@@ -469,7 +480,7 @@ class _Problem:
         """Audit (no upper bounds): mask over primaries (positions in self.prim) unprotected."""
         mask = np.zeros(len(self.table.cells), bool)
         mask[self.cand[y > 0.5]] = True
-        lo, hi, _ = intervals(self.table, mask, only=self.sens.primary)
+        lo, hi, _ = intervals(self.table, mask, only=self.sens.primary, sens=self.sens)
         ok = protected(self.table, lo, hi, self.sens, mask)
         return ~ok[self.cand[self.prim]]
 
@@ -539,6 +550,7 @@ def suppress(table: Table, rules: Any = None, primary: Any = None, method: str =
             y = _polish(prob, y0, y, deadline=None if time_limit is None else start + 0.75 * time_limit)
     else:
         y, optimal, lower, rounds = _optimal(prob, y0, start, time_limit)
+        optimal = optimal and not prob.undecided  # an undecided attacker LP leaves the proof open
     # audit; a primary still short (numerical slack) is protected again with a larger level
     for boost in (1.0, 1.01, 1.1, 1.5, None):
         mask = np.zeros(len(table.cells), bool)

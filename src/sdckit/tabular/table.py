@@ -12,7 +12,7 @@ known to everybody, never suppressed.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -42,6 +42,12 @@ class Table:
         The response column (None: a frequency table, value = count or weighted count).
     negative : bool
         True when values can be negative (then an intruder has no lower bound of 0).
+    missing : dict of str to tuple of str
+        Declared missing codes per dimension (:meth:`with_missing`; a tau-ARGUS ``.rda``'s).
+    missing_is_safe : bool
+        tau-ARGUS's "missing is safe" option (``TableSet.missingIsSafe``, ``MIS(1)`` in a batch
+        safety rule): no rule makes a cell primary whose code in some dimension is a declared
+        missing code (cells given as primary stay so).
     """
 
     dimensions: tuple[str, ...]
@@ -49,6 +55,8 @@ class Table:
     cells: pd.DataFrame
     response: str | None = None
     negative: bool = False
+    missing: Mapping[str, tuple[str, ...]] = field(default_factory=dict, kw_only=True, compare=False)
+    missing_is_safe: bool = field(default=False, kw_only=True)
 
     # ------------------------------------------------------------------ shape
     @property
@@ -94,6 +102,40 @@ class Table:
             pos = [h.index(c) for h, c in zip(self.hierarchies, key)]
             out.append(int(np.ravel_multi_index(pos, self.shape)))
         return np.asarray(out, dtype=np.int64)
+
+    def with_missing(self, codes: Mapping[str, Any], missing_is_safe: bool = True) -> "Table":
+        """This table with ``codes`` (``{dimension: code or list of codes}``) declared as missing
+        codes and tau-ARGUS's "missing is safe" option set to ``missing_is_safe``: then no
+        sensitivity rule makes a cell primary whose code in some dimension is a missing code
+        (tau-ARGUS ``TableSet.missingIsSafe``; cells given as ``primary`` stay primary). A missing
+        code stays a code of the table, counted under its total. Codes the table does not hold
+        are allowed (tau-ARGUS declares them whether or not they occur)."""
+        if not isinstance(codes, Mapping):
+            raise ParameterError("The 'codes' parameter of Table.with_missing must map dimensions to missing "
+                                 f"codes, e.g. {{'act': ['00']}}. Got {type(codes).__name__} instead.")
+        if not isinstance(missing_is_safe, (bool, np.bool_)):
+            raise ParameterError("The 'missing_is_safe' parameter of Table.with_missing must be True or "
+                                 f"False. Got {missing_is_safe!r} instead.")
+        out: dict[str, tuple[str, ...]] = {}
+        for d, c in codes.items():
+            if d not in self.dimensions:
+                raise ParameterError(f"The 'codes' parameter of Table.with_missing names {d!r}, which is not a "
+                                     f"dimension of the table {list(self.dimensions)}.")
+            c = [c] if isinstance(c, (str, int)) else list(c)
+            out[d] = tuple(dict.fromkeys(str(x).strip() for x in c))
+        return replace(self, missing=out, missing_is_safe=bool(missing_is_safe))
+
+    def missing_mask(self) -> np.ndarray:
+        """True for cells whose code in some dimension is a declared missing code."""
+        mask = np.zeros(len(self.cells), bool)
+        if not self.missing:
+            return mask
+        pos = self.code_index()
+        for k, (d, h) in enumerate(zip(self.dimensions, self.hierarchies)):
+            idx = [h.index(c) for c in self.missing.get(d, ()) if c in h]
+            if idx:
+                mask |= np.isin(pos[:, k], idx)
+        return mask
 
     def cell_name(self, i: int) -> str:
         """A cell named by its codes, e.g. ``(region=A, size=Total)``: never by its value."""
@@ -239,6 +281,10 @@ class Table:
         (default: freq).
         """
         dims = _dimension_list(cells, dimensions, "from_cells")
+        if isinstance(top, str) or not isinstance(top, Sequence) or not all(isinstance(c, str) for c in top):
+            raise ParameterError("The 'top' parameter of Table.from_cells must be a list of column names "
+                                 "(largest contribution first), e.g. ['top1', 'top2'], or [] for none. "
+                                 f"Got {top!r} instead.")
         for col, what in ((value, "value"), (freq, "freq"), (contributors, "contributors")):
             if col is not None and col not in cells.columns:
                 raise DataError(f"The {what} column {col!r} is not in the cells.")

@@ -151,7 +151,9 @@ def hierarchy(rda: TauMetadata, name: str, codes: Iterable[str] | None = None,
                              "hierarchy is built from the codes present. Got None instead.")
     if var.hierarchy == "levels":
         try:
-            return levels_hierarchy(codes, var.hierlevels, total, var.missing)
+            return levels_hierarchy([c for c in codes if str(c).strip() != total], var.hierlevels, total,
+                                    var.missing)
         except DataError as exc:
             raise DataError(f"Variable {name!r} of {str(rda.path)!r}: {exc}") from None
-    return {c: total for c in dict.fromkeys(str(c).strip() for c in codes)}
+    # a table's cells (.tab) carry the total's code too: it is the root, not a child of itself
+    return {c: total for c in dict.fromkeys(str(c).strip() for c in codes) if c != total}
