@@ -57,6 +57,7 @@ from sdckit.core.errors import DataError, ParameterError
 from sdckit.query.audit_atoms import Atoms
 from sdckit.query.audit_engine import Engine
 from sdckit.query.audit_modp import random_prime
+from sdckit.query.audit_support import small_vectors
 
 QueryKind = Literal["count", "sum"]
 
@@ -77,37 +78,56 @@ class Decision:
 class _Knowledge:
     """What is known of one kind of unknown (COUNT, or SUM of one column): atoms and engines."""
 
-    def __init__(self, n: int, known_totals: bool, rng: np.random.Generator) -> None:
+    def __init__(self, n: int, known_totals: bool, rng: np.random.Generator, k: int) -> None:
+        self.k = k
         self.atoms = Atoms(n)
         self.engines = [Engine(random_prime(31), rng, 1) for _ in range(_N_ENGINES)]
-        self.derivable = np.zeros(0, dtype=np.int64)
         if known_totals:
             self.add([np.ones(n, dtype=bool)])
             self.atoms.committed()
 
     def copy(self) -> "_Knowledge":
         other = _Knowledge.__new__(_Knowledge)
+        other.k = self.k
         other.atoms = self.atoms.copy()
         other.engines = [e.copy() for e in self.engines]
-        other.derivable = self.derivable
         return other
 
     def add(self, memberships: Sequence[np.ndarray]) -> np.ndarray:
-        """Add the sets; return the atoms whose set of records changed (cut atoms and new ones)."""
-        changed = []
+        """Add the sets; return each atom's atom before (``origin[a]``: a itself, or the atom it
+        was cut from)."""
+        origin = np.arange(self.atoms.count, dtype=np.int64)
         for member in memberships:
             split = self.atoms.refine(member)
-            changed.append(split.parents)
-            changed.append(split.children)
+            origin = np.concatenate([origin, origin[split.parents]])
             row_id = self.atoms.stage_row(split.members)
+            big = self.atoms.sizes >= self.k
             kept = False
             for engine in self.engines:
                 engine.split(split.parents, split.children)
-                kept |= engine.add_row(row_id, split.inside, split.parents, split.children, self.atoms)
+                kept |= engine.add_row(row_id, split.inside, split.parents, split.children, self.atoms, big)
+                engine.settle(big, self.atoms)
             if kept:
                 self.atoms.keep_row()
-        self.derivable = np.unique(np.concatenate([e.derivable() for e in self.engines]))
-        return np.concatenate(changed) if changed else np.zeros(0, dtype=np.int64)
+        return origin
+
+    def small_vectors(self) -> list[tuple[int, np.ndarray, np.ndarray]] | None:
+        """Per engine, the vectors of the row space supported on fewer than k records (elementary
+        ones; :mod:`sdckit.query.audit_support`) as ``(engine, small atoms, values)``; None when the
+        search is past its work limit."""
+        big = self.atoms.sizes >= self.k
+        small = np.flatnonzero(~big)
+        out = []
+        for e, engine in enumerate(self.engines):
+            positions, basis = engine.small_basis(big, self.atoms, small)
+            if not positions.size:
+                continue
+            pivots = np.searchsorted(small, engine.piv[positions])
+            found = small_vectors(basis, pivots, self.atoms.sizes[small], self.k, engine.p)
+            if found is None:
+                return None
+            out.extend((e, small, v) for v in found)
+        return out
 
 
 class Auditor:
@@ -203,14 +223,19 @@ class Auditor:
         with self._lock:
             before = self._get(key)
             after = before.copy()
-            changed = after.add(members)
+            origin = after.add(members)
             self._pending[key] = (self._digest(key, members), after)
-        disclosed = self._new_small_derivable(before, after, changed)
+        disclosed = _new_small(before, after, origin)
+        what = "count of records" if key[0] == "count" else f"sum of '{key[1]}'"
+        if disclosed is None:
+            return Decision(False, f"with the answers already given, the audit cannot rule out that this answer lets the "
+                                   f"{what} over a set of fewer than {k} records be derived (too many overlapping small "
+                                   "sets to search); ask about larger groups or fewer overlapping sets")
         if disclosed:
-            what = "count of records" if key[0] == "count" else f"sum of '{key[1]}'"
             return Decision(False, f"with the answers already given, this answer would let the {what} over a set of "
-                                   f"fewer than {k} records be derived (tracker or differencing; audit of elementary "
-                                   "sets); ask about larger groups or fewer overlapping sets")
+                                   f"fewer than {k} records (or a combination of such totals) be derived (tracker, "
+                                   "differencing or a union of small sets; audit of elementary sets); ask about larger "
+                                   "groups or fewer overlapping sets")
         return Decision(True)
 
     def record(self, memberships: Sequence[np.ndarray], kind: QueryKind, column: str | None) -> None:
@@ -230,7 +255,7 @@ class Auditor:
 
     def _get(self, key: tuple[str, str | None]) -> _Knowledge:
         if key not in self._knowledge:
-            self._knowledge[key] = _Knowledge(self.n_records, self.known_totals, self._rng)
+            self._knowledge[key] = _Knowledge(self.n_records, self.known_totals, self._rng, self.min_query_set)
         return self._knowledge[key]
 
     def _digest(self, key: tuple[str, str | None], members: list[np.ndarray]) -> bytes:
@@ -240,12 +265,20 @@ class Auditor:
             h.update(np.packbits(m).tobytes())
         return h.digest()
 
-    def _new_small_derivable(self, before: _Knowledge, after: _Knowledge, changed: np.ndarray) -> bool:
-        k, n = self.min_query_set, self.n_records
-        sizes = after.atoms.sizes[after.derivable]
-        small = (sizes < k) | ((n - sizes < k) & (n - sizes >= 1) if self.known_totals else False)
-        candidates = after.derivable[small]
-        if not candidates.size:
-            return False
-        old = np.setdiff1d(before.derivable, changed)
-        return bool(np.setdiff1d(candidates, old).size)
+
+def _new_small(before: _Knowledge, after: _Knowledge, origin: np.ndarray) -> bool | None:
+    """Whether ``after`` knows a total over fewer than k records that ``before`` did not (a vector
+    of small support in its row space, not the lift of one of ``before``'s row space); None when
+    the search is past its work limit. Only an already known vector (a replayed history under a
+    larger k) is let through."""
+    found = after.small_vectors()
+    if found is None:
+        return None
+    for e, small, values in found:
+        full = np.zeros(after.atoms.count, dtype=np.int64)
+        full[small] = values
+        lifted = np.zeros(before.atoms.count, dtype=np.int64)
+        lifted[origin] = full
+        if not np.array_equal(lifted[origin], full) or not before.engines[e].in_row_space(lifted):
+            return True
+    return False

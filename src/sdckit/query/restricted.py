@@ -45,7 +45,7 @@ from sdckit.query.auditor import Auditor
 from sdckit.query.config import ServiceConfig, TableConfig
 from sdckit.query.data import Database
 from sdckit.query.generate import COUNT_ALIAS, ROW, aggregate_sql, cell_indices, membership_sql, sum_alias, summed_columns
-from sdckit.query.sql import Query, parse
+from sdckit.query.sql import Query, UnsupportedQuery, parse, predicate_columns
 from sdckit.query.state import State
 
 
@@ -55,6 +55,30 @@ MAX_MEMBERSHIP_CELLS = 400_000_000
 
 class Refused(SdcError):
     """The service will not give this answer (HTTP 403)."""
+
+
+def check_dimensions(query: Query, table: TableConfig) -> None:
+    """Restricted mode's rule on names (DESIGN.md section 7), decided from the query text alone:
+    WHERE and GROUP BY name only the table's public dimensions, and SUM/AVG only confidential
+    columns (declared, not dimensions). So every query set is a union of cells of the public
+    dimensions, and no decision of the service depends on a confidential value.
+    :class:`~sdckit.query.sql.UnsupportedQuery` (400) otherwise."""
+    dimensions = table.public_dimensions
+    allowed = ", ".join(dimensions) or "none declared"
+    named = [("a condition", c) for c in sorted(predicate_columns(query.where))]
+    named += [("GROUP BY", c) for c in query.group_by]
+    for where, column in named:
+        if column not in dimensions:
+            raise UnsupportedQuery(
+                f"In restricted mode {where} may name only the public dimensions of table {table.name!r} "
+                f"({allowed}); {column!r} is confidential (SUM or AVG of it only). The operator declares "
+                "dimensions with 'dimensions = [...]' in the table's configuration.")
+    for o in query.outputs:
+        if o.kind in ("sum", "avg") and o.column in dimensions:
+            raise UnsupportedQuery(
+                f"In restricted mode {o.kind.upper()}({o.column}) is not answered: {o.column!r} is a public "
+                f"dimension of table {table.name!r}; SUM and AVG are of confidential columns (declared, not "
+                f"among {allowed}).")
 
 
 def audited_kinds(query: Query) -> list[tuple[str, str | None]]:
@@ -148,6 +172,7 @@ class Restricted:
                               "state database).")
             try:
                 past = parse(sql, self.config)
+                check_dimensions(past, table)
             except SdcError:
                 raise Refused("The audit history holds a query the current configuration no longer "
                               "accepts; the service refuses restricted answers on this table until "
@@ -161,6 +186,7 @@ class Restricted:
     def answer(self, analyst: str, query: Query, sql: str) -> dict[str, Any]:
         """Check, record and compute an exact answer, or raise :class:`Refused`."""
         table = self.config.tables[query.table]
+        check_dimensions(query, table)
         members = self.memberships(query, table)
         n, k = self.n_units(table), self.config.min_query_set
         unit = "records" if self.db.unique_units[table.name] else "persons"
