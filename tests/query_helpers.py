@@ -49,6 +49,7 @@ def write_config(folder: Path, *, seed: bool = False, cache: bool = True, k: int
         "[service]", *service,
         "[restricted]", f"min_query_set = {k}", f"collusion = {str(collusion).lower()}",
         "[[table]]", 'name = "census"', 'path = "census.csv"', 'privacy_unit = "person_id"',
+        'dimensions = ["age", "region", "grp"]',  # restricted mode: public; income is confidential
         "[table.bounds]", "income = [0, 200000]", "age = [0, 120]",
         "[table.domains]", 'region = ["N", "S", "E", "W"]', f"grp = {list(range(200))}",
         "[[table]]", 'name = "other"', 'path = "other.csv"',

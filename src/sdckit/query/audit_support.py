@@ -9,14 +9,18 @@ fewer than k records in all (each atom weighing its number of records). This mod
 combination of elementary vectors with supports inside its own (Rockafellar 1969), so if all of
 those are already known, v is too.
 
-Search. v = sum_j lambda_j u_j has v = lambda_j at pivot j, so its pivot support J = {j : lambda_j
-!= 0} weighs at most its weight: only sets J of pivots weighing < k are tried. An elementary
-vector's J is connected (pivots j, j' adjacent when some atom has u_j and u_j' both non-zero there:
-otherwise v splits into two vectors of smaller supports). For |J| = m > 1, lambda vanishes on the
-columns U[J, c] of its zero set, which have rank m - 1 (else a second lambda would cancel one more
-atom, and v would not be elementary) and are among the columns with two or more non-zeros in J:
-lambda is the normal of m - 1 independent such columns. All of it is enumerated, with a limit on
-the work (beyond it the caller refuses: a conservative answer).
+Search. The basis is first put in reduced row echelon form over the atoms in their fixed order, so
+the search (and whether it passes its work limit) depends only on W, never on the engine's random
+choices. v = sum_j lambda_j u_j has v = lambda_j at pivot j, so its pivot support J = {j :
+lambda_j != 0} weighs at most its weight: only sets J of pivots weighing < k are tried. An
+elementary vector's J is connected (pivots j, j' adjacent when some atom has u_j and u_j' both
+non-zero there: otherwise v splits into two vectors of smaller supports). An atom where a single
+u_j of J is non-zero is in the support of every such v: with J's pivots, a floor on the weight; a
+J whose floor reaches k is skipped. For |J| = m > 1, v keeps a few of the atoms where two or more
+u_j are non-zero (within the weight left) and vanishes on the others, whose columns U[J, c] must
+have rank m - 1 (else a second lambda would cancel one more atom and v would not be elementary):
+lambda is their normal. All of it is enumerated, with a limit on the work (beyond it the caller
+refuses: a conservative answer).
 
 Example: a set of one record that differs from an answered set (a unit vector, J = {j}); or two
 records of different atoms whose total (e_a + e_b) or difference is derivable (|J| = 1 or 2).
@@ -25,7 +29,6 @@ records of different atoms whose total (e_a + e_b) or difference is derivable (|
 from __future__ import annotations
 
 import itertools
-import math
 
 import numpy as np
 
@@ -35,38 +38,44 @@ from sdckit.query.audit_modp import inverse
 WORK_LIMIT = 20_000
 
 
-def _normal(columns: np.ndarray, p: int) -> np.ndarray | None:
-    """The non-zero lambda (m entries, first non-zero entry 1) with lambda . c = 0 for the m - 1
-    columns c of ``columns`` (m x (m-1), mod p), or None when they do not have rank m - 1."""
-    a = (columns.T % p).astype(object)  # (m-1) x m; Python ints: no overflow
+def _rref(a: np.ndarray, p: int) -> tuple[np.ndarray, list[int]]:
+    """Reduced row echelon form mod p of the rows of ``a`` (zero rows dropped) and its pivot columns:
+    a canonical basis of the row space, whatever basis ``a`` was."""
+    a = a.copy() % p
     rows, cols = a.shape
-    pivots = []
+    pivots: list[int] = []
     r = 0
     for c in range(cols):
-        hit = next((i for i in range(r, rows) if a[i, c] % p), None)
-        if hit is None:
-            continue
-        a[[r, hit]] = a[[hit, r]]
-        inv = inverse(int(a[r, c]), p)
-        a[r] = [x * inv % p for x in a[r]]
-        for i in range(rows):
-            if i != r and a[i, c] % p:
-                f = a[i, c]
-                a[i] = [(x - f * y) % p for x, y in zip(a[i], a[r])]
-        pivots.append(c)
-        r += 1
         if r == rows:
             break
-    if r != cols - 1:
+        hits = np.flatnonzero(a[r:, c])
+        if not hits.size:
+            continue
+        h = r + int(hits[0])
+        a[[r, h]] = a[[h, r]]
+        a[r] = a[r] * inverse(int(a[r, c]), p) % p
+        factors = a[:, c].copy()
+        factors[r] = 0
+        a = (a - factors[:, None] * a[r][None, :] % p) % p
+        pivots.append(c)
+        r += 1
+    return a[:r], pivots
+
+
+def _normal(columns: np.ndarray, p: int) -> np.ndarray | None:
+    """The lambda (m entries, first non-zero one 1) with lambda . c = 0 for every column c of
+    ``columns`` (m x q, mod p) when those columns have rank m - 1; else None."""
+    m = columns.shape[0]
+    reduced, pivots = _rref(columns.T, p)  # rows: the columns' span, reduced
+    if len(pivots) != m - 1:
         return None
-    free = next(c for c in range(cols) if c not in pivots)
-    lam = [0] * cols
+    free = next(c for c in range(m) if c not in pivots)
+    lam = np.zeros(m, dtype=np.int64)
     lam[free] = 1
     for i, c in enumerate(pivots):
-        lam[c] = (-a[i, free]) % p
-    out = np.array(lam, dtype=np.int64)
-    first = out[np.flatnonzero(out)[0]]
-    return out * inverse(int(first), p) % p
+        lam[c] = (-reduced[i, free]) % p
+    first = lam[np.flatnonzero(lam)[0]]
+    return lam * inverse(int(first), p) % p
 
 
 def _connected_sets(adjacent: list[set[int]], weight: np.ndarray, k: int, limit: int) -> list[tuple[int, ...]] | None:
@@ -90,30 +99,31 @@ def _connected_sets(adjacent: list[set[int]], weight: np.ndarray, k: int, limit:
     return [tuple(sorted(s)) for s in seen]
 
 
-def small_vectors(u: np.ndarray, pivots: np.ndarray, weights: np.ndarray, k: int, p: int,
-                  limit: int = WORK_LIMIT) -> list[np.ndarray] | None:
+def small_vectors(u: np.ndarray, weights: np.ndarray, k: int, p: int,
+                  limit: int | None = None) -> list[np.ndarray] | None:
     """Every elementary vector of weight < k of the space spanned by the rows of ``u``.
 
     Parameters
     ----------
     u : ndarray of int64, shape (d, s)
-        Basis of W mod p over s atoms, reduced: ``u[:, pivots]`` is the identity.
-    pivots : ndarray of int
-        Column of each row's pivot.
+        A basis of W mod p over s atoms (in a fixed order: the search, and its work, depend only
+        on W and that order, not on the basis given).
     weights : ndarray of int
         Records in each atom (>= 1).
     k : int
         A vector supported on fewer than k records in all is a disclosure.
     p : int
         The prime.
-    limit : int
-        Work limit; past it ``None`` is returned (the caller refuses).
+    limit : int, optional
+        Work limit (default :data:`WORK_LIMIT`); past it ``None`` is returned (the caller refuses).
 
     Returns
     -------
     list of ndarray or None
         Vectors (mod p, length s), each of weight < k (possibly also some non-elementary ones).
     """
+    limit = WORK_LIMIT if limit is None else limit
+    u, pivots = _rref(u, p)
     d = u.shape[0]
     if not d:
         return []
@@ -132,32 +142,39 @@ def small_vectors(u: np.ndarray, pivots: np.ndarray, weights: np.ndarray, k: int
     if sets is None:
         return None
     work = len(sets)
+    if work > limit:
+        return None
     found: list[np.ndarray] = []
     for subset in sets:
         rows = u[list(subset)]
         m = len(subset)
+        count = (rows != 0).sum(axis=0)
+        # an atom where one u_j of J alone is non-zero stays in the support: with the pivots, a
+        # floor on the weight of every v with pivot support J
+        floor = int(weights[[pivots[j] for j in subset]].sum()) + int(weights[other & (count == 1)].sum())
+        if floor >= k:
+            continue
         if m == 1:
             lambdas = [np.ones(1, dtype=np.int64)]
         else:
-            nz = rows != 0
-            candidates = np.flatnonzero(other & (nz.sum(axis=0) >= 2))
-            # parallel columns give the same normals: keep one of each direction
-            columns = rows[:, candidates]
-            lead = columns[np.argmax(columns != 0, axis=0), np.arange(columns.shape[1])]
-            scaled = columns * np.array([inverse(int(x), p) for x in lead], dtype=np.int64)[None, :] % p
-            distinct = np.unique(scaled.T, axis=0)
-            n_choices = _n_choose(len(distinct), m - 1)
-            work += n_choices
-            if work > limit:
-                return None
-            lambdas = []
-            seen: set[bytes] = set()
-            for combo in itertools.combinations(range(len(distinct)), m - 1):
-                lam = _normal(distinct[list(combo)].T, p)
-                if lam is None or not lam.all() or lam.tobytes() in seen:
-                    continue
-                seen.add(lam.tobytes())
-                lambdas.append(lam)
+            # lambda keeps non-zero a few of the atoms where two or more u_j are (weight <= budget)
+            # and vanishes on the others, which must have rank m - 1
+            shared_j = np.flatnonzero(other & (count >= 2))
+            budget = k - 1 - floor
+            lambdas, seen = [], set()
+            for size in range(0, min(budget, shared_j.size) + 1):
+                for kept in itertools.combinations(range(shared_j.size), size):
+                    if int(weights[shared_j[list(kept)]].sum()) > budget:
+                        continue
+                    work += 1
+                    if work > limit:
+                        return None
+                    zeroed = np.delete(shared_j, list(kept))
+                    lam = _normal(rows[:, zeroed], p)
+                    if lam is None or not lam.all() or lam.tobytes() in seen:
+                        continue
+                    seen.add(lam.tobytes())
+                    lambdas.append(lam)
         for lam in lambdas:
             v = np.zeros(u.shape[1], dtype=np.int64)
             for coefficient, row in zip(lam.tolist(), rows):
@@ -165,7 +182,3 @@ def small_vectors(u: np.ndarray, pivots: np.ndarray, weights: np.ndarray, k: int
             if int(weights[v != 0].sum()) < k:
                 found.append(v)
     return found
-
-
-def _n_choose(n: int, r: int) -> int:
-    return math.comb(n, r) if 0 <= r <= n else 0

@@ -122,8 +122,7 @@ class _Knowledge:
             positions, basis = engine.small_basis(big, self.atoms, small)
             if not positions.size:
                 continue
-            pivots = np.searchsorted(small, engine.piv[positions])
-            found = small_vectors(basis, pivots, self.atoms.sizes[small], self.k, engine.p)
+            found = small_vectors(basis, self.atoms.sizes[small], self.k, engine.p)
             if found is None:
                 return None
             out.extend((e, small, v) for v in found)
