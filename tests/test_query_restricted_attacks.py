@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from query_helpers import Server, add_analyst, post, small_totals_learnt
@@ -221,6 +221,12 @@ _step = st.tuples(st.sampled_from(["count", "sum"]), st.sets(st.tuples(st.intege
 
 @settings(max_examples=60, deadline=None)
 @given(cells=_cells, k=st.integers(2, 3), steps=st.lists(_step, min_size=1, max_size=8))
+# cells (0, 1) and (1, 1) hold one record each: the second answer minus the first is their difference
+@example(cells=[(0, 0), (0, 0), (0, 1), (1, 0), (1, 0), (1, 1)], k=3,
+         steps=[("count", {(0, 1), (0, 0)}, None), ("count", {(1, 1), (0, 0)}, None)])
+# the union attack of issue 27 on cells: SUM(A), SUM(B + {x}), SUM(A + {x, y}) gives x + y
+@example(cells=[(0, 0), (0, 0), (0, 0), (1, 0), (1, 0), (1, 0), (2, 0), (2, 1), (1, 1), (1, 1), (1, 1)], k=3,
+         steps=[("sum", {(0, 0)}, None), ("sum", {(1, 0), (2, 0)}, None), ("sum", {(0, 0), (2, 0), (2, 1)}, None)])
 def test_random_strategies_over_cells_never_determine_a_small_total(cells, k, steps):
     """Records in cells of two public dimensions (a in 0..2, b in 0..1); each query is COUNT or SUM
     over a union of cells, or over its groups by one dimension. The decisions are the brute-force
