@@ -198,10 +198,14 @@ class Atoms:
         weights[np.asarray(row_ids, dtype=np.int64)] = pi
         return (weights.reshape(n_bytes, 1, 8) * _BYTE_BITS[None, :, :]).sum(axis=2) % p
 
-    def row_values(self, atoms: np.ndarray, row_ids: list[int], pis: np.ndarray, p: int) -> np.ndarray:
-        """``pis[j] . column(a)`` mod p for each weight vector ``pis[j]`` (over the kept rows
-        ``row_ids``) and atom ``a`` of ``atoms``: shape ``(len(pis), len(atoms))``."""
-        tables = np.stack([self._tables(row_ids, pi, p) for pi in pis]) if len(pis) else np.zeros((0, 0, 256), np.int64)
+    def value_tables(self, row_ids: list[int], pis: np.ndarray, p: int) -> np.ndarray:
+        """The byte tables of :meth:`row_values` for the weight vectors ``pis`` (build once, reuse)."""
+        return np.stack([self._tables(row_ids, pi, p) for pi in pis]) if len(pis) else np.zeros((0, 0, 256), np.int64)
+
+    def row_values(self, atoms: np.ndarray, tables: np.ndarray, p: int) -> np.ndarray:
+        """``pis[j] . column(a)`` mod p for each weight vector ``pis[j]`` (over the kept rows;
+        ``tables`` from :meth:`value_tables`) and atom ``a`` of ``atoms``: shape
+        ``(len(pis), len(atoms))``."""
         return _row_values(self.store.bits, self.rep, atoms.astype(np.int64), tables, np.int64(p))
 
     def first_residual(self, atoms: np.ndarray | None, row_ids: list[int], pi: np.ndarray, inside: np.ndarray,

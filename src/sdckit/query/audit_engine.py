@@ -171,13 +171,10 @@ class Engine:
         piv[j] = atom
         self.minv, self.x, self.piv = minv, x, piv
 
-    def small_basis(self, big: np.ndarray, store: Store, atoms: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """After :meth:`settle`: the pivot positions on small atoms and the basis u_j of W they
-        give, as values mod p at ``atoms`` (the small atoms): shape (small pivots, len(atoms))."""
-        small = np.flatnonzero(~big[self.piv])
-        if not small.size:
-            return small, np.zeros((0, atoms.size), dtype=np.int64)
-        return small, store.row_values(atoms, self.rows, self.minv[small], self.p)
+    def small_pivots(self, big: np.ndarray) -> np.ndarray:
+        """After :meth:`settle`: the pivot positions j on small atoms. Rows ``minv[j]`` weight the
+        kept rows into the basis u_j of W (its value at atom a is ``minv[j] . column(a)``)."""
+        return np.flatnonzero(~big[self.piv])
 
     def in_row_space(self, vector: np.ndarray) -> bool:
         """Whether ``vector`` (mod p, over this engine's atoms) is orthogonal to both random null

@@ -28,8 +28,7 @@ records of different atoms whose total (e_a + e_b) or difference is derivable (|
 
 from __future__ import annotations
 
-import itertools
-
+import numba
 import numpy as np
 
 from sdckit.query.audit_modp import inverse
@@ -62,20 +61,68 @@ def _rref(a: np.ndarray, p: int) -> tuple[np.ndarray, list[int]]:
     return a[:r], pivots
 
 
-def _normal(columns: np.ndarray, p: int) -> np.ndarray | None:
-    """The lambda (m entries, first non-zero one 1) with lambda . c = 0 for every column c of
-    ``columns`` (m x q, mod p) when those columns have rank m - 1; else None."""
-    m = columns.shape[0]
-    reduced, pivots = _rref(columns.T, p)  # rows: the columns' span, reduced
-    if len(pivots) != m - 1:
-        return None
-    free = next(c for c in range(m) if c not in pivots)
-    lam = np.zeros(m, dtype=np.int64)
-    lam[free] = 1
-    for i, c in enumerate(pivots):
-        lam[c] = (-reduced[i, free]) % p
-    first = lam[np.flatnonzero(lam)[0]]
-    return lam * inverse(int(first), p) % p
+@numba.njit(cache=True)
+def _pack(columns, bases, pivots, counts, p):  # pragma: no cover - compiled
+    """Greedy disjoint spanning sets: each column (rows of ``columns``, in order) goes to the first
+    set it is independent of. ``bases[g, i]`` is set g's i-th vector (normalised at ``pivots[g,
+    i]``, zero at the set's earlier pivots); returns whether every set reached full rank."""
+    k, d = counts.size, columns.shape[1]
+    x = np.empty(d, dtype=np.int64)
+    for t in range(columns.shape[0]):
+        for g in range(k):
+            if counts[g] == d:
+                continue
+            for j in range(d):
+                x[j] = columns[t, j] % p
+            for i in range(counts[g]):
+                f = x[pivots[g, i]]
+                if f:
+                    for j in range(d):
+                        x[j] = (x[j] - f * bases[g, i, j] % p + p) % p
+            c = -1
+            for j in range(d):
+                if x[j]:
+                    c = j
+                    break
+            if c < 0:
+                continue
+            # inverse of x[c] mod p by Fermat (square and multiply)
+            a, e, inv = x[c], p - 2, 1
+            while e:
+                if e & 1:
+                    inv = inv * a % p
+                a = a * a % p
+                e >>= 1
+            for j in range(d):
+                bases[g, counts[g], j] = x[j] * inv % p
+            pivots[g, counts[g]] = c
+            counts[g] += 1
+            break
+        done = True
+        for g in range(k):
+            if counts[g] < d:
+                done = False
+        if done:
+            return True
+    return False
+
+
+def spanned_k_times(values, n_atoms: int, d: int, k: int, p: int, block: int = 4096) -> bool:
+    """A certificate that W (dimension d) holds no non-zero vector on fewer than k atoms: k
+    disjoint sets of atoms whose columns each span all d dimensions (greedy, atoms in their fixed
+    order: each goes to the first set it is independent of). Every non-zero v = lambda U is
+    non-zero on some atom of each set (lambda is orthogonal to no spanning set), so it covers k
+    atoms or more, of k records or more. ``values(start, stop)`` gives the columns of atoms
+    start..stop-1 (d x (stop - start)), computed only as far as needed. False: no certificate
+    (the search decides)."""
+    bases = np.zeros((k, d, d), dtype=np.int64)
+    pivots = np.zeros((k, d), dtype=np.int64)
+    counts = np.zeros(k, dtype=np.int64)
+    for start in range(0, n_atoms, block):
+        columns = np.ascontiguousarray(values(start, min(n_atoms, start + block)).T)
+        if _pack(columns, bases, pivots, counts, np.int64(p)):
+            return True
+    return False
 
 
 def _connected_sets(adjacent: list[set[int]], weight: np.ndarray, k: int, limit: int) -> list[tuple[int, ...]] | None:
@@ -99,6 +146,55 @@ def _connected_sets(adjacent: list[set[int]], weight: np.ndarray, k: int, limit:
     return [tuple(sorted(s)) for s in seen]
 
 
+def _hyperplane_normals(rows: np.ndarray, columns: list[int], weights: np.ndarray, budget: int, p: int,
+                        work: list[int], limit: int) -> list[np.ndarray] | None:
+    """Every lambda (m entries) that is the normal of a rank m - 1 set of ``columns`` of ``rows``
+    (m x s) and keeps non-zero at most ``budget`` weight of them, found by a branching over the
+    columns in order: a column in the span of the ones chosen vanishes anyway; another one is
+    either chosen (it vanishes) or kept (it costs its weight). None past the work limit."""
+    m = rows.shape[0]
+    out: list[np.ndarray] = []
+    seen: set[bytes] = set()
+    vectors = [rows[:, c] % p for c in columns]
+
+    def in_span(basis: np.ndarray, pivots: list[int], vector: np.ndarray) -> bool:
+        v = vector.copy()
+        for i, c in enumerate(pivots):
+            if v[c]:
+                v = (v - v[c] * basis[i] % p) % p
+        return not v.any()
+
+    def walk(basis: np.ndarray, pivots: list[int], position: int, spent: int) -> bool:
+        work[0] += 1
+        if work[0] > limit:
+            return False
+        if len(pivots) == m - 1:
+            free = next(c for c in range(m) if c not in pivots)
+            lam = np.zeros(m, dtype=np.int64)
+            lam[free] = 1
+            for i, c in enumerate(pivots):
+                lam[c] = (-basis[i, free]) % p
+            if lam.all() and lam.tobytes() not in seen:
+                seen.add(lam.tobytes())
+                out.append(lam)
+            return True
+        while position < len(columns) and in_span(basis, pivots, vectors[position]):
+            position += 1
+        if position == len(columns):
+            return True
+        grown, grown_pivots = _rref(np.vstack([basis, vectors[position][None, :]]), p)
+        if not walk(grown, grown_pivots, position + 1, spent):
+            return False
+        w = int(weights[columns[position]])
+        if spent + w <= budget:
+            return walk(basis, pivots, position + 1, spent + w)
+        return True
+
+    if not walk(np.zeros((0, m), dtype=np.int64), [], 0, 0):
+        return None
+    return out
+
+
 def small_vectors(u: np.ndarray, weights: np.ndarray, k: int, p: int,
                   limit: int | None = None) -> list[np.ndarray] | None:
     """Every elementary vector of weight < k of the space spanned by the rows of ``u``.
@@ -107,7 +203,7 @@ def small_vectors(u: np.ndarray, weights: np.ndarray, k: int, p: int,
     ----------
     u : ndarray of int64, shape (d, s)
         A basis of W mod p over s atoms (in a fixed order: the search, and its work, depend only
-        on W and that order, not on the basis given).
+        on W, the weights and that order, not on the basis given).
     weights : ndarray of int
         Records in each atom (>= 1).
     k : int
@@ -121,12 +217,22 @@ def small_vectors(u: np.ndarray, weights: np.ndarray, k: int, p: int,
     -------
     list of ndarray or None
         Vectors (mod p, length s), each of weight < k (possibly also some non-elementary ones).
+
+    Notes
+    -----
+    The basis is put in reduced row echelon form over the support's atoms heaviest first (ties in
+    the given order): its pivots are then a basis of greatest weight (the greedy basis of the
+    matroid), so the pivot sets J weighing < k, which the search walks, are as few as can be.
     """
     limit = WORK_LIMIT if limit is None else limit
-    u, pivots = _rref(u, p)
-    d = u.shape[0]
-    if not d:
+    size = u.shape[1]
+    support = np.flatnonzero((u % p != 0).any(axis=0))
+    if not support.size:
         return []
+    order = support[np.argsort(-weights[support], kind="stable")]
+    u, pivots = _rref(u[:, order], p)
+    weights = weights[order]
+    d = u.shape[0]
     nonzero = u != 0
     other = np.ones(u.shape[1], dtype=bool)
     other[pivots] = False
@@ -141,8 +247,8 @@ def small_vectors(u: np.ndarray, weights: np.ndarray, k: int, p: int,
     sets = _connected_sets(adjacent, weights[pivots], k, limit)
     if sets is None:
         return None
-    work = len(sets)
-    if work > limit:
+    work = [len(sets)]
+    if work[0] > limit:
         return None
     found: list[np.ndarray] = []
     for subset in sets:
@@ -155,30 +261,20 @@ def small_vectors(u: np.ndarray, weights: np.ndarray, k: int, p: int,
         if floor >= k:
             continue
         if m == 1:
-            lambdas = [np.ones(1, dtype=np.int64)]
+            lambdas: list[np.ndarray] | None = [np.ones(1, dtype=np.int64)]
         else:
             # lambda keeps non-zero a few of the atoms where two or more u_j are (weight <= budget)
-            # and vanishes on the others, which must have rank m - 1
-            shared_j = np.flatnonzero(other & (count >= 2))
-            budget = k - 1 - floor
-            lambdas, seen = [], set()
-            for size in range(0, min(budget, shared_j.size) + 1):
-                for kept in itertools.combinations(range(shared_j.size), size):
-                    if int(weights[shared_j[list(kept)]].sum()) > budget:
-                        continue
-                    work += 1
-                    if work > limit:
-                        return None
-                    zeroed = np.delete(shared_j, list(kept))
-                    lam = _normal(rows[:, zeroed], p)
-                    if lam is None or not lam.all() or lam.tobytes() in seen:
-                        continue
-                    seen.add(lam.tobytes())
-                    lambdas.append(lam)
+            # and vanishes on the others, whose columns have rank m - 1
+            lambdas = _hyperplane_normals(rows, np.flatnonzero(other & (count >= 2)).tolist(), weights,
+                                          k - 1 - floor, p, work, limit)
+            if lambdas is None:
+                return None
         for lam in lambdas:
             v = np.zeros(u.shape[1], dtype=np.int64)
             for coefficient, row in zip(lam.tolist(), rows):
                 v = (v + coefficient * row % p) % p
             if int(weights[v != 0].sum()) < k:
-                found.append(v)
+                full = np.zeros(size, dtype=np.int64)
+                full[order] = v
+                found.append(full)
     return found

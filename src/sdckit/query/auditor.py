@@ -57,7 +57,7 @@ from sdckit.core.errors import DataError, ParameterError
 from sdckit.query.audit_atoms import Atoms
 from sdckit.query.audit_engine import Engine
 from sdckit.query.audit_modp import random_prime
-from sdckit.query.audit_support import small_vectors
+from sdckit.query.audit_support import small_vectors, spanned_k_times
 
 QueryKind = Literal["count", "sum"]
 
@@ -117,12 +117,20 @@ class _Knowledge:
         search is past its work limit."""
         big = self.atoms.sizes >= self.k
         small = np.flatnonzero(~big)
+        small = small[np.argsort(-self.atoms.sizes[small], kind="stable")]  # heaviest first, then by id
         out = []
         for e, engine in enumerate(self.engines):
-            positions, basis = engine.small_basis(big, self.atoms, small)
+            positions = engine.small_pivots(big)
             if not positions.size:
                 continue
-            found = small_vectors(basis, self.atoms.sizes[small], self.k, engine.p)
+            atoms, tables, p = self.atoms, self.atoms.value_tables(engine.rows, engine.minv[positions], engine.p), engine.p
+
+            def values(start: int, stop: int) -> np.ndarray:
+                return atoms.row_values(small[start:stop], tables, p)
+
+            if spanned_k_times(values, small.size, positions.size, self.k, engine.p):
+                continue
+            found = small_vectors(values(0, small.size), self.atoms.sizes[small], self.k, engine.p)
             if found is None:
                 return None
             out.extend((e, small, v) for v in found)
