@@ -58,15 +58,15 @@ def _people(folder, hidden: int = HIDDEN, seed: int = 5) -> pd.DataFrame:
     return frame
 
 
-def _oracle_attack(url: str, key: str) -> tuple[list[tuple[int, str]], int]:
+def _oracle_attack(url: str, key: str, table: str) -> tuple[list[tuple[int, str]], int]:
     """The binary search of issue 27: 'refused' read as 'income > x'. Returns the responses and
     the income the attack concludes."""
-    assert post(url, key, "SELECT COUNT(*) FROM people WHERE age < 30").status_code == 200
+    assert post(url, key, f"SELECT COUNT(*) FROM {table} WHERE age < 30").status_code == 200
     low, high, seen = 0, 200_000, []
     for _ in range(18):
         x = (low + high) // 2
-        r = post(url, key, f"SELECT COUNT(*) FROM people WHERE age < 30 OR (age = 37 AND income > {x})")
-        seen.append((r.status_code, r.json().get("error", "")))
+        r = post(url, key, f"SELECT COUNT(*) FROM {table} WHERE age < 30 OR (age = 37 AND income > {x})")
+        seen.append((r.status_code, r.json().get("error", "").replace(table, "T")))
         if r.status_code == 200:
             high = x  # answered: the set was the tracker alone, income <= x
         else:
@@ -74,36 +74,41 @@ def _oracle_attack(url: str, key: str) -> tuple[list[tuple[int, str]], int]:
     return seen, low
 
 
-def test_the_refusal_oracle_learns_nothing_over_http(tmp_path):
-    runs = {}
-    for hidden in (HIDDEN, 150_000):
-        folder = tmp_path / str(hidden)
-        folder.mkdir()
-        _people(folder, hidden)
-        key = add_analyst(folder / "service.toml", "eve", "restricted")
-        server = Server(folder / "service.toml")
-        try:
-            runs[hidden] = _oracle_attack(server.url, key)
-        finally:
-            server.stop()
-    (seen_a, guess_a), (seen_b, guess_b) = runs[HIDDEN], runs[150_000]
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """One real server with two tables that differ only in the 37-year-old's income: ``people``
+    (HIDDEN) and ``twin`` (150,000)."""
+    folder = tmp_path_factory.mktemp("attacks")
+    twin = folder / "twin"
+    twin.mkdir()
+    frame = _people(folder)
+    _people(twin, 150_000)
+    (twin / "people.csv").rename(folder / "twin.csv")
+    second = CONFIG[CONFIG.index("[[table]]"):].replace('name = "people"', 'name = "twin"').replace("people.csv", "twin.csv")
+    (folder / "service.toml").write_text(CONFIG + second, encoding="utf-8")
+    running = Server(folder / "service.toml")
+    yield running, folder / "service.toml", frame
+    running.stop()
+
+
+def test_the_refusal_oracle_learns_nothing_over_http(server):
+    running, config, _ = server
+    key = add_analyst(config, "eve", "restricted")
+    seen_a, guess_a = _oracle_attack(running.url, key, "people")
+    seen_b, guess_b = _oracle_attack(running.url, key, "twin")
     assert seen_a == seen_b  # the same responses whatever her income
-    assert len({s for s in seen_a}) == 1  # ... and whatever x
+    assert len(set(seen_a)) == 1  # ... and whatever x
     status, error = seen_a[0]
     assert status == 400 and "'income' is confidential" in error and "(age, region)" in error
     assert guess_a == guess_b and (guess_a != HIDDEN or guess_b != 150_000)
 
 
-def test_the_union_of_two_small_sets_is_refused_over_http(tmp_path):
-    frame = _people(tmp_path)
-    key = add_analyst(tmp_path / "service.toml", "eve", "restricted")
-    server = Server(tmp_path / "service.toml")
-    try:
-        first = post(server.url, key, "SELECT SUM(income) FROM people WHERE age < 30")
-        second = post(server.url, key, "SELECT SUM(income) FROM people WHERE (region = 'S' AND age >= 30) OR age = 37")
-        third = post(server.url, key, "SELECT SUM(income) FROM people WHERE age < 30 OR age IN (37, 38)")
-    finally:
-        server.stop()
+def test_the_union_of_two_small_sets_is_refused_over_http(server):
+    running, config, frame = server
+    key = add_analyst(config, "mallory", "restricted")
+    first = post(running.url, key, "SELECT SUM(income) FROM people WHERE age < 30")
+    second = post(running.url, key, "SELECT SUM(income) FROM people WHERE (region = 'S' AND age >= 30) OR age = 37")
+    third = post(running.url, key, "SELECT SUM(income) FROM people WHERE age < 30 OR age IN (37, 38)")
     assert first.status_code == 200 and first.json()["rows"] == [[int(frame.income[frame.age < 30].sum())]]
     assert second.status_code == 200
     # answered, third - first would be the incomes of the 37- and 38-year-olds together: one of

@@ -18,30 +18,34 @@ Definition implemented
    signature (Chin & Ozsoyoglu's audit expert). By default (``known_totals=True``) the number
    of records and each column's total are assumed known to the analyst (the all-ones row): this is
    conservative, and Denning's general tracker derives them anyway.
-3. *Compromise*: the analyst can derive the count (or sum) of an atom iff its unit vector is in
-   the row space of the answered rows (exact rational linear algebra). An answer is refused when it
-   would make derivable the count or sum of an atom with 1 <= size < k -- a single record's value
-   (size 1, Chin & Ozsoyoglu) or a total over fewer than k records, which query-set-size control
-   forbids asking directly -- or, with known totals, of an atom with 1 <= n - size < k (its
-   complement). This covers Denning's individual and general trackers and differencing on a
-   known unique, whatever queries built them: a tracker isolates an atom and its unit vector.
-   For COUNT, the analyst knows each atom's predicate, so a derivable count of 1 is a membership
-   (attribute) disclosure of that record.
+3. *Compromise* (issue 27): an answer is refused when it would put in the row space (over Q, with
+   the all-ones row when totals are known) a non-zero vector supported on 1..k-1 records in all,
+   with any coefficients, that was not there before: a single record's value or membership, a
+   total over a union of small atoms, a difference of two records' values (an analyst who is one of
+   them learns the other's), or, with known totals, the complement of a set of more than n - k
+   records. This covers Denning's individual and general trackers and differencing, whatever
+   queries build them. For COUNT, the analyst knows each atom's predicate, so a derivable count of
+   1 is a membership (attribute) disclosure of that record.
 4. The several sets of one GROUP BY are checked together (all added, then the test).
    :meth:`Auditor.check` never changes the state; :meth:`Auditor.record` commits (and replays).
-   An atom that was already derivable (e.g. after a change of k between restarts) does not cause
+   A vector that was already derivable (e.g. after a change of k between restarts) does not cause
    further refusals.
 
-Not covered (stated limits): a derivable total over a *union* of several small atoms that is not
-itself an atom (finding a small set in a row space is a subset problem); inference from bounds
-on values (interval / range disclosure, Kleinberg et al.; Kenthapadi et al.); the information a
-refusal itself carries (the decision for SUM depends only on memberships, for COUNT also on atom
-sizes -- it is not *simulatable*); a derived zero count (an empty elementary set); dominance (a
-derivable total over k or more records of which one holds nearly all, the tabular p% rule).
+The decisions depend only on the memberships (and so the atoms' sizes), never on values: in the
+service's restricted mode, memberships are over cells of public dimensions (DESIGN.md section 7),
+so refusals say nothing about confidential values. Not covered (stated limits): inference from
+bounds on values (interval / range disclosure: a total at its bound pins its terms); a derived
+zero count (an empty elementary set); dominance (a derivable total over k or more records of which
+one holds nearly all, the tabular p% rule); relations between summed columns (each column's SUM
+knowledge is audited alone).
 
-Algorithm: :mod:`sdckit.query.audit_atoms` (atoms, O(n) per set) and
-:mod:`sdckit.query.audit_engine` (random null vector modulo a secret prime, O(r**2) per set for
-r answered independent sets); two independent engines, a refusal when either sees a disclosure.
+Algorithm: :mod:`sdckit.query.audit_atoms` (atoms, O(n) per set),
+:mod:`sdckit.query.audit_engine` (row space modulo a secret prime, O(r**2) per set for r answered
+independent sets; pivots kept on atoms of k records or more, so that the pivots left on small atoms
+give a basis of W, the row-space vectors supported on small atoms) and
+:mod:`sdckit.query.audit_support` (a certificate that W has no vector on fewer than k atoms, else
+an exact search of its small elementary vectors, with a work limit past which it refuses); two
+independent engines, a refusal when either sees a disclosure.
 """
 
 from __future__ import annotations
