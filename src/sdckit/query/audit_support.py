@@ -107,7 +107,7 @@ def _pack(columns, bases, pivots, counts, p):  # pragma: no cover - compiled
     return False
 
 
-def spanned_k_times(values, n_atoms: int, d: int, k: int, p: int, block: int = 4096) -> bool:
+def spanned_k_times(values, n_atoms: int, d: int, k: int, p: int) -> bool:
     """A certificate that W (dimension d) holds no non-zero vector on fewer than k atoms: k
     disjoint sets of atoms whose columns each span all d dimensions (greedy, atoms in their fixed
     order: each goes to the first set it is independent of). Every non-zero v = lambda U is
@@ -118,10 +118,13 @@ def spanned_k_times(values, n_atoms: int, d: int, k: int, p: int, block: int = 4
     bases = np.zeros((k, d, d), dtype=np.int64)
     pivots = np.zeros((k, d), dtype=np.int64)
     counts = np.zeros(k, dtype=np.int64)
-    for start in range(0, n_atoms, block):
+    start, block = 0, max(256, 2 * k * d)
+    while start < n_atoms:
         columns = np.ascontiguousarray(values(start, min(n_atoms, start + block)).T)
         if _pack(columns, bases, pivots, counts, np.int64(p)):
             return True
+        start += block
+        block *= 2
     return False
 
 

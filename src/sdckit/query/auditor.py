@@ -127,17 +127,25 @@ class _Knowledge:
             positions = engine.small_pivots(big)
             if not positions.size:
                 continue
-            atoms, tables, p = self.atoms, self.atoms.value_tables(engine.rows, engine.minv[positions], engine.p), engine.p
+            # W's support: the atoms where a random combination of the basis is non-zero (an atom
+            # of the support is missed with probability 1/p: then it is left out of the certificate
+            # and the search, which can only make them refuse more)
+            p, minv = engine.p, engine.minv[positions]
+            rho = engine.rng.integers(0, p, size=positions.size)
+            combined = (rho[:, None] * minv % p).sum(axis=0) % p
+            probe = self.atoms.row_values(small, self.atoms.value_tables(engine.rows, combined[None, :], p), p)[0]
+            support = small[probe != 0]
+            atoms, tables = self.atoms, self.atoms.value_tables(engine.rows, minv, p)
 
             def values(start: int, stop: int) -> np.ndarray:
-                return atoms.row_values(small[start:stop], tables, p)
+                return atoms.row_values(support[start:stop], tables, p)
 
-            if spanned_k_times(values, small.size, positions.size, self.k, engine.p):
+            if spanned_k_times(values, support.size, positions.size, self.k, p):
                 continue
-            found = small_vectors(values(0, small.size), self.atoms.sizes[small], self.k, engine.p)
+            found = small_vectors(values(0, support.size), self.atoms.sizes[support], self.k, p)
             if found is None:
                 return None
-            out.extend((e, small, v) for v in found)
+            out.extend((e, support, v) for v in found)
         return out
 
 
