@@ -1,14 +1,18 @@
 """Exact answers under classical protection: query-set-size control and an auditor (seed 002
 section 4.6.2; Denning 1980 for trackers, Chin & Ozsoyoglu 1982 for auditing).
 
-For each query the service computes, over the table's records in their fixed order
+A condition and a GROUP BY may name only the table's *public dimensions* and SUM/AVG only its
+confidential columns (:func:`check_dimensions`, a 400 decided from the text: issue 27), so every
+query set is a union of cells of the dimensions and no decision below depends on a confidential
+value. For each query the service computes, over the table's records in their fixed order
 (``__sdc_row``), the membership vector of the query set (one per group of a GROUP BY). Then
 
 1. **query-set-size control**: a query set (any group) with fewer than ``k`` records or more
    than ``N - k`` is refused (``k = [restricted] min_query_set``);
 2. **audit**: :class:`~sdckit.query.auditor.Auditor` decides, from what the knowledge holder
-   has already been told, whether these answers would let a single record's value (or its
-   membership) be derived, by trackers or differencing included. COUNT is audited as kind
+   has already been told, whether these answers would let a total over fewer than k records (a
+   single record's value or membership, a total or difference of a few records) be derived,
+   by trackers or differencing included. COUNT is audited as kind
    ``"count"``, SUM(col) as ``"sum"`` of ``col``, AVG(col) as both.
 
 **Whose knowledge is audited** (``[restricted] collusion``): ``false`` (the default) keeps one
