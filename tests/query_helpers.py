@@ -49,6 +49,7 @@ def write_config(folder: Path, *, seed: bool = False, cache: bool = True, k: int
         "[service]", *service,
         "[restricted]", f"min_query_set = {k}", f"collusion = {str(collusion).lower()}",
         "[[table]]", 'name = "census"', 'path = "census.csv"', 'privacy_unit = "person_id"',
+        'dimensions = ["age", "region", "grp"]',  # restricted mode: public; income is confidential
         "[table.bounds]", "income = [0, 200000]", "age = [0, 120]",
         "[table.domains]", 'region = ["N", "S", "E", "W"]', f"grp = {list(range(200))}",
         "[[table]]", 'name = "other"', 'path = "other.csv"',
@@ -125,3 +126,54 @@ def post(url: str, key: str | None, sql: str, epsilon: float | None = None, clie
         body["epsilon"] = epsilon
     headers = {"Authorization": f"Bearer {key}"} if key else {}
     return (client or httpx).post(url + "/v1/query", json=body, headers=headers, timeout=30)
+
+
+# ------------------------------------------------------------------ brute-force audit oracle
+def exact_rank(rows: list[list[int]]) -> int:
+    """Rank over Q of an integer matrix (fraction-free Gaussian elimination in Python integers)."""
+    a = [list(map(int, r)) for r in rows]
+    rank, cols = 0, len(a[0]) if a else 0
+    for c in range(cols):
+        hit = next((i for i in range(rank, len(a)) if a[i][c]), None)
+        if hit is None:
+            continue
+        a[rank], a[hit] = a[hit], a[rank]
+        pr = a[rank]
+        for i in range(rank + 1, len(a)):
+            if a[i][c]:
+                f, g = a[i][c], pr[c]
+                a[i] = [g * x - f * y for x, y in zip(a[i], pr)]
+        rank += 1
+    return rank
+
+
+def small_totals_learnt(k: int, before: list, after: list) -> bool:
+    """Brute force over Q: does the row space of ``after`` (0/1 vectors over the records) hold a
+    non-zero vector supported on fewer than ``k`` records that the row space of ``before`` does not?
+
+    A vector of the row space supported inside a set T of records is one of R and of R^T, so
+    dim(R & R^T) = rank(R) - rank(R without the columns T); ``after`` knows something new on T iff
+    that dimension grew. Row-space vectors are constant on the atoms (records grouped by membership
+    in every set), so T ranges over the unions of atoms of fewer than k records in all."""
+    import itertools
+
+    rows_after = [[int(x) for x in m] for m in after]
+    rows_before = [[int(x) for x in m] for m in before]
+    n = len(rows_after[0])
+    signature: dict[tuple, list[int]] = {}
+    for i in range(n):
+        signature.setdefault(tuple(r[i] for r in rows_after), []).append(i)
+    small = [a for a in signature.values() if len(a) < k]
+
+    def dim_inside(rows: list[list[int]], t: set[int]) -> int:
+        if not rows:
+            return 0
+        keep = [i for i in range(n) if i not in t]
+        return exact_rank(rows) - exact_rank([[r[i] for i in keep] for r in rows]) if keep else exact_rank(rows)
+
+    for size in range(1, k):
+        for combo in itertools.combinations(small, size):
+            t = set().union(*map(set, combo))
+            if len(t) < k and dim_inside(rows_after, t) > dim_inside(rows_before, t):
+                return True
+    return False

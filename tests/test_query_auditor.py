@@ -7,13 +7,12 @@ and a brute-force oracle (exact rational linear algebra over the records) on ran
 
 from __future__ import annotations
 
-from fractions import Fraction
-
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from query_helpers import small_totals_learnt
 from sdckit.core.errors import DataError, ParameterError
 from sdckit.query.auditor import Auditor, Decision
 
@@ -144,12 +143,15 @@ def test_group_by_over_a_fresh_table_is_allowed():
 
 # -- refusing never records ------------------------------------------------------------------------
 def test_a_refused_answer_is_not_recorded():
-    # Knowledge: all, C1. T = C1 - Alice is refused. R = T + {9} (9 outside C1) is safe with
-    # {all, C1} but would isolate record 9 if T had been recorded (R - T = {9}).
+    # Knowledge: all, C1. T = C1 - Alice is refused. R = T + {9, 10} (outside C1) is safe with
+    # {all, C1} (C1 - R = e_0 - e_{9,10} covers 3 records) but would give the total of records 9
+    # and 10 if T had been recorded (R - T = {9, 10}: 2 < k records). (R = T + {9} is refused
+    # since issue 27: C1 - R = e_0 - e_9, the difference of two records' values.)
     a = Auditor(N12, 3)
     assert _ask(a, [C1], "count")
     assert not a.check([C1 & ~C2], "count", None).allowed
-    r = (C1 & ~C2) | _set(N12, [9])
+    assert not a.check([(C1 & ~C2) | _set(N12, [9])], "count", None).allowed
+    r = (C1 & ~C2) | _set(N12, [9, 10])
     assert a.check([r], "count", None).allowed
     assert a.answered == 1
 
@@ -214,51 +216,13 @@ def test_decision_to_dict():
 
 
 # -- brute-force oracle ---------------------------------------------------------------------------
-def _echelon(rows: list[list[int]]) -> list[tuple[int, list[Fraction]]]:
-    """Row echelon basis over Q (Gaussian elimination with Fractions): (pivot column, row) pairs."""
-    basis: list[tuple[int, list[Fraction]]] = []
-    for r in rows:
-        vec = _reduce(basis, [Fraction(x) for x in r])
-        pivot = next((c for c, x in enumerate(vec) if x != 0), None)
-        if pivot is not None:
-            basis.append((pivot, [x / vec[pivot] for x in vec]))
-    return basis
-
-
-def _reduce(basis: list[tuple[int, list[Fraction]]], vec: list[Fraction]) -> list[Fraction]:
-    for pivot, row in basis:
-        if vec[pivot] != 0:
-            f = vec[pivot]
-            vec = [a - f * b for a, b in zip(vec, row)]
-    return vec
-
-
-def _in_row_space(basis, vec: list[int]) -> bool:
-    return not any(_reduce(basis, [Fraction(x) for x in vec]))
-
-
-def _small_derivable(n: int, k: int, known: bool, sets: list[np.ndarray]) -> set[frozenset]:
-    """Record sets (atoms of ``sets``) of small size whose indicator is in the row space over Q."""
-    basis = _echelon([list(map(int, s)) for s in sets] + ([[1] * n] if known else []))
-    signature = {}
-    for i in range(n):
-        signature.setdefault(tuple(bool(s[i]) for s in sets), []).append(i)
-    out = set()
-    for members in signature.values():
-        size = len(members)
-        if size < k or (known and 1 <= n - size < k):
-            vec = [1 if i in members else 0 for i in range(n)]
-            if _in_row_space(basis, vec):
-                out.add(frozenset(members))
-    return out
-
-
 def _oracle_allows(n, k, known, answered, batch) -> bool:
+    """Size control, then no new total over fewer than k records derivable (brute force over Q,
+    ``query_helpers.small_totals_learnt``; issue 27: unions of small atoms and differences too)."""
     if any(not (k <= int(m.sum()) <= n - k) for m in batch):
         return False
-    before = _small_derivable(n, k, known, answered)
-    after = _small_derivable(n, k, known, answered + batch)
-    return after <= before
+    base = [np.ones(n, dtype=bool)] if known else []
+    return not small_totals_learnt(k, base + answered, base + answered + batch)
 
 
 _query = st.tuples(st.sampled_from(["count", "sum:a", "sum:b"]),

@@ -53,6 +53,22 @@ def _first_residual(bits, reps, atoms, inside, tables, p, start, stride):  # pra
 
 
 @numba.njit(cache=True)
+def _row_values(bits, reps, atoms, tables, p):  # pragma: no cover - compiled
+    """out[j, t] = sum_b tables[j, b, bits[reps[atoms[t]], b]] mod p: row-space vector j's value at
+    atom atoms[t], the weighted sum of the atom's column over the kept rows."""
+    nj, nb = tables.shape[0], tables.shape[1]
+    out = np.zeros((nj, atoms.size), dtype=np.int64)
+    for t in range(atoms.size):
+        r = reps[atoms[t]]
+        for j in range(nj):
+            acc = 0
+            for b in range(nb):
+                acc += tables[j, b, bits[r, b]]
+            out[j, t] = acc % p
+    return out
+
+
+@numba.njit(cache=True)
 def _write_bit(bits, byte, mask, clear, members):  # pragma: no cover - compiled
     off = np.uint8(255) ^ mask
     for i in clear:
@@ -174,16 +190,31 @@ class Atoms:
         unpacked = np.unpackbits(self.store.bits[self.rep[atom], :n_bytes], bitorder="little").astype(np.int64)
         return unpacked[np.asarray(row_ids, dtype=np.int64)] if row_ids else unpacked[:0]
 
+    def _tables(self, row_ids: list[int], pi: np.ndarray, p: int) -> np.ndarray:
+        """Per byte of a record's bits, the weighted sum (mod p) of its 256 patterns: weights ``pi``
+        on the kept rows ``row_ids`` (shape ``(n_bytes, 256)``)."""
+        n_bytes = (max(row_ids) >> 3) + 1 if row_ids else 0
+        weights = np.zeros(8 * n_bytes, dtype=np.int64)
+        weights[np.asarray(row_ids, dtype=np.int64)] = pi
+        return (weights.reshape(n_bytes, 1, 8) * _BYTE_BITS[None, :, :]).sum(axis=2) % p
+
+    def value_tables(self, row_ids: list[int], pis: np.ndarray, p: int) -> np.ndarray:
+        """The byte tables of :meth:`row_values` for the weight vectors ``pis`` (build once, reuse)."""
+        return np.stack([self._tables(row_ids, pi, p) for pi in pis]) if len(pis) else np.zeros((0, 0, 256), np.int64)
+
+    def row_values(self, atoms: np.ndarray, tables: np.ndarray, p: int) -> np.ndarray:
+        """``pis[j] . column(a)`` mod p for each weight vector ``pis[j]`` (over the kept rows;
+        ``tables`` from :meth:`value_tables`) and atom ``a`` of ``atoms``: shape
+        ``(len(pis), len(atoms))``."""
+        return _row_values(self.store.bits, self.rep, atoms.astype(np.int64), tables, np.int64(p))
+
     def first_residual(self, atoms: np.ndarray | None, row_ids: list[int], pi: np.ndarray, inside: np.ndarray,
                        p: int, start: int = 0) -> tuple[int, int]:
         """An atom of ``atoms`` (all atoms, swept from ``start`` in a scattered order, if ``None``)
         whose residual ``inside - pi . column`` is non-zero mod p, and that residual; (-1, 0) if none.
 
         The scattered sweep finds one of s atoms with a non-zero residual after about m / s atoms."""
-        n_bytes = (max(row_ids) >> 3) + 1 if row_ids else 0
-        weights = np.zeros(8 * n_bytes, dtype=np.int64)
-        weights[np.asarray(row_ids, dtype=np.int64)] = pi
-        tables = (weights.reshape(n_bytes, 1, 8) * _BYTE_BITS[None, :, :]).sum(axis=2) % p
+        tables = self._tables(row_ids, pi, p)
         listed = np.zeros(0, dtype=np.int64) if atoms is None else atoms.astype(np.int64)
         if atoms is not None and not atoms.size:
             return -1, 0

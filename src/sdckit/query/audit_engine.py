@@ -24,6 +24,19 @@ l with non-zero residual rho_l = v_l - (v_P M^-1) A[I, l]: the part inside of a 
 (rho = 1), else one of the two parts of a cut atom (their residuals differ by 1), else (a row that
 cuts no atom) a scattered sample, the lone-atom test, a sweep (see :meth:`Engine._new_pivot`).
 Each row costs O(r**2) plus O(atoms) (plus O(atoms * r/8) for a sweep).
+
+*Small atoms* (issue 27; DESIGN.md section 7). The row space R may hold a non-zero vector supported
+on atoms of fewer than k records in all (a total over a union of small atoms), not only a unit
+vector. Such a vector lies in W = R restricted to the small atoms (atoms of fewer than k records).
+The engine keeps its pivots on *big* atoms (k records or more) wherever it can: a new row's pivot
+is a big atom of non-zero residual when there is one, and a pivot that became small (its atom was
+cut) is exchanged for a big atom l with (M^-1 A[I, l])_j != 0 when there is one (one column of M
+replaced: O(r**2)). A small pivot j for which no big atom qualifies is *settled*: the row-space
+vector u_j = e_j M^-1 A[I, :] (1 at pivot j, 0 at the other pivots) vanishes on every big atom, so
+u_j is in W. Then the pivots on big atoms span the big atoms' columns (no exchange is left), so
+dim W = r - rank A[I, big] = the number of small pivots, and the settled u_j are a basis of W.
+A settled pivot stays settled: later pivots and exchanges use big atoms, where u_j is 0, so u_j is
+unchanged, and atoms only shrink (a big atom now was big before).
 """
 
 from __future__ import annotations
@@ -60,6 +73,7 @@ class Engine:
         self.minv = np.zeros((0, 0), dtype=np.int64)
         self.W = np.zeros((2, 0), dtype=np.int64)
         self.x = np.zeros((2, 0), dtype=np.int64)
+        self.settled = np.zeros(0, dtype=bool)  # per pivot position: small, and no big atom to exchange
 
     def copy(self) -> "Engine":
         other = Engine.__new__(Engine)
@@ -70,6 +84,7 @@ class Engine:
         other.minv = self.minv
         other.W = self.W
         other.x = self.x
+        other.settled = self.settled
         return other
 
     @property
@@ -92,9 +107,10 @@ class Engine:
         return self.piv[(self.w[0, self.piv] - self.x[0]) % self.p == 0]
 
     def add_row(self, row_id: int, inside: np.ndarray, parents: np.ndarray, children: np.ndarray,
-                store: Store) -> bool:
+                store: Store, big: np.ndarray) -> bool:
         """Add the set ``inside`` (bool over atoms, after its split; bits staged as row ``row_id``);
-        return whether it raised the rank."""
+        return whether it raised the rank. ``big`` marks the atoms of k records or more: the new
+        pivot is one of them when one has a non-zero residual."""
         p = self.p
         v_piv = inside[self.piv]
         w_v = self.w[:, inside].sum(axis=1) % p
@@ -102,7 +118,7 @@ class Engine:
         if not children.size and not vz.any():
             return False  # in the row space (probability 1 - 1/p**2): nothing new is learnt
         pi = self.minv[v_piv].sum(axis=0) % p if self.piv.size else np.zeros(0, dtype=np.int64)
-        pivot, residual = self._new_pivot(inside, pi, parents, children, store, vz)
+        pivot, residual = self._new_pivot(inside, pi, parents, children, store, vz, big)
         if pivot < 0:
             return False
         column = store.column(pivot, self.rows)
@@ -115,10 +131,64 @@ class Engine:
         self.piv = np.append(self.piv, pivot)
         self.rows.append(row_id)
         self.W = np.concatenate([self.W, w_v[:, None]], axis=1)
+        self.settled = np.append(self.settled, not big[pivot])  # no big atom had a residual
+        return True
+
+    def settle(self, big: np.ndarray, store: Store) -> None:
+        """Exchange every small pivot that is not settled for a big atom where its row-space vector
+        u_j is non-zero, or mark it settled (u_j vanishes on all big atoms: u_j is in W)."""
+        todo = np.flatnonzero(~big[self.piv] & ~self.settled)
+        if not todo.size:
+            return
+        m = big.size
+        start = int(self.rng.integers(0, m))
+        order = (start + self.p * np.arange(m, dtype=np.int64)) % m  # scattered: early exits come fast
+        bigs = order[big[order]]
+        nothing = np.zeros(m, dtype=bool)
+        settled = self.settled.copy()
+        for j in todo.tolist():
+            atom, minus_g = store.first_residual(bigs, self.rows, self.minv[j], nothing, self.p)
+            if atom >= 0:
+                self._exchange(j, atom, store)
+            else:
+                settled[j] = True
+        self.settled = settled
+
+    def _exchange(self, j: int, atom: int, store: Store) -> None:
+        """Pivot position ``j`` moves to ``atom`` (g_j != 0 for g = M^-1 A[I, atom]): row j of M^-1
+        divided by g_j, row i minus g_i times the new row j (Sherman-Morrison); x likewise."""
+        p = self.p
+        column = store.column(atom, self.rows).astype(bool)
+        g = self.minv[:, column].sum(axis=1) % p
+        inv = inverse(int(g[j]), p)
+        row = self.minv[j] * inv % p
+        minv = (self.minv - g[:, None] * row[None, :] % p) % p
+        minv[j] = row
+        xj = self.x[:, j] * inv % p
+        x = (self.x - xj[:, None] * g[None, :] % p) % p
+        x[:, j] = xj
+        piv = self.piv.copy()
+        piv[j] = atom
+        self.minv, self.x, self.piv = minv, x, piv
+
+    def small_pivots(self, big: np.ndarray) -> np.ndarray:
+        """After :meth:`settle`: the pivot positions j on small atoms. Rows ``minv[j]`` weight the
+        kept rows into the basis u_j of W (its value at atom a is ``minv[j] . column(a)``)."""
+        return np.flatnonzero(~big[self.piv])
+
+    def in_row_space(self, vector: np.ndarray) -> bool:
+        """Whether ``vector`` (mod p, over this engine's atoms) is orthogonal to both random null
+        vectors z = w - E_P x, i.e. in the row space (a false yes with probability 1/p**2)."""
+        p = self.p
+        for i in range(2):
+            dot = int((vector % p * self.w[i] % p).sum() % p)
+            dot = (dot - int((vector[self.piv] % p * self.x[i] % p).sum() % p)) % p
+            if dot:
+                return False
         return True
 
     def _new_pivot(self, inside: np.ndarray, pi: np.ndarray, parents: np.ndarray, children: np.ndarray,
-                   store: Store, vz: np.ndarray) -> tuple[int, int]:
+                   store: Store, vz: np.ndarray, big: np.ndarray) -> tuple[int, int]:
         """An atom with non-zero residual and the residual; (-1, 0) if none.
 
         First the part inside of a cut pivot (residual 1), then the two parts of a cut atom (their
@@ -142,8 +212,15 @@ class Engine:
             lone = np.flatnonzero((self.w[0] * int(vz[1]) - self.w[1] * int(vz[0])) % p == 0)
             candidates.append(lone)
         for atoms in candidates:
-            atom, rho = store.first_residual(atoms, self.rows, pi, inside, p)
+            atom, rho = store.first_residual(atoms[big[atoms]], self.rows, pi, inside, p)
             if atom >= 0:
                 return atom, rho
-        # All atoms, in a scattered order from a random start (the p > number of atoms stride).
-        return store.first_residual(None, self.rows, pi, inside, p, int(self.rng.integers(0, 2**62)))
+        if big.all():
+            # All atoms, in a scattered order from a random start (the p > number of atoms stride).
+            return store.first_residual(None, self.rows, pi, inside, p, int(self.rng.integers(0, 2**62)))
+        m = inside.size
+        order = (int(self.rng.integers(0, m)) + p * np.arange(m, dtype=np.int64)) % m
+        atom, rho = store.first_residual(order[big[order]], self.rows, pi, inside, p)
+        if atom >= 0:
+            return atom, rho
+        return store.first_residual(order[~big[order]], self.rows, pi, inside, p)  # the new row adds to W

@@ -18,30 +18,34 @@ Definition implemented
    signature (Chin & Ozsoyoglu's audit expert). By default (``known_totals=True``) the number
    of records and each column's total are assumed known to the analyst (the all-ones row): this is
    conservative, and Denning's general tracker derives them anyway.
-3. *Compromise*: the analyst can derive the count (or sum) of an atom iff its unit vector is in
-   the row space of the answered rows (exact rational linear algebra). An answer is refused when it
-   would make derivable the count or sum of an atom with 1 <= size < k -- a single record's value
-   (size 1, Chin & Ozsoyoglu) or a total over fewer than k records, which query-set-size control
-   forbids asking directly -- or, with known totals, of an atom with 1 <= n - size < k (its
-   complement). This covers Denning's individual and general trackers and differencing on a
-   known unique, whatever queries built them: a tracker isolates an atom and its unit vector.
-   For COUNT, the analyst knows each atom's predicate, so a derivable count of 1 is a membership
-   (attribute) disclosure of that record.
+3. *Compromise* (issue 27): an answer is refused when it would put in the row space (over Q, with
+   the all-ones row when totals are known) a non-zero vector supported on 1..k-1 records in all,
+   with any coefficients, that was not there before: a single record's value or membership, a
+   total over a union of small atoms, a difference of two records' values (an analyst who is one of
+   them learns the other's), or, with known totals, the complement of a set of more than n - k
+   records. This covers Denning's individual and general trackers and differencing, whatever
+   queries build them. For COUNT, the analyst knows each atom's predicate, so a derivable count of
+   1 is a membership (attribute) disclosure of that record.
 4. The several sets of one GROUP BY are checked together (all added, then the test).
    :meth:`Auditor.check` never changes the state; :meth:`Auditor.record` commits (and replays).
-   An atom that was already derivable (e.g. after a change of k between restarts) does not cause
+   A vector that was already derivable (e.g. after a change of k between restarts) does not cause
    further refusals.
 
-Not covered (stated limits): a derivable total over a *union* of several small atoms that is not
-itself an atom (finding a small set in a row space is a subset problem); inference from bounds
-on values (interval / range disclosure, Kleinberg et al.; Kenthapadi et al.); the information a
-refusal itself carries (the decision for SUM depends only on memberships, for COUNT also on atom
-sizes -- it is not *simulatable*); a derived zero count (an empty elementary set); dominance (a
-derivable total over k or more records of which one holds nearly all, the tabular p% rule).
+The decisions depend only on the memberships (and so the atoms' sizes), never on values: in the
+service's restricted mode, memberships are over cells of public dimensions (DESIGN.md section 7),
+so refusals say nothing about confidential values. Not covered (stated limits): inference from
+bounds on values (interval / range disclosure: a total at its bound pins its terms); a derived
+zero count (an empty elementary set); dominance (a derivable total over k or more records of which
+one holds nearly all, the tabular p% rule); relations between summed columns (each column's SUM
+knowledge is audited alone).
 
-Algorithm: :mod:`sdckit.query.audit_atoms` (atoms, O(n) per set) and
-:mod:`sdckit.query.audit_engine` (random null vector modulo a secret prime, O(r**2) per set for
-r answered independent sets); two independent engines, a refusal when either sees a disclosure.
+Algorithm: :mod:`sdckit.query.audit_atoms` (atoms, O(n) per set),
+:mod:`sdckit.query.audit_engine` (row space modulo a secret prime, O(r**2) per set for r answered
+independent sets; pivots kept on atoms of k records or more, so that the pivots left on small atoms
+give a basis of W, the row-space vectors supported on small atoms) and
+:mod:`sdckit.query.audit_support` (a certificate that W has no vector on fewer than k atoms, else
+an exact search of its small elementary vectors, with a work limit past which it refuses); two
+independent engines, a refusal when either sees a disclosure.
 """
 
 from __future__ import annotations
@@ -57,6 +61,7 @@ from sdckit.core.errors import DataError, ParameterError
 from sdckit.query.audit_atoms import Atoms
 from sdckit.query.audit_engine import Engine
 from sdckit.query.audit_modp import random_prime
+from sdckit.query.audit_support import small_vectors, spanned_k_times
 
 QueryKind = Literal["count", "sum"]
 
@@ -77,37 +82,71 @@ class Decision:
 class _Knowledge:
     """What is known of one kind of unknown (COUNT, or SUM of one column): atoms and engines."""
 
-    def __init__(self, n: int, known_totals: bool, rng: np.random.Generator) -> None:
+    def __init__(self, n: int, known_totals: bool, rng: np.random.Generator, k: int) -> None:
+        self.k = k
         self.atoms = Atoms(n)
         self.engines = [Engine(random_prime(31), rng, 1) for _ in range(_N_ENGINES)]
-        self.derivable = np.zeros(0, dtype=np.int64)
         if known_totals:
             self.add([np.ones(n, dtype=bool)])
             self.atoms.committed()
 
     def copy(self) -> "_Knowledge":
         other = _Knowledge.__new__(_Knowledge)
+        other.k = self.k
         other.atoms = self.atoms.copy()
         other.engines = [e.copy() for e in self.engines]
-        other.derivable = self.derivable
         return other
 
     def add(self, memberships: Sequence[np.ndarray]) -> np.ndarray:
-        """Add the sets; return the atoms whose set of records changed (cut atoms and new ones)."""
-        changed = []
+        """Add the sets; return each atom's atom before (``origin[a]``: a itself, or the atom it
+        was cut from)."""
+        origin = np.arange(self.atoms.count, dtype=np.int64)
         for member in memberships:
             split = self.atoms.refine(member)
-            changed.append(split.parents)
-            changed.append(split.children)
+            origin = np.concatenate([origin, origin[split.parents]])
             row_id = self.atoms.stage_row(split.members)
+            big = self.atoms.sizes >= self.k
             kept = False
             for engine in self.engines:
                 engine.split(split.parents, split.children)
-                kept |= engine.add_row(row_id, split.inside, split.parents, split.children, self.atoms)
+                kept |= engine.add_row(row_id, split.inside, split.parents, split.children, self.atoms, big)
+                engine.settle(big, self.atoms)
             if kept:
                 self.atoms.keep_row()
-        self.derivable = np.unique(np.concatenate([e.derivable() for e in self.engines]))
-        return np.concatenate(changed) if changed else np.zeros(0, dtype=np.int64)
+        return origin
+
+    def small_vectors(self) -> list[tuple[int, np.ndarray, np.ndarray]] | None:
+        """Per engine, the vectors of the row space supported on fewer than k records (elementary
+        ones; :mod:`sdckit.query.audit_support`) as ``(engine, small atoms, values)``; None when the
+        search is past its work limit."""
+        big = self.atoms.sizes >= self.k
+        small = np.flatnonzero(~big)
+        small = small[np.argsort(-self.atoms.sizes[small], kind="stable")]  # heaviest first, then by id
+        out = []
+        for e, engine in enumerate(self.engines):
+            positions = engine.small_pivots(big)
+            if not positions.size:
+                continue
+            # W's support: the atoms where a random combination of the basis is non-zero (an atom
+            # of the support is missed with probability 1/p: then it is left out of the certificate
+            # and the search, which can only make them refuse more)
+            p, minv = engine.p, engine.minv[positions]
+            rho = engine.rng.integers(0, p, size=positions.size)
+            combined = (rho[:, None] * minv % p).sum(axis=0) % p
+            probe = self.atoms.row_values(small, self.atoms.value_tables(engine.rows, combined[None, :], p), p)[0]
+            support = small[probe != 0]
+            atoms, tables = self.atoms, self.atoms.value_tables(engine.rows, minv, p)
+
+            def values(start: int, stop: int) -> np.ndarray:
+                return atoms.row_values(support[start:stop], tables, p)
+
+            if spanned_k_times(values, support.size, positions.size, self.k, p):
+                continue
+            found = small_vectors(values(0, support.size), self.atoms.sizes[support], self.k, p)
+            if found is None:
+                return None
+            out.extend((e, support, v) for v in found)
+        return out
 
 
 class Auditor:
@@ -203,14 +242,19 @@ class Auditor:
         with self._lock:
             before = self._get(key)
             after = before.copy()
-            changed = after.add(members)
+            origin = after.add(members)
             self._pending[key] = (self._digest(key, members), after)
-        disclosed = self._new_small_derivable(before, after, changed)
+        disclosed = _new_small(before, after, origin)
+        what = "count of records" if key[0] == "count" else f"sum of '{key[1]}'"
+        if disclosed is None:
+            return Decision(False, f"with the answers already given, the audit cannot rule out that this answer lets the "
+                                   f"{what} over a set of fewer than {k} records be derived (too many overlapping small "
+                                   "sets to search); ask about larger groups or fewer overlapping sets")
         if disclosed:
-            what = "count of records" if key[0] == "count" else f"sum of '{key[1]}'"
             return Decision(False, f"with the answers already given, this answer would let the {what} over a set of "
-                                   f"fewer than {k} records be derived (tracker or differencing; audit of elementary "
-                                   "sets); ask about larger groups or fewer overlapping sets")
+                                   f"fewer than {k} records (or a combination of such totals) be derived (tracker, "
+                                   "differencing or a union of small sets; audit of elementary sets); ask about larger "
+                                   "groups or fewer overlapping sets")
         return Decision(True)
 
     def record(self, memberships: Sequence[np.ndarray], kind: QueryKind, column: str | None) -> None:
@@ -230,7 +274,7 @@ class Auditor:
 
     def _get(self, key: tuple[str, str | None]) -> _Knowledge:
         if key not in self._knowledge:
-            self._knowledge[key] = _Knowledge(self.n_records, self.known_totals, self._rng)
+            self._knowledge[key] = _Knowledge(self.n_records, self.known_totals, self._rng, self.min_query_set)
         return self._knowledge[key]
 
     def _digest(self, key: tuple[str, str | None], members: list[np.ndarray]) -> bytes:
@@ -240,12 +284,20 @@ class Auditor:
             h.update(np.packbits(m).tobytes())
         return h.digest()
 
-    def _new_small_derivable(self, before: _Knowledge, after: _Knowledge, changed: np.ndarray) -> bool:
-        k, n = self.min_query_set, self.n_records
-        sizes = after.atoms.sizes[after.derivable]
-        small = (sizes < k) | ((n - sizes < k) & (n - sizes >= 1) if self.known_totals else False)
-        candidates = after.derivable[small]
-        if not candidates.size:
-            return False
-        old = np.setdiff1d(before.derivable, changed)
-        return bool(np.setdiff1d(candidates, old).size)
+
+def _new_small(before: _Knowledge, after: _Knowledge, origin: np.ndarray) -> bool | None:
+    """Whether ``after`` knows a total over fewer than k records that ``before`` did not (a vector
+    of small support in its row space, not the lift of one of ``before``'s row space); None when
+    the search is past its work limit. Only an already known vector (a replayed history under a
+    larger k) is let through."""
+    found = after.small_vectors()
+    if found is None:
+        return None
+    for e, small, values in found:
+        full = np.zeros(after.atoms.count, dtype=np.int64)
+        full[small] = values
+        lifted = np.zeros(before.atoms.count, dtype=np.int64)
+        lifted[origin] = full
+        if not np.array_equal(lifted[origin], full) or not before.engines[e].in_row_space(lifted):
+            return True
+    return False

@@ -26,6 +26,9 @@ Example::
     income = [0, 200000]
     [table.domains]
     region = ["N", "S", "E", "W"]
+    # dimensions = ["region"]   # restricted mode: the public columns a condition or GROUP BY may
+                                # name (default: the columns with a declared domain); every other
+                                # declared column is confidential (SUM/AVG only)
 """
 
 from __future__ import annotations
@@ -48,7 +51,7 @@ MAX_GROUPS = 100_000
 _SERVICE_KEYS = {"state", "cache", "seed", "sync"}
 _RESTRICTED_KEYS = {"min_query_set", "collusion"}
 _TABLE_KEYS = {"name", "path", "table", "privacy_unit", "max_rows_per_unit", "bounds", "domains",
-               "bounds_from_data"}
+               "bounds_from_data", "dimensions"}
 _TOP_KEYS = {"service", "restricted", "table"}
 
 
@@ -77,6 +80,10 @@ class TableConfig:
         differentially private, and say so.
     data_bounds : tuple of str
         Columns whose bounds were read from the data (filled in when the data is loaded).
+    dimensions : tuple of str or None
+        Restricted mode: the *public dimensions*, the only columns a condition or a GROUP BY may
+        name; every other declared column is *confidential* (only SUM/AVG of it). ``None`` (the
+        key left out): the columns with a declared domain. See :attr:`public_dimensions`.
     """
 
     name: str
@@ -88,6 +95,13 @@ class TableConfig:
     domains: dict[str, tuple[Any, ...]] = field(default_factory=dict)
     bounds_from_data: bool = False
     data_bounds: tuple[str, ...] = ()
+    dimensions: tuple[str, ...] | None = None
+
+    @property
+    def public_dimensions(self) -> tuple[str, ...]:
+        """Columns a restricted-mode condition or GROUP BY may name (DESIGN.md section 7): the
+        declared ``dimensions``, else every column with a declared domain."""
+        return tuple(self.domains) if self.dimensions is None else self.dimensions
 
     @property
     def columns(self) -> tuple[str, ...]:
@@ -99,7 +113,8 @@ class TableConfig:
                 "privacy_unit": self.privacy_unit, "max_rows_per_unit": self.max_rows_per_unit,
                 "bounds": {k: list(v) for k, v in self.bounds.items()},
                 "domains": {k: list(v) for k, v in self.domains.items()},
-                "bounds_from_data": self.bounds_from_data, "data_bounds": list(self.data_bounds)}
+                "bounds_from_data": self.bounds_from_data, "data_bounds": list(self.data_bounds),
+                "dimensions": list(self.public_dimensions)}
 
 
 @dataclass(frozen=True)
@@ -174,6 +189,21 @@ def _domains(raw: Any, where: str) -> dict[str, tuple[Any, ...]]:
     return out
 
 
+def _dimensions(raw: Any, bounds: dict[str, Any], domains: dict[str, Any], where: str) -> tuple[str, ...] | None:
+    """The declared public dimensions (``None``: the key is left out)."""
+    if raw is None:
+        return None
+    if not isinstance(raw, list) or not all(isinstance(c, str) for c in raw):
+        raise _fail(where, "must be a list of column names, e.g. [\"region\", \"age\"].")
+    for column in raw:
+        if column not in bounds and column not in domains:
+            raise _fail(where, f"names {column!r}, which is not declared: a dimension must have bounds or a "
+                               "domain ([table.bounds] or [table.domains]).")
+    if len(set(raw)) != len(raw):
+        raise _fail(where, "names a column twice; list each column once.")
+    return tuple(raw)
+
+
 def _table(raw: Any, index: int, base: Path) -> TableConfig:
     where = f"[[table]] number {index + 1}"
     if not isinstance(raw, dict):
@@ -215,12 +245,13 @@ def _table(raw: Any, index: int, base: Path) -> TableConfig:
         raise _fail(f"{where} 'bounds_from_data'", "must be true or false.")
     if not bounds and not domains and not from_data:
         raise _fail(where, "declares no column: add [table.bounds] or [table.domains].")
+    dimensions = _dimensions(raw.get("dimensions"), bounds, domains, f"{where} 'dimensions'")
     size = 1
     for values in domains.values():
         size *= len(values)
     if size > MAX_GROUPS:
         raise _fail(f"{where} [table.domains]", f"the domains together have more than {MAX_GROUPS} combinations.")
-    return TableConfig(name, path.resolve(), source, unit, rows, bounds, domains, from_data)
+    return TableConfig(name, path.resolve(), source, unit, rows, bounds, domains, from_data, dimensions=dimensions)
 
 
 def load_config(path: str | Path) -> ServiceConfig:

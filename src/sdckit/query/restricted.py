@@ -1,14 +1,18 @@
 """Exact answers under classical protection: query-set-size control and an auditor (seed 002
 section 4.6.2; Denning 1980 for trackers, Chin & Ozsoyoglu 1982 for auditing).
 
-For each query the service computes, over the table's records in their fixed order
+A condition and a GROUP BY may name only the table's *public dimensions* and SUM/AVG only its
+confidential columns (:func:`check_dimensions`, a 400 decided from the text: issue 27), so every
+query set is a union of cells of the dimensions and no decision below depends on a confidential
+value. For each query the service computes, over the table's records in their fixed order
 (``__sdc_row``), the membership vector of the query set (one per group of a GROUP BY). Then
 
 1. **query-set-size control**: a query set (any group) with fewer than ``k`` records or more
    than ``N - k`` is refused (``k = [restricted] min_query_set``);
 2. **audit**: :class:`~sdckit.query.auditor.Auditor` decides, from what the knowledge holder
-   has already been told, whether these answers would let a single record's value (or its
-   membership) be derived, by trackers or differencing included. COUNT is audited as kind
+   has already been told, whether these answers would let a total over fewer than k records (a
+   single record's value or membership, a total or difference of a few records) be derived,
+   by trackers or differencing included. COUNT is audited as kind
    ``"count"``, SUM(col) as ``"sum"`` of ``col``, AVG(col) as both.
 
 **Whose knowledge is audited** (``[restricted] collusion``): ``false`` (the default) keeps one
@@ -45,7 +49,7 @@ from sdckit.query.auditor import Auditor
 from sdckit.query.config import ServiceConfig, TableConfig
 from sdckit.query.data import Database
 from sdckit.query.generate import COUNT_ALIAS, ROW, aggregate_sql, cell_indices, membership_sql, sum_alias, summed_columns
-from sdckit.query.sql import Query, parse
+from sdckit.query.sql import Query, UnsupportedQuery, parse, predicate_columns
 from sdckit.query.state import State
 
 
@@ -55,6 +59,30 @@ MAX_MEMBERSHIP_CELLS = 400_000_000
 
 class Refused(SdcError):
     """The service will not give this answer (HTTP 403)."""
+
+
+def check_dimensions(query: Query, table: TableConfig) -> None:
+    """Restricted mode's rule on names (DESIGN.md section 7), decided from the query text alone:
+    WHERE and GROUP BY name only the table's public dimensions, and SUM/AVG only confidential
+    columns (declared, not dimensions). So every query set is a union of cells of the public
+    dimensions, and no decision of the service depends on a confidential value.
+    :class:`~sdckit.query.sql.UnsupportedQuery` (400) otherwise."""
+    dimensions = table.public_dimensions
+    allowed = ", ".join(dimensions) or "none declared"
+    named = [("a condition", c) for c in sorted(predicate_columns(query.where))]
+    named += [("GROUP BY", c) for c in query.group_by]
+    for where, column in named:
+        if column not in dimensions:
+            raise UnsupportedQuery(
+                f"In restricted mode {where} may name only the public dimensions of table {table.name!r} "
+                f"({allowed}); {column!r} is confidential (SUM or AVG of it only). The operator declares "
+                "dimensions with 'dimensions = [...]' in the table's configuration.")
+    for o in query.outputs:
+        if o.kind in ("sum", "avg") and o.column in dimensions:
+            raise UnsupportedQuery(
+                f"In restricted mode {o.kind.upper()}({o.column}) is not answered: {o.column!r} is a public "
+                f"dimension of table {table.name!r}; SUM and AVG are of confidential columns (declared, not "
+                f"among {allowed}).")
 
 
 def audited_kinds(query: Query) -> list[tuple[str, str | None]]:
@@ -148,6 +176,7 @@ class Restricted:
                               "state database).")
             try:
                 past = parse(sql, self.config)
+                check_dimensions(past, table)
             except SdcError:
                 raise Refused("The audit history holds a query the current configuration no longer "
                               "accepts; the service refuses restricted answers on this table until "
@@ -161,6 +190,7 @@ class Restricted:
     def answer(self, analyst: str, query: Query, sql: str) -> dict[str, Any]:
         """Check, record and compute an exact answer, or raise :class:`Refused`."""
         table = self.config.tables[query.table]
+        check_dimensions(query, table)
         members = self.memberships(query, table)
         n, k = self.n_units(table), self.config.min_query_set
         unit = "records" if self.db.unique_units[table.name] else "persons"

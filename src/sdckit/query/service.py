@@ -31,7 +31,7 @@ from sdckit.query import dp
 from sdckit.query.config import load_config
 from sdckit.query.data import Database
 from sdckit.query.generate import aggregate_sql, histogram_sql, quantile_columns
-from sdckit.query.restricted import Refused, Restricted
+from sdckit.query.restricted import Refused, Restricted, check_dimensions
 from sdckit.query.sql import UnsupportedQuery, parse
 from sdckit.query.state import Analyst, BudgetRefused, State
 
@@ -142,6 +142,7 @@ class Service:
                                        "reasons over COUNT and SUM answers.")
             if epsilon_given is not None:
                 raise UnsupportedQuery("A restricted analyst gets exact answers: leave out 'epsilon'.")
+            check_dimensions(query, self.config.tables[query.table])
             return self._restricted(analyst, query, sql)
         if epsilon_given is None:
             raise UnsupportedQuery("A dp query needs 'epsilon' (a number > 0): the budget it spends.")
