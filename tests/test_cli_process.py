@@ -80,12 +80,12 @@ def test_a_release_through_the_process_is_the_in_process_release(tmp_path, cli, 
 
 def test_an_uncaught_exception_in_process_is_a_traceback_and_status_1(cli, monkeypatch):
     # what the interpreter does with it: the harness must not hide a crash as a clean exit
-    import sdckit.cli.seed as seed_command
+    import sdckit.core.random as random_module  # `sdckit seed` imports new_seed from it when run
 
     def broken(*args, **kwargs):
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(seed_command, "new_seed", broken)
+    monkeypatch.setattr(random_module, "new_seed", broken)
     done = cli("seed")
     assert done.returncode == 1
     assert "Traceback" in done.stderr and "RuntimeError: boom" in done.stderr
