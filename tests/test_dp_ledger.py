@@ -12,33 +12,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from ledger_helpers import write_dp_recipe
+
 from sdckit.dp.ledger import default_ledger_path
 
-RECIPE = """\
-seed = "{seed}"
-{budget}
-[input]
-path = "{data}"
-[schema]
-confidential = ["x"]
-[[method]]
-name = "laplace_noise"
-epsilon = 1.0
-bounds = {{x = [0.0, 10.0]}}
-[output]
-dir = "out"
-name = "{name}"
-[report]
-enabled = false
-"""
 
 
 def _project(tmp_path, budget: str = "", data: str = "people.csv", name: str = "release") -> str:
     if not (tmp_path / data).exists():
         pd.DataFrame({"x": np.linspace(0.0, 10.0, 60)}).to_csv(tmp_path / data, index=False)
-    path = tmp_path / f"{name}.toml"
-    path.write_text(RECIPE.format(seed="ab" * 16, budget=budget, data=data, name=name))
-    return str(path)
+    return write_dp_recipe(tmp_path / f"{name}.toml", data, budget=budget, name=name)
 
 
 def _releases(cli, recipe, cwd, times):

@@ -22,27 +22,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ledger_helpers import write_dp_recipe
+
 from sdckit.cli import main
 from sdckit.dp.ledger import data_set_key, default_ledger_path, file_key, ledger_accountant
 from sdckit.dp.mechanisms import Laplace
 from sdckit.io import read
 
-RECIPE = """\
-seed = "{seed}"
-{budget}
-[input]
-path = "{data}"
-[schema]
-confidential = ["x"]
-[[method]]
-name = "laplace_noise"
-epsilon = {epsilon}
-bounds = {{x = [0.0, 10.0]}}
-[output]
-dir = "out"
-[report]
-enabled = false
-"""
 
 
 def _frame() -> pd.DataFrame:
@@ -57,9 +43,7 @@ def _frame() -> pd.DataFrame:
 
 def _recipe(folder: Path, data: str, *, budget: str = '[budget]\nepsilon = "3"', epsilon: str = "1.0",
             name: str = "recipe") -> str:
-    path = folder / f"{name}.toml"
-    path.write_text(RECIPE.format(seed="ab" * 16, budget=budget, data=data, epsilon=epsilon))
-    return str(path)
+    return write_dp_recipe(folder / f"{name}.toml", data, budget=budget, epsilon=epsilon)
 
 
 def _cli(capsys, *args: str) -> tuple[int, str]:

@@ -10,22 +10,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from tabular_helpers import table2d
+
 from sdckit.tabular import Manual, MinFrequency, Table, audit_pattern, sensitivity, suppress
 from sdckit.tabular.precision import AUDIT_TOL, LEVEL_FLOOR, value_scale
 
 S = importlib.import_module("sdckit.tabular.suppress")
-
-
-def table2d(values):
-    """A 2-D table (rows r0.., columns c0..) with margins from a matrix of interior values."""
-    values = np.asarray(values, float)
-    rows = [(f"r{i}", f"c{j}", values[i, j]) for i in range(values.shape[0]) for j in range(values.shape[1])]
-    rows += [(f"r{i}", "Total", values[i].sum()) for i in range(values.shape[0])]
-    rows += [("Total", f"c{j}", values[:, j].sum()) for j in range(values.shape[1])]
-    rows.append(("Total", "Total", values.sum()))
-    cells = pd.DataFrame(rows, columns=["r", "c", "value"])
-    cells["freq"] = 5
-    return Table.from_cells(cells, ["r", "c"])
 
 
 RECT = [("r0", "c0"), ("r0", "c1"), ("r1", "c0"), ("r1", "c1")]
