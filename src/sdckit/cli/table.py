@@ -100,7 +100,7 @@ def audit_cmd(
 
     from sdckit.io import read
     from sdckit.tabular import Table, audit_pattern, sensitivity
-    from sdckit.tabular.recipe import _hierarchy, build_table, load_table_recipe
+    from sdckit.tabular.recipe import build_table, load_table_recipe, recipe_hierarchy
 
     if len(cells) > 1:
         return _audit_linked(cells, recipe, status, json_out)
@@ -121,7 +121,7 @@ def audit_cmd(
             if "=" not in item:
                 raise ParameterError(f"--hierarchy takes DIM=FILE. Got {item!r} instead.")
             d, f = item.split("=", 1)
-            hier[d.strip()] = _hierarchy(f.strip(), d.strip(), Path("."), [], None)
+            hier[d.strip()] = recipe_hierarchy(f.strip(), d.strip(), Path("."), [], None)
         rules = []
     for col in (status, "value", *dims):
         if col not in frame.columns:

@@ -82,7 +82,7 @@ from sdckit.tabular.table import Table
 from sdckit.tabular.tablereport import _parts, _slug, cell_file, published_view, report_html, wide_view
 
 __all__ = ["TableRecipe", "TableSpec", "build_table", "build_tables", "cell_file", "load_table_recipe",
-           "protect_tables", "protection_verdict", "published_view", "report_html", "run_table_recipe", "wide_view"]
+           "protect_tables", "protection_verdict", "published_view", "recipe_hierarchy", "report_html", "run_table_recipe", "wide_view"]
 
 _RULES = {"frequency": (MinFrequency, {"n", "share"}), "dominance": (Dominance, {"n", "k"}),
           "p": (PPercent, {"p"}), "pq": (PQ, {"p", "q"}), "manual": (Manual, {"cells", "share"})}
@@ -303,7 +303,11 @@ def load_table_recipe(path: str | Path, out_dir: str | Path | None = None) -> Ta
                        o.get("cells", "cells.csv"), raw, fail_unsafe)
 
 
-def _hierarchy(spec: Any, dim: str, base: Path, codes: list[str], rda: Any) -> Any:
+def recipe_hierarchy(spec: Any, dim: str, base: Path, codes: list[str], rda: Any) -> Any:
+    """The hierarchy of dimension ``dim`` as a table recipe gives it: ``spec`` a file name (a
+    child,parent CSV or a tau-ARGUS ``.hrc``, relative to ``base``), ``{parents = ...}`` or
+    ``{lengths = [...]}`` (over ``codes``); without one, the tau-ARGUS metadata ``rda``'s
+    hierarchy of ``dim`` over ``codes``, else none (a flat dimension)."""
     if spec is None:
         if rda is not None:
             return tauargus.hierarchy(rda, dim, codes)
@@ -363,7 +367,7 @@ def _build_table(spec: TableSpec, rules: tuple[Rule, ...]) -> tuple[Table, pd.Da
         if d not in frame.columns:
             raise DataError(f"Dimension column {d!r} is not in {spec.input.name}.")
         frame[d] = frame[d].astype(str).str.strip()
-    hier = {d: _hierarchy(spec.hierarchies.get(d), d, base, sorted(frame[d].unique()), rda)
+    hier = {d: recipe_hierarchy(spec.hierarchies.get(d), d, base, sorted(frame[d].unique()), rda)
             for d in spec.dimensions}
     if suffix == ".tab":
         freq = next((v.name for v in rda.variables if v.role == "frequency"), None)
@@ -383,7 +387,7 @@ def _table_from_file(spec: TableSpec, top: int) -> Table:
     lengths = [d for d in spec.dimensions if isinstance(spec.hierarchies.get(d), dict)
                and "lengths" in spec.hierarchies[d]]
     codes = file_codes(spec.input, lengths) if lengths else {}
-    hier = {d: _hierarchy(spec.hierarchies.get(d), d, spec.base, codes.get(d, []), None) for d in spec.dimensions}
+    hier = {d: recipe_hierarchy(spec.hierarchies.get(d), d, spec.base, codes.get(d, []), None) for d in spec.dimensions}
     return Table.from_file(spec.input, spec.dimensions, hier, response=spec.response, weight=spec.weight,
                            holding=spec.holding, top=top)
 
