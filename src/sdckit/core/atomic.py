@@ -76,3 +76,35 @@ def write_text_atomic(target: Path, text: str, inputs: tuple[Path, ...] = ()) ->
     refuse_input_overwrite(target, inputs)
     with atomic_path(Path(target)) as tmp:
         tmp.write_text(text, encoding="utf-8")
+
+
+def open_private(path: Path, flags: int = os.O_RDWR | os.O_CREAT) -> int:
+    """``os.open`` of ``path``, created readable by its owner only (mode 0600: a umask can only take
+    bits away) — for the privacy ledger's lock and the query service's files. An existing file keeps
+    the mode its owner gave it (an office may share a ledger with its group)."""
+    return os.open(path, flags, 0o600)
+
+
+def make_private_dir(path: Path) -> None:
+    """Create ``path`` (and parents) for private files; a folder created here is 0700."""
+    if not path.exists():
+        path.mkdir(parents=True, exist_ok=True, mode=0o700)
+        with contextlib.suppress(OSError):
+            os.chmod(path, 0o700)
+
+
+def write_private(target: Path, text: str) -> None:
+    """Write ``text`` (UTF-8) to ``target`` atomically (:func:`atomic_path`) and durably (fsync),
+    with the mode of the file it replaces, else 0600 (owner only) whatever the umask."""
+    target = Path(target)
+    try:
+        mode = target.stat().st_mode & 0o7777
+    except FileNotFoundError:
+        mode = 0o600
+    with atomic_path(target) as tmp:
+        fd = open_private(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+        os.fchmod(fd, mode)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())

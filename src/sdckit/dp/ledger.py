@@ -29,7 +29,6 @@ import fcntl
 import hashlib
 import json
 import os
-import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -37,6 +36,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from sdckit.core.atomic import make_private_dir, open_private, write_private
 from sdckit.core.errors import DataError, ParameterError
 from sdckit.dp.accountant import BudgetAccountant, exact, exact_text
 
@@ -189,42 +189,6 @@ def _read(path: Path) -> dict[str, Any]:
     if not isinstance(content, dict) or not isinstance(content.get("data_sets"), dict):
         raise DataError(f"The privacy ledger {str(path)!r} is not an sdckit ledger (no 'data_sets').")
     return content
-
-
-def open_private(path: Path, flags: int = os.O_RDWR | os.O_CREAT) -> int:
-    """``os.open`` of ``path``, created readable by its owner only (mode 0600: a umask can only take
-    bits away) — for the ledger's lock and the query service's files. An existing file keeps the
-    mode its owner gave it (an office may share a ledger with its group)."""
-    return os.open(path, flags, 0o600)
-
-
-def make_private_dir(path: Path) -> None:
-    """Create ``path`` (and parents) for private files; a folder created here is 0700."""
-    if not path.exists():
-        path.mkdir(parents=True, exist_ok=True, mode=0o700)
-        with contextlib.suppress(OSError):
-            os.chmod(path, 0o700)
-
-
-def write_private(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` atomically: a temporary file renamed into place, with the mode of
-    the file it replaces, else 0600 (owner only) whatever the umask."""
-    try:
-        mode = path.stat().st_mode & 0o7777
-    except FileNotFoundError:
-        mode = 0o600
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        os.fchmod(fd, mode)
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
 
 
 @contextlib.contextmanager

@@ -23,10 +23,10 @@ from typing import Any
 
 import numpy as np
 
+from sdckit.core.atomic import make_private_dir, open_private
 from sdckit.core.errors import ParameterError, SdcError
 from sdckit.core.random import as_generator
 from sdckit.dp.accountant import exact, exact_text
-from sdckit.dp.ledger import make_private_dir, open_private
 from sdckit.query import dp
 from sdckit.query.config import load_config
 from sdckit.query.data import Database

@@ -38,9 +38,9 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+from sdckit.core.atomic import make_private_dir, open_private
 from sdckit.core.errors import ParameterError
 from sdckit.dp.accountant import exact, exact_text
-from sdckit.dp.ledger import make_private_dir, open_private
 
 #: scrypt cost (RFC 7914): n = 2**14, r = 8, p = 1 (16 MiB, about 50 ms per check).
 SCRYPT = {"n": 2**14, "r": 8, "p": 1, "dklen": 32}
