@@ -292,7 +292,6 @@ def _parse_budget(source: Path, table: Any, methods: list[Method]) -> dict[str, 
     :data:`~sdckit.dp.accountant.MAX_EPSILON`), before any data is read or the ledger touched.
     ``ledger`` is None unless the table names one (relative to the recipe): the run then uses
     the per-user ledger (:func:`~sdckit.dp.ledger.default_ledger_path`)."""
-    private = [m for m in methods if _holds_budget(m)]
     spends = []
     for i, m in enumerate(methods, start=1):
         if _holds_budget(m):
@@ -301,7 +300,7 @@ def _parse_budget(source: Path, table: Any, methods: list[Method]) -> dict[str, 
             except SdcError as exc:
                 raise _fail(source, f"[[method]] number {i}: {exc}") from None
     if table is None:
-        if not private:
+        if not spends:  # no differentially private method
             return None
         table = {"epsilon": str(sum(spends))}
     if not isinstance(table, Mapping):

@@ -25,6 +25,7 @@ from markupsafe import Markup
 from sdckit.core.errors import ParameterError, SdcError
 from sdckit.core.random import RandomState, as_generator
 from sdckit.core.schema import ORDERED_KINDS, Role, Schema
+from sdckit.permutation.verify import MAX_REPLICATES
 from sdckit.report import figures
 from sdckit.report.settings import DEFAULTS, check_settings
 from sdckit.report.verdict import (
@@ -38,7 +39,6 @@ from sdckit.report.verdict import (
 )
 from sdckit.risk import categorical_quasi, distance_linkage, equivalence_classes, interval_disclosure, permutation_risk
 from sdckit.risk.permutation import PermutationRisk
-from sdckit.permutation.verify import MAX_REPLICATES
 from sdckit.utility import (
     correlation_difference,
     discernibility,
@@ -179,7 +179,8 @@ PMSE_SAMPLE = 50_000
 #: 20,000 random records against every released one; enough to flag a release whose p-value is 0,
 #: which takes 173 replicates at the default risk; issue 27).
 LARGE_DATA_REPLICATES = 200
-#: How the report words the verification's verdict (:mod:`sdckit.permutation.sequential`).
+
+
 def _linkage_section(original: pd.DataFrame, released: pd.DataFrame, cols: list[str], p: float,
                      rng: np.random.Generator) -> tuple[Section, dict[str, Any]]:
     rows, data, notes = [], {}, []
@@ -551,7 +552,7 @@ def build_report(
     deniable = {DENIABLE: True, NOT_DENIABLE: False, BORDERLINE: False}.get(verdict.state)
     borderline = verdict.state == BORDERLINE
     summary_section = Section("summary.html", "Summary", "summary", {
-        "rows": headline, "deniable": deniable, "borderline": bool(borderline),
+        "rows": headline, "deniable": deniable, "borderline": borderline,
         "records": f"{len(original):,} original, {len(released):,} released",
     })
     return Report(
