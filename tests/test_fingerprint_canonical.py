@@ -132,3 +132,13 @@ def test_the_fall_back_hour_hashes_two_instants() -> None:
 def test_empty_and_tiny_frames(rows: int) -> None:
     frame = pd.DataFrame({"a": pd.Series([np.nan] * rows, dtype=object)})
     assert fingerprint(frame).startswith("sha256:")
+
+
+def test_a_column_whose_chunks_change_kind_is_refused() -> None:
+    from sdckit.core.errors import DataError
+    from sdckit.core.fingerprint import ColumnDigest
+
+    column = ColumnDigest("x")
+    column.update(pa.array([1.0, 2.0]))
+    with pytest.raises(DataError, match="changes type between chunks"):
+        column.update(pa.array(["a"]))

@@ -108,9 +108,9 @@ class ColumnDigest:
             self.kind = kind
             self._missing(self._pending_missing)
             self._pending_missing = 0
-        elif kind != self.kind:
-            kind = "text"  # a column whose chunks change kind is hashed as text from there on
-            self.kind = f"{self.kind}+text"
+        elif kind != self.kind:  # the writers cast every chunk to the first one's types
+            raise DataError(f"Column {self.name!r} changes type between chunks ({self.kind}, then {kind}); "
+                            "it has no one fingerprint.")
         if kind == "number":
             self._update_numbers(chunk)
         elif kind == "time":
