@@ -13,9 +13,7 @@ Run: PYTHONPATH=src python benchmarks/bench_dp.py [--repeats 5]
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
-import time
 import tracemalloc
 from pathlib import Path
 
@@ -23,18 +21,11 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
+from _harness import median_seconds  # noqa: E402
 from dp_adult import K_QUASI, adult_hierarchies, adult_with_height  # noqa: E402
 
 from sdckit.dp import KEpsilonAnonymity, Laplace  # noqa: E402
 
-
-def median_time(fn, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def main() -> None:
@@ -45,8 +36,8 @@ def main() -> None:
     n = 1_000_000
     mech = Laplace(epsilon=1.0, sensitivity=1.0)
     rng = np.random.default_rng(0)
-    exact = median_time(lambda: mech.noise(n, rng), args.repeats)
-    textbook = median_time(lambda: rng.laplace(0.0, 1.0, n), args.repeats)
+    exact = median_seconds(lambda: mech.noise(n, rng), args.repeats)
+    textbook = median_seconds(lambda: rng.laplace(0.0, 1.0, n), args.repeats)
     print(f"sampler, {n:,} draws: exact {exact:.3f} s, numpy textbook {textbook:.3f} s, "
           f"ratio {exact / textbook:.1f}x")
 
@@ -55,8 +46,8 @@ def main() -> None:
                              ("mondrian", {})):
         m = KEpsilonAnonymity(k=5, epsilon=1.0, k_quasi=K_QUASI, epsilon_quasi=["height"],
                               algorithm=algorithm, alpha=0.99, **extra)
-        seconds = median_time(lambda: m.run(frame, schema, 1), args.repeats)
-        search = median_time(lambda: m.partition(frame, schema), args.repeats)
+        seconds = median_seconds(lambda: m.run(frame, schema, 1), args.repeats)
+        search = median_seconds(lambda: m.partition(frame, schema), args.repeats)
         tracemalloc.start()
         m.run(frame, schema, 1)
         peak = tracemalloc.get_traced_memory()[1]

@@ -13,16 +13,14 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import statistics
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
-from _harness import peak_rss_mb
+from _harness import median_seconds, peak_rss_mb
 
 from sdckit.core.provenance import fingerprint
 from sdckit.engine.sources import stream_fingerprint
@@ -45,14 +43,6 @@ def legacy_fingerprint(frame: pd.DataFrame) -> str:
     return "sha256:" + digest.hexdigest()
 
 
-def timed(call, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        call()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
-
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -67,13 +57,13 @@ def main() -> None:
     print(f"frame: {len(frame):,} rows x {frame.shape[1]} columns, {megabytes:,.0f} MB in memory")
 
     raw = np.random.default_rng(0).bytes(400_000_000)
-    sha = timed(lambda: hashlib.sha256(raw).digest(), args.repeats)
+    sha = median_seconds(lambda: hashlib.sha256(raw).digest(), args.repeats)
     del raw
     print(f"SHA-256 of 400 MB of raw bytes on this machine now: {400 / sha:,.0f} MB/s (the ceiling)")
-    new = timed(lambda: fingerprint(frame), args.repeats)
+    new = median_seconds(lambda: fingerprint(frame), args.repeats)
     print(f"canonical fingerprint: {new:.2f} s median, {megabytes / new:,.0f} MB/s")
     if not args.no_legacy:
-        old = timed(lambda: legacy_fingerprint(frame), 1)
+        old = median_seconds(lambda: legacy_fingerprint(frame), 1)
         print(f"per-cell str() fingerprint (before): {old:.2f} s, {megabytes / old:,.0f} MB/s; "
               f"ratio before/after {old / new:.1f}x")
     with tempfile.TemporaryDirectory() as folder:
@@ -83,7 +73,7 @@ def main() -> None:
             pq.write_table(pa.Table.from_pandas(frame.iloc[chunk], preserve_index=False), path)
             parts.append(path)
         names = {str(c): str(frame[c].dtype) for c in frame.columns}
-        streamed = timed(lambda: stream_fingerprint(parts, names), args.repeats)
+        streamed = median_seconds(lambda: stream_fingerprint(parts, names), args.repeats)
         same = stream_fingerprint(parts, names) == fingerprint(frame)
         print(f"streamed from 4 Parquet parts: {streamed:.2f} s median ({megabytes / streamed:,.0f} MB/s "
               f"of frame size, reading included); same fingerprint as in memory: {same}")

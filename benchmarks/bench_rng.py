@@ -11,12 +11,12 @@ Run: PYTHONPATH=src python benchmarks/bench_rng.py [--repeats 5] [--n 10000000]
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
 
 import numpy as np
 import pandas as pd
 from randomgen import AESCounter
+
+from _harness import median_seconds
 
 from sdckit import AdditiveNoise, protect
 from sdckit.core.random import new_seed
@@ -34,14 +34,6 @@ DRAWS = {
 }
 
 
-def median_time(fn, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
-
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -54,12 +46,12 @@ def main() -> None:
         row = {}
         for name, make in GENERATORS.items():
             gen = make()
-            row[name] = median_time(lambda: fn(gen, args.n), args.repeats)
+            row[name] = median_seconds(lambda: fn(gen, args.n), args.repeats)
         base = row["PCG64 (numpy default)"]
         print(f"{draw:<16}" + "".join(f"{t * 1000:>14.0f} ms ({t / base:4.2f}x)" for t in row.values()))
     data = pd.DataFrame(np.random.default_rng(0).normal(size=(1_000_000, 4)), columns=list("abcd"))
     seed = new_seed()
-    t = median_time(lambda: protect(data, [AdditiveNoise(alpha=0.1)], seed=seed), args.repeats)
+    t = median_seconds(lambda: protect(data, [AdditiveNoise(alpha=0.1)], seed=seed), args.repeats)
     print(f"protect(additive noise, 1e6 x 4) with the AES-counter generator: {t * 1000:.0f} ms")
 
 
