@@ -193,7 +193,8 @@ def relation(con: Any, path: str | Path, fmt: str, *, columns: Sequence[str] = (
         sql = f"read_parquet({literal}{', file_row_number=true' if row_numbers else ''})"
     elif fmt in ("csv", "tsv"):
         sep = "\t" if fmt == "tsv" else sep
-        options = (", all_varchar=true" if all_varchar else "") + ("" if sep is None else f", delim={quote_literal(sep)}")
+        options = ", all_varchar=true" if all_varchar else ""
+        options += "" if sep is None else f", delim={quote_literal(sep)}"
         sql = f"read_csv({literal}, header=true{options})"
         if row_numbers:
             sql = f"(SELECT *, row_number() OVER () - 1 AS file_row_number FROM {sql})"

@@ -18,10 +18,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from sdckit.core.duckdb_session import check_columns, connect, quote_identifier, relation
 from sdckit.core.errors import DataError, ParameterError
 from sdckit.engine.sources import source_format
 from sdckit.engine.stream import check_engine
-from sdckit.io.files import _quote_ident
 
 #: Name of the count column of a frequency table, and of the summed weights.
 COUNT, WEIGHT = "fk", "Fk"
@@ -30,9 +30,7 @@ COUNT, WEIGHT = "fk", "Fk"
 def _check_columns(columns: Sequence[str], available: Sequence[str], where: str) -> None:
     if not columns:
         raise ParameterError("The 'columns' parameter of frequency_table must name at least one column.")
-    for name in columns:
-        if name not in available:
-            raise DataError(f"Column {name!r} is not in {where}; its columns are: {', '.join(map(str, available))}.")
+    check_columns(columns, available, where)
     if COUNT in columns or WEIGHT in columns:
         raise ParameterError(f"Key columns may not be called {COUNT!r} or {WEIGHT!r} (the table's own columns).")
 
@@ -110,27 +108,19 @@ def _pandas(frame: pd.DataFrame, columns: list[str], weight: str | None) -> pd.D
 
 def _duckdb(frame: pd.DataFrame | None, file: tuple[Path, str] | None, columns: list[str], weight: str | None,
             memory: int | None) -> pd.DataFrame:
-    import duckdb
-
-    con = duckdb.connect()
+    con = connect(memory_limit=memory)
     try:
-        if memory is not None:
-            con.execute(f"SET memory_limit = '{int(memory)}B'")
         if frame is not None:
             con.register("source_frame", frame)
-            relation = "source_frame"
+            source = "source_frame"
         else:
             path, fmt = file  # type: ignore[misc]
-            literal = "'" + str(path).replace("'", "''") + "'"
-            if fmt == "parquet":
-                relation = f"read_parquet({literal})"
-            else:
-                relation = f"read_csv({literal}, header=true{', delim=' + repr(chr(9)) if fmt == 'tsv' else ''})"
-            available = [d[0] for d in con.execute(f"SELECT * FROM {relation} LIMIT 0").description]
-            _check_columns(columns + ([weight] if weight else []), available, path.name)
-        keys = ", ".join(_quote_ident(c) for c in columns)
-        extra = f", SUM(CAST({_quote_ident(weight)} AS DOUBLE)) AS __weight" if weight else ""
-        table = con.execute(f"SELECT {keys}, COUNT(*) AS __count{extra} FROM {relation} GROUP BY {keys}").df()
+            rel = relation(con, path, fmt)
+            _check_columns(columns + ([weight] if weight else []), rel.columns, rel.where)
+            source = rel.sql
+        keys = ", ".join(quote_identifier(c) for c in columns)
+        extra = f", SUM(CAST({quote_identifier(weight)} AS DOUBLE)) AS __weight" if weight else ""
+        table = con.execute(f"SELECT {keys}, COUNT(*) AS __count{extra} FROM {source} GROUP BY {keys}").df()
         table = table.rename(columns={"__count": COUNT, "__weight": WEIGHT})
     finally:
         con.close()
@@ -156,7 +146,7 @@ def _dask(path: Path, fmt: str, columns: list[str], weight: str | None, client: 
             if not parts:
                 raise DataError(f"{path.name!r} holds no records.")
             data = dd.read_parquet([str(p) for p in parts], columns=wanted)
-        _check_columns(wanted, list(data.columns), path.name)
+        _check_columns(wanted, list(data.columns), repr(path.name))
         grouped = data.groupby(columns, dropna=False, observed=True)
         sizes = grouped.size()
         if weight:

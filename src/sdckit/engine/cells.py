@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from sdckit.core.atomic import atomic_path, refuse_input_overwrite
+from sdckit.core.duckdb_session import connect, quote_literal
 from sdckit.core.errors import DataError, ParameterError
 from sdckit.core.rowwise import CHUNK_ROWS
 from sdckit.engine.distributed import dask_client
@@ -174,15 +175,12 @@ def run_by_cells(
                             "raise cell_size.")
         cells = sorted(sizes)
         infos = dc.gather(dc.map(_cell_task, [spool] * len(cells), cells, run=run, pure=False))
-        import duckdb
-
-        out_glob = str(Path(spool) / "out" / "*.parquet").replace("'", "''")
-        con = duckdb.connect()
+        out_glob = quote_literal(Path(spool) / "out" / "*.parquet")
+        con = connect(temp_directory=Path(spool) / "duckdb")
         try:
-            con.execute("SET temp_directory = '" + str(Path(spool) / "duckdb").replace("'", "''") + "'")
             with atomic_path(target) as tmp:
-                con.execute(f"COPY (SELECT * EXCLUDE ({ROW}) FROM read_parquet('{out_glob}') ORDER BY {ROW}) "
-                            "TO '" + str(tmp).replace("'", "''") + "' (FORMAT parquet)")
+                con.execute(f"COPY (SELECT * EXCLUDE ({ROW}) FROM read_parquet({out_glob}) ORDER BY {ROW}) "
+                            f"TO {quote_literal(tmp)} (FORMAT parquet)")
         finally:
             con.close()
     return [{**info, "records": sizes[c]} for c, info in zip(cells, infos, strict=True)]

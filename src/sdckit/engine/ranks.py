@@ -31,6 +31,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from sdckit.core.atomic import atomic_path, refuse_input_overwrite
+from sdckit.core.duckdb_session import connect, quote_identifier, quote_literal, relation
 from sdckit.core.errors import DataError, ParameterError
 from sdckit.core.random import RandomState, as_generator, derive_seed
 from sdckit.core.ranks import chunk_key_block
@@ -38,18 +39,8 @@ from sdckit.core.rowwise import CHUNK_ROWS, chunk_bounds, chunk_generator, rechu
 from sdckit.core.swapping import swap_partners_block
 from sdckit.engine.sources import (PartWriter, csv_dtypes, finish_output, iter_chunks, open_parquet,
                                    source_format, spool_beside, stream_fingerprint)
-from sdckit.io.files import _quote_ident
 
 _TIES = ("first", "random")
-
-
-def _relation(path: Path, fmt: str, sep: str | None = None) -> str:
-    literal = "'" + str(path).replace("'", "''") + "'"
-    if fmt == "parquet":
-        return f"read_parquet({literal}, file_row_number=true)"
-    sep = "\t" if fmt == "tsv" else sep
-    delim = "" if sep is None else ", delim='" + sep.replace("'", "''") + "'"
-    return f"(SELECT *, row_number() OVER () - 1 AS file_row_number FROM read_csv({literal}, header=true{delim}))"
 
 
 def reverse_map_file(
@@ -84,8 +75,6 @@ def reverse_map_file(
     memory : int, optional
         DuckDB's memory limit in bytes (the sorts spill to ``temp_directory`` past it).
     """
-    import duckdb
-
     if ties not in _TIES:
         raise ParameterError(f"The 'ties' parameter of reverse_map_file must be 'first' (order of appearance) or "
                              f"'random'. Got {ties!r} instead.")
@@ -93,39 +82,32 @@ def reverse_map_file(
     if not columns:
         raise ParameterError("The 'columns' parameter of reverse_map_file must name at least one column.")
     original, released, target = Path(original), Path(released), Path(target)
-    x_rel = _relation(original, source_format(original))
-    y_rel = _relation(released, source_format(released))
+    x_fmt, y_fmt = source_format(original), source_format(released)
     refuse_input_overwrite(target, (original, released))
-    con = duckdb.connect()
+    con = connect(memory_limit=memory, temp_directory=temp_directory)
     try:
-        if memory is not None:
-            con.execute(f"SET memory_limit = '{int(memory)}B'")
-        if temp_directory is not None:
-            con.execute("SET temp_directory = '" + str(temp_directory).replace("'", "''") + "'")
-        for rel, path in ((x_rel, original), (y_rel, released)):
-            available = [d[0] for d in con.execute(f"SELECT * FROM {rel} LIMIT 0").description]
-            for name in columns:
-                if name not in available:
-                    raise DataError(f"Column {name!r} is not in {path.name!r}.")
+        x_rel = relation(con, original, x_fmt, columns=columns, row_numbers=True).sql
+        y_rel = relation(con, released, y_fmt, columns=columns, row_numbers=True).sql
         n_x = con.execute(f"SELECT count(*) FROM {x_rel}").fetchone()[0]
         n_y = con.execute(f"SELECT count(*) FROM {y_rel}").fetchone()[0]
         if n_x != n_y:
             raise DataError(f"reverse_map_file needs as many released records as original ones; got {n_y} and {n_x}.")
         for name in columns:
-            missing = con.execute(f"SELECT count(*) FROM {x_rel} WHERE {_quote_ident(name)} IS NULL").fetchone()[0] + \
-                con.execute(f"SELECT count(*) FROM {y_rel} WHERE {_quote_ident(name)} IS NULL").fetchone()[0]
+            q = quote_identifier(name)
+            missing = con.execute(f"SELECT count(*) FROM {x_rel} WHERE {q} IS NULL").fetchone()[0] + \
+                con.execute(f"SELECT count(*) FROM {y_rel} WHERE {q} IS NULL").fetchone()[0]
             if missing:
                 raise DataError(f"Column {name!r} is missing in {missing} record(s); ranks need complete data.")
         rng = as_generator(seed, secret=False) if ties == "random" else None
         spool = Path(tempfile.mkdtemp(prefix=".sdckit-ties-", dir=temp_directory))
         ctes, joins, select = [], [], []
         for j, name in enumerate(columns):
-            q = _quote_ident(name)
+            q = quote_identifier(name)
             y_source, tie = y_rel, ""
             if rng is not None and _has_ties(con, y_rel, name):
                 keys = write_tie_keys(spool / f"ties-{j}.parquet", n_y, derive_seed(rng))
-                y_source = (f"(SELECT y.*, t.t AS __tie FROM {y_rel} y JOIN read_parquet({_literal(keys)}) t "
-                            "ON y.file_row_number = t.i)")
+                y_source = (f"(SELECT y.*, t.t AS __tie FROM {y_rel} y "
+                            f"JOIN read_parquet({quote_literal(keys)}) t ON y.file_row_number = t.i)")
                 tie = "__tie, "
             ctes.append(f"y{j} AS (SELECT file_row_number AS i, row_number() OVER (ORDER BY CAST({q} AS DOUBLE), "
                         f"{tie}file_row_number) AS r FROM {y_source})")
@@ -137,7 +119,7 @@ def reverse_map_file(
         query = (f"WITH {', '.join(ctes)} SELECT {', '.join(select)} FROM z0 {' '.join(joins)} ORDER BY z0.i")
         try:
             with atomic_path(target) as tmp:
-                con.execute(f"COPY ({query}) TO '" + str(tmp).replace("'", "''") + "' (FORMAT parquet)")
+                con.execute(f"COPY ({query}) TO {quote_literal(tmp)} (FORMAT parquet)")
         finally:
             shutil.rmtree(spool, ignore_errors=True)
     finally:
@@ -145,14 +127,10 @@ def reverse_map_file(
     return target
 
 
-def _literal(path: Path) -> str:
-    return "'" + str(path).replace("'", "''") + "'"
-
-
-def _has_ties(con: Any, relation: str, name: str) -> bool:
+def _has_ties(con: Any, records: str, name: str) -> bool:
     """Whether column ``name`` holds a value twice (as floats: the in-memory ranks' view)."""
-    q = _quote_ident(name)
-    return bool(con.execute(f"SELECT count(*) > count(DISTINCT CAST({q} AS DOUBLE)) FROM {relation}").fetchone()[0])
+    q = quote_identifier(name)
+    return bool(con.execute(f"SELECT count(*) > count(DISTINCT CAST({q} AS DOUBLE)) FROM {records}").fetchone()[0])
 
 
 def write_tie_keys(path: Path, n: int, key: int) -> Path:
@@ -184,13 +162,13 @@ class RankSwapRelease:
         return {"path": str(self.path), "records": self.records, "info": self.info, "fingerprint": self.fingerprint}
 
 
-def _sorted_stream(con: Any, relation: str, name: str, tie: str, batch_rows: int) -> Iterator[tuple[np.ndarray, Any]]:
+def _sorted_stream(con: Any, records: str, name: str, tie: str, batch_rows: int) -> Iterator[tuple[np.ndarray, Any]]:
     """(records, values) of column ``name`` in sorted order (value, tie key, record), in batches,
     read through a cursor of its own (closed when the stream is)."""
-    q = _quote_ident(name)
+    q = quote_identifier(name)
     cursor = con.cursor()
     try:
-        reader = cursor.sql(f"SELECT file_row_number AS i, {q} AS v FROM {relation} "
+        reader = cursor.sql(f"SELECT file_row_number AS i, {q} AS v FROM {records} "
                             f"ORDER BY CAST({q} AS DOUBLE), {tie}file_row_number").to_arrow_reader(batch_rows)
         for batch in reader:
             yield batch.column(0).to_numpy(), batch.column(1)
@@ -224,15 +202,15 @@ def partners_by_stretches(n: int, window: int, stretch: int, draws_of: Any) -> I
         yield start, stop, partner[:process]
 
 
-def _swap_column(con: Any, relation: str, name: str, n: int, window: int, rng: np.random.Generator,
+def _swap_column(con: Any, source: str, name: str, n: int, window: int, rng: np.random.Generator,
                  spool: Path, batch_rows: int) -> tuple[Path, float]:
     """Rank-swap one column: the swapped values in record order (a Parquet file of one column
     ``v``) and the share of records whose value moved."""
     tie = ""
-    if _has_ties(con, relation, name):
+    if _has_ties(con, source, name):
         keys = write_tie_keys(spool / f"ties-{name}.parquet", n, derive_seed(rng))
-        relation = (f"(SELECT y.*, t.t AS __tie FROM {relation} y JOIN read_parquet({_literal(keys)}) t "
-                    "ON y.file_row_number = t.i)")
+        source = (f"(SELECT y.*, t.t AS __tie FROM {source} y JOIN read_parquet({quote_literal(keys)}) t "
+                  "ON y.file_row_number = t.i)")
         tie = "__tie, "
     key = derive_seed(rng)
 
@@ -244,7 +222,7 @@ def _swap_column(con: Any, relation: str, name: str, n: int, window: int, rng: n
         return draws
 
     stretch = CHUNK_ROWS * max(1, -(-window // CHUNK_ROWS))  # a whole number of logical chunks >= window
-    stream = _sorted_stream(con, relation, name, tie, batch_rows)
+    stream = _sorted_stream(con, source, name, tie, batch_rows)
     rows_buf = np.empty(0, dtype=np.int64)
     vals_buf: pa.ChunkedArray | None = None
     buf_start = 0  # sorted position of the buffer's first value
@@ -276,8 +254,8 @@ def _swap_column(con: Any, relation: str, name: str, n: int, window: int, rng: n
         if writer is not None:
             writer.close()
     ordered = spool / f"column-{name}.parquet"
-    con.execute(f"COPY (SELECT v FROM read_parquet({_literal(swapped_path)}) ORDER BY i) TO {_literal(ordered)} "
-                "(FORMAT parquet)")
+    con.execute(f"COPY (SELECT v FROM read_parquet({quote_literal(swapped_path)}) ORDER BY i) "
+                f"TO {quote_literal(ordered)} (FORMAT parquet)")
     swapped_path.unlink()
     return ordered, moved / n if n else 0.0
 
@@ -332,8 +310,6 @@ def rank_swap_file(
         The path, the record count, the report (``max_rank_difference``, ``swapped_share``,
         ``warnings``, as the method's) and the release's fingerprint.
     """
-    import duckdb
-
     from sdckit.io.files import detect_format
 
     if not isinstance(p, int | float) or isinstance(p, bool) or not 0 < p <= 100:
@@ -344,30 +320,24 @@ def rank_swap_file(
     source, target = Path(source), Path(target)
     fmt = source_format(source)
     fmt_out = detect_format(target, output_format)
-    relation = _relation(source, fmt, sep)
     refuse_input_overwrite(target, (source, *inputs))
     rng = as_generator(seed)
     with contextlib.ExitStack() as stack:
         spool = stack.enter_context(spool_beside(target, ".sdckit-rankswap-", temp_directory))
-        con = duckdb.connect()
+        con = connect(memory_limit=memory, temp_directory=spool)
         stack.callback(con.close)  # closed before its temporary folder is removed
-        if memory is not None:
-            con.execute(f"SET memory_limit = '{int(memory)}B'")
-        con.execute(f"SET temp_directory = {_literal(spool)}")
-        described = con.execute(f"SELECT * FROM {relation} LIMIT 0").description
-        kinds = {d[0]: str(d[1]) for d in described}
+        rel = relation(con, source, fmt, columns=columns, row_numbers=True, sep=sep)
+        records, kinds = rel.sql, rel.types
         for name in columns:
-            if name not in kinds:
-                raise DataError(f"Column {name!r} is not in {source.name!r}.")
-            if not any(t in kinds[name].upper() for t in ("INT", "DOUBLE", "FLOAT", "DECIMAL", "NUMBER")):
+            if not any(t in kinds[name] for t in ("INT", "DOUBLE", "FLOAT", "DECIMAL", "NUMBER")):
                 raise DataError(f"Column {name!r} is not numeric; rank_swap_file swaps numeric columns "
                                 "(ordinal and date columns: RankSwapping in memory).")
-        n = con.execute(f"SELECT count(*) FROM {relation}").fetchone()[0]
+        n = con.execute(f"SELECT count(*) FROM {records}").fetchone()[0]
         if n == 0:
             raise DataError(f"{source.name!r} holds no records; nothing to protect.")
         for name in columns:
-            q = _quote_ident(name)
-            missing = con.execute(f"SELECT count(*) FROM {relation} WHERE {q} IS NULL OR isnan(CAST({q} AS DOUBLE))"
+            q = quote_identifier(name)
+            missing = con.execute(f"SELECT count(*) FROM {records} WHERE {q} IS NULL OR isnan(CAST({q} AS DOUBLE))"
                                   ).fetchone()[0]
             if missing:
                 raise DataError(f"RankSwapping cannot handle missing values: column {name!r} is missing in "
@@ -375,7 +345,7 @@ def rank_swap_file(
         window = int(np.floor(p * n / 100.0))
         swapped, moved = {}, {}
         for name in columns:
-            swapped[name], moved[name] = _swap_column(con, relation, name, n, window, rng, spool, batch_rows)
+            swapped[name], moved[name] = _swap_column(con, records, name, n, window, rng, spool, batch_rows)
         dtypes = csv_dtypes(source, fmt, sep=sep, encoding=encoding) if fmt != "parquet" else None
         part = spool / "release.parquet"
         writer = PartWriter(part)

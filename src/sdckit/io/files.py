@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from sdckit.core.errors import DataError, ParameterError
+from sdckit.core.duckdb_session import connect, quote_identifier
 from sdckit.core.atomic import atomic_path, refuse_input_overwrite, remember_input
 from sdckit.io.tauargus import rda_beside, read_asc
 
@@ -268,7 +269,7 @@ def _read_duckdb(path: Path, table: str | None, query: str | None) -> pd.DataFra
 
     if table and query:
         raise ParameterError("Give either table= or query= for a DuckDB file, not both.")
-    con = duckdb.connect(str(path), read_only=True)
+    con = connect(path, read_only=True)
     try:
         if query is None:
             tables = [r[0] for r in con.execute("SHOW TABLES").fetchall()]
@@ -284,17 +285,13 @@ def _read_duckdb(path: Path, table: str | None, query: str | None) -> pd.DataFra
                     f"DuckDB file {str(path)!r} has no table {table!r}; its tables are: "
                     f"{', '.join(tables) or 'none'}."
                 )
-            return con.execute(f"SELECT * FROM {_quote_ident(table)}").df()
+            return con.execute(f"SELECT * FROM {quote_identifier(table)}").df()
         try:
             return con.execute(query).df()
         except duckdb.Error as exc:
             raise DataError(f"The query on {str(path)!r} failed: {_reason(exc)}.") from None
     finally:
         con.close()
-
-
-def _quote_ident(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
 
 
 # =============================================================================== write
@@ -362,12 +359,10 @@ def write(
 
 
 def _write_duckdb(frame: pd.DataFrame, path: Path, table: str) -> None:
-    import duckdb
-
-    con = duckdb.connect(str(path))
+    con = connect(path)
     try:
         con.register("_sdckit_frame", frame)
-        con.execute(f"CREATE OR REPLACE TABLE {_quote_ident(table)} AS SELECT * FROM _sdckit_frame")
+        con.execute(f"CREATE OR REPLACE TABLE {quote_identifier(table)} AS SELECT * FROM _sdckit_frame")
         con.unregister("_sdckit_frame")
         con.execute("CHECKPOINT")
     finally:

@@ -20,49 +20,24 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from sdckit.core.duckdb_session import Relation, connect, quote_identifier, relation
 from sdckit.core.errors import DataError, ParameterError
 from sdckit.engine.sources import source_format
-from sdckit.io.files import _quote_ident
 
 _SUPPORTED = ("csv", "tsv", "parquet")
 
 
-def _relation(path: Path, fmt: str) -> str:
-    literal = "'" + str(path).replace("'", "''") + "'"
-    if fmt == "parquet":
-        return f"read_parquet({literal})"
-    delim = ", delim='\t'" if fmt == "tsv" else ""
-    # codes are text: '01' must stay '01' (no type sniffing on CSV)
-    return f"read_csv({literal}, header=true, all_varchar=true{delim})"
-
-
-def _unreadable(path: Path, fmt: str, exc: Exception) -> DataError:
-    return DataError(f"The table input file {path.name!r} cannot be read as {fmt}: {type(exc).__name__}.")
-
-
-def _open(path: Path, fmt: str, dims: Sequence[str], memory: int | None = None) -> tuple[Any, str, list[str]]:
-    """A DuckDB connection (2 threads, at most ``memory`` bytes), the file's relation and its
-    column names, once the file has been read as ``fmt`` and found to hold every dimension
-    column (else a one-line DataError). The caller closes the connection."""
-    import duckdb
-
-    con = duckdb.connect()
+def _open(path: Path, fmt: str, dims: Sequence[str], memory: int | None = None) -> tuple[Any, Relation]:
+    """A DuckDB session (2 threads, at most ``memory`` bytes) and the file read as ``fmt`` (CSV
+    columns as text: '01' must stay '01'), once found to hold every dimension column (else a
+    one-line DataError). The caller closes the connection."""
+    con = connect(memory_limit=memory, threads=2)
     try:
-        con.execute("SET threads = 2")
-        if memory is not None:
-            con.execute(f"SET memory_limit = '{int(memory)}B'")
-        rel = _relation(path, fmt)
-        try:
-            available = [d[0] for d in con.execute(f"SELECT * FROM {rel} LIMIT 0").description]
-        except duckdb.Error as exc:
-            raise _unreadable(path, fmt, exc) from None
-        for d in dims:
-            if d not in available:
-                raise DataError(f"Dimension column {d!r} is not in {path.name!r}.")
+        rel = relation(con, path, fmt, columns=dims, role="dimension", all_varchar=True)
     except BaseException:
         con.close()
         raise
-    return con, rel, available
+    return con, rel
 
 
 def file_codes(path: str | Path, dimensions: Sequence[str], input_format: str | None = None) -> dict[str, list[str]]:
@@ -72,15 +47,16 @@ def file_codes(path: str | Path, dimensions: Sequence[str], input_format: str | 
 
     path = Path(path)
     fmt = source_format(path, input_format)
-    con, rel, _ = _open(path, fmt, dimensions)
+    con, rel = _open(path, fmt, dimensions)
     try:
         out = {}
         for d in dimensions:
-            rows = con.execute(f"SELECT DISTINCT TRIM(CAST({_quote_ident(d)} AS VARCHAR)) FROM {rel} "
-                               f"WHERE {_quote_ident(d)} IS NOT NULL").fetchall()
+            q = quote_identifier(d)
+            rows = con.execute(f"SELECT DISTINCT TRIM(CAST({q} AS VARCHAR)) FROM {rel.sql} "
+                               f"WHERE {q} IS NOT NULL").fetchall()
             out[d] = sorted(r[0] for r in rows)
     except duckdb.Error as exc:
-        raise _unreadable(path, fmt, exc) from None
+        raise rel.unreadable(exc) from None
     finally:
         con.close()
     return out
@@ -110,19 +86,19 @@ def build_from_file(cls: Any, path: str | Path, dimensions: Sequence[str],
         raise ParameterError(f"The 'dimensions' parameter of Table.from_file repeats a column: {dims}.")
     if not isinstance(top, (int, np.integer)) or isinstance(top, bool) or top < 1:
         raise ParameterError(f"The 'top' parameter of Table.from_file must be an int >= 1. Got {top!r} instead.")
-    q = _quote_ident
-    con, rel, available = _open(path, fmt, dims, memory)
+    q = quote_identifier
+    con, rel = _open(path, fmt, dims, memory)
     try:
         for col, what in ((response, "response"), (weight, "weight"), (holding, "holding")):
-            if col is not None and col not in available:
-                raise DataError(f"The {what} column {col!r} is not in {path.name!r}.")
+            if col is not None:
+                rel.require([col], role=what)
         # checks on the records: missing codes, missing or non-numeric numbers (named, never quoted)
         checks = [f"COUNT(*) FILTER (WHERE {q(d)} IS NULL OR TRIM(CAST({q(d)} AS VARCHAR)) = '')" for d in dims]
         nums = [(c, w) for c, w in ((response, "response"), (weight, "weight")) if c is not None]
         checks += [f"COUNT(*) FILTER (WHERE TRY_CAST({q(c)} AS DOUBLE) IS NULL)" for c, _ in nums]
         if holding is not None:
             checks.append(f"COUNT(*) FILTER (WHERE {q(holding)} IS NULL)")
-        bad = con.execute(f"SELECT {', '.join(checks)} FROM {rel}").fetchone()
+        bad = con.execute(f"SELECT {', '.join(checks)} FROM {rel.sql}").fetchone()
         for d, b in zip(dims, bad[:len(dims)]):
             if b:
                 raise DataError(f"Column {d!r} has missing codes ({b} records); recode them to a code of "
@@ -138,7 +114,7 @@ def build_from_file(cls: Any, path: str | Path, dimensions: Sequence[str],
         w = f"CAST({q(weight)} AS DOUBLE)" if weight else "1.0"
         y = f"CAST({q(response)} AS DOUBLE)" if response else "1.0"
         hcol = f", CAST({q(holding)} AS VARCHAR) AS __h" if holding is not None else ""
-        con.execute(f"CREATE TEMP VIEW recs AS SELECT {', '.join(codes)}, {w} * {y} AS __c{hcol} FROM {rel}")
+        con.execute(f"CREATE TEMP VIEW recs AS SELECT {', '.join(codes)}, {w} * {y} AS __c{hcol} FROM {rel.sql}")
         leaf = con.execute(
             f"SELECT {keys}, COUNT(*) AS __n, SUM(__c) AS __v, MIN(__c) AS __min"
             + ("" if holding is not None else f", max(__c, {int(top)}) AS __top")
