@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from sdckit.core.duckdb_session import quote_identifier
 from sdckit.query.config import TableConfig
 from sdckit.query.generate import cell_indices, clamp_column, group_alias, is_text_domain, relation_name, summed_columns
 from sdckit.query.sql import And, Between, Compare, InList, Not, Or, Predicate, Query, predicate_columns
@@ -50,8 +51,8 @@ FRACTION_BITS = 10
 _INTEGER_TYPES = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT", "HUGEINT")
 
 
-def _q(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
+#: Names in the SQL below.
+_q = quote_identifier
 
 
 @dataclass(frozen=True)

@@ -23,16 +23,22 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import duckdb
 import numpy as np
 
+from sdckit.core.duckdb_session import connect, quote_identifier, relation
 from sdckit.core.errors import DataError
 from sdckit.query.config import IDENTIFIER, ServiceConfig, TableConfig
 from sdckit.query import ranges
 from sdckit.query.cube import Cube, summable_columns
 from sdckit.query.generate import ROW, clamp_column, code_column, is_text_domain, relation_name
+
+if TYPE_CHECKING:
+    import duckdb
+
+#: Names in the SQL below (they come from the checked configuration).
+_q = quote_identifier
 
 _NUMERIC = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER",
             "UBIGINT", "FLOAT", "DOUBLE", "REAL", "DECIMAL")
@@ -46,11 +52,6 @@ def _sha256(path: Any) -> str:
     return digest.hexdigest()
 
 
-def _q(name: str) -> str:
-    """A quoted identifier (names come from the checked configuration)."""
-    return '"' + name.replace('"', '""') + '"'
-
-
 class Database:
     """An in-memory DuckDB holding every configured table; one cursor per thread.
 
@@ -62,9 +63,7 @@ class Database:
     """
 
     def __init__(self, config: ServiceConfig, threads: int | None = None) -> None:
-        self._con = duckdb.connect(":memory:")
-        if threads:
-            self._con.execute(f"SET threads = {int(threads)}")
+        self._con = connect(threads=threads or None)
         self._local = threading.local()
         self._units: dict[str, np.ndarray] = {}
         self._units_lock = threading.Lock()
@@ -105,31 +104,16 @@ class Database:
         return self.cursor().execute(sql, list(params))
 
     # ------------------------------------------------------------------ loading
-    def _source(self, t: TableConfig) -> tuple[str, list[Any]]:
+    def _load(self, t: TableConfig) -> TableConfig:
         if not t.path.exists():
             raise DataError(f"table {t.name!r}: the file {t.path} does not exist.")
-        suffix = t.path.suffix.lower()
-        if t.source_table is not None:
-            self._con.execute(f"ATTACH ? AS {_q('src_' + t.name)} (READ_ONLY)", [str(t.path)])
-            return f"{_q('src_' + t.name)}.{_q(t.source_table)}", []
-        if suffix in (".parquet", ".pq"):
-            return "read_parquet(?)", [str(t.path)]
-        return "read_csv(?, header = true)", [str(t.path)]
-
-    def _load(self, t: TableConfig) -> TableConfig:
-        source, params = self._source(t)
+        fmt = "duckdb" if t.source_table is not None else \
+            "parquet" if t.path.suffix.lower() in (".parquet", ".pq") else "csv"
         self.fingerprints[t.name] = _sha256(t.path) + (f":{t.source_table}" if t.source_table else "")
-        try:
-            described = self._con.execute(f"DESCRIBE SELECT * FROM {source}", params).fetchall()
-        except duckdb.Error as exc:
-            raise DataError(f"table {t.name!r}: {t.path.name} cannot be read ({type(exc).__name__}).") from None
-        types = {row[0]: str(row[1]).upper() for row in described}
-        lower = {name.lower(): name for name in types}
         needed = [*t.columns] + ([t.privacy_unit] if t.privacy_unit else [])
-        for column in needed:
-            if column not in types:
-                hint = f" (the file has {lower[column.lower()]!r}: names are case-sensitive)" if column.lower() in lower else ""
-                raise DataError(f"table {t.name!r}: the declared column {column!r} is not in {t.path.name}{hint}.")
+        rel = relation(self._con, t.path, fmt, columns=needed, role="declared",
+                       where=f"{t.path.name!r} (table {t.name!r})", table=t.source_table, alias=f"src_{t.name}")
+        source, types = rel.sql, rel.types
         for column in t.bounds:
             if not types[column].startswith(_NUMERIC):
                 raise DataError(f"table {t.name!r}: column {column!r} has bounds but is not numeric ({types[column]}).")
@@ -149,7 +133,7 @@ class Database:
         code_params = [list(t.domains[c]) for c in text_cols]
         base = relation_name(t, "restricted")
         self._con.execute(f"CREATE TABLE {_q(base)} AS SELECT {select}{codes}, "
-                          f"(row_number() OVER () - 1) AS {_q(ROW)} FROM {source}", code_params + params)
+                          f"(row_number() OVER () - 1) AS {_q(ROW)} FROM {source}", code_params)
         n = self._con.execute(f"SELECT COUNT(*) FROM {_q(base)}").fetchone()[0]
         self.n_rows[t.name] = int(n)
         if t.bounds_from_data:

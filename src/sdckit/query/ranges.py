@@ -24,10 +24,14 @@ from typing import Any
 
 import numpy as np
 
+from sdckit.core.duckdb_session import quote_identifier
 from sdckit.query.config import TableConfig
-from sdckit.query.cube import EXACT, _q, integer_columns, literals_exact
+from sdckit.query.cube import EXACT, integer_columns, literals_exact
 from sdckit.query.generate import clamp_column, relation_name, summed_columns
 from sdckit.query.sql import Between, Compare, InList, Not, Predicate, Query
+
+#: Names in the SQL below.
+_q = quote_identifier
 
 #: Memory the range indexes of one table may take (sorted values and prefix sums, 8 bytes each).
 MAX_BYTES = 256 * 2**20
