@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from sdckit.core.atomic import atomic_path, refuse_input_overwrite
-from sdckit.core.duckdb_session import connect, quote_literal
+from sdckit.core.duckdb_session import check_columns, connect, quote_literal
 from sdckit.core.errors import DataError, ParameterError
 from sdckit.core.rowwise import CHUNK_ROWS
 from sdckit.engine.distributed import dask_client
@@ -146,9 +146,7 @@ def run_by_cells(
     meta = open_parquet(source).metadata
     rows = meta.num_rows
     names = [meta.schema.column(i).name for i in range(meta.num_columns)]
-    for name in columns:
-        if name not in names:
-            raise DataError(f"Column {name!r} is not in {source.name!r}.")
+    check_columns(columns, names, repr(source.name))
     refuse_input_overwrite(target, (source,))
     indices = list(range(-(-rows // CHUNK_ROWS)))
     leaves = max(1, -(-rows // cell_size))
