@@ -26,7 +26,7 @@ _LAZY = {
     "Kind": "sdckit.core.schema", "Role": "sdckit.core.schema", "Schema": "sdckit.core.schema",
     "read": "sdckit.io", "write": "sdckit.io", "Release": "sdckit.pipeline", "protect": "sdckit.pipeline",
     **dict.fromkeys(("AdditiveNoise", "CorrelatedNoise", "DataShuffling", "GlobalRecoding", "LocalSuppression",
-                     "Microaggregation", "MultiplicativeNoise", "Pram", "RankSwapping", "Rounding", "Sampling",
+                     "Microaggregation", "MultiplicativeNoise", "Pram", "RankSwapping", "RecordSwapping", "Rounding", "Sampling",
                      "TopBottomCoding"), "sdckit.masking"),
     **dict.fromkeys(("CartSynthesizer", "GaussianCopulaSynthesizer", "MultivariateNormalSynthesizer"),
                     "sdckit.synthetic"),

@@ -29,3 +29,35 @@ def load_census() -> pd.DataFrame:
     (AGE, SEX, ZIP, EDUCATION), a sensitive DISEASE and confidential INCOME and HEIGHT. No real
     person is in it (see PROVENANCE.txt)."""
     return pd.read_csv(path("census.csv"))
+
+
+def make_households(households: int = 10_000, seed: int = 1) -> pd.DataFrame:
+    """A synthetic person file in households, for census examples and benchmarks (no real person).
+
+    ``households`` households of 1-6 persons (mean about 2.3) in 4 regions > 40 districts > 400
+    municipalities (``region``, ``district``, ``municipality``: every municipality in one
+    district, every district in one region); per household ``hid``, ``hsize`` and ``tenure``
+    ("own"/"rent"); per person ``age_group`` (20 five-year groups, "00-04" .. "95+"), ``sex`` and
+    ``nationality`` (10 codes "N0".."N9", N0 for 82% of persons, the others rare) and ``income``.
+    The same arguments give the same file.
+    """
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    size = rng.choice(np.arange(1, 7), households, p=[0.33, 0.33, 0.15, 0.12, 0.05, 0.02])
+    municipality = rng.integers(0, 400, households)
+    persons = int(size.sum())
+    groups = np.array([f"{5 * g:02d}-{5 * g + 4:02d}" for g in range(19)] + ["95+"])
+    nationality = rng.choice(10, persons, p=[0.82, 0.08, 0.04, 0.02, 0.01, 0.01, 0.007, 0.005, 0.005, 0.003])
+    return pd.DataFrame({
+        "hid": np.repeat(np.arange(1, households + 1), size),
+        "region": np.repeat(municipality // 100 + 1, size),
+        "district": np.repeat(municipality // 10 + 1, size),
+        "municipality": np.repeat(municipality + 1, size),
+        "hsize": np.repeat(size, size),
+        "tenure": np.repeat(rng.choice(np.array(["own", "rent"]), households), size),
+        "age_group": groups[rng.integers(0, 20, persons)],
+        "sex": rng.choice(np.array(["F", "M"]), persons),
+        "nationality": np.char.add("N", nationality.astype(str)),
+        "income": rng.gamma(2.0, 15_000, persons).round(),
+    })

@@ -6,6 +6,7 @@ from sdckit.masking.noise import AdditiveNoise, CorrelatedNoise, MultiplicativeN
 from sdckit.masking.pram import Pram
 from sdckit.masking.rankswap import RankSwapping
 from sdckit.masking.recoding import GlobalRecoding
+from sdckit.masking.recordswap import RecordSwapping
 from sdckit.masking.rounding import Rounding
 from sdckit.masking.sampling import Sampling
 from sdckit.masking.shuffling import DataShuffling
@@ -22,6 +23,7 @@ __all__ = [
     "MultiplicativeNoise",
     "Pram",
     "RankSwapping",
+    "RecordSwapping",
     "Rounding",
     "Sampling",
     "TopBottomCoding",
