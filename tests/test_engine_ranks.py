@@ -182,11 +182,11 @@ def test_protect_file_runs_rank_swapping_between_row_wise_steps(swap_data, tmp_p
 @given(n=st.integers(1, 400), window=st.integers(0, 120), extra=st.integers(0, 100), seed=st.integers(0, 10**6))
 def test_partners_by_stretches_are_the_whole_columns_partners(n, window, extra, seed):
     # any stretch of at least the window gives the partners of the whole column at once
-    from sdckit.core.swapping import _swap_partners
+    from sdckit.core.swapping import swap_partners
     from sdckit.engine.ranks import partners_by_stretches
 
     draws = np.random.default_rng(seed).random(n)
-    whole = _swap_partners(n, window, draws)
+    whole = swap_partners(n, window, draws)
     stretch = max(window, 1) + extra
     got = np.concatenate([p for _, _, p in partners_by_stretches(n, window, stretch, lambda a, b: draws[a:b])])
     np.testing.assert_array_equal(got, whole)

@@ -50,7 +50,7 @@ def test_config_reads_tables_and_resolves_paths_relative_to_the_file(config):
 
 
 @pytest.mark.parametrize("change, culprit", [
-    (("[service]", "[service]\nbogus = 1"), "[service]: unknown key 'bogus'"),
+    (("[service]", "[service]\nbogus = 1"), "[service] has unknown key 'bogus'"),
     (("min_query_set = 3", "min_query_set = 0"), "'min_query_set'"),
     (("min_query_set = 3", "min_query_set = 3\ncollusion = 1"), "'collusion'"),
     (('privacy_unit = "person_id"', 'privacy_unit = "person id"'), "'privacy_unit'"),

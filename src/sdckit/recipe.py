@@ -56,7 +56,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from sdckit.core.tomlfile import read_toml  # noqa: F401  (re-exported: compare.recipe)
+from sdckit.core.tomlfile import check_keys, file_error, read_toml  # noqa: F401  (read_toml re-exported: compare.recipe)
 from sdckit.core.errors import ParameterError, SdcError
 from sdckit.core.method import Method
 from sdckit.core.provenance import manifest_json, parse_fingerprint_key
@@ -119,20 +119,6 @@ class RecipeResult:
     verdict: Verdict | None = None
 
 
-def _fail(source: Path, message: str) -> ParameterError:
-    return ParameterError(f"{source}: {message}")
-
-
-def _check_keys(source: Path, table: Mapping[str, Any], allowed: set[str], where: str) -> None:
-    unknown = sorted(set(table) - allowed)
-    if unknown:
-        raise _fail(
-            source,
-            f"unknown key(s) {', '.join(map(repr, unknown))} in {where}; allowed: "
-            f"{', '.join(sorted(allowed))}.",
-        )
-
-
 def load_recipe(path: str | Path, *, allow_weak_seed: bool = False) -> Recipe:
     """Read and check a recipe file (see the module docstring for its format).
 
@@ -150,9 +136,9 @@ def _read_seed_file(source: Path, value: Any) -> str:
     try:
         text = path.read_text(encoding="utf-8").strip()
     except OSError:
-        raise _fail(source, f"cannot read the seed file '{value}'.") from None
+        raise file_error(source, f"cannot read the seed file '{value}'.") from None
     if not text:
-        raise _fail(source, f"the seed file '{value}' is empty (`sdckit seed > {value}` makes one).")
+        raise file_error(source, f"the seed file '{value}' is empty (`sdckit seed > {value}` makes one).")
     return text.splitlines()[0].strip()
 
 
@@ -164,11 +150,11 @@ def _read_fingerprint_key(source: Path, value: Any) -> str | None:
     try:
         text = path.read_text(encoding="utf-8").strip()
     except OSError:
-        raise _fail(source, f"cannot read the fingerprint key file '{value}'.") from None
+        raise file_error(source, f"cannot read the fingerprint key file '{value}'.") from None
     try:
         parse_fingerprint_key(text)
     except SdcError as exc:
-        raise _fail(source, f"the fingerprint key file '{value}': {exc}") from None
+        raise file_error(source, f"the fingerprint key file '{value}': {exc}") from None
     return text
 
 
@@ -178,77 +164,77 @@ def parse_data_source(data: Mapping[str, Any], source: Path) -> tuple[int | str 
     seed = data.get("seed")
     if "seed_file" in data:
         if seed is not None:
-            raise _fail(source, "give 'seed' or 'seed_file', not both.")
+            raise file_error(source, "give 'seed' or 'seed_file', not both.")
         seed = _read_seed_file(source, data["seed_file"])
     try:
         check_recipe_seed(seed, data.get("allow_weak_seed", False))
     except SdcError as exc:
-        raise _fail(source, str(exc)) from None
+        raise file_error(source, str(exc)) from None
     inp = data.get("input")
     if not isinstance(inp, Mapping) or "path" not in inp:
-        raise _fail(source, "the recipe needs an [input] table with a 'path'.")
-    _check_keys(source, inp, _INPUT_KEYS, "[input]")
+        raise file_error(source, "the recipe needs an [input] table with a 'path'.")
+    check_keys(inp, _INPUT_KEYS, "[input]", source)
     input_path = (source.resolve().parent / str(inp["path"])).resolve()
     input_options = {k: v for k, v in inp.items() if k != "path"}
     detect_format(input_path, input_options.get("format"))
     schema = data.get("schema", {})
     if not isinstance(schema, Mapping):
-        raise _fail(source, "[schema] must be a table.")
+        raise file_error(source, "[schema] must be a table.")
     return seed, input_path, input_options, dict(schema)
 
 
 def parse_recipe(data: Mapping[str, Any], source: Path) -> Recipe:
     """Check a recipe already parsed from TOML; relative paths are taken from ``source``'s folder."""
     base = source.resolve().parent
-    _check_keys(source, data, _TOP_KEYS, "the recipe")
+    check_keys(data, _TOP_KEYS, "the recipe", source)
     seed, input_path, input_options, schema = parse_data_source(data, source)
     keep = data.get("keep_identifiers", False)
     if not isinstance(keep, bool):
-        raise _fail(source, f"'keep_identifiers' must be true or false; got {keep!r}.")
+        raise file_error(source, f"'keep_identifiers' must be true or false; got {keep!r}.")
     fail_unsafe = data.get("fail_unsafe", False)
     if not isinstance(fail_unsafe, bool):
-        raise _fail(source, f"'fail_unsafe' must be true or false; got {fail_unsafe!r}.")
+        raise file_error(source, f"'fail_unsafe' must be true or false; got {fail_unsafe!r}.")
 
     entries = data.get("method", [])
     if isinstance(entries, Mapping):
         entries = [entries]
     if not entries:
-        raise _fail(source, "the recipe applies no method; add at least one [[method]] table.")
+        raise file_error(source, "the recipe applies no method; add at least one [[method]] table.")
     methods = []
     for i, entry in enumerate(entries, start=1):
         if not isinstance(entry, Mapping) or "name" not in entry:
-            raise _fail(source, f"[[method]] number {i} needs a 'name'.")
+            raise file_error(source, f"[[method]] number {i} needs a 'name'.")
         params = {k: v for k, v in entry.items() if k != "name"}
         try:
             params = resolve_paths(str(entry["name"]), params, base)
             methods.append(get_method(str(entry["name"]), params))
         except SdcError as exc:
-            raise _fail(source, f"[[method]] number {i}: {exc}") from None
+            raise file_error(source, f"[[method]] number {i}: {exc}") from None
 
     out = data.get("output", {})
     if not isinstance(out, Mapping):
-        raise _fail(source, "[output] must be a table.")
-    _check_keys(source, out, _OUTPUT_KEYS, "[output]")
+        raise file_error(source, "[output] must be a table.")
+    check_keys(out, _OUTPUT_KEYS, "[output]", source)
     out_format = out.get("format")
     if out_format is not None:
         out_format = detect_format("x", out_format)
         if out_format not in WRITABLE:
-            raise _fail(source, f"sdckit cannot write {out_format}; use one of {', '.join(WRITABLE)}.")
+            raise file_error(source, f"sdckit cannot write {out_format}; use one of {', '.join(WRITABLE)}.")
     budget = _parse_budget(source, data.get("budget"), methods)
     report = data.get("report", {})
     if not isinstance(report, Mapping):
-        raise _fail(source, "[report] must be a table.")
-    _check_keys(source, report, _REPORT_KEYS, "[report]")
+        raise file_error(source, "[report] must be a table.")
+    check_keys(report, _REPORT_KEYS, "[report]", source)
     if not isinstance(report.get("enabled", True), bool):
-        raise _fail(source, f"[report] 'enabled' must be true or false; got {report['enabled']!r}.")
+        raise file_error(source, f"[report] 'enabled' must be true or false; got {report['enabled']!r}.")
     try:
         check_settings(report)
     except SdcError as exc:
-        raise _fail(source, f"[report]: {exc}") from None
+        raise file_error(source, f"[report]: {exc}") from None
     try:
         engine = _parse_engine(data)
     except SdcError as exc:
-        raise _fail(source, str(exc)) from None
+        raise file_error(source, str(exc)) from None
     return Recipe(
         source=source.resolve(),
         input_path=input_path,
@@ -298,25 +284,25 @@ def _parse_budget(source: Path, table: Any, methods: list[Method]) -> dict[str, 
             try:
                 spends.append(exact(m.epsilon, type(m).__name__, "epsilon"))
             except SdcError as exc:
-                raise _fail(source, f"[[method]] number {i}: {exc}") from None
+                raise file_error(source, f"[[method]] number {i}: {exc}") from None
     if table is None:
         if not spends:  # no differentially private method
             return None
         table = {"epsilon": str(sum(spends))}
     if not isinstance(table, Mapping):
-        raise _fail(source, "[budget] must be a table with 'epsilon' (and optionally 'delta', 'ledger').")
-    _check_keys(source, table, _BUDGET_KEYS, "[budget]")
+        raise file_error(source, "[budget] must be a table with 'epsilon' (and optionally 'delta', 'ledger').")
+    check_keys(table, _BUDGET_KEYS, "[budget]", source)
     if "epsilon" not in table:
-        raise _fail(source, "[budget] needs 'epsilon': the total this data set may spend.")
+        raise file_error(source, "[budget] needs 'epsilon': the total this data set may spend.")
     try:
         epsilon = exact_text(exact(table["epsilon"], "[budget]", "epsilon"))
         delta = exact_text(exact(table.get("delta", 0), "[budget]", "delta", positive=False, below_one=True))
     except SdcError as exc:
-        raise _fail(source, str(exc)) from None
+        raise file_error(source, str(exc)) from None
     ledger = table.get("ledger")
     if ledger is not None:
         if not isinstance(ledger, str) or not ledger.strip():
-            raise _fail(source, f"[budget] 'ledger' must be a file path; got {ledger!r}.")
+            raise file_error(source, f"[budget] 'ledger' must be a file path; got {ledger!r}.")
         ledger = (source.resolve().parent / Path(ledger).expanduser()).resolve()
     return {"epsilon": epsilon, "delta": delta, "ledger": ledger}
 

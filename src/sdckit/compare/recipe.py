@@ -51,7 +51,8 @@ from sdckit.compare.core import Candidate, Comparison, check_settings, compare
 from sdckit.core.errors import SdcError
 from sdckit.io import read
 from sdckit.methods import get_method
-from sdckit.recipe import _check_keys, _fail, parse_data_source, read_toml
+from sdckit.core.tomlfile import check_keys, file_error
+from sdckit.recipe import parse_data_source, read_toml
 from sdckit.report.settings import DEFAULTS as REPORT_DEFAULTS
 
 _TOP_KEYS = {"seed", "seed_file", "allow_weak_seed", "seeds", "input", "schema", "compare", "output", "candidate", "sweep"}
@@ -80,7 +81,7 @@ def _method(source: Path, where: str, name: Any, params: Mapping[str, Any]):
     try:
         return get_method(str(name), dict(params))
     except SdcError as exc:
-        raise _fail(source, f"{where}: {exc}") from None
+        raise file_error(source, f"{where}: {exc}") from None
 
 
 def load_compare_recipe(path: str | Path) -> CompareRecipe:
@@ -91,67 +92,67 @@ def load_compare_recipe(path: str | Path) -> CompareRecipe:
 def parse_compare_recipe(data: Mapping[str, Any], source: Path) -> CompareRecipe:
     """Check a compare recipe already parsed from TOML."""
     base = source.resolve().parent
-    _check_keys(source, data, _TOP_KEYS, "the compare recipe")
+    check_keys(data, _TOP_KEYS, "the compare recipe", source)
     seed, input_path, input_options, schema = parse_data_source(data, source)
     settings = data.get("compare", {})
     if not isinstance(settings, Mapping):
-        raise _fail(source, "[compare] must be a table.")
-    _check_keys(source, settings, _COMPARE_KEYS, "[compare]")
+        raise file_error(source, "[compare] must be a table.")
+    check_keys(settings, _COMPARE_KEYS, "[compare]", source)
     settings = {**DEFAULTS, **settings}
     seeds = data.get("seeds", 1)
     try:
         check_settings(seeds=seeds, **{k: v for k, v in settings.items() if k != "columns"})
     except SdcError as exc:
-        raise _fail(source, str(exc)) from None
+        raise file_error(source, str(exc)) from None
     columns = settings.get("columns")
     if columns is not None and (not isinstance(columns, list) or not columns or not all(isinstance(c, str) for c in columns)):
-        raise _fail(source, f"[compare] 'columns' must be a non-empty list of column names; got {columns!r}.")
+        raise file_error(source, f"[compare] 'columns' must be a non-empty list of column names; got {columns!r}.")
 
     candidates: list[Candidate] = []
     for i, entry in enumerate(data.get("candidate", []), start=1):
         if not isinstance(entry, Mapping):
-            raise _fail(source, f"[[candidate]] number {i} must be a table.")
-        _check_keys(source, entry, {"label", "method"}, f"[[candidate]] number {i}")
+            raise file_error(source, f"[[candidate]] number {i} must be a table.")
+        check_keys(entry, {"label", "method"}, f"[[candidate]] number {i}", source)
         methods = entry.get("method", [])
         if isinstance(methods, Mapping):
             methods = [methods]
         if not methods:
-            raise _fail(source, f"[[candidate]] number {i} applies no method; add [[candidate.method]] tables.")
+            raise file_error(source, f"[[candidate]] number {i} applies no method; add [[candidate.method]] tables.")
         built = []
         for j, m in enumerate(methods, start=1):
             if not isinstance(m, Mapping) or "name" not in m:
-                raise _fail(source, f"[[candidate.method]] number {j} of candidate {i} needs a 'name'.")
+                raise file_error(source, f"[[candidate.method]] number {j} of candidate {i} needs a 'name'.")
             built.append(_method(source, f"candidate {i}, method {j}", m["name"], {k: v for k, v in m.items() if k != "name"}))
         label = entry.get("label") or " + ".join(m.name for m in built)
         candidates.append(Candidate(str(label), tuple(built)))
     for i, sweep in enumerate(data.get("sweep", []), start=1):
         if not isinstance(sweep, Mapping):
-            raise _fail(source, f"[[sweep]] number {i} must be a table.")
-        _check_keys(source, sweep, _SWEEP_KEYS, f"[[sweep]] number {i}")
+            raise file_error(source, f"[[sweep]] number {i} must be a table.")
+        check_keys(sweep, _SWEEP_KEYS, f"[[sweep]] number {i}", source)
         missing = [k for k in ("method", "param", "values") if k not in sweep]
         if missing:
-            raise _fail(source, f"[[sweep]] number {i} needs {', '.join(map(repr, missing))}.")
+            raise file_error(source, f"[[sweep]] number {i} needs {', '.join(map(repr, missing))}.")
         values = sweep["values"]
         if not isinstance(values, list) or not values:
-            raise _fail(source, f"[[sweep]] number {i}: 'values' must be a non-empty list; got {values!r}.")
+            raise file_error(source, f"[[sweep]] number {i}: 'values' must be a non-empty list; got {values!r}.")
         fixed = sweep.get("params", {})
         if not isinstance(fixed, Mapping):
-            raise _fail(source, f"[[sweep]] number {i}: 'params' must be a table.")
+            raise file_error(source, f"[[sweep]] number {i}: 'params' must be a table.")
         prefix = sweep.get("label") or sweep["method"]
         for value in values:
             method = _method(source, f"sweep {i}, {sweep['param']}={value!r}", sweep["method"],
                              {**fixed, str(sweep["param"]): value})
             candidates.append(Candidate(f"{prefix} {sweep['param']}={value}", (method,)))
     if not candidates:
-        raise _fail(source, "the compare recipe lists no candidate; add [[candidate]] or [[sweep]] tables.")
+        raise file_error(source, "the compare recipe lists no candidate; add [[candidate]] or [[sweep]] tables.")
     labels = [c.label for c in candidates]
     dup = next((x for x in labels if labels.count(x) > 1), None)
     if dup is not None:
-        raise _fail(source, f"two candidates are labelled {dup!r}; give each a distinct label.")
+        raise file_error(source, f"two candidates are labelled {dup!r}; give each a distinct label.")
     out = data.get("output", {})
     if not isinstance(out, Mapping):
-        raise _fail(source, "[output] must be a table.")
-    _check_keys(source, out, {"dir"}, "[output]")
+        raise file_error(source, "[output] must be a table.")
+    check_keys(out, {"dir"}, "[output]", source)
     return CompareRecipe(
         source=source.resolve(), input_path=input_path, input_options=input_options, schema=schema,
         candidates=tuple(candidates), settings=dict(settings),

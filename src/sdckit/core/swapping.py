@@ -105,7 +105,7 @@ def swap_partners_block(n, process, window, draws, free):
     return partner
 
 
-def _swap_partners(n: int, window: int, draws: np.ndarray) -> np.ndarray:
+def swap_partners(n: int, window: int, draws: np.ndarray) -> np.ndarray:
     """Partner of each sorted position under rank swapping (the whole column at once)."""
     partner = swap_partners_block(n, n, window, draws, np.ones(n, dtype=np.bool_))
     return partner

@@ -4,6 +4,7 @@ name the file: one reader, so that every kind of file fails the same way."""
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -25,3 +26,19 @@ def read_toml(path: str | Path, what: str = "Recipe") -> tuple[dict[str, Any], P
     except tomllib.TOMLDecodeError as exc:
         raise ParameterError(f"Malformed TOML in {what.lower()} {str(source)!r} (not valid TOML): {exc}.") from None
     return data, source
+
+
+def file_error(source: str | Path, message: str) -> ParameterError:
+    """An error in a file: ``"<file>: <message>"``."""
+    return ParameterError(f"{source}: {message}")
+
+
+def check_keys(table: Mapping[str, Any], allowed: Iterable[str], where: str, source: str | Path | None = None) -> None:
+    """Refuse a key of ``table`` (a section of a TOML file) that is not in ``allowed``, in the one
+    wording every kind of file uses: ``"<file>: [section] has unknown key 'k'; it takes a, b."``
+    (``allowed`` listed in its own order, or sorted if it is a set)."""
+    names = sorted(allowed) if isinstance(allowed, set | frozenset) else list(allowed)
+    unknown = [key for key in table if key not in names]
+    if unknown:
+        message = f"{where} has unknown key {unknown[0]!r}; it takes {', '.join(names)}."
+        raise ParameterError(message) if source is None else file_error(source, message)

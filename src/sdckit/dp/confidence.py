@@ -26,7 +26,7 @@ import numpy as np
 from sdckit.core.errors import DataError
 from sdckit.core.params import Boolean, Interval, check_param
 from sdckit.dp.mechanisms import CONFIDENCE, confidence_radius
-from sdckit.dp.measures import _as_matrix, class_codes, count_within, record_scales
+from sdckit.dp.measures import as_matrix, class_codes, count_within, record_scales
 
 
 @dataclass(frozen=True)
@@ -81,8 +81,8 @@ def confidence_suppression(
     check_param("confidence_suppression", "alpha", alpha, CONFIDENCE)
     check_param("confidence_suppression", "k", k, Interval(int, 2, None))
     check_param("confidence_suppression", "keep_outlying", keep_outlying, Boolean())
-    x = _as_matrix(original, "original")
-    y = _as_matrix(released, "released")
+    x = as_matrix(original, "original")
+    y = as_matrix(released, "released")
     if x.shape != y.shape:
         raise DataError(f"original and released must have the same shape; got {x.shape} and {y.shape}.")
     codes = class_codes(classes, len(x))

@@ -56,7 +56,7 @@ from sdckit.core.errors import ParameterError
 from sdckit.core.params import Interval, validate_params
 from sdckit.core.random import RandomState, as_generator
 from sdckit.dp.accountant import ACCOUNTANT
-from sdckit.dp.mechanisms import POSITIVE, Mechanism, _as_finite_array, _finite_scale, add_on_grid, dyadic_grid
+from sdckit.dp.mechanisms import POSITIVE, Mechanism, as_finite_array, finite_scale, add_on_grid, dyadic_grid
 from sdckit.dp.sampling import discrete_gaussian
 
 #: The grid is about this many binary orders of magnitude finer than sigma.
@@ -138,7 +138,7 @@ class GaussianCalibration:
 def calibrate(epsilon: float, delta: float, sensitivity: float) -> GaussianCalibration:
     """The exact discrete sampling of the analytic Gaussian mechanism (module docstring)."""
     sigma = analytic_sigma(epsilon, delta, sensitivity)
-    _finite_scale(np.asarray(sigma), 1.0)
+    finite_scale(np.asarray(sigma), 1.0)
     grid = float(dyadic_grid(np.asarray(sigma), GAUSS_GRID_BITS))
     steps = math.ceil(sensitivity / grid) + 1
     target = delta * (1.0 - _MARGIN)
@@ -230,7 +230,7 @@ class Gaussian(Mechanism):
     def randomise(self, values: Any, rng: RandomState = None) -> np.ndarray:
         """Return ``values`` plus independent noise (float array of the same shape); charges
         the accountant first."""
-        x = _as_finite_array(values, type(self).__name__)
+        x = as_finite_array(values, type(self).__name__)
         self._charge()
         cal = self.calibration
         steps = discrete_gaussian(x.size, cal.t, cal.c, as_generator(rng)).reshape(x.shape)

@@ -21,7 +21,7 @@ from sdckit.core.params import check_param
 from sdckit.dp.mechanisms import POSITIVE
 
 
-def _as_matrix(values: Any, name: str) -> np.ndarray:
+def as_matrix(values: Any, name: str) -> np.ndarray:
     array = np.asarray(values, dtype=float)
     if array.ndim == 1:
         array = array[:, None]
@@ -48,7 +48,7 @@ def class_diameters(values: Any, classes: Any = None) -> np.ndarray:
     Returns an array of shape (number of classes, number of columns), classes in the order of
     :func:`class_codes`.
     """
-    x = _as_matrix(values, "values")
+    x = as_matrix(values, "values")
     codes = class_codes(classes, len(x))
     frame = pd.DataFrame(x)
     grouped = frame.groupby(codes, sort=True)
@@ -58,7 +58,7 @@ def class_diameters(values: Any, classes: Any = None) -> np.ndarray:
 def record_diameters(values: Any, classes: Any = None) -> np.ndarray:
     """For each record and column, the diameter of the column within the record's class,
     shape (n, m): the sensitivity of the per-class Laplace noise (seed 004 section IV)."""
-    x = _as_matrix(values, "values")
+    x = as_matrix(values, "values")
     codes = class_codes(classes, len(x))
     return class_diameters(x, codes)[codes]
 
@@ -117,7 +117,7 @@ def expected_relative_error(values: Any, classes: Any, epsilon: float, min_diame
         A class holding a value 0 has an infinite relative error (``inf``).
     """
     check_param("expected_relative_error", "epsilon", epsilon, POSITIVE)
-    x = _as_matrix(values, "values")
+    x = as_matrix(values, "values")
     if x.shape[1] != 1:
         raise DataError("expected_relative_error takes one column at a time; got several.")
     x = x[:, 0]
@@ -197,8 +197,8 @@ def linking_risk(original: Any, released: Any, classes: Any) -> dict[str, Any]:
     dict
         ``linked`` (int array of 0/1 per record), ``count`` and ``risk`` (share of records linked).
     """
-    x = _as_matrix(original, "original")
-    y = _as_matrix(released, "released")
+    x = as_matrix(original, "original")
+    y = as_matrix(released, "released")
     if x.shape != y.shape:
         raise DataError(f"original and released must have the same shape; got {x.shape} and {y.shape}.")
     codes = class_codes(classes, len(x))

@@ -81,7 +81,7 @@ def confidence_radius(scale: Any, alpha: float) -> Any:
     return scale * -math.log1p(-alpha)
 
 
-def _as_finite_array(values: Any, owner: str) -> np.ndarray:
+def as_finite_array(values: Any, owner: str) -> np.ndarray:
     array = np.asarray(values, dtype=float)
     if not np.all(np.isfinite(array)):
         raise DataError(f"{owner} got a missing or infinite value; remove or impute it first.")
@@ -99,7 +99,7 @@ def dyadic_grid(scale: np.ndarray, bits: int = GRID_BITS) -> np.ndarray:
     return np.maximum(np.ldexp(1.0, exponent - 1 - bits), SMALLEST_GRID)
 
 
-def _finite_scale(sensitivity: np.ndarray, epsilon: float) -> np.ndarray:
+def finite_scale(sensitivity: np.ndarray, epsilon: float) -> np.ndarray:
     with np.errstate(over="ignore"):
         scale = np.asarray(sensitivity, dtype=float) / epsilon
     if not np.all(np.isfinite(scale)):
@@ -123,7 +123,7 @@ def grid_scale(
     """
     sensitivity = np.asarray(sensitivity, dtype=float)
     public = grid is not None
-    scale = _finite_scale(sensitivity, epsilon)
+    scale = finite_scale(sensitivity, epsilon)
     grid = dyadic_grid(scale) if grid is None else np.broadcast_to(np.asarray(grid, dtype=float), scale.shape)
     with np.errstate(over="ignore"):  # an overflow is refused just below
         steps = np.ceil(sensitivity / grid) + 1.0
@@ -269,7 +269,7 @@ class Laplace(Mechanism):
     def randomise(self, values: Any, rng: RandomState = None) -> np.ndarray:
         """Return ``values`` plus independent noise (float array of the same shape); charges
         the accountant first."""
-        x = _as_finite_array(values, type(self).__name__)
+        x = as_finite_array(values, type(self).__name__)
         self._charge()
         return laplace_randomise(x, self.sensitivity, self.epsilon, as_generator(rng))
 
@@ -333,7 +333,7 @@ class Geometric(Mechanism):
     def randomise(self, values: Any, rng: RandomState = None) -> np.ndarray:
         """Return integer ``values`` plus integer noise (int64 array); charges the accountant
         first (one call is epsilon-DP when one record changes at most one value)."""
-        x = _as_finite_array(values, type(self).__name__)
+        x = as_finite_array(values, type(self).__name__)
         if np.any(x != np.round(x)) or np.any(np.abs(x) > 2.0**52):
             raise DataError(
                 "Geometric adds integer noise to integer values; got a non-integer (or huge) "

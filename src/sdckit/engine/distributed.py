@@ -175,11 +175,11 @@ def csv_to_parts(path: Path, fmt: str, spool: Path, client: Any, *, sep: str | N
     import dask
     from dask.bytes import read_bytes
 
-    from sdckit.engine.sources import _csv_options, merge_csv_dtypes
+    from sdckit.engine.sources import csv_options, merge_csv_dtypes
 
     if not isinstance(blocksize, int) or isinstance(blocksize, bool) or blocksize < 1024:
         raise ParameterError(f"The 'blocksize' parameter must be an int >= 1024 (bytes). Got {blocksize!r} instead.")
-    options = _csv_options(path, fmt, sep, encoding)
+    options = csv_options(path, fmt, sep, encoding)
     sample, blocks = read_bytes(str(path), delimiter=b"\n", blocksize=blocksize, sample=1 << 16)
     header = sample.split(b"\n", 1)[0] + b"\n"
     blocks = list(blocks[0])

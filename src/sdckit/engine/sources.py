@@ -52,7 +52,7 @@ def source_format(path: Path, format: str | None = None) -> str:
     return fmt
 
 
-def _csv_options(path: Path, fmt: str, sep: str | None, encoding: str) -> dict[str, Any]:
+def csv_options(path: Path, fmt: str, sep: str | None, encoding: str) -> dict[str, Any]:
     if sep is None:
         if fmt == "tsv":
             sep = "\t"
@@ -69,7 +69,7 @@ def csv_dtypes(path: Path, fmt: str = "csv", *, sep: str | None = None, encoding
     """The dtype each column of a CSV file has when the whole file is read at once, found chunk
     by chunk: one dtype everywhere is kept; integers, floats and booleans together become
     float64; anything else becomes text."""
-    options = _csv_options(path, fmt, sep, encoding)
+    options = csv_options(path, fmt, sep, encoding)
     seen: dict[str, set[str]] = {}
     for chunk in pd.read_csv(path, chunksize=batch_rows, **options):
         for name in chunk.columns:
@@ -99,7 +99,7 @@ def iter_chunks(path: Path, fmt: str, *, batch_rows: int = CHUNK_ROWS, sep: str 
         handle = open_parquet(path)
         batches = (b.to_pandas() for b in handle.iter_batches(batch_size=batch_rows, columns=columns))
     else:
-        options = _csv_options(path, fmt, sep, encoding)
+        options = csv_options(path, fmt, sep, encoding)
         batches = pd.read_csv(path, chunksize=batch_rows, dtype=dtypes or None, usecols=columns, **options)
     first = True
     for chunk in rechunk(batches):

@@ -12,7 +12,7 @@ from sdckit.core.method import Method, Outcome, register
 from sdckit.core.params import Interval
 from sdckit.core.random import derive_seed
 from sdckit.core.ranks import sort_order
-from sdckit.core.swapping import _swap_partners, swap_draws
+from sdckit.core.swapping import swap_partners, swap_draws
 from sdckit.core.schema import ORDERED_KINDS, Schema
 from sdckit.masking.reorder import column_order_values, take_column
 
@@ -27,7 +27,7 @@ def rank_swap_source(
     every record's rank moves by at most ``window``.
     """
     order = sort_order(values, ties=ties, random_state=rng)  # order[r]: record of rank r+1
-    partner = _swap_partners(len(values), int(window), swap_draws(len(values), derive_seed(rng)))
+    partner = swap_partners(len(values), int(window), swap_draws(len(values), derive_seed(rng)))
     source = np.empty(len(values), dtype=np.int64)
     source[order] = order[partner]
     return source

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sdckit.core.tomlfile import read_toml
+from sdckit.core.tomlfile import check_keys, read_toml
 from sdckit.core.errors import ParameterError
 from sdckit.core.random import is_strong_seed, parse_seed
 
@@ -141,12 +141,6 @@ def _fail(where: str, message: str) -> ParameterError:
     return ParameterError(f"{where}: {message}")
 
 
-def _unknown(section: dict[str, Any], allowed: set[str], where: str) -> None:
-    extra = sorted(set(section) - allowed)
-    if extra:
-        raise _fail(where, f"unknown key {extra[0]!r}; allowed keys are {', '.join(sorted(allowed))}.")
-
-
 def _identifier(value: Any, where: str) -> str:
     if not isinstance(value, str) or not IDENTIFIER.match(value):
         raise _fail(where, "must be a name of letters, digits and underscores that does not start "
@@ -208,7 +202,7 @@ def _table(raw: Any, index: int, base: Path) -> TableConfig:
     where = f"[[table]] number {index + 1}"
     if not isinstance(raw, dict):
         raise _fail(where, "must be a table.")
-    _unknown(raw, _TABLE_KEYS, where)
+    check_keys(raw, _TABLE_KEYS, where)
     if "name" not in raw:
         raise _fail(where, "the key 'name' is required.")
     name = _identifier(raw["name"], f"{where} 'name'")
@@ -257,14 +251,14 @@ def _table(raw: Any, index: int, base: Path) -> TableConfig:
 def load_config(path: str | Path) -> ServiceConfig:
     """Read and check ``service.toml``; relative paths are relative to the file."""
     raw, path = read_toml(Path(path).resolve(), "Service configuration")
-    _unknown(raw, _TOP_KEYS, str(path.name))
+    check_keys(raw, _TOP_KEYS, str(path.name))
     base = path.parent
     service = raw.get("service", {})
     restricted = raw.get("restricted", {})
     if not isinstance(service, dict) or not isinstance(restricted, dict):
         raise ParameterError(f"{path.name}: [service] and [restricted] must be tables.")
-    _unknown(service, _SERVICE_KEYS, "[service]")
-    _unknown(restricted, _RESTRICTED_KEYS, "[restricted]")
+    check_keys(service, _SERVICE_KEYS, "[service]")
+    check_keys(restricted, _RESTRICTED_KEYS, "[restricted]")
     state = service.get("state", "state.db")
     if not isinstance(state, str) or not state:
         raise _fail("[service] 'state'", "must be a file name (relative to the configuration file).")

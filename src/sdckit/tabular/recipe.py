@@ -65,7 +65,7 @@ from typing import Any
 import pandas as pd
 
 from sdckit.core.random import check_recipe_seed, seed_provenance
-from sdckit.core.tomlfile import read_toml
+from sdckit.core.tomlfile import check_keys, read_toml
 from sdckit.core.errors import DataError, ParameterError
 from sdckit.core.provenance import UNPUBLISHED, created_timestamp, fingerprint
 from sdckit.core.version import __version__
@@ -175,10 +175,8 @@ def _check_section(path: Path, name: str, sec: Any) -> dict:
     if not isinstance(sec, dict):
         raise ParameterError(f"Recipe {path}: [{name}] must be a table of keys.")
     allowed = _SECTIONS[name]
+    check_keys(sec, allowed, f"[{name}]", f"Recipe {path}")
     for k, v in sec.items():
-        if k not in allowed:
-            raise ParameterError(f"Recipe {path}: [{name}] has unknown key '{k}'; it takes "
-                                 f"{', '.join(allowed)}.")
         choices = allowed[k]
         if choices is not None and v not in choices:
             raise ParameterError(f"Recipe {path}: [{name}] {k} must be one of "
@@ -202,10 +200,7 @@ def _table_spec(path: Path, t: Any, where: str, k: int) -> TableSpec:
     base = path.parent
     if not isinstance(t, dict):
         raise ParameterError(f"Recipe {path}: {where} must be a table of keys.")
-    extra = [key for key in t if key not in _TABLE_KEYS]
-    if extra:
-        raise ParameterError(f"Recipe {path}: {where} has unknown key '{extra[0]}'; it takes "
-                             f"{', '.join(_TABLE_KEYS)}.")
+    check_keys(t, _TABLE_KEYS, where, f"Recipe {path}")
     for key in ("input", "dimensions"):
         if key not in t:
             raise ParameterError(f"Recipe {path}: {where} needs '{key}'.")
