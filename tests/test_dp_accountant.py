@@ -34,11 +34,16 @@ def test_sequential_spends_add_up_and_an_overspend_is_refused():
         acct.spend(1e-9, "one more")
 
 
-def test_the_refusal_is_an_sdc_error():
+def test_the_refusal_is_an_sdc_error_but_not_a_bad_parameter():
+    """Issue 29: a refusal is its own error (every parameter may be right), not a ValueError, so
+    that ``except ValueError`` around a release never swallows a spent budget."""
     acct = BudgetAccountant(0.1)
-    with pytest.raises(SdcError):
+    with pytest.raises(SdcError) as info:
         acct.spend(0.2)
-    assert issubclass(BudgetExceeded, ParameterError)
+    assert type(info.value) is BudgetExceeded
+    assert not isinstance(info.value, ValueError) and not isinstance(info.value, ParameterError)
+    assert not issubclass(BudgetExceeded, ValueError) and not issubclass(BudgetExceeded, ParameterError)
+    assert info.value.remaining == Fraction(1, 10) and info.value.remaining_delta == 0
 
 
 def test_budgets_are_exact_decimals_not_binary_floats():

@@ -159,7 +159,7 @@ def test_budget_exhaustion_is_403_with_the_remaining_budget(service):
     r = post(url, key, "SELECT COUNT(*) FROM census WHERE age > 50", 0.1)
     assert r.status_code == 403
     assert r.json()["epsilon_remaining"] == 0
-    assert "only 0 of the budget 0.3 remains" in r.json()["error"]
+    assert "0.3 of epsilon 0.3 is spent, 0 remains" in r.json()["error"]  # the one refusal message (issue 29)
     b = httpx.get(url + "/v1/budget", headers={"Authorization": f"Bearer {key}"}).json()
     assert (b["epsilon_total"], b["epsilon_spent"], b["epsilon_remaining"]) == (0.3, 0.3, 0.0)
 

@@ -19,138 +19,228 @@ nothing; ``spent`` always equals the sum of ``spends``. Budgets and spends are e
 so ten spends of 0.1 fill a budget of 1 exactly. Every float epsilon sdckit's mechanisms use is
 calibrated conservatively (their noise is never smaller than the decimal epsilon requires), so
 charging the decimal value is exact for them.
+
+**One accountant, three stores** (issue 29). :class:`Accountant` is the one check-and-charge: it
+reads a :class:`Budget` from a :class:`BudgetStore` and, inside the store's transaction, either
+refuses (:class:`~sdckit.core.errors.BudgetExceeded`, one message for every store) or adds the
+charge. The stores differ only in where the numbers live and what makes a charge atomic:
+:class:`MemoryStore` (a re-entrant lock; behind :class:`BudgetAccountant`),
+:class:`sdckit.dp.ledger.LedgerFileStore` (the command line's JSON ledger, under its file lock)
+and :class:`sdckit.query.state.SqliteStore` (an analyst's row of the query service's state
+database, in the group commit's transaction). A budget declared with an epsilon above
+:data:`UNUSUAL_EPSILON` (10) draws one :class:`~sdckit.core.errors.PrivacyWarning` per declaring
+call (:func:`budget_totals`), as OpenDP warns on an unusual privacy loss.
 """
 
 from __future__ import annotations
 
-import math
-import re
 import threading
+import warnings
 from collections.abc import Hashable, Iterator, Mapping
-from contextlib import contextmanager
-from decimal import Decimal
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
+from typing import Any, Protocol
 
-import numpy as np
-
-from sdckit.core.errors import ParameterError
+from sdckit.core.errors import BudgetExceeded, ParameterError, PrivacyWarning
 from sdckit.core.params import Satisfies
 
-
-class BudgetExceeded(ParameterError):
-    """A spend would take the privacy budget past its total."""
+# The accountant's numbers, imported from here by the modules that read or print a budget.
+from sdckit.dp.epsilon import MAX_EPSILON, brief, exact, exact_text, split_epsilon  # noqa: F401
 
 
 def _is_accountant(value: Any) -> bool:
     return value is None or isinstance(value, BudgetAccountant)
 
 
-#: The largest epsilon sdckit accepts anywhere (a budget, a spend, a method's or a query's): 10**6.
-#: Far past any meaningful guarantee (e**20 already bounds nothing useful), it keeps every
-#: exact sampler's grid inside a double and every number short enough to print.
-MAX_EPSILON = Fraction(10**6)
-
-#: A number given as text: a decimal (exponent at most 4 digits) or a fraction ``p/q``, at most
-#: :data:`_MAX_TEXT` characters, so that parsing it never builds a huge integer.
-_NUMBER_TEXT = re.compile(r"[+-]?(?:(?:\d[\d_]*)?\.?\d[\d_]*(?:[eE][+-]?\d{1,4})?|\d[\d_]*/\d[\d_]*)")
-_MAX_TEXT = 100
+#: A budget's epsilon above this draws a :class:`~sdckit.core.errors.PrivacyWarning` (OpenDP warns
+#: on an unusual privacy loss likewise): e**10 (about 22,000) already bounds little.
+UNUSUAL_EPSILON = Fraction(10)
 
 
-def brief(value: Any) -> str:
-    """A short form of ``value`` for a message: its repr, cut to 40 characters."""
-    if isinstance(value, Fraction) and value.denominator == 1:
-        value = value.numerator
-    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**30:
-        digits = int(abs(value).bit_length() * math.log10(2)) + 1  # str() of it may be refused
-        return f"{'-' if value < 0 else ''}an integer of about {digits} digits"
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
+@dataclass(frozen=True)
+class Budget:
+    """A budget as its store reads it: the totals and what is spent so far, exact."""
+
+    epsilon: Fraction
+    delta: Fraction
+    spent: Fraction
+    spent_delta: Fraction
+
+    @property
+    def remaining(self) -> Fraction:
+        """Epsilon left."""
+        return self.epsilon - self.spent
+
+    @property
+    def remaining_delta(self) -> Fraction:
+        """Delta left."""
+        return self.delta - self.spent_delta
 
 
-def _parse_text(text: str) -> Fraction | None:
-    text = text.strip()
-    if len(text) > _MAX_TEXT or not _NUMBER_TEXT.fullmatch(text):
-        return None
-    try:
-        return Fraction(text)
-    except (ValueError, ZeroDivisionError):
-        return None
+class BudgetStore(Protocol):
+    """Where a budget lives; :class:`Accountant` does the arithmetic and the refusing.
 
-
-def exact(value: Any, owner: str, name: str, *, positive: bool = True, below_one: bool = False) -> Fraction:
-    """``value`` as an exact :class:`~fractions.Fraction`, or :class:`ParameterError`.
-
-    Accepts ints, floats (read by their shortest decimal repr: ``0.1`` is ``1/10``), strings
-    such as ``"0.1"``, ``"1e-3"`` or ``"1/3"`` (at most 100 characters, exponents of at most
-    4 digits), :class:`~decimal.Decimal` and :class:`~fractions.Fraction`. The number must be
-    finite and > 0 (``positive``) or >= 0, and < 1 if ``below_one`` (a delta); any other number
-    is an epsilon and must be at most :data:`MAX_EPSILON`. Messages show the value briefly.
+    ``transaction()`` makes what happens inside it one atomic step against other charges (a lock,
+    a file lock held around it, a database transaction); ``read()`` gives the budget inside it;
+    ``add()`` records a charge the accountant has allowed (its return value is the charge's
+    receipt, e.g. a ledger row's id); ``refused()`` records a refusal (e.g. an audit row) and
+    must leave the budget as it was.
     """
-    rule = ("a number in [0, 1)" if below_one else
-            "a finite number > 0" if positive else "a finite number >= 0")
-    rule += " (int, float, Fraction, Decimal or a string such as '0.1' or '1/3')"
-    number: Fraction | None = None
-    if isinstance(value, bool):
-        number = None
-    elif isinstance(value, Fraction | int | np.integer):
-        number = Fraction(int(value)) if isinstance(value, np.integer) else Fraction(value)
-    elif isinstance(value, float | np.floating):
-        number = Fraction(repr(float(value))) if math.isfinite(value) else None
-    elif isinstance(value, Decimal):
-        number = Fraction(value) if value.is_finite() and abs(value.adjusted()) <= 9999 else None
-    elif isinstance(value, str):
-        number = _parse_text(value)
-    ok = number is not None and (number > 0 if positive else number >= 0) and (not below_one or number < 1)
-    if not ok:
-        raise ParameterError(f"The {name!r} parameter of {owner} must be {rule}. Got {brief(value)} instead.")
-    if not below_one and number > MAX_EPSILON:
-        raise ParameterError(
-            f"The {name!r} parameter of {owner} is too large: {brief(value)}. sdckit accepts an epsilon of "
-            f"at most {exact_text(MAX_EPSILON)} (10**6); a useful one is well below 10."
-        )
-    return number
+
+    def transaction(self) -> AbstractContextManager[Any]: ...
+
+    def read(self) -> Budget: ...
+
+    def add(self, epsilon: Fraction, delta: Fraction, label: str) -> Any: ...
+
+    def refused(self, epsilon: Fraction, delta: Fraction, label: str, budget: Budget) -> None: ...
 
 
-def split_epsilon(epsilon: Any, parts: int) -> float:
-    """``epsilon / parts`` as the largest float not above the exact quotient, so that ``parts``
-    mechanisms at this epsilon never cost more than the decimal ``epsilon`` charged for them."""
-    share = exact(epsilon, "split_epsilon", "epsilon") / parts
-    value = float(share)
-    return value if Fraction(value) <= share else math.nextafter(value, 0.0)
+def budget_totals(epsilon: Any, delta: Any, owner: str, *, stacklevel: int = 2) -> tuple[Fraction, Fraction]:
+    """A budget being declared: its ``(epsilon, delta)`` read exactly (:func:`exact`), and one
+    :class:`~sdckit.core.errors.PrivacyWarning` if epsilon is above :data:`UNUSUAL_EPSILON`.
+
+    ``owner`` names the declaring call in messages (``"BudgetAccountant"``, ``"the [budget]
+    table"``, ``"analyst add"``); ``stacklevel`` counts from the caller of this function.
+    """
+    total = exact(epsilon, owner, "epsilon")
+    total_delta = exact(delta, owner, "delta", positive=False, below_one=True)
+    if total > UNUSUAL_EPSILON:
+        warnings.warn(
+            f"A privacy budget of epsilon = {exact_text(total)} ({owner}) is unusually large: above "
+            f"{exact_text(UNUSUAL_EPSILON)}, differential privacy bounds little (an inference's odds may change "
+            "by a factor of up to e**epsilon). A typical budget is at most 1; keep this one only if the data "
+            "protector's policy chose it.",
+            PrivacyWarning, stacklevel=stacklevel + 1)
+    return total, total_delta
 
 
-def exact_text(value: Fraction) -> str:
-    """An exact, readable form: a decimal when it terminates (``"0.25"``), else ``"p/q"``."""
-    den = value.denominator
-    twos = fives = 0
-    while den % 2 == 0:
-        den //= 2
-        twos += 1
-    while den % 5 == 0:
-        den //= 5
-        fives += 1
-    if den != 1:
-        return f"{value.numerator}/{value.denominator}"
-    places = max(twos, fives)
-    scaled = abs(value.numerator) * 10**places // value.denominator
-    digits = str(scaled).rjust(places + 1, "0")
-    sign = "-" if value < 0 else ""
-    text = digits if places == 0 else f"{digits[:-places]}.{digits[-places:]}".rstrip("0").rstrip(".")
-    return sign + text
+class Accountant:
+    """The one privacy-loss accountant: check-and-charge over a :class:`BudgetStore`.
+
+    Every charge reads the budget and either raises :class:`~sdckit.core.errors.BudgetExceeded`
+    (the store records the refusal; the budget is unchanged) or adds the charge, both inside one
+    of the store's transactions, so that no interleaving of threads or processes can overspend.
+    Epsilons and deltas are exact :class:`~fractions.Fraction` values (see :func:`exact`);
+    sequential composition: a charge fits if the spent total plus the charge is at most the
+    total, for epsilon and for delta.
+
+    Parameters
+    ----------
+    store : BudgetStore
+        Where the budget lives: :class:`MemoryStore`, :class:`sdckit.dp.ledger.LedgerFileStore`
+        or :class:`sdckit.query.state.SqliteStore`.
+    """
+
+    def __init__(self, store: BudgetStore) -> None:
+        self.store = store
+
+    @property
+    def budget(self) -> Budget:
+        """The budget now (read in one transaction)."""
+        with self.store.transaction():
+            return self.store.read()
+
+    @staticmethod
+    def refusal(budget: Budget, epsilon: Fraction, delta: Fraction, label: str) -> BudgetExceeded | None:
+        """The refusal of charging ``(epsilon, delta)`` on ``label`` against ``budget``, or ``None``
+        if it fits (the one place the message is written)."""
+        over_eps = budget.spent + epsilon > budget.epsilon
+        over_delta = budget.spent_delta + delta > budget.delta
+        if not (over_eps or over_delta):
+            return None
+        if over_eps:
+            what = f"epsilon={exact_text(epsilon)}"
+            state = (f"{exact_text(budget.spent)} of epsilon {exact_text(budget.epsilon)} is spent, "
+                     f"{exact_text(budget.remaining)} remains")
+        else:
+            what = f"delta={exact_text(delta)}"
+            state = (f"{exact_text(budget.spent_delta)} of delta {exact_text(budget.delta)} is spent, "
+                     f"{exact_text(budget.remaining_delta)} remains")
+        return BudgetExceeded(
+            f"Spending {what} on {label!r} would exceed the privacy budget: {state}. Ask for a smaller "
+            "epsilon/delta, or for a fresh budget only if the data protector's policy allows it.",
+            budget.remaining, budget.remaining_delta)
+
+    def charge(self, epsilon: Fraction, delta: Fraction = Fraction(0), label: str = "query") -> Any:
+        """Charge ``(epsilon, delta)`` to the budget atomically and return the store's receipt, or
+        raise :class:`~sdckit.core.errors.BudgetExceeded` and charge nothing."""
+        with self.store.transaction():
+            budget = self.store.read()
+            refused = self.refusal(budget, epsilon, delta, label)
+            if refused is not None:
+                self.store.refused(epsilon, delta, label, budget)
+                raise refused
+            return self.store.add(epsilon, delta, label)
 
 
-class BudgetAccountant:
+class MemoryStore:
+    """A budget in memory: the totals, the spent sums and the spends' records (the manifest),
+    guarded by a re-entrant lock. A charge and its record are one step, so ``spent`` is always the
+    sum of the records: each charge adds a sequential record, or grows the record of a parallel
+    group (:meth:`growing`).
+
+    Parameters
+    ----------
+    epsilon, delta : Fraction
+        The totals, already exact (:func:`budget_totals`).
+    """
+
+    def __init__(self, epsilon: Fraction, delta: Fraction = Fraction(0)) -> None:
+        self.epsilon, self.delta = epsilon, delta
+        self.spent = self.spent_delta = Fraction(0)
+        #: Every spend as the manifest shows it (exact numbers); a parallel group's record grows.
+        self.records: list[dict[str, Any]] = []
+        self._lock = threading.RLock()
+        self._growing: dict[str, Any] | None = None
+
+    def transaction(self) -> AbstractContextManager[Any]:
+        return self._lock
+
+    def read(self) -> Budget:
+        return Budget(self.epsilon, self.delta, self.spent, self.spent_delta)
+
+    def add(self, epsilon: Fraction, delta: Fraction, label: str) -> None:
+        self.spent += epsilon
+        self.spent_delta += delta
+        if self._growing is None:
+            self.records.append({"label": str(label), "epsilon": epsilon, "delta": delta,
+                                 "composition": "sequential"})
+        else:
+            self._growing["epsilon"] += epsilon
+            self._growing["delta"] += delta
+
+    @contextmanager
+    def growing(self, record: dict[str, Any]) -> Iterator[None]:
+        """Charges made in the block (by this thread: it holds the lock) grow ``record`` instead
+        of adding records: a parallel group's, which costs its largest part, or a stored one."""
+        with self._lock:
+            previous, self._growing = self._growing, record
+            try:
+                yield
+            finally:
+                self._growing = previous
+
+    def refused(self, epsilon: Fraction, delta: Fraction, label: str, budget: Budget) -> None:
+        """A refusal leaves no trace in memory (the caller gets the exception)."""
+
+
+class BudgetAccountant(Accountant):
     """Tracks (epsilon, delta) spent against a total budget; the user holds it across releases.
 
     Pass one accountant to every mechanism and method that releases the same data
     (``Laplace(..., accountant=acct)``, ``LaplaceNoise(..., accountant=acct)``, ...): each
     release is charged before its noise is drawn and refused when the budget would be passed.
+    It is the :class:`Accountant` over a :class:`MemoryStore` (or, for the command line's ledger,
+    a :class:`~sdckit.dp.ledger.LedgerFileStore`: :meth:`over`), with the spends' records for the
+    manifest and parallel groups.
 
     Parameters
     ----------
     epsilon : number > 0
-        The total epsilon (no default). Exact: see :func:`exact`.
+        The total epsilon (no default). Exact: see :func:`exact`. Above 10 it draws a
+        :class:`~sdckit.core.errors.PrivacyWarning`.
     delta : number in [0, 1)
         The total delta; 0 (the default) admits only pure epsilon-DP spends.
 
@@ -166,108 +256,78 @@ class BudgetAccountant:
     >>> acct.spend(0.2, "one more")  # doctest: +IGNORE_EXCEPTION_DETAIL
     Traceback (most recent call last):
     ...
-    sdckit.dp.accountant.BudgetExceeded: ...
+    sdckit.core.errors.BudgetExceeded: ...
     """
 
+    store: MemoryStore
+
     def __init__(self, epsilon: Any, delta: Any = 0) -> None:
-        self._epsilon = exact(epsilon, "BudgetAccountant", "epsilon")
-        self._delta = exact(delta, "BudgetAccountant", "delta", positive=False, below_one=True)
-        self._spent = Fraction(0)
-        self._spent_delta = Fraction(0)
-        self._spends: list[dict[str, Any]] = []
-        self._lock = threading.RLock()
+        super().__init__(MemoryStore(*budget_totals(epsilon, delta, "BudgetAccountant", stacklevel=2)))
+
+    @classmethod
+    def over(cls, store: MemoryStore) -> BudgetAccountant:
+        """The accountant of a budget a :class:`MemoryStore` (or a subclass: the ledger's) holds."""
+        accountant = cls.__new__(cls)
+        Accountant.__init__(accountant, store)
+        return accountant
 
     def __repr__(self) -> str:
-        return (f"BudgetAccountant(epsilon={exact_text(self._epsilon)}, delta={exact_text(self._delta)}, "
+        return (f"BudgetAccountant(epsilon={exact_text(self.epsilon)}, delta={exact_text(self.delta)}, "
                 f"spent={exact_text(self.spent)}, spent_delta={exact_text(self.spent_delta)})")
 
     # ------------------------------------------------------------------ state
     @property
     def epsilon(self) -> Fraction:
         """The total epsilon."""
-        return self._epsilon
+        return self.store.epsilon
 
     @property
     def delta(self) -> Fraction:
         """The total delta."""
-        return self._delta
+        return self.store.delta
 
     @property
     def spent(self) -> Fraction:
         """Epsilon spent so far (sequential sum; a parallel group counts its largest part)."""
-        with self._lock:
-            return self._spent
+        return self.budget.spent
 
     @property
     def spent_delta(self) -> Fraction:
         """Delta spent so far."""
-        with self._lock:
-            return self._spent_delta
+        return self.budget.spent_delta
 
     @property
     def remaining(self) -> Fraction:
         """Epsilon left."""
-        with self._lock:
-            return self._epsilon - self._spent
+        return self.budget.remaining
 
     @property
     def remaining_delta(self) -> Fraction:
         """Delta left."""
-        with self._lock:
-            return self._delta - self._spent_delta
+        return self.budget.remaining_delta
 
     @property
     def spends(self) -> list[dict[str, Any]]:
         """Every spend (a copy), as the manifest shows it; their total is always :attr:`spent`."""
-        with self._lock:
-            return [self._entry(record) for record in self._spends]
+        with self.store.transaction():
+            return [self._entry(record) for record in self.store.records]
 
     # ------------------------------------------------------------------ charging
-    def _refusal(self, epsilon: Fraction, delta: Fraction, label: str) -> BudgetExceeded | None:
-        over_eps = self._spent + epsilon > self._epsilon
-        over_delta = self._spent_delta + delta > self._delta
-        if not (over_eps or over_delta):
-            return None
-        what = (f"epsilon={exact_text(epsilon)}" if over_eps else f"delta={exact_text(delta)}")
-        if over_eps:
-            state = (f"{exact_text(self._spent)} of epsilon {exact_text(self._epsilon)} is spent, "
-                     f"{exact_text(self._epsilon - self._spent)} remains")
-        else:
-            state = (f"{exact_text(self._spent_delta)} of delta {exact_text(self._delta)} is spent, "
-                     f"{exact_text(self._delta - self._spent_delta)} remains")
-        return BudgetExceeded(
-            f"Spending {what} on {label!r} would exceed the privacy budget: {state}. "
-            "Ask for a smaller epsilon/delta or release from a fresh budget only if the data "
-            "protector's policy allows it."
-        )
-
-    def _charge(self, epsilon: Fraction, delta: Fraction, label: str) -> None:
-        """Check and add in one step (the caller holds the lock)."""
-        refusal = self._refusal(epsilon, delta, label)
-        if refusal is not None:
-            raise refusal
-        self._spent += epsilon
-        self._spent_delta += delta
-
     def check(self, epsilon: Any, label: str = "query", delta: Any = 0) -> None:
         """Raise :class:`BudgetExceeded` if ``(epsilon, delta)`` cannot be spent now (spends
         nothing; a later :meth:`spend` is still checked, since others may spend meanwhile)."""
         eps = exact(epsilon, "BudgetAccountant.check", "epsilon")
         dlt = exact(delta, "BudgetAccountant.check", "delta", positive=False, below_one=True)
-        with self._lock:
-            refusal = self._refusal(eps, dlt, label)
-        if refusal is not None:
-            raise refusal
+        refused = self.refusal(self.budget, eps, dlt, label)
+        if refused is not None:
+            raise refused
 
     def spend(self, epsilon: Any, label: str = "query", delta: Any = 0) -> None:
         """Spend ``(epsilon, delta)`` on the whole data (sequential composition), atomically,
         or raise :class:`BudgetExceeded` and change nothing."""
         eps = exact(epsilon, "BudgetAccountant.spend", "epsilon")
         dlt = exact(delta, "BudgetAccountant.spend", "delta", positive=False, below_one=True)
-        with self._lock:
-            self._charge(eps, dlt, label)
-            self._spends.append({"label": str(label), "epsilon": eps, "delta": dlt,
-                                 "composition": "sequential"})
+        self.charge(eps, dlt, label)
 
     @contextmanager
     def parallel(self, label: str = "parallel") -> Iterator[ParallelGroup]:
@@ -294,23 +354,25 @@ class BudgetAccountant:
 
     def to_manifest(self) -> dict[str, Any]:
         """The budget, what was spent and on what (exact numbers as strings, e.g. ``"0.1"``)."""
-        with self._lock:
+        with self.store.transaction():
+            budget = self.store.read()
             return {
-                "epsilon": exact_text(self._epsilon), "delta": exact_text(self._delta),
-                "spent": exact_text(self._spent), "spent_delta": exact_text(self._spent_delta),
-                "spends": [self._entry(record) for record in self._spends],
+                "epsilon": exact_text(budget.epsilon), "delta": exact_text(budget.delta),
+                "spent": exact_text(budget.spent), "spent_delta": exact_text(budget.spent_delta),
+                "spends": [self._entry(record) for record in self.store.records],
             }
 
-    @classmethod
-    def from_manifest(cls, data: Mapping[str, Any]) -> BudgetAccountant:
-        """The accountant :meth:`to_manifest` described (used by the CLI's ledger file).
-
-        The spent totals are recomputed from the spends, which must fit the budget.
-        """
+    @staticmethod
+    def manifest_totals(data: Any) -> tuple[Fraction, Fraction]:
+        """The ``(epsilon, delta)`` of a stored budget (:meth:`to_manifest`'s form), checked."""
         if not isinstance(data, Mapping) or "epsilon" not in data:
             raise ParameterError("A stored budget must be a table with 'epsilon' (and 'spends').")
-        acct = cls(data["epsilon"], data.get("delta", 0))
-        spends = data.get("spends", [])
+        return (exact(data["epsilon"], "BudgetAccountant", "epsilon"),
+                exact(data.get("delta", 0), "BudgetAccountant", "delta", positive=False, below_one=True))
+
+    def restore(self, spends: Any) -> None:
+        """Charge a stored budget's ``spends`` again, in order, with their records (so the spent
+        totals are recomputed from them, and they must fit the budget)."""
         if not isinstance(spends, list):
             raise ParameterError("A stored budget's 'spends' must be a list.")
         for record in spends:
@@ -318,10 +380,20 @@ class BudgetAccountant:
                 raise ParameterError("Each stored spend must be a table with 'epsilon' and 'delta'.")
             eps = exact(record.get("epsilon"), "the stored budget", "epsilon", positive=False)
             dlt = exact(record.get("delta", 0), "the stored budget", "delta", positive=False, below_one=True)
-            with acct._lock:
-                acct._charge(eps, dlt, str(record.get("label", "stored spend")))
-                acct._spends.append({**record, "epsilon": eps, "delta": dlt})
-        return acct
+            entry = {**record, "epsilon": Fraction(0), "delta": Fraction(0)}
+            with self.store.growing(entry):
+                self.charge(eps, dlt, str(record.get("label", "stored spend")))
+                self.store.records.append(entry)
+
+    @classmethod
+    def from_manifest(cls, data: Mapping[str, Any]) -> BudgetAccountant:
+        """The accountant :meth:`to_manifest` described.
+
+        The spent totals are recomputed from the spends, which must fit the budget.
+        """
+        accountant = cls(*cls.manifest_totals(data))
+        accountant.restore(data.get("spends", []))
+        return accountant
 
 
 class ParallelGroup:
@@ -336,19 +408,19 @@ class ParallelGroup:
         # so ``spent`` equals the sum of ``spends`` at every moment.
         self._record: dict[str, Any] = {"label": label, "epsilon": Fraction(0), "delta": Fraction(0),
                                         "composition": "parallel", "parts": 0}
-        with accountant._lock:
-            accountant._spends.append(self._record)
+        with accountant.store.transaction():
+            accountant.store.records.append(self._record)
 
     @property
     def charged(self) -> Fraction:
         """What the group has cost the budget in epsilon: its largest part's total."""
-        with self.accountant._lock:
+        with self.accountant.store.transaction():
             return self._record["epsilon"]
 
     @property
     def charged_delta(self) -> Fraction:
         """What the group has cost in delta: the largest part's total delta."""
-        with self.accountant._lock:
+        with self.accountant.store.transaction():
             return self._record["delta"]
 
     @property
@@ -365,7 +437,7 @@ class ParallelGroup:
         eps = exact(epsilon, "BudgetAccountant.spend", "epsilon")
         dlt = exact(delta, "BudgetAccountant.spend", "delta", positive=False, below_one=True)
         acct = self.accountant
-        with acct._lock:
+        with acct.store.transaction():
             if self._closed:
                 raise ParameterError(
                     f"The parallel group {self.label!r} is closed (its 'with' block has ended); "
@@ -375,17 +447,18 @@ class ParallelGroup:
             new_eps, new_delta = old_eps + eps, old_delta + dlt
             cost_eps = max(self._record["epsilon"], new_eps)
             cost_delta = max(self._record["delta"], new_delta)
-            acct._charge(cost_eps - self._record["epsilon"], cost_delta - self._record["delta"],
-                         f"{self.label}: {part}")
+            with acct.store.growing(self._record):  # to the group's cost, cost_eps and cost_delta
+                acct.charge(cost_eps - self._record["epsilon"], cost_delta - self._record["delta"],
+                            f"{self.label}: {part}")
             self._parts[part] = (new_eps, new_delta)
-            self._record.update(epsilon=cost_eps, delta=cost_delta, parts=len(self._parts))
+            self._record["parts"] = len(self._parts)
 
     def _close(self) -> None:
-        with self.accountant._lock:
+        with self.accountant.store.transaction():
             self._closed = True
             if not self._parts:  # nothing was spent: the group leaves no record
-                spends = self.accountant._spends
-                del spends[next(i for i, r in enumerate(spends) if r is self._record)]
+                records = self.accountant.store.records
+                del records[next(i for i, r in enumerate(records) if r is self._record)]
 
 
 #: Rule for the ``accountant`` parameter of mechanisms and methods.

@@ -30,6 +30,7 @@ import hashlib
 import json
 import os
 from collections.abc import Iterable, Iterator
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +39,7 @@ import pandas as pd
 
 from sdckit.core.atomic import make_private_dir, open_private, write_private
 from sdckit.core.errors import DataError, ParameterError
-from sdckit.dp.accountant import BudgetAccountant, exact, exact_text
+from sdckit.dp.accountant import BudgetAccountant, MemoryStore, budget_totals, exact_text
 
 LEDGER_FORMAT = 1
 #: Environment variable naming the ledger file (overrides the per-user default).
@@ -191,54 +192,103 @@ def _read(path: Path) -> dict[str, Any]:
     return content
 
 
+class LedgerFileStore(MemoryStore):
+    """One data set's budget in the JSON ledger file (:class:`~sdckit.dp.accountant.BudgetStore`).
+
+    Used as a context manager (:func:`ledger_accountant`): entering takes the ledger's exclusive
+    lock (``<ledger>.lock``, ``fcntl.flock``; other processes wait) and reads the data set's entry
+    into memory, where charges are checked and added as in a
+    :class:`~sdckit.dp.accountant.MemoryStore`; leaving writes the entry back (atomically, fsynced,
+    0600 if new) if anything was charged, whatever happened meanwhile, and releases the lock. So a
+    charge is atomic against every other process using the ledger, and a refused or failed release
+    never gives budget back.
+
+    Parameters
+    ----------
+    path : path
+        The ledger file (created with its folder, 0700, on first use).
+    key : str
+        The data set's key (:func:`data_set_key`).
+    epsilon, delta : Fraction
+        The budget a data set seen for the first time gets; a stored one must have the same.
+    label : str
+        The data set's name as the ledger shows it (optional).
+    aliases : iterable of str
+        Keys an earlier sdckit gave the data set (:func:`file_key`); an entry under one moves to ``key``.
+    """
+
+    def __init__(self, path: str | Path, key: str, epsilon: Fraction, delta: Fraction = Fraction(0),
+                 label: str = "", aliases: Iterable[str] = ()) -> None:
+        super().__init__(epsilon, delta)
+        self.path, self.key, self.label, self.aliases = Path(path), key, label, tuple(aliases)
+        self._lock_fd: int | None = None
+
+    def __enter__(self) -> LedgerFileStore:
+        make_private_dir(self.path.parent)
+        self._lock_fd = open_private(self.path.with_name(self.path.name + ".lock"))
+        try:
+            fcntl.flock(self._lock_fd, fcntl.LOCK_EX)
+            self._load()
+        except BaseException:
+            self._release()
+            raise
+        return self
+
+    def _load(self) -> None:
+        self._content = _read(self.path)
+        entries = self._content["data_sets"]
+        stored = entries.get(self.key)
+        self._moved = [alias for alias in self.aliases if alias in entries and alias != self.key]
+        if stored is None and self._moved:
+            stored = entries[self._moved[0]]
+        self._stored = stored
+        if stored is not None:
+            epsilon, delta = BudgetAccountant.manifest_totals(stored)
+            if (epsilon, delta) != (self.epsilon, self.delta):
+                raise ParameterError(
+                    f"The ledger gives this data set a budget of epsilon = {exact_text(epsilon)}, "
+                    f"delta = {exact_text(delta)}; the recipe says epsilon = {exact_text(self.epsilon)}, "
+                    f"delta = {exact_text(self.delta)}. A budget is fixed once: use the ledger's."
+                )
+            BudgetAccountant.over(self).restore(stored.get("spends", []))
+        self._spent_before = (self.spent, self.spent_delta)
+
+    def __exit__(self, *exc_info: object) -> None:
+        try:
+            if (self.spent, self.spent_delta) != self._spent_before:
+                entry = BudgetAccountant.over(self).to_manifest()
+                if self.label:
+                    entry["data_set"] = self.label
+                elif self._stored is not None and "data_set" in self._stored:
+                    entry["data_set"] = self._stored["data_set"]
+                entries = self._content["data_sets"]
+                for alias in self._moved:
+                    entries.pop(alias, None)
+                entries[self.key] = entry
+                write_private(self.path, json.dumps(self._content, indent=2) + "\n")
+        finally:
+            self._release()
+
+    def _release(self) -> None:
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
+
+
 @contextlib.contextmanager
 def ledger_accountant(path: str | Path, key: str, epsilon: Any, delta: Any = 0,
                       label: str = "", aliases: Iterable[str] = ()) -> Iterator[BudgetAccountant]:
-    """The accountant of data set ``key`` in the ledger at ``path``, locked for the block.
+    """The accountant of data set ``key`` in the ledger at ``path``, locked for the block
+    (:class:`LedgerFileStore`).
 
-    A data set seen for the first time gets a budget of ``(epsilon, delta)``; one already in the
-    ledger keeps its own, and a different ``epsilon`` or ``delta`` is refused (a budget is
-    fixed once; raising it is a decision taken by editing the ledger, not by a recipe). An entry
-    stored under one of ``aliases`` (the file hash an earlier sdckit used) is this data set's and
-    moves to ``key``. The ledger is written back when the block ends if anything was charged,
-    whatever happened in the block; a block that charged nothing leaves the ledger as it was.
+    A data set seen for the first time gets a budget of ``(epsilon, delta)`` (above epsilon 10,
+    with a :class:`~sdckit.core.errors.PrivacyWarning`); one already in the ledger keeps its own,
+    and a different ``epsilon`` or ``delta`` is refused (a budget is fixed once; raising it is a
+    decision taken by editing the ledger, not by a recipe). An entry stored under one of
+    ``aliases`` (the file hash an earlier sdckit used) is this data set's and moves to ``key``.
+    The ledger is written back when the block ends if anything was charged, whatever happened in
+    the block; a block that charged nothing leaves the ledger as it was.
     """
-    path = Path(path)
-    total_eps = exact(epsilon, "the [budget] table", "epsilon")
-    total_delta = exact(delta, "the [budget] table", "delta", positive=False, below_one=True)
-    make_private_dir(path.parent)
-    lock = open_private(path.with_name(path.name + ".lock"))
-    try:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        content = _read(path)
-        entries = content["data_sets"]
-        stored = entries.get(key)
-        moved = [alias for alias in aliases if alias in entries and alias != key]
-        if stored is None and moved:
-            stored = entries[moved[0]]
-        if stored is None:
-            accountant = BudgetAccountant(total_eps, total_delta)
-        else:
-            accountant = BudgetAccountant.from_manifest(stored)
-            if accountant.epsilon != total_eps or accountant.delta != total_delta:
-                raise ParameterError(
-                    f"The ledger gives this data set a budget of epsilon = {exact_text(accountant.epsilon)}, "
-                    f"delta = {exact_text(accountant.delta)}; the recipe says epsilon = {exact_text(total_eps)}, "
-                    f"delta = {exact_text(total_delta)}. A budget is fixed once: use the ledger's."
-                )
-        spent_before = (accountant.spent, accountant.spent_delta)
-        try:
-            yield accountant
-        finally:
-            if (accountant.spent, accountant.spent_delta) != spent_before:
-                entry = accountant.to_manifest()
-                if label:
-                    entry["data_set"] = label
-                elif stored is not None and "data_set" in stored:
-                    entry["data_set"] = stored["data_set"]
-                for alias in moved:
-                    entries.pop(alias, None)
-                entries[key] = entry
-                write_private(path, json.dumps(content, indent=2) + "\n")
-    finally:
-        os.close(lock)
+    total_eps, total_delta = budget_totals(epsilon, delta, "the [budget] table", stacklevel=3)
+    with LedgerFileStore(path, key, total_eps, total_delta, label, aliases) as store:
+        yield BudgetAccountant.over(store)

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from sdckit.core.atomic import make_private_dir, open_private
-from sdckit.core.errors import ParameterError, SdcError
+from sdckit.core.errors import BudgetExceeded, ParameterError, SdcError
 from sdckit.core.random import as_generator
 from sdckit.dp.accountant import exact, exact_text
 from sdckit.query import dp
@@ -33,7 +33,7 @@ from sdckit.query.data import Database
 from sdckit.query.generate import aggregate_sql, histogram_sql, quantile_columns
 from sdckit.query.restricted import Refused, Restricted, check_dimensions
 from sdckit.query.sql import UnsupportedQuery, parse
-from sdckit.query.state import Analyst, BudgetRefused, State
+from sdckit.query.state import Analyst, State
 
 log = logging.getLogger("sdckit.query")
 
@@ -103,7 +103,7 @@ class Service:
         sql = _sql_of(body)
         try:
             return self._query(analyst, body)
-        except BudgetRefused as exc:  # logged by the charge's own transaction
+        except BudgetExceeded as exc:  # logged by the charge's own transaction
             return _error(403, str(exc), epsilon_remaining=float(exc.remaining),
                           exact={"epsilon_remaining": exact_text(exc.remaining)})
         except Refused as exc:

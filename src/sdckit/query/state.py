@@ -5,8 +5,9 @@ trades survival of a power loss for speed; both survive a crash of the server); 
 ``BEGIN IMMEDIATE`` transaction (the database's write lock, held across threads *and*
 processes), so
 
-* a charge checks ``spent + cost <= total`` and writes the new total, the ledger row and the
-  audit row in one transaction, *before* the answer is computed; it is never refunded. A
+* a charge checks ``spent + cost <= total`` (the one accountant, :class:`sdckit.dp.accountant.Accountant`,
+  over a :class:`SqliteStore`) and writes the new total, the ledger row and the audit row in one
+  transaction, *before* the answer is computed; it is never refunded. A
   committed charge survives a crash or ``kill -9`` of the server at any moment (the WAL is on
   disk before ``COMMIT`` returns), so spent budget never decreases;
 * charges asked at the same time share one transaction (group commit, :meth:`State.charge`):
@@ -33,14 +34,14 @@ import secrets
 import sqlite3
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
 from sdckit.core.atomic import make_private_dir, open_private
-from sdckit.core.errors import ParameterError
-from sdckit.dp.accountant import exact, exact_text
+from sdckit.core.errors import BudgetExceeded, ParameterError
+from sdckit.dp.accountant import Accountant, Budget, budget_totals, exact_text
 
 #: scrypt cost (RFC 7914): n = 2**14, r = 8, p = 1 (16 MiB, about 50 ms per check).
 SCRYPT = {"n": 2**14, "r": 8, "p": 1, "dklen": 32}
@@ -66,12 +67,9 @@ CREATE TABLE IF NOT EXISTS cache (
 """
 
 
-class BudgetRefused(ParameterError):
-    """The charge would take the analyst past the budget (HTTP 403); nothing was charged."""
-
-    def __init__(self, message: str, remaining: Fraction) -> None:
-        super().__init__(message)
-        self.remaining = remaining
+#: Deprecated alias (before issue 29 the service had its own refusal): a charge past the analyst's
+#: budget raises the one :class:`~sdckit.core.errors.BudgetExceeded` (HTTP 403), with ``remaining``.
+BudgetRefused = BudgetExceeded
 
 
 @dataclass(frozen=True)
@@ -181,8 +179,7 @@ class State:
         if mode == "dp":
             if epsilon is None:
                 raise ParameterError("A dp analyst needs a budget: give '--epsilon' (a number > 0, e.g. 1.0).")
-            eps = exact(epsilon, "analyst add", "epsilon")
-            dlt = exact(delta if delta is not None else 0, "analyst add", "delta", positive=False, below_one=True)
+            eps, dlt = budget_totals(epsilon, delta if delta is not None else 0, "analyst add", stacklevel=2)
             eps_text, delta_text = str(eps), str(dlt)
         else:
             if epsilon is not None or delta not in (None, 0):
@@ -277,7 +274,8 @@ class State:
 
     # ------------------------------------------------------------------ budget
     def charge(self, name: str, epsilon: Fraction, sql: str, query: str) -> tuple[int, Analyst]:
-        """Charge ``epsilon`` to ``name`` in one transaction, or raise :class:`BudgetRefused`.
+        """Charge ``epsilon`` to ``name`` in one transaction, or raise
+        :class:`~sdckit.core.errors.BudgetExceeded` (through the one accountant, over a :class:`SqliteStore`).
 
         Returns the ledger row's id (it numbers the answer's random stream when the service is
         seeded) and the analyst after the charge. The audit row is written in the same
@@ -319,7 +317,7 @@ class State:
                     con.execute("SAVEPOINT charge")
                     try:
                         outcomes.append((self._charge_one(con, request), None))
-                    except BudgetRefused as exc:  # keeps its audit row
+                    except BudgetExceeded as exc:  # keeps its audit row
                         outcomes.append((None, exc))
                     except Exception as exc:
                         con.execute("ROLLBACK TO charge")
@@ -337,32 +335,7 @@ class State:
             request.result, request.error, request.done = result, error, True
 
     def _charge_one(self, con: sqlite3.Connection, request: _Charge) -> tuple[int, Analyst]:
-        name, epsilon, sql, now = request.name, request.epsilon, request.sql, time.time()
-        row = con.execute(f"SELECT {self._COLUMNS} FROM analysts WHERE name = ?", (name,)).fetchone()
-        if row is None:
-            raise ParameterError(f"No analyst is called {name!r} (`sdckit analyst list` shows them).")
-        analyst = self._analyst(row)
-        if analyst.epsilon_total is None:
-            raise ParameterError(f"The analyst {name!r} has no epsilon budget (restricted mode).")
-        remaining = analyst.epsilon_total - analyst.epsilon_spent
-        if epsilon > remaining:
-            con.execute("INSERT INTO audit (analyst, time, sql, decision, status, epsilon, detail) "
-                        "VALUES (?, ?, ?, 'refused: budget', 403, '0', ?)",
-                        (name, now, sql, f"asked {exact_text(epsilon)}, remaining {exact_text(remaining)}"))
-            raise BudgetRefused(
-                f"The query asks for epsilon {exact_text(epsilon)} but only {exact_text(remaining)} of "
-                f"the budget {exact_text(analyst.epsilon_total)} remains: ask with a smaller epsilon "
-                "(or ask the data protector for a new budget).", remaining)
-        spent = analyst.epsilon_spent + epsilon
-        con.execute("UPDATE analysts SET epsilon_spent = ? WHERE name = ?", (str(spent), name))
-        cur = con.execute("INSERT INTO charges (analyst, time, epsilon, query) VALUES (?, ?, ?, ?)",
-                          (name, now, str(epsilon), request.query))
-        charge_id = int(cur.lastrowid)
-        con.execute("INSERT INTO audit (analyst, time, sql, decision, status, epsilon, detail) "
-                    "VALUES (?, ?, ?, 'charged', 200, ?, ?)",
-                    (name, now, sql, str(epsilon), f"charge {charge_id}"))
-        return charge_id, Analyst(analyst.name, analyst.mode, analyst.epsilon_total, analyst.delta_total,
-                                  spent, analyst.tables)
+        return Accountant(SqliteStore(self, con, request)).charge(request.epsilon, label="the query")
 
     def ledger(self, name: str) -> list[Fraction]:
         """Every charge of ``name``, in order."""
@@ -419,6 +392,54 @@ class State:
                         (name, key, json.dumps(response)))
 
 
+class SqliteStore:
+    """One analyst's epsilon budget in the state database, as the accountant's
+    :class:`~sdckit.dp.accountant.BudgetStore`.
+
+    Its transaction is the one the group commit holds (``BEGIN IMMEDIATE``, one savepoint per
+    charge: :meth:`State._commit_charges`), so the check and the charge are atomic across threads
+    and processes. A charge writes the new total, the ledger row and the audit row and returns
+    ``(ledger id, the analyst after the charge)``; a refusal writes its audit row (kept, since a
+    refusal commits). The service charges epsilon only (``spent_delta`` is 0).
+    """
+
+    def __init__(self, state: State, con: sqlite3.Connection, request: _Charge) -> None:
+        self.state, self.con, self.request = state, con, request
+        self.now = time.time()
+        self.analyst: Analyst | None = None
+
+    def transaction(self) -> contextlib.AbstractContextManager[Any]:
+        return contextlib.nullcontext()  # the group commit's savepoint, already open
+
+    def read(self) -> Budget:
+        name = self.request.name
+        row = self.con.execute(f"SELECT {State._COLUMNS} FROM analysts WHERE name = ?", (name,)).fetchone()
+        if row is None:
+            raise ParameterError(f"No analyst is called {name!r} (`sdckit analyst list` shows them).")
+        analyst = self.analyst = self.state._analyst(row)
+        if analyst.epsilon_total is None:
+            raise ParameterError(f"The analyst {name!r} has no epsilon budget (restricted mode).")
+        return Budget(analyst.epsilon_total, analyst.delta_total or Fraction(0), analyst.epsilon_spent, Fraction(0))
+
+    def add(self, epsilon: Fraction, delta: Fraction, label: str) -> tuple[int, Analyst]:
+        analyst, request, con = self.analyst, self.request, self.con
+        spent = analyst.epsilon_spent + epsilon
+        con.execute("UPDATE analysts SET epsilon_spent = ? WHERE name = ?", (str(spent), analyst.name))
+        cur = con.execute("INSERT INTO charges (analyst, time, epsilon, query) VALUES (?, ?, ?, ?)",
+                          (analyst.name, self.now, str(epsilon), request.query))
+        charge_id = int(cur.lastrowid)
+        con.execute("INSERT INTO audit (analyst, time, sql, decision, status, epsilon, detail) "
+                    "VALUES (?, ?, ?, 'charged', 200, ?, ?)",
+                    (analyst.name, self.now, request.sql, str(epsilon), f"charge {charge_id}"))
+        return charge_id, replace(analyst, epsilon_spent=spent)
+
+    def refused(self, epsilon: Fraction, delta: Fraction, label: str, budget: Budget) -> None:
+        self.con.execute("INSERT INTO audit (analyst, time, sql, decision, status, epsilon, detail) "
+                         "VALUES (?, ?, ?, 'refused: budget', 403, '0', ?)",
+                         (self.request.name, self.now, self.request.sql,
+                          f"asked {exact_text(epsilon)}, remaining {exact_text(budget.remaining)}"))
+
+
 class _Charge:
     """One charge waiting for its group commit (:meth:`State.charge`)."""
 
@@ -442,7 +463,7 @@ class _Transaction:
         return self.con
 
     def __exit__(self, kind, value, tb) -> None:
-        if kind is None or issubclass(kind, BudgetRefused):
+        if kind is None or issubclass(kind, BudgetExceeded):
             self.con.execute("COMMIT")  # a refusal keeps its audit row
         else:
             self.con.execute("ROLLBACK")
