@@ -15,7 +15,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from sdckit.core.errors import DataError, ParameterError, SchemaError, SdcError, SecurityWarning
+from sdckit.core.errors import DataError, ParameterError, PrivacyWarning, SchemaError, SdcError, SecurityWarning
 from sdckit.core.version import __version__
 
 #: Every public name of the package and the module it comes from. They are imported on first
@@ -42,7 +42,7 @@ _LAZY = {
 #: Public names whose name differs in their module.
 _RENAMED = {"check_anonymity": ("sdckit.anonymity", "check")}
 
-__all__ = sorted(["DataError", "ParameterError", "SchemaError", "SdcError", "SecurityWarning", "__version__",
+__all__ = sorted(["DataError", "ParameterError", "PrivacyWarning", "SchemaError", "SdcError", "SecurityWarning", "__version__",
                   *_LAZY, *_RENAMED])
 
 
