@@ -30,21 +30,13 @@ import numpy as np
 import pandas as pd
 
 from sdckit.core.errors import DataError, ParameterError, SchemaError
+from sdckit.core.outcome import Outcome
 from sdckit.core.params import IsNone, Rule, StrList, to_tuple, validate_params
 from sdckit.core.random import RandomState, as_generator
 from sdckit.core.rowwise import run_rows
 from sdckit.core.schema import Kind, Role, Schema
 
 _REGISTRY: dict[str, type[Method]] = {}
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """What a method returns to the pipeline: the data, its schema and a report for the manifest."""
-
-    data: pd.DataFrame
-    schema: Schema
-    info: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

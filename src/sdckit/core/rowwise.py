@@ -22,10 +22,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from sdckit.core.outcome import Outcome
 from sdckit.core.random import crypto_generator, derive_seed
 
 if TYPE_CHECKING:  # pragma: no cover
-    from sdckit.core.method import Method, Outcome
+    from sdckit.core.method import Method
     from sdckit.core.schema import Schema
 
 #: Rows of a logical chunk. Fixed: changing it changes every row-wise release.
@@ -142,8 +143,6 @@ def run_rows(method: Method, frame: pd.DataFrame, columns: tuple[str, ...], sche
              rng: np.random.Generator) -> Outcome:
     """Run a row-wise ``method`` over ``frame`` in memory, by logical chunks (what every other
     engine does over files), and return the whole outcome."""
-    from sdckit.core.method import Outcome
-
     key = step_key(rng)
     bounds = chunk_bounds(len(frame))
     stats = None

@@ -39,7 +39,7 @@ import numpy as np
 from sdckit.core.duckdb_session import quote_identifier
 from sdckit.query.config import TableConfig
 from sdckit.query.generate import cell_indices, clamp_column, group_alias, is_text_domain, relation_name, summed_columns
-from sdckit.query.sql import And, Between, Compare, InList, Not, Or, Predicate, Query, predicate_columns
+from sdckit.query.sql import And, Compare, InList, Not, Or, Predicate, Query, predicate_columns
 
 #: Most cube rows (non-empty key combinations) kept; more columns are left out, fewest-valued first.
 MAX_CELLS = 50_000

@@ -21,7 +21,8 @@ from sdckit.risk.frequencies import frequencies, k_anonymity_violations
 from sdckit.risk.individual import GlobalRisk, global_risk, individual_risk
 from sdckit.risk.interval import IntervalDisclosure, interval_disclosure
 from sdckit.risk.ldiversity import l_diversity
-from sdckit.risk.linkage import DistanceLinkage, distance_linkage, true_originals
+from sdckit.risk.linkage import distance_linkage
+from sdckit.risk.linkage_result import DistanceLinkage, true_originals
 from sdckit.risk.permutation import PermutationRisk, permutation_risk
 from sdckit.risk.population import PopulationRisk, population_risk
 from sdckit.risk.suda import suda2

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from sdckit.core.errors import DataError, SchemaError
-from sdckit.risk.linkage import DistanceLinkage, true_originals
+from sdckit.risk.linkage_result import DistanceLinkage, true_originals
 
 _TIE_RTOL = 1e-9
 _BLOCK_CELLS = 2_000_000

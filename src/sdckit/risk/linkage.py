@@ -20,75 +20,20 @@ linking 324k records in 13 dimensions took most of a report's 350 s).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 from scipy.spatial import cKDTree
 
 from sdckit.core.arrays import standardize
-from sdckit.core.errors import DataError, ParameterError
+from sdckit.core.errors import ParameterError
 from sdckit.core.params import Interval, Options, check_param
 from sdckit.core.random import RandomState, as_generator
+from sdckit.risk.gower import gower_linkage
+from sdckit.risk.linkage_result import DistanceLinkage, true_originals
 from sdckit.utility.columns import numeric_pair
 
 _TIE_RTOL = 1e-9
-
-
-@dataclass(frozen=True)
-class DistanceLinkage:
-    """Result of distance-based record linkage.
-
-    Attributes
-    ----------
-    rate : float
-        Share of released records linked to their true original (ties credited fractionally).
-    correct : float
-        The same as a count.
-    records : DataFrame
-        One row per linked released record (its index): ``nearest`` (0-based position of the
-        nearest original, the lowest one on ties), ``distance``, ``tied`` (originals at that
-        distance) and ``credit`` (1/tied if the true original is among them, else 0).
-    sampled : int or None
-        How many released records were linked when the rate was estimated from a sample
-        (``None``: every record was linked and ``rate`` is exact).
-    standard_error : float
-        Standard error of ``rate`` (0 when exact).
-    """
-
-    rate: float
-    correct: float
-    records: pd.DataFrame
-    sampled: int | None = None
-    standard_error: float = 0.0
-
-    def to_dict(self) -> dict[str, float | int | None]:
-        return {"rate": self.rate, "correct": self.correct, "records": len(self.records),
-                "sampled": self.sampled, "standard_error": self.standard_error}
-
-
-def true_originals(truth: Sequence[int] | np.ndarray | None, n_original: int, n_released: int) -> np.ndarray:
-    """For each released record, the 0-based position of its true original (-1: none).
-
-    ``truth`` follows sdckit.permutation's convention: for each original record, the 0-based
-    position of its released version (-1 when it has none); ``None`` means row i is row i.
-    """
-    if truth is None:
-        if n_original != n_released:
-            raise DataError(
-                f"The original has {n_original} records and the release {n_released}; give truth= "
-                "(the released position of each original record) to say which record is which."
-            )
-        return np.arange(n_released)
-    t = np.asarray(truth)
-    if t.shape != (n_original,) or not np.issubdtype(t.dtype, np.integer):
-        raise DataError(f"truth must be {n_original} integers (the released position of each original record); got shape {t.shape}, dtype {t.dtype}.")
-    used = t[t >= 0]
-    if (t < -1).any() or (used >= n_released).any() or len(np.unique(used)) != len(used):
-        raise DataError(f"truth must hold distinct released positions in 0..{n_released - 1} (or -1 for none).")
-    owner = np.full(n_released, -1)
-    owner[used] = np.flatnonzero(t >= 0)
-    return owner
 
 
 def distance_linkage(
@@ -136,7 +81,6 @@ def distance_linkage(
     if metric == "gower":
         if sample is not None:
             raise ParameterError("distance_linkage samples with the euclidean metric only; drop sample= for metric='gower'.")
-        from sdckit.risk.gower import gower_linkage  # gower builds on this module
         return gower_linkage(original, released, columns, truth=truth)
     if sample is not None:
         check_param("distance_linkage", "sample", sample, Interval(int, 1, None))
