@@ -33,7 +33,7 @@ rounded down to 1e-10 before they are aggregated.
 Monotonicity (ARX's ``isMonotonic``): with no suppression allowed every metric only grows when
 a node is generalized, so the optimum is a k-minimal node; with suppression only ``height``
 does (less suppression higher up can more than pay for the coarser values), and the search
-must score every satisfying node (:mod:`.search`). :meth:`Scorer.bound` gives each node a
+must score every satisfying node (:mod:`.search`). :meth:`Scorer.bounds` gives each node a
 lower bound from its levels alone (loss, precision, height, entropy), with which the search
 skips nodes soundly.
 """
@@ -143,19 +143,32 @@ class Scorer:
             total += (((n - suppressed) * ratio + suppressed) / n) / d
         return total
 
-    def bound(self, node: Sequence[int], metric: str) -> float | None:
-        """A lower bound of ``metric`` at ``node`` from its levels alone, whatever is
-        suppressed there (a suppressed cell costs at least what generalizing it costs); None
-        for ``discernibility`` and ``aecs``, which need the classes."""
-        if metric == "height":
-            return float(sum(node))
+    def bounds(self, nodes: np.ndarray, metric: str) -> np.ndarray | None:
+        """A lower bound of ``metric`` at each of ``nodes`` (rows of levels) from the levels
+        alone, whatever is suppressed there (a suppressed cell costs at least what generalizing
+        it costs: the score with nothing suppressed); None for ``discernibility`` and ``aecs``,
+        which need the classes. Computed in bulk, so it may differ from the score in the last
+        bits (the search allows a margin)."""
+        nodes = np.asarray(nodes, dtype=np.int64).reshape(-1, len(self.heights))
+        d = nodes.shape[1]
+        if metric not in ("height", "precision", "loss", "entropy"):
+            return None
+        if metric == "height" or not d:
+            return nodes.sum(axis=1).astype(float) if metric == "height" else np.zeros(len(nodes))
+        columns = range(d)
         if metric == "precision":
-            return self._precision_of(node, 0)
-        if metric == "loss":
-            return self._loss_of([self.general[j][level] for j, level in enumerate(node)])
+            h = np.maximum(np.array(self.heights, dtype=float), 1)
+            return (nodes / h).mean(axis=1)
         if metric == "entropy":
-            return float(sum(_floor(self.entropy[j][level]) for j, level in enumerate(node)))
-        return None
+            per = np.column_stack([np.floor(self.entropy[j][nodes[:, j]] * _ROUND) / _ROUND for j in columns])
+            return per.sum(axis=1)
+        per = []
+        for j in columns:
+            lowest = self.n / self.domain[j]
+            spread = self.n - lowest
+            v = (self.general[j][nodes[:, j]] - lowest) / spread if self.domain[j] > 1 else np.zeros(len(nodes))
+            per.append(np.floor(np.maximum(v, 0.0) * _ROUND) / _ROUND)
+        return np.prod(np.column_stack(per) + 1.0, axis=1) ** (1.0 / d) - 1.0
 
     # ------------------------------------------------------------- values
     def value(self, c: NodeClasses, metric: str) -> float:

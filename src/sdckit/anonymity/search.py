@@ -16,7 +16,7 @@ are the satisfying nodes with no satisfying node below them.
   ARX, then lexicographic where ARX takes the first its traversal meets). When the metric is
   monotone (every ARX metric with no suppression allowed, ``height`` always) the optimum is a
   k-minimal node and only those are scored; otherwise every satisfying node is a candidate,
-  scored in the order of a lower bound from its levels alone (:meth:`.Scorer.bound`) until
+  scored in the order of a lower bound from its levels alone (:meth:`.Scorer.bounds`) until
   the bound passes the best score found, so the result stays exact.
 * :func:`samarati` is Samarati's binary search on heights: the lowest height with a
   satisfying node, and the best node there by the metric.
@@ -56,24 +56,25 @@ class SearchResult:
     extra: dict = field(default_factory=dict)
 
 
-def _best(ev: Evaluator, candidates, metric: str, bounded: bool = True) -> tuple[tuple[int, ...], dict[str, float], int]:
+def _best(ev: Evaluator, candidates, metric: str,
+          bounded: bool = True) -> tuple[tuple[int, ...], dict[str, float], int]:
     """The candidate with the lowest ``metric`` (ties: lower height, then lexicographic), all
     its metrics and the number of candidates scored. With ``bounded``, candidates are scored in
     the order of their lower bound and the scoring stops once the bound passes the best score
     (with a relative margin of 1e-9 against rounding: a skipped node is certainly worse)."""
     scorer = Scorer(ev.enc)
-    nodes = [tuple(int(x) for x in v) for v in candidates]
-    bounds = [scorer.bound(v, metric) if bounded else None for v in nodes]
-    order = sorted(range(len(nodes)),
-                   key=lambda i: (-np.inf if bounds[i] is None else bounds[i], sum(nodes[i]), nodes[i]))
+    array = np.asarray(candidates, dtype=np.int64).reshape(-1, len(ev.enc.quasi))
+    bounds = scorer.bounds(array, metric) if bounded else None
+    keys = tuple(array.T[::-1]) + (array.sum(axis=1),) + (() if bounds is None else (bounds,))
     best_key, best_classes, scored = None, None, 0
-    for i in order:
-        bound = bounds[i]
-        if best_key is not None and bound is not None and bound > best_key[0] + 1e-9 * max(1.0, abs(best_key[0])):
+    for i in np.lexsort(keys).tolist():  # by bound, height, then lexicographically
+        if (best_key is not None and bounds is not None
+                and bounds[i] > best_key[0] + 1e-9 * max(1.0, abs(best_key[0]))):
             break  # every later candidate's bound is at least this one
-        classes = node_classes(ev, nodes[i])
+        node = tuple(int(x) for x in array[i])
+        classes = node_classes(ev, node)
         scored += 1
-        key = (scorer.value(classes, metric), sum(nodes[i]), nodes[i])
+        key = (scorer.value(classes, metric), sum(node), node)
         if best_key is None or key < best_key:
             best_key, best_classes = key, classes
     return best_key[2], scorer.values(best_classes), scored
