@@ -12,6 +12,8 @@ violate a criterion), a node's level ``l_j`` of hierarchy ``j`` of height ``h_j`
   ``a_j`` = the sum over the records, normalized to ``(a_j - n/D_j) / (n - n/D_j)`` (0 when
   nothing is generalized); the attributes aggregate by ARX's default, the geometric mean
   ``prod(1 + a_j) ** (1/d) - 1``. Generalization and suppression weigh equally (gsFactor 0.5).
+  The shares are those of a hierarchy given as a table (ARX's ``DomainShareMaterialized``, as
+  for hierarchies read from CSV); ARX's interval and redaction builders use other shares.
 * ``"precision"`` — ARX's *Precision* (``MetricMDNMPrecision``; Sweeney 2002's Prec): a released
   cell loses ``l_j / h_j``, a suppressed one 1; per attribute ``((n - S) l_j / h_j + S) / n``,
   the attributes' arithmetic mean. (This was sdckit's ``"loss"`` before issue 28.)
