@@ -1,10 +1,10 @@
 """Benchmarks of sdckit's optimal full-domain k-anonymity against ARX (issue 18). From the
 repository root:
 
-    PYTHONPATH=src python benchmarks/bench_anonymity.py [--repeats 5] [--cases 1,2] [--mondrian]
+    PYTHONPATH=src python benchmarks/bench_anonymity.py [--repeats 5] [--cases 1,2] [--mondrian] [--metrics]
 
 Adult (30,162 records, ARX's 8 quasi-identifiers and hierarchies), replicated x10 and x100,
-optimal search with the loss metric — the rows of issue 18's table. Each case runs in its own
+optimal search with ARX's Loss metric (the default, as in ARX) — the rows of issue 18's table. Each case runs in its own
 process: the median wall time of ``repeats`` calls of ``FullDomainGeneralization.partition``
 (search and release; reading the CSV not included) and the process's peak resident memory
 (``ru_maxrss``: data, search and release together). The ARX figures are the issue's (ARX 3.9,
@@ -14,6 +14,11 @@ median CPU time of the same calls: on a machine shared with other work, wall tim
 of it, and the gap says how much of a core the benchmark got.
 
 ``--mondrian`` adds the Mondrian case of issue 5 (1,000,000 records x 5 continuous columns).
+
+``--metrics`` prints, for each of ARX's metrics (issue 28 item 3) on Adult x1, k=5, at MaxSup 0%
+and 5%, the optimum node, its score, the candidates scored and the median time of
+``FullDomainGeneralization.search`` (the search alone), beside ARX's node where it is known
+(Loss at 5%, issue 28).
 
 ``--protect`` times ``sdckit.protect(frame, [FullDomainGeneralization(...)], seed=...)`` end to end
 instead (issue 28 item 2: search, release, fingerprints and manifest), and ``--jitter`` moves each
@@ -31,10 +36,13 @@ import statistics
 import time
 from pathlib import Path
 
-from _harness import peak_rss_mb, run_self
+from _harness import median_seconds, peak_rss_mb, run_self
 
 ADULT = Path(__file__).resolve().parents[1] / "tests" / "data" / "adult"
 QI8 = ["sex", "age", "race", "marital-status", "education", "native-country", "workclass", "salary-class"]
+
+#: ARX 3.9's optimum where it is known (issue 28): (metric, MaxSup) -> node, QI8 order.
+ARX_NODES = {("loss", 0.05): [0, 3, 0, 0, 2, 1, 1, 0]}
 
 #: (copies of Adult, k, MaxSup, ARX seconds, ARX peak GB) — issue 18's table.
 CASES = [
@@ -111,13 +119,35 @@ def mondrian(repeats: int) -> None:
           f"loss={part.info['loss']:.4f}")
 
 
+def metrics_table(repeats: int) -> None:
+    """Each metric's optimum and search time on Adult x1, k=5, at 0% and 5% (in this process)."""
+    from sdckit.anonymity import FullDomainGeneralization, Hierarchy
+    from sdckit.anonymity.metrics import METRICS
+
+    frame = adult_copies(1, False)
+    hierarchies = {q: Hierarchy.from_csv(ADULT / f"adult_hierarchy_{q}.csv.gz") for q in QI8}
+    FullDomainGeneralization(5, hierarchies).search(frame)  # loads the compiled kernels
+    print(f"Adult x1, k=5, {len(QI8)} quasi-identifiers ({', '.join(QI8)})")
+    print(f"{'metric':>14} {'MaxSup':>6} | {'node':<26} {'ARX node':<26} {'score':>14} {'scored':>6} {'s':>7}")
+    for sup in (0.0, 0.05):
+        for metric in METRICS:
+            method = FullDomainGeneralization(5, hierarchies, max_suppression=sup, metric=metric)
+            result = method.search(frame)
+            seconds = median_seconds(lambda: method.search(frame), repeats)  # noqa: B023 (called at once)
+            arx = ARX_NODES.get((metric, sup))
+            print(f"{metric:>14} {sup:>6.0%} | {str(list(result.node)):<26} {str(arx) if arx else '-':<26} "
+                  f"{result.metrics[metric]:>14.6g} {result.extra['scored']:>6} {seconds:>7.3f}", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--cases", default=",".join(str(i + 1) for i in range(len(CASES))),
-                        help="comma-separated case numbers (1-6)")
+                        help="comma-separated case numbers (1-6); empty for none (e.g. with --metrics)")
     parser.add_argument("--case", type=int, help=argparse.SUPPRESS)  # internal: run one case, print JSON
     parser.add_argument("--mondrian", action="store_true")
+    parser.add_argument("--metrics", action="store_true",
+                        help="each ARX metric's optimum and time on Adult at 0%% and 5%% (issue 28)")
     parser.add_argument("--protect", action="store_true", help="time protect() end to end (issue 28)")
     parser.add_argument("--jitter", action="store_true", help="jitter the copies' ages within their 5-year band")
     parser.add_argument("--vs-arx", action="store_true",
@@ -129,11 +159,13 @@ def main() -> None:
     if args.vs_arx:
         print("ARX is not installed on this machine (Maven Central is unreachable): its columns are the "
               "published figures of issues 18 and 28.")
-    print(f"timing: {'protect() end to end' if args.protect else 'FullDomainGeneralization.partition'}"
-          f"{', ages jittered within their 5-year band' if args.jitter else ''}")
-    print(f"{'rows':>10} {'k':>4} {'MaxSup':>6} | {'ARX s':>6} {'sdckit s':>8} {'ratio':>6} {'cpu s':>6} | "
-          f"{'ARX GB':>6} {'sdckit GB':>9} {'ratio':>6} | node, evaluated nodes")
-    for number in (int(c) for c in args.cases.split(",")):
+    numbers = [int(c) for c in args.cases.split(",") if c.strip()]
+    if numbers:
+        print(f"timing: {'protect() end to end' if args.protect else 'FullDomainGeneralization.partition'}"
+              f"{', ages jittered within their 5-year band' if args.jitter else ''}")
+        print(f"{'rows':>10} {'k':>4} {'MaxSup':>6} | {'ARX s':>6} {'sdckit s':>8} {'ratio':>6} {'cpu s':>6} | "
+              f"{'ARX GB':>6} {'sdckit GB':>9} {'ratio':>6} | node, evaluated nodes")
+    for number in numbers:
         copies, k, sup, arx_s, arx_gb = CASES[number - 1]
         r = run_self(__file__, "--case", str(number), "--repeats", str(args.repeats),
                      *(["--protect"] if args.protect else []), *(["--jitter"] if args.jitter else []))
@@ -142,6 +174,8 @@ def main() -> None:
               flush=True)
     if args.mondrian:
         mondrian(args.repeats)
+    if args.metrics:
+        metrics_table(args.repeats)
 
 
 if __name__ == "__main__":

@@ -60,8 +60,9 @@ def test_fig1_samarati_finds_height_one():
 
 def test_fig1_release_is_the_papers_gt01():
     frame, h = fig1()
-    # Metric 'loss': GT[1,0] loses (7 * 1/2 + 2) / 9, GT[0,1] loses (7 * 1/4 + 2) / 9 -> GT[0,1].
-    part = FullDomainGeneralization(2, h, max_suppression=2 / 9).partition(frame)
+    # Metric 'precision' (seed 004's categorical precision, which sdckit called 'loss' before
+    # issue 28): GT[1,0] loses (7 * 1/2 + 2) / 9, GT[0,1] loses (7 * 1/4 + 2) / 9 -> GT[0,1].
+    part = FullDomainGeneralization(2, h, max_suppression=2 / 9, metric="precision").partition(frame)
     assert part.info["node"] == {"race": 0, "zip": 1}
     assert part.info["metric_value"] == pytest.approx((7 * 0.25 + 2) / 9)
     assert list(part.data.index) == [0, 1, 2, 3, 4, 5, 6]  # the two white records are gone
@@ -94,7 +95,7 @@ CRITERIA = [(), (DistinctLDiversity(2, "s"),), (EntropyLDiversity(1.8, "s"),),
             (RecursiveCLDiversity(3.0, 2, "s"),), (TCloseness(0.4, "s"),)]
 
 
-@pytest.mark.parametrize("metric", ["loss", "discernibility", "aecs", "entropy"])
+@pytest.mark.parametrize("metric", ["loss", "precision", "height", "discernibility", "aecs", "entropy"])
 def test_optimal_and_samarati_agree_with_the_exhaustive_oracle(metric):
     rng = np.random.default_rng(2024)
     checked = 0
@@ -115,6 +116,7 @@ def test_optimal_and_samarati_agree_with_the_exhaustive_oracle(metric):
         found = method.search(frame)
         assert set(found.minimal) == set(oracle.minimal), trial
         assert found.metrics[metric] == pytest.approx(oracle.metrics[metric]), trial
+        assert found.node == oracle.node, trial  # the oracle scores every satisfying node
         assert found.evaluated <= oracle.evaluated
         sam = FullDomainGeneralization(k, h, algorithm="samarati", **params).search(frame)
         if all(c.monotone or (sup == 0 and c.monotone_without_suppression) for c in criteria):
@@ -227,16 +229,21 @@ def test_date_and_numeric_columns_through_builders():
 
 def test_fig1_metrics_by_hand():
     # GT[0,1] of Fig. 1 keeps classes asian/9414* (2), asian/9413* (3), black/9413* (2) and
-    # suppresses the two white records (n = 9, s = 2).
+    # suppresses the two white records (n = 9, s = 2). ARX's definitions (anonymity.metrics).
     frame, h = fig1()
     metrics = FullDomainGeneralization(2, h, max_suppression=2 / 9).partition(frame).info["metrics"]
+    # loss: race (3 values) kept at level 0: 7 * 1/3 + 2 = 13/3 -> (13/3 - 3) / (9 - 3) = 2/9;
+    # zip (4 values) at level 1, each prefix over 2 of them: 7 * 2/4 + 2 = 5.5 -> (5.5 - 9/4) / (9 - 9/4)
+    assert metrics["loss"] == pytest.approx(np.sqrt((1 + 2 / 9) * (1 + 3.25 / 6.75)) - 1)
+    assert metrics["precision"] == pytest.approx((2 / 9 + (7 * 1 / 2 + 2) / 9) / 2)
+    assert metrics["height"] == 1
     assert metrics["discernibility"] == 4 + 9 + 4 + 2 * 9
-    assert metrics["aecs"] == pytest.approx(7 / 3)
-    # non-uniform entropy: ZIP counts 94142:1 94141:2 94139:5 94138:1, 9414*:3 9413*:6.
-    # kept: log2(3/1) + log2(3/2) + 4 log2(6/5) + log2(6/1) (race kept at level 0 costs 0);
-    # suppressed white/94139 and white/94141: race 2 log2(9/2), zip log2(9/5) + log2(9/2).
+    assert metrics["aecs"] == pytest.approx(9 / (3 + 1))  # the suppressed records make one more class
+    # non-uniform entropy: ZIP counts 94142:1 94141:2 94139:5 94138:1, 9414*:3 9413*:6, over all
+    # nine records (race at level 0 costs 0); the suppressed white/9413* and white/9414* differ in
+    # zip: 2 x 1 log2(2/1), and agree in race: 2 log2(2/2) = 0.
     log2 = np.log2
-    expected = (log2(3) + log2(1.5) + 4 * log2(1.2) + log2(6)) + 2 * log2(4.5) + log2(1.8) + log2(4.5)
+    expected = log2(3) + 2 * log2(1.5) + 5 * log2(1.2) + log2(6) + 2
     assert metrics["entropy"] == pytest.approx(expected)
 
 

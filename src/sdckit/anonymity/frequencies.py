@@ -29,6 +29,7 @@ import numpy as np
 
 from sdckit.anonymity.criteria import Criterion, criteria_with_k
 from sdckit.anonymity.lattice import Encoded, Evaluator, encode_table
+from sdckit.anonymity.metrics import DEFAULT_METRIC, check_metric
 from sdckit.anonymity.search import ALGORITHMS, SearchResult
 from sdckit.core.errors import ParameterError
 from sdckit.core.hierarchy import Hierarchy
@@ -45,7 +46,7 @@ def evaluator_for(encoded: Encoded, k: int, criteria: Sequence[Criterion], allow
 
 def search_frequencies(codes: np.ndarray, counts: np.ndarray, hierarchies: Mapping[str, Hierarchy], k: int,
                        max_suppressed: int = 0, criteria: Sequence[Criterion] = (),
-                       sensitive: Mapping[str, Sequence] | None = None, metric: str = "loss",
+                       sensitive: Mapping[str, Sequence] | None = None, metric: str = DEFAULT_METRIC,
                        algorithm: str = "optimal") -> SearchResult:
     """The optimal full-domain generalization of a bottom frequency table (module docstring).
 
@@ -66,6 +67,7 @@ def search_frequencies(codes: np.ndarray, counts: np.ndarray, hierarchies: Mappi
     if algorithm not in ALGORITHMS:
         raise ParameterError(f"The 'algorithm' parameter of search_frequencies must be one of "
                              f"{tuple(ALGORITHMS)}. Got {algorithm!r} instead.")
+    check_metric(metric, "search_frequencies")
     if not isinstance(max_suppressed, int | np.integer) or max_suppressed < 0:
         raise ParameterError("The 'max_suppressed' parameter of search_frequencies must be an int >= 0. "
                              f"Got {max_suppressed!r} instead.")

@@ -18,7 +18,7 @@ from sdckit.core.hierarchy import (
 from sdckit.anonymity.frequencies import evaluator_for
 from sdckit.anonymity.lattice import Evaluator, encode
 from sdckit.anonymity.rollup import dense_ids
-from sdckit.anonymity.metrics import METRICS
+from sdckit.anonymity.metrics import DEFAULT_METRIC, METRICS
 from sdckit.anonymity.partition import Partition
 from sdckit.anonymity.search import ALGORITHMS, SearchResult
 from sdckit.core.errors import ParameterError
@@ -53,11 +53,15 @@ class FullDomainGeneralization(Method):
     criteria : list of criteria
         Further criteria (:class:`DistinctLDiversity`, :class:`TCloseness`, ...); in a
         recipe, tables such as ``{criterion = "distinct_l_diversity", l = 2, sensitive = "disease"}``.
-    metric : {"loss", "discernibility", "aecs", "entropy"}
-        How the best of the k-minimal generalizations is chosen (:mod:`.metrics`).
+    metric : {"loss", "precision", "height", "discernibility", "aecs", "entropy"}, default "loss"
+        ARX's information-loss metric, by ARX's name, that chooses the release among the
+        satisfying generalizations (:mod:`.metrics`). The default is ARX's default, its *Loss*;
+        ``"precision"`` is what sdckit called ``"loss"`` before issue 28.
     algorithm : {"optimal", "samarati", "exhaustive"}
-        The lattice search (:mod:`.search`): the metric-optimal k-minimal node with pruning,
-        Samarati's binary search on heights, or every node.
+        The lattice search (:mod:`.search`): ARX's optimum, the satisfying node with the best
+        metric, found with pruning (a k-minimal node when the metric is monotone: no
+        suppression allowed, or ``"height"``); Samarati's binary search on heights; or every
+        node.
     columns : list of str, optional
         Restrict the quasi-identifiers to these columns of ``hierarchies``.
 
@@ -71,14 +75,15 @@ class FullDomainGeneralization(Method):
     References
     ----------
     Seed 003 (Ciriani et al., "k-Anonymity"), sections 2 and 4.1; seed 004 section III-A
-    (categorical precision).
+    (categorical precision); Prasser et al., "Flexible data anonymization using ARX" (2016)
+    for the metrics and the optimum.
     """
 
     k: int
     hierarchies: Mapping[str, Hierarchy | str]
     max_suppression: float = 0.0
     criteria: tuple[Criterion, ...] = field(default=())
-    metric: str = "loss"
+    metric: str = DEFAULT_METRIC
     algorithm: str = "optimal"
 
     name: ClassVar[str] = "full_domain_generalization"

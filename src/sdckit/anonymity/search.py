@@ -11,11 +11,17 @@ are the satisfying nodes with no satisfying node below them.
   of the lattice grid), so each node is evaluated at most once and a tagged node never (the
   predictive tagging of Flash and OLA; Kohlmayer et al. 2012). Nodes are evaluated on
   frequency tables rolled up from finer ones (:mod:`.lattice`). Criteria that are not
-  monotone are then checked on every satisfying node, without pruning. Among the k-minimal
-  nodes it returns the one with the best metric (ties: lower height, then lexicographic).
+  monotone are then checked on every satisfying node, without pruning. It returns ARX's
+  optimum: the satisfying node with the best metric (:mod:`.metrics`; ties: lower height as in
+  ARX, then lexicographic where ARX takes the first its traversal meets). When the metric is
+  monotone (every ARX metric with no suppression allowed, ``height`` always) the optimum is a
+  k-minimal node and only those are scored; otherwise every satisfying node is a candidate,
+  scored in the order of a lower bound from its levels alone (:meth:`.Scorer.bounds`) until
+  the bound passes the best score found, so the result stays exact.
 * :func:`samarati` is Samarati's binary search on heights: the lowest height with a
   satisfying node, and the best node there by the metric.
-* :func:`exhaustive` evaluates every node; it is the oracle of the tests.
+* :func:`exhaustive` evaluates every node and scores every satisfying node, without bounds
+  or monotonicity; it is the oracle of the tests.
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from sdckit.anonymity.lattice import Evaluator, Lattice
-from sdckit.anonymity.metrics import node_metrics, quick_metric
+from sdckit.anonymity.metrics import DEFAULT_METRIC, Scorer, check_metric, is_monotone, node_classes
 from sdckit.core.errors import DataError
 
 Progress = Callable[[int, int, str], None] | None
@@ -38,7 +44,8 @@ class SearchResult:
 
     ``minimal`` holds every k-minimal node for ``optimal`` and ``exhaustive``; for
     ``samarati`` the satisfying nodes at the lowest satisfying height (all k-minimal, but
-    not necessarily all of them). ``evaluated`` counts the nodes whose classes were computed.
+    not necessarily all of them). ``evaluated`` counts the nodes checked against the criteria;
+    ``extra["scored"]`` the candidates whose metric was computed.
     """
 
     node: tuple[int, ...]
@@ -49,19 +56,28 @@ class SearchResult:
     extra: dict = field(default_factory=dict)
 
 
-def _best(ev: Evaluator, candidates, metric: str) -> tuple[tuple[int, ...], dict[str, float]]:
-    scored, full = [], {}
-    n, heights = ev.enc.n, ev.enc.heights
-    for node in candidates:
-        node = tuple(node)
-        value = quick_metric(ev.evaluate(node), heights, n, metric)
-        if value is None:
-            full[node] = node_metrics(ev, node)
-            value = full[node][metric]
-        scored.append((value, int(sum(node)), node))
-    scored.sort()
-    best = scored[0][2]
-    return best, full[best] if best in full else node_metrics(ev, best)
+def _best(ev: Evaluator, candidates, metric: str,
+          bounded: bool = True) -> tuple[tuple[int, ...], dict[str, float], int]:
+    """The candidate with the lowest ``metric`` (ties: lower height, then lexicographic), all
+    its metrics and the number of candidates scored. With ``bounded``, candidates are scored in
+    the order of their lower bound and the scoring stops once the bound passes the best score
+    (with a relative margin of 1e-9 against rounding: a skipped node is certainly worse)."""
+    scorer = Scorer(ev.enc)
+    array = np.asarray(candidates, dtype=np.int64).reshape(-1, len(ev.enc.quasi))
+    bounds = scorer.bounds(array, metric) if bounded else None
+    keys = tuple(array.T[::-1]) + (array.sum(axis=1),) + (() if bounds is None else (bounds,))
+    best_key, best_classes, scored = None, None, 0
+    for i in np.lexsort(keys).tolist():  # by bound, height, then lexicographically
+        if (best_key is not None and bounds is not None
+                and bounds[i] > best_key[0] + 1e-9 * max(1.0, abs(best_key[0]))):
+            break  # every later candidate's bound is at least this one
+        node = tuple(int(x) for x in array[i])
+        classes = node_classes(ev, node)
+        scored += 1
+        key = (scorer.value(classes, metric), sum(node), node)
+        if best_key is None or key < best_key:
+            best_key, best_classes = key, classes
+    return best_key[2], scorer.values(best_classes), scored
 
 
 def _no_solution(ev: Evaluator) -> DataError:
@@ -130,8 +146,9 @@ def _tag_monotone(ev: Evaluator, lat: Lattice, progress: Progress) -> np.ndarray
     return status
 
 
-def optimal(ev: Evaluator, metric: str = "loss", progress: Progress = None) -> SearchResult:
-    """The k-minimal node with the best ``metric`` (see the module docstring)."""
+def optimal(ev: Evaluator, metric: str = DEFAULT_METRIC, progress: Progress = None) -> SearchResult:
+    """ARX's optimum: the satisfying node with the best ``metric`` (see the module docstring)."""
+    check_metric(metric, "the full-domain search")
     lat = Lattice(ev.enc.heights)
     status = _tag_monotone(ev, lat, progress)
     passing = status == 1
@@ -141,12 +158,16 @@ def optimal(ev: Evaluator, metric: str = "loss", progress: Progress = None) -> S
         if not passing.any():
             raise _no_solution(ev)
     minimal = _minimal_of(lat, passing)
-    node, values = _best(ev, minimal, metric)
-    return SearchResult(node, values, tuple(minimal), len(ev.results), len(lat))
+    candidates = minimal if is_monotone(metric, ev.allowed) else lat.nodes[lat.order[passing[lat.order]]]
+    node, values, scored = _best(ev, candidates, metric)
+    return SearchResult(node, values, tuple(minimal), len(ev.results), len(lat), {"scored": scored})
 
 
-def samarati(ev: Evaluator, metric: str = "loss", progress: Progress = None) -> SearchResult:
-    """Samarati's binary search on heights (seed 003 section 4.1)."""
+def samarati(ev: Evaluator, metric: str = DEFAULT_METRIC, progress: Progress = None) -> SearchResult:
+    """Samarati's binary search on heights (seed 003 section 4.1): the best node by ``metric``
+    among the satisfying nodes of the lowest satisfying height (ARX's optimum only when that
+    height holds it, as it always does for ``height``)."""
+    check_metric(metric, "the full-domain search")
     lat = Lattice(ev.enc.heights)
     top = int(lat.height.max())
 
@@ -165,12 +186,14 @@ def samarati(ev: Evaluator, metric: str = "loss", progress: Progress = None) -> 
         else:
             lo = mid + 1
     found = satisfying(lo)
-    node, values = _best(ev, found, metric)
-    return SearchResult(node, values, tuple(found), len(ev.results), len(lat), {"height": lo})
+    node, values, scored = _best(ev, found, metric)
+    return SearchResult(node, values, tuple(found), len(ev.results), len(lat), {"height": lo, "scored": scored})
 
 
-def exhaustive(ev: Evaluator, metric: str = "loss", progress: Progress = None) -> SearchResult:
-    """Evaluate every node (each rolled up from the bottom table); the tests' oracle."""
+def exhaustive(ev: Evaluator, metric: str = DEFAULT_METRIC, progress: Progress = None) -> SearchResult:
+    """Evaluate every node (each rolled up from the bottom table) and score every satisfying
+    one; the tests' oracle."""
+    check_metric(metric, "the full-domain search")
     lat = Lattice(ev.enc.heights)
     passing = np.zeros(len(lat), dtype=bool)
     for i, v in enumerate(lat.nodes):
@@ -180,8 +203,8 @@ def exhaustive(ev: Evaluator, metric: str = "loss", progress: Progress = None) -
     if not passing.any():
         raise _no_solution(ev)
     minimal = _minimal_of(lat, passing)
-    node, values = _best(ev, minimal, metric)
-    return SearchResult(node, values, tuple(minimal), len(ev.results), len(lat))
+    node, values, scored = _best(ev, lat.nodes[passing], metric, bounded=False)
+    return SearchResult(node, values, tuple(minimal), len(ev.results), len(lat), {"scored": scored})
 
 
 ALGORITHMS = {"optimal": optimal, "samarati": samarati, "exhaustive": exhaustive}
