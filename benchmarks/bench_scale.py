@@ -254,7 +254,7 @@ def run_child(case: str, args: list[str]) -> None:
             print(json.dumps({"fingerprint": release.manifest["output"]["fingerprint"]}))
     elif case in ("rankswap_stream", "rankswap_memory"):
         if case == "rankswap_stream":
-            from sdckit.engine.ranks import rank_swap_file
+            from sdckit.engine.external_sort import rank_swap_file
 
             release = rank_swap_file(args[0], args[1], 15.0, ["income", "age"], seed=SEED, memory=1_000_000_000)
             print(json.dumps({"fingerprint": release.fingerprint, "swapped": release.info["swapped_share"]}))

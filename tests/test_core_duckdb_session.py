@@ -138,7 +138,7 @@ def test_callers_turn_an_unreadable_file_into_one_data_error(tmp_path):
     """frequency_table and reverse_map_file read through relation(): a file DuckDB cannot read is a
     one-line DataError naming the file (before: DuckDB's own exception escaped)."""
     from sdckit.engine.aggregate import frequency_table
-    from sdckit.engine.ranks import reverse_map_file
+    from sdckit.engine.external_sort import reverse_map_file
 
     bad = tmp_path / "bad.parquet"
     bad.write_bytes(b"not a parquet file at all")

@@ -1,4 +1,4 @@
-"""The exact samplers and the Laplace / geometric mechanisms (sdckit.dp.sampling, .mechanisms)."""
+"""The exact samplers and the Laplace / geometric mechanisms (sdckit.dp.exact_samplers, .mechanisms)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from scipy import stats
 from sdckit import DataError, ParameterError
 from sdckit.dp import Geometric, Laplace
 from sdckit.dp.mechanisms import confidence_radius, laplace_randomise
-from sdckit.dp.sampling import bernoulli_exp_neg, discrete_laplace
+from sdckit.dp.exact_samplers import bernoulli_exp_neg, discrete_laplace
 
 
 def discrete_laplace_pmf(values: np.ndarray, scale: float) -> np.ndarray:
@@ -312,7 +312,7 @@ def discrete_gaussian_pmf(support: np.ndarray, variance: float) -> np.ndarray:
 
 @pytest.mark.parametrize(("t", "c"), [(1, 1), (2, 1), (3, 3), (1, 5)])
 def test_discrete_gaussian_matches_its_pmf(t, c):
-    from sdckit.dp.sampling import discrete_gaussian
+    from sdckit.dp.exact_samplers import discrete_gaussian
 
     draws = discrete_gaussian(40_000, t, c, np.random.default_rng(t * 7 + c))
     half = int(4 * math.sqrt(t * c)) + 1
@@ -325,7 +325,7 @@ def test_discrete_gaussian_matches_its_pmf(t, c):
 
 
 def test_discrete_gaussian_of_large_variance_is_gaussian():
-    from sdckit.dp.sampling import discrete_gaussian
+    from sdckit.dp.exact_samplers import discrete_gaussian
 
     t, c = 2**20 + 3, 2**20 - 5
     draws = discrete_gaussian(40_000, t, c, np.random.default_rng(9)).astype(float)

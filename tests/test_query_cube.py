@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from query_helpers import SEED, add_analyst
-from sdckit.query import dp, ranges
+from sdckit.query import noisy, ranges
 from sdckit.query.config import load_config
 from sdckit.query.cube import EXACT, Cube
 from sdckit.query.data import Database
@@ -87,15 +87,15 @@ def db(tmp_path_factory):
 
 def _duckdb(db: Database, query: Query) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     table = db.config.tables[query.table]
-    plan = dp.plan(query, table, Fraction(1))
-    return dp.exact_cells(plan, table, db.aggregate(aggregate_sql(query, table, "dp")))
+    plan = noisy.plan(query, table, Fraction(1))
+    return noisy.exact_cells(plan, table, db.aggregate(aggregate_sql(query, table, "dp")))
 
 
 def _cube(db: Database, query: Query) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     table = db.config.tables[query.table]
     cube = db.cubes[query.table]
     assert cube.covers(query)
-    return cube.cells(query, len(dp.plan(query, table, Fraction(1)).cells))
+    return cube.cells(query, len(noisy.plan(query, table, Fraction(1)).cells))
 
 
 def _same(a, b) -> None:
@@ -162,7 +162,7 @@ def test_a_hand_worked_example_of_three_valued_logic(tmp_path):
         def run(sql):
             query = parse(sql, db.config)
             assert cube.covers(query)
-            return cube.cells(query, len(dp.plan(query, db.config.tables["t"], Fraction(1)).cells))
+            return cube.cells(query, len(noisy.plan(query, db.config.tables["t"], Fraction(1)).cells))
         counts, sums = run("SELECT COUNT(*), SUM(income) FROM t WHERE age > 30")
         assert counts.tolist() == [3] and sums["income"].tolist() == [1000 + 400 + 600]  # 2000 clamped to 1000
         counts, sums = run("SELECT COUNT(*), SUM(income) FROM t WHERE NOT (age > 30)")
@@ -198,7 +198,7 @@ def test_a_small_cell_limit_leaves_out_the_most_valued_columns(db):
         assert not small.covers(parse(sql, db.config))
     query = parse("SELECT grp, SUM(income) FROM t WHERE region IN ('N', 'S') GROUP BY grp", db.config)
     table = db.config.tables["t"]
-    _same(small.cells(query, len(dp.plan(query, table, Fraction(1)).cells)), _duckdb(db, query))
+    _same(small.cells(query, len(noisy.plan(query, table, Fraction(1)).cells)), _duckdb(db, query))
     assert Cube.build(db._con, table, max_cells=1) is None
 
 

@@ -1,4 +1,4 @@
-"""DP answers (sdckit.query.dp) and the loaded data (sdckit.query.data): contribution bounding,
+"""DP answers (sdckit.query.noisy) and the loaded data (sdckit.query.data): contribution bounding,
 clamping, every declared group, the budget split, the noise's distribution and the ci95."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 from scipy import stats
 
 from sdckit.core.errors import DataError
-from sdckit.query import dp
+from sdckit.query import noisy
 from sdckit.query.config import load_config
 from sdckit.query.data import Database
 from sdckit.query.generate import aggregate_sql
@@ -30,8 +30,8 @@ def _service(tmp_path, frame: pd.DataFrame, extra: str = "", unit: bool = True, 
 def _exact(db: Database, sql: str):
     t = db.config.tables["t"]
     q = parse(sql, db.config)
-    p = dp.plan(q, t, Fraction(1))
-    return p, dp.exact_cells(p, t, db.aggregate(aggregate_sql(q, t, "dp")))
+    p = noisy.plan(q, t, Fraction(1))
+    return p, noisy.exact_cells(p, t, db.aggregate(aggregate_sql(q, t, "dp")))
 
 
 def test_contributions_are_bounded_per_person_and_values_clamped(tmp_path):
@@ -52,7 +52,7 @@ def test_every_declared_group_is_returned_and_others_dropped(tmp_path):
     plan, (counts, _) = _exact(db, "SELECT g, COUNT(*) FROM t GROUP BY g")
     assert counts.tolist() == [2, 0, 0]  # 'zz' is outside the public domain: in no group
     t = db.config.tables["t"]
-    answer = dp.answer(plan, t, db.aggregate(aggregate_sql(plan.query, t, "dp")), np.random.default_rng(1))
+    answer = noisy.answer(plan, t, db.aggregate(aggregate_sql(plan.query, t, "dp")), np.random.default_rng(1))
     assert [row[0] for row in answer["rows"]] == ["a", "b", "c"]
 
 
@@ -60,7 +60,7 @@ def test_the_budget_split_is_stated_and_never_exceeds_epsilon(tmp_path):
     frame = pd.DataFrame({"pid": range(3), "v": [1, 2, 3], "g": ["a", "b", "c"]})
     db = _service(tmp_path, frame)
     t = db.config.tables["t"]
-    p = dp.plan(parse("SELECT AVG(v), COUNT(*) FROM t", db.config), t, Fraction(3, 10))
+    p = noisy.plan(parse("SELECT AVG(v), COUNT(*) FROM t", db.config), t, Fraction(3, 10))
     assert set(p.shares) == {"count", "v"}
     assert sum(Fraction(s) for s in p.shares.values()) <= Fraction(3, 10)
     assert p.shares["count"] == pytest.approx(0.15)
@@ -75,7 +75,7 @@ def test_an_epsilon_too_small_to_sample_is_refused_before_charging(tmp_path):
     from sdckit.core.errors import ParameterError
 
     with pytest.raises(ParameterError, match="epsilon"):
-        dp.plan(parse("SELECT COUNT(*) FROM t", db.config), db.config.tables["t"], Fraction(1, 10**30))
+        noisy.plan(parse("SELECT COUNT(*) FROM t", db.config), db.config.tables["t"], Fraction(1, 10**30))
 
 
 def test_permute_and_flip_has_its_exact_distribution():
@@ -93,7 +93,7 @@ def test_permute_and_flip_has_its_exact_distribution():
             law[j] += stay * coins[j] / 24
             stay *= 1 - coins[j]
     rng = np.random.default_rng(5)
-    draws = np.array([dp.permute_and_flip(below, 4, 0.5, 2.0, 1, rng) for _ in range(5_000)])
+    draws = np.array([noisy.permute_and_flip(below, 4, 0.5, 2.0, 1, rng) for _ in range(5_000)])
     observed = np.bincount(draws, minlength=4)
     assert law[0] == pytest.approx(law[3]) and law[1] == pytest.approx(law[2])
     assert stats.chisquare(observed, law * observed.sum()).pvalue > 1e-3
@@ -114,11 +114,11 @@ def test_dp_quantiles_land_near_the_true_quantile(tmp_path):
     from sdckit.query.generate import histogram_sql
 
     q = parse("SELECT g, MEDIAN(v), QUANTILE_CONT(v, 0.9) FROM t GROUP BY g", db.config)
-    p = dp.plan(q, t, Fraction(2))
+    p = noisy.plan(q, t, Fraction(2))
     result = db.aggregate(aggregate_sql(q, t, "dp"))
     hists = {"v": db.aggregate(histogram_sql(q, t, "v"))}
     for seed in range(20):
-        out = dp.answer(p, t, result, np.random.default_rng(seed), hists)
+        out = noisy.answer(p, t, result, np.random.default_rng(seed), hists)
         (g, median, p90), empty = out["rows"]
         assert abs(median - np.quantile(values, 0.5)) < 1.0 and abs(p90 - np.quantile(values, 0.9)) < 1.0
         assert empty[0] == "b" and 0 <= empty[1] <= 102.4  # an empty group still gets an answer
@@ -129,7 +129,7 @@ def test_discrete_laplace_radius_against_the_summed_pmf(scale):
     ys = np.arange(-2000, 2001)
     pmf = np.exp(-np.abs(ys) / scale)
     pmf /= pmf.sum()
-    r = dp.discrete_laplace_radius(scale, 0.95)
+    r = noisy.discrete_laplace_radius(scale, 0.95)
     inside = lambda m: pmf[np.abs(ys) <= m].sum()
     assert inside(r) >= 0.95 and (r == 0 or inside(r - 1) < 0.95)
 
@@ -141,10 +141,10 @@ def test_noise_has_the_stated_distribution(tmp_path):
     db = _service(tmp_path, frame, unit=False, domain=str(list(range(5000))))
     t = db.config.tables["t"]
     q = parse("SELECT g, COUNT(*), SUM(v) FROM t GROUP BY g", db.config)
-    p = dp.plan(q, t, Fraction(1, 2))
+    p = noisy.plan(q, t, Fraction(1, 2))
     result = db.aggregate(aggregate_sql(q, t, "dp"))
-    counts, sums = dp.exact_cells(p, t, result)
-    out = dp.answer(p, t, result, np.random.default_rng(20261125))
+    counts, sums = noisy.exact_cells(p, t, result)
+    out = noisy.answer(p, t, result, np.random.default_rng(20261125))
     err_n = np.array([r[1] for r in out["rows"]]) - counts
     err_s = np.array([r[2] for r in out["rows"]]) - sums["v"]
     b = out["noise_scale"][1]
@@ -164,9 +164,9 @@ def test_bounds_read_from_the_data_are_said_to_be_not_dp(tmp_path):
     db = _service(tmp_path, frame, "bounds_from_data = true\n")
     t = db.config.tables["t"]
     assert t.bounds["w"] == (10.0, 50.0) and t.data_bounds == ("w",)
-    p = dp.plan(parse("SELECT SUM(w) FROM t", db.config), t, Fraction(1))
+    p = noisy.plan(parse("SELECT SUM(w) FROM t", db.config), t, Fraction(1))
     assert not p.is_dp and p.mechanism().startswith("NOT differentially private: bounds of w")
-    assert dp.plan(parse("SELECT SUM(v) FROM t WHERE w > 20", db.config), t, Fraction(1)).is_dp
+    assert noisy.plan(parse("SELECT SUM(v) FROM t WHERE w > 20", db.config), t, Fraction(1)).is_dp
 
 
 @pytest.mark.parametrize("frame, culprit", [
@@ -278,19 +278,19 @@ def test_quantile_rank_radius_by_hand_and_nearly_tight():
     histogram where every candidate but the best is exactly r records off, the union bound says
     P(a wrong candidate) <= 5%; permute-and-flip gives about half that (the best is met, on average,
     half-way through the permutation). Half the radius would be violated most of the time."""
-    assert dp.quantile_rank_radius(1.0, 1) == pytest.approx(2 * math.log(20500))
-    assert dp.quantile_rank_radius(0.5, 3) == pytest.approx(12 * math.log(20500))
+    assert noisy.quantile_rank_radius(1.0, 1) == pytest.approx(2 * math.log(20500))
+    assert noisy.quantile_rank_radius(0.5, 3) == pytest.approx(12 * math.log(20500))
     eps_rounded = math.floor(0.3 * 2**20) / 2**20
-    assert dp.quantile_rank_radius(0.3, 1) == pytest.approx(2 * math.log(20500) / eps_rounded, rel=1e-12)
-    r = dp.quantile_rank_radius(0.5, 1)
+    assert noisy.quantile_rank_radius(0.3, 1) == pytest.approx(2 * math.log(20500) / eps_rounded, rel=1e-12)
+    r = noisy.quantile_rank_radius(0.5, 1)
     off = math.ceil(r)  # every other candidate is this many records from the target rank n/2
     below = np.array([0] * 512 + [off] + [2 * off] * 512)
     rng = np.random.default_rng(11)
-    wrong = np.mean([dp.permute_and_flip(below, 2 * off, 0.5, 0.5, 1, rng) != 512 for _ in range(400)])
+    wrong = np.mean([noisy.permute_and_flip(below, 2 * off, 0.5, 0.5, 1, rng) != 512 for _ in range(400)])
     assert 0.005 < wrong <= 0.05  # expected about 0.024 (binomial sd 0.008)
     half = math.ceil(r / 2)
     below = np.array([0] * 512 + [half] + [2 * half] * 512)
-    assert np.mean([dp.permute_and_flip(below, 2 * half, 0.5, 0.5, 1, rng) != 512 for _ in range(60)]) > 0.5
+    assert np.mean([noisy.permute_and_flip(below, 2 * half, 0.5, 0.5, 1, rng) != 512 for _ in range(60)]) > 0.5
 
 
 def test_a_quantile_answer_states_its_rank_radius(tmp_path):
@@ -303,8 +303,8 @@ def test_a_quantile_answer_states_its_rank_radius(tmp_path):
     from sdckit.query.generate import histogram_sql
 
     q = parse("SELECT COUNT(*), MEDIAN(v) FROM t", db.config)
-    p = dp.plan(q, t, Fraction(1))
-    out = dp.answer(p, t, db.aggregate(aggregate_sql(q, t, "dp")), np.random.default_rng(0),
+    p = noisy.plan(q, t, Fraction(1))
+    out = noisy.answer(p, t, db.aggregate(aggregate_sql(q, t, "dp")), np.random.default_rng(0),
                     {"v": db.aggregate(histogram_sql(q, t, "v"))})
     scale = out["noise_scale"][1]
     assert scale["epsilon"] == 0.5 and scale["rank_radius95"] == pytest.approx(2 * 2 * math.log(20500) / 0.5)

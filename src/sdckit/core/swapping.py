@@ -1,6 +1,6 @@
 """The partner choice of rank swapping (Moore 1996; seed 002 section 4.6.3), shared by the
 method in memory (:mod:`sdckit.masking.rankswap`) and its out-of-core run over a sorted stream
-(:func:`sdckit.engine.ranks.rank_swap_file`), so both give the same partners for a seed."""
+(:func:`sdckit.engine.external_sort.rank_swap_file`), so both give the same partners for a seed."""
 
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ def swap_partners_block(n, process, window, draws, free):
     Run on the whole column (``process == n``, every position free) this is rank swapping in
     memory; run on consecutive stretches of a sorted stream (``n = process + window``, the
     positions the earlier stretches took marked not ``free``) it gives the same partners with a
-    buffer of ``process + window`` positions (:func:`sdckit.engine.ranks.rank_swap_file`).
+    buffer of ``process + window`` positions (:func:`sdckit.engine.external_sort.rank_swap_file`).
     Returns the partner (a position of the stretch) of each position of the stretch: of each
     processed position, and of each position a processed one took; ``-1`` for the others (taken
     by an earlier stretch, or not reached yet); ``free`` is updated.

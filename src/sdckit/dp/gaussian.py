@@ -18,7 +18,7 @@ Sampling, and what it costs in delta
 As for the Laplace mechanism (:mod:`sdckit.dp.mechanisms`), no float Gaussian is ever drawn.
 The input is rounded to a dyadic grid ``g`` about ``2**-20`` of sigma, and an exact discrete
 Gaussian integer ``Y`` of variance ``V = t * c`` (in grid steps) is added
-(:func:`sdckit.dp.sampling.discrete_gaussian`); one correctly rounded addition gives the output.
+(:func:`sdckit.dp.exact_samplers.discrete_gaussian`); one correctly rounded addition gives the output.
 On the grid, neighbouring inputs differ by an integer number of steps ``d <= Delta_g = ceil(Delta
 / g) + 1`` (one step lost to rounding), and the discrete Gaussian's exact privacy profile
 (CKS20, Theorem 7) is ``delta_Z = P[Y > a] - exp(epsilon) P[Y > b]`` with ``a = epsilon V / d -
@@ -57,7 +57,7 @@ from sdckit.core.params import Interval, validate_params
 from sdckit.core.random import RandomState, as_generator
 from sdckit.dp.accountant import ACCOUNTANT
 from sdckit.dp.mechanisms import POSITIVE, Mechanism, as_finite_array, finite_scale, add_on_grid, dyadic_grid
-from sdckit.dp.sampling import discrete_gaussian
+from sdckit.dp.exact_samplers import discrete_gaussian
 
 #: The grid is about this many binary orders of magnitude finer than sigma.
 GAUSS_GRID_BITS = 20

@@ -14,7 +14,7 @@ its float Laplace mechanism:
 
 1. the input is rounded to a dyadic grid ``g = 2**k`` at least ``2**40`` times finer than the
    scale (so the rounding is invisible in the noise: relative change below 1e-12);
-2. an *exact* discrete Laplace integer ``Y`` is drawn (:mod:`sdckit.dp.sampling`), with a scale
+2. an *exact* discrete Laplace integer ``Y`` is drawn (:mod:`sdckit.dp.exact_samplers`), with a scale
    in grid units enlarged to cover the sensitivity plus one grid step lost to rounding, so the
    guarantee is exactly epsilon;
 3. the output is ``round_to_double(x_grid + g * Y)``: IEEE addition is correctly rounded, so
@@ -49,7 +49,7 @@ from sdckit.core.errors import DataError, ParameterError
 from sdckit.core.params import Interval, Satisfies, validate_params
 from sdckit.core.random import RandomState, as_generator
 from sdckit.dp.accountant import ACCOUNTANT, BudgetAccountant
-from sdckit.dp.sampling import MAX_INT, discrete_laplace
+from sdckit.dp.exact_samplers import MAX_INT, discrete_laplace
 
 #: The grid is at least this many times finer than the noise scale (rounding cost < 1e-12).
 GRID_BITS = 40

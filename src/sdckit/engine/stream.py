@@ -234,10 +234,10 @@ def _protect_in_segments(source: Path, target: Path, methods: Sequence[Method], 
                          scheduler: str | None, client: Any, progress: Progress | None, inputs: tuple[Path, ...],
                          fingerprint_key: bytes | str | None) -> StreamedRelease:
     """A recipe with global-rank steps: runs of row-wise steps streamed as usual and each rank
-    step on DuckDB's external sort (:func:`sdckit.engine.ranks.rank_swap_file`), one after the
+    step on DuckDB's external sort (:func:`sdckit.engine.external_sort.rank_swap_file`), one after the
     other through Parquet files in a spool, all drawing from the one generator in step order —
     the order :func:`~sdckit.pipeline.protect` draws in, so the release is the in-memory one."""
-    from sdckit.engine.ranks import rank_swap_file
+    from sdckit.engine.external_sort import rank_swap_file
 
     rng = as_generator(seed)
     dtypes = csv_dtypes(source, fmt_in, sep=sep, encoding=encoding, batch_rows=batch_rows) if fmt_in != "parquet" else None

@@ -63,7 +63,7 @@ class RankSwapping(Method):
     the partners are drawn by logical chunks of 65,536 sorted positions, each chunk from its own
     stream, and random ties by keys drawn the same way (:func:`sdckit.core.ranks.tie_keys`), so
     the streaming engines give the same release out of core: DuckDB's external sort and a pass
-    over the sorted order holding the window (:func:`sdckit.engine.ranks.rank_swap_file`;
+    over the sorted order holding the window (:func:`sdckit.engine.external_sort.rank_swap_file`;
     DESIGN.md section 8). Releases made before issue 17 are not reproduced bit for bit.
 
     References

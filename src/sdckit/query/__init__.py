@@ -1,7 +1,7 @@
 """The protected query service (DESIGN.md section 7; seed 002 section 4.6.2).
 
 A FastAPI app over DuckDB answers a SQL subset (:mod:`sdckit.query.sql`) either with
-differential privacy under an exact hard budget (:mod:`sdckit.query.dp`) or exactly under
+differential privacy under an exact hard budget (:mod:`sdckit.query.noisy`) or exactly under
 query-set-size control and an auditor (:mod:`sdckit.query.restricted`). Analysts, budgets and
 the audit log live in a SQLite state database (:mod:`sdckit.query.state`).
 

@@ -162,7 +162,7 @@ class Cube:
     def cells(self, query: Query, n_cells: int) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         """True counts and clamped sums per answer cell (the product of the GROUP BY domains,
         first column slowest; one cell without GROUP BY), as
-        :func:`~sdckit.query.dp.exact_cells` gives them from DuckDB's result."""
+        :func:`~sdckit.query.noisy.exact_cells` gives them from DuckDB's result."""
         selected = np.ones(self.size, dtype=bool) if query.where is None else self._where(query.where)[0]
         if query.group_by:
             codes = {}

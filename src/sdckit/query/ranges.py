@@ -65,7 +65,7 @@ class RangeIndex:
                 and literals_exact(query.where))
 
     def cells(self, query: Query) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-        """True count and clamped sums of the one answer cell (as :func:`~sdckit.query.dp.exact_cells`)."""
+        """True count and clamped sums of the one answer cell (as :func:`~sdckit.query.noisy.exact_cells`)."""
         count, sums = 0, {c: 0.0 for c in summed_columns(query)}
         for low, high in intervals(query.where):
             a = int(np.searchsorted(self.values, low, side="left"))

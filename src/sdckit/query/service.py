@@ -27,7 +27,7 @@ from sdckit.core.atomic import make_private_dir, open_private
 from sdckit.core.errors import BudgetExceeded, ParameterError, SdcError
 from sdckit.core.random import as_generator
 from sdckit.dp.accountant import exact, exact_text
-from sdckit.query import dp
+from sdckit.query import noisy
 from sdckit.query.config import load_config
 from sdckit.query.data import Database
 from sdckit.query.generate import aggregate_sql, histogram_sql, quantile_columns
@@ -150,7 +150,7 @@ class Service:
             raise UnsupportedQuery("'epsilon' must be a number > 0 (or a string such as \"0.1\" or \"1/3\").")
         epsilon = exact(epsilon_given, "the query", "epsilon")
         table = self.config.tables[query.table]
-        plan = dp.plan(query, table, epsilon)
+        plan = noisy.plan(query, table, epsilon)
         cache_key = self._cache_key("dp", query, epsilon)
         if self.config.cache:
             stored = self.state.cached(analyst.name, cache_key)
@@ -161,11 +161,11 @@ class Service:
         charge_id, after = self.state.charge(analyst.name, epsilon, sql, json.dumps(query.to_dict()))
         fast = self.db.fast_cells(query, len(plan.cells))  # the same true answer, without a scan
         if fast is not None:
-            result = dp.answer_cells(plan, table, *fast, self._rng(charge_id))
+            result = noisy.answer_cells(plan, table, *fast, self._rng(charge_id))
         else:
             data = self.db.aggregate(aggregate_sql(query, table, "dp"))
             hists = {c: self.db.aggregate(histogram_sql(query, table, c)) for c in quantile_columns(query)}
-            result = dp.answer(plan, table, data, self._rng(charge_id), hists)
+            result = noisy.answer(plan, table, data, self._rng(charge_id), hists)
         if self.config.cache:
             self.state.store(analyst.name, cache_key, result)
         return 200, {**result, **_budget_fields(epsilon, after), "cached": False}

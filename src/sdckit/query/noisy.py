@@ -41,7 +41,7 @@ import numpy as np
 from sdckit.core.errors import ParameterError
 from sdckit.dp.accountant import exact_text, split_epsilon
 from sdckit.dp.mechanisms import Geometric, grid_scale, laplace_randomise
-from sdckit.dp.sampling import bernoulli_exp_neg_rational
+from sdckit.dp.exact_samplers import bernoulli_exp_neg_rational
 from sdckit.query.config import TableConfig
 from sdckit.query.generate import (BIN_ALIAS, COUNT_ALIAS, QUANTILE_BINS, cell_indices, quantile_columns, sum_alias,
                                    summed_columns)
@@ -86,7 +86,7 @@ def permute_and_flip(below: np.ndarray, n: int, q: float, epsilon: float, k: int
     ``u_j = -|D below_j - round(q D) n|`` (``D = 2**16``) changes by at most ``D k`` when one person
     (``k`` rows) is added or removed. Candidates are visited in a random order and candidate ``j``
     is taken with probability ``exp(-epsilon (u* - u_j) / (2 D k))``, the best one surely: an
-    epsilon-DP choice. Every coin is exact (:func:`~sdckit.dp.sampling.bernoulli_exp_neg_rational`
+    epsilon-DP choice. Every coin is exact (:func:`~sdckit.dp.exact_samplers.bernoulli_exp_neg_rational`
     with ``epsilon`` rounded down to a multiple of 2**-20); no floating point on the sampling path.
     """
     d = 2**Q_BITS

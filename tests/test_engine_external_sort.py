@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from sdckit.core.errors import DataError, ParameterError
 from sdckit.core.rowwise import CHUNK_ROWS
-from sdckit.engine.ranks import rank_swap_file, reverse_map_file
+from sdckit.engine.external_sort import rank_swap_file, reverse_map_file
 from sdckit.masking import RankSwapping
 from sdckit.permutation import reverse_map
 from sdckit.pipeline import protect
@@ -183,7 +183,7 @@ def test_protect_file_runs_rank_swapping_between_row_wise_steps(swap_data, tmp_p
 def test_partners_by_stretches_are_the_whole_columns_partners(n, window, extra, seed):
     # any stretch of at least the window gives the partners of the whole column at once
     from sdckit.core.swapping import swap_partners
-    from sdckit.engine.ranks import partners_by_stretches
+    from sdckit.engine.external_sort import partners_by_stretches
 
     draws = np.random.default_rng(seed).random(n)
     whole = swap_partners(n, window, draws)
@@ -193,7 +193,7 @@ def test_partners_by_stretches_are_the_whole_columns_partners(n, window, extra, 
 
 
 def test_a_stretch_shorter_than_the_window_is_refused():
-    from sdckit.engine.ranks import partners_by_stretches
+    from sdckit.engine.external_sort import partners_by_stretches
 
     with pytest.raises(ParameterError, match="at least the window"):
         list(partners_by_stretches(10, 5, 4, lambda a, b: np.zeros(b - a)))
