@@ -88,7 +88,7 @@ class GeneralizeToNode(Method):
     def __hash__(self) -> int:  # the node is a mapping, so hash the plain parameters
         return hash(repr(self.params()))
 
-    def check(self) -> None:
+    def check_parameters(self) -> None:
         for name, level in self.node.items():
             if name not in self.hierarchies:
                 raise self.param_error("node", f"a mapping of columns that have a hierarchy (column {name!r} has none)")

@@ -72,9 +72,9 @@ class Method:
             rules["strata"] = [IsNone(), StrList()]
         every_field = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         validate_params(type(self).__name__, every_field, rules)
-        self.check()
+        self.check_parameters()
 
-    def check(self) -> None:
+    def check_parameters(self) -> None:
         """Cross-parameter rules; override and raise :class:`ParameterError` (via
         :meth:`param_error`) when parameters are inconsistent with each other."""
 

@@ -175,7 +175,7 @@ class KEpsilonAnonymity(Method):
         object.__setattr__(self, "hierarchies", freeze_hierarchies(self.hierarchies))
         super().__post_init__()
 
-    def check(self) -> None:
+    def check_parameters(self) -> None:
         both = sorted(set(self.k_quasi) & set(self.epsilon_quasi))
         if both:
             raise self.param_error("epsilon_quasi", f"disjoint from k_quasi (both hold {both})")

@@ -179,7 +179,7 @@ class MultiplicativeNoise(Method):
     }
     example: ClassVar = {"a": 0.1}
 
-    def check(self) -> None:
+    def check_parameters(self) -> None:
         if self.distribution == "uniform" and self.a > 1:
             raise self.param_error(
                 "a", "<= 1 with distribution='uniform' (factors U(1-a, 1+a) must not be negative); "

@@ -219,7 +219,7 @@ class Pram(StratifiedMethod):
     def __hash__(self) -> int:  # the matrix is a mapping, so hash the plain parameters
         return hash(repr(self.params()))
 
-    def check(self) -> None:
+    def check_parameters(self) -> None:
         if (self.matrix is None) == (self.p_keep is None):
             raise self.param_error(
                 "p_keep", "given when 'matrix' is not, and only then (give exactly one of the two)"

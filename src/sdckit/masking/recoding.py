@@ -163,7 +163,7 @@ class GlobalRecoding(Method):
             object.__setattr__(self, "hierarchy", as_hierarchy(self.hierarchy, "the recoded column"))
         super().__post_init__()
 
-    def check(self) -> None:
+    def check_parameters(self) -> None:
         if self.hierarchy is not None:
             if self.bins is not None or self.mapping is not None:
                 raise self.param_error("hierarchy", "None when 'bins' or 'mapping' is given (one coding per step)")

@@ -132,7 +132,7 @@ class RecordSwapping(Method):
         "risk_variables": ["education"], "swaprate": 0.2,
     }
 
-    def check(self) -> None:
+    def check_parameters(self) -> None:
         if not isinstance(self.hid, str) or not self.hid:
             raise self.param_error("hid", "a column name (the household identifier)")
         overlap = set(self.hierarchy) & set(self.carry_along)

@@ -74,7 +74,7 @@ class TopBottomCoding(Method):
     nan_policy: ClassVar[str] = "pass"
     example: ClassVar = {"top": 80.0, "bottom": 20.0, "columns": ["age"]}
 
-    def check(self) -> None:
+    def check_parameters(self) -> None:
         if self.top is None and self.bottom is None:
             raise self.param_error("top", "a float when 'bottom' is None (give at least one threshold)")
         if self.top is not None and self.bottom is not None and not self.bottom < self.top:
