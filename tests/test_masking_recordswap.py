@@ -13,13 +13,8 @@ from sdckit import protect
 from sdckit.core.errors import DataError, ParameterError, SchemaError
 from sdckit.core.schema import Schema
 from sdckit.masking import RecordSwapping
-from sdckit.masking.recordswap import (
-    draws_per_area,
-    first_level_at_risk,
-    household_index,
-    household_risk,
-    swap_plan,
-)
+from sdckit.core.household_swap import draws_per_area, first_level_at_risk, swap_plan
+from sdckit.masking.recordswap import household_index, household_table
 
 GEO = ("region", "district", "municipality")
 
@@ -79,7 +74,7 @@ def test_risk_and_levels_by_hand():
     })
     method = RecordSwapping("hid", ["reg", "dis"], [], ["nat"], k_anonymity=2)
     households = household_index(frame, "hid")
-    risk = household_risk(frame, households, method)
+    risk = household_table(frame, households, method).risk
     # region counts: (A, r0) = 3, (A, r1) = 2, (B, r1) = 1
     # district counts: (A, r0, d0) = 2, (A, r0, d1) = 1, (A, r1, d2) = 2, (B, r1, d2) = 1
     expected = np.array([[1 / 3, 1 / 2], [1 / 3, 1.0], [1.0, 1.0], [1 / 2, 1 / 2]])
@@ -141,7 +136,7 @@ def test_pairs_are_in_the_same_parent_and_other_areas():
     frame = census(800, seed=3)
     method = swapping(swaprate=0.2)
     households = household_index(frame, "hid")
-    plan = swap_plan(frame, households, method, np.random.default_rng(5))
+    plan = swap_plan(household_table(frame, households, method), method.threshold, method.swaprate, np.random.default_rng(5))
     geo = household_geography(frame).to_numpy()
     sizes = households.size
     assert len(plan.pairs) > 0
@@ -213,13 +208,13 @@ def test_similarity_profiles_are_tried_in_order():
     })
     households = household_index(frame, "hid")
     method = RecordSwapping("hid", ["region", "municipality"], [["tenure"], []], ["nat"], k_anonymity=2)
-    plan = swap_plan(frame, households, method, np.random.default_rng(0))
+    plan = swap_plan(household_table(frame, households, method), method.threshold, method.swaprate, np.random.default_rng(0))
     assert plan.at_risk_level.tolist() == [1, 2, 2, 1]
     assert {0, 3} <= set(plan.pairs.reshape(-1).tolist())  # both swapped (perhaps with each other)
     strict = RecordSwapping("hid", ["region", "municipality"], ["tenure"], ["nat"], k_anonymity=2)
-    plan = swap_plan(frame, households, strict, np.random.default_rng(0))
+    plan = swap_plan(household_table(frame, households, strict), strict.threshold, strict.swaprate, np.random.default_rng(0))
     assert plan.pairs[:, 0].tolist() == [3] and plan.pairs[0, 1] in (1, 2)
-    assert plan.report(households)["at_risk_left"] == 1 and plan.no_donor == 1
+    assert plan.report()["at_risk_left"] == 1 and plan.no_donor == 1
 
 
 def test_manifest_holds_counts_only(swapped):
