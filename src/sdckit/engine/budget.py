@@ -67,8 +67,8 @@ def data_size(path: Path, fmt: str) -> int:
 def should_stream(path: Path, fmt: str, methods: Sequence[Method], memory: int | None) -> bool:
     """Whether a run should stream by itself: every method is row-wise (or rank swapping) and a run in memory
     would need more than the budget ``memory`` (bytes): :data:`EXPANSION` times the data."""
-    from sdckit.engine.plan import runs_on_ranks
+    from sdckit.engine.plan import runs_on_file
 
-    if memory is None or fmt not in _FORMATS or not all(m.streams or runs_on_ranks(m) for m in methods):
+    if memory is None or fmt not in _FORMATS or not all(m.streams or runs_on_file(m) for m in methods):
         return False
     return data_size(Path(path), fmt) * EXPANSION > memory

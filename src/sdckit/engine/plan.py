@@ -36,26 +36,29 @@ class PlannedStep:
     statistics: Any = None
 
 
-#: Global-rank methods (``needs == "ranks"``) the engines run on an external sort, by registered name.
-RANK_METHODS = ("rank_swapping",)
+#: Methods the engines run as one whole-file step on DuckDB, by registered name: global-rank
+#: methods on its external sort, household methods on its grouped passes.
+WHOLE_FILE_METHODS = ("rank_swapping", "record_swapping")
 
 
-def runs_on_ranks(method: Method) -> bool:
-    """Whether ``method`` is a global-rank method the engines run on DuckDB's external sort."""
-    return method.needs == "ranks" and method.name in RANK_METHODS
+def runs_on_file(method: Method) -> bool:
+    """Whether ``method`` is one the engines run as a whole-file step on DuckDB (rank swapping
+    on the external sort, record swapping by households) between streamed steps."""
+    return method.name in WHOLE_FILE_METHODS and not getattr(method, "strata", None)
 
 
 def require_streamable(methods: Sequence[Method], engine: str) -> None:
     """Refuse a method that cannot run by chunks or on an external sort, naming it and what it needs."""
     for i, method in enumerate(methods):
-        if not method.streams and not runs_on_ranks(method):
+        if not method.streams and not runs_on_file(method):
             why = "it runs per stratum" if getattr(method, "strata", None) else f"it needs {method.needs!r}"
             raise ParameterError(
                 f"methods[{i}] ({type(method).__name__}) cannot run on the {engine!r} engine's stream: "
                 f"{why}, not rows alone. The streamed methods are the row-wise ones (noise, "
                 "multiplicative noise, top/bottom coding, rounding, PRAM, global recoding, generalization to a "
-                "node) and rank "
-                "swapping (on an external sort); use engine='memory' for this recipe."
+                "node), rank "
+                "swapping (on an external sort) and record swapping (by households); use engine='memory' for "
+                "this recipe."
             )
 
 

@@ -26,7 +26,7 @@ from sdckit.core.random import RandomState, as_generator, seed_provenance
 from sdckit.core.rowwise import CHUNK_ROWS
 from sdckit.core.schema import Schema
 from sdckit.engine.plan import (PlannedStep, Progress, build_plan, chunk_statistics, prepare_schema,
-                                require_streamable, run_chunk, runs_on_ranks, step_columns)
+                                require_streamable, run_chunk, runs_on_file, step_columns)
 from sdckit.io.files import detect_format
 from sdckit.engine.sources import (PartWriter, csv_dtypes, finish_output, iter_chunks, open_parquet, read_chunk,
                                    source_format, spool_beside, stream_fingerprint)
@@ -130,7 +130,7 @@ def protect_file(
     fmt_out = detect_format(target, output_format)
     if fmt_out not in ("csv", "tsv", "parquet"):
         raise ParameterError(f"The streaming engines write Parquet and CSV/TSV files; {target.name!r} is {fmt_out}.")
-    if any(runs_on_ranks(m) for m in methods):
+    if any(runs_on_file(m) for m in methods):
         return _protect_in_segments(
             source, target, methods, engine=engine, schema=schema, seed=seed, keep_identifiers=keep_identifiers,
             fmt_in=fmt_in, fmt_out=fmt_out, sep=sep, encoding=encoding, batch_rows=batch_rows, blocksize=blocksize,
@@ -233,11 +233,13 @@ def _protect_in_segments(source: Path, target: Path, methods: Sequence[Method], 
                          fmt_in: str, fmt_out: str, sep: str | None, encoding: str, batch_rows: int, blocksize: int,
                          scheduler: str | None, client: Any, progress: Progress | None, inputs: tuple[Path, ...],
                          fingerprint_key: bytes | str | None) -> StreamedRelease:
-    """A recipe with global-rank steps: runs of row-wise steps streamed as usual and each rank
-    step on DuckDB's external sort (:func:`sdckit.engine.external_sort.rank_swap_file`), one after the
+    """A recipe with whole-file steps: runs of row-wise steps streamed as usual and each whole-file
+    step on DuckDB (rank swapping on its external sort, :func:`sdckit.engine.external_sort.rank_swap_file`;
+    record swapping by households, :func:`sdckit.engine.households.record_swap_file`), one after the
     other through Parquet files in a spool, all drawing from the one generator in step order —
     the order :func:`~sdckit.pipeline.protect` draws in, so the release is the in-memory one."""
     from sdckit.engine.external_sort import rank_swap_file
+    from sdckit.engine.households import record_swap_file
 
     rng = as_generator(seed)
     dtypes = csv_dtypes(source, fmt_in, sep=sep, encoding=encoding, batch_rows=batch_rows) if fmt_in != "parquet" else None
@@ -247,7 +249,7 @@ def _protect_in_segments(source: Path, target: Path, methods: Sequence[Method], 
     in_schema, current_schema, dropped = prepare_schema(first, schema, keep_identifiers)
     segments: list[list[Method]] = []
     for method in methods:
-        if runs_on_ranks(method) or not segments or runs_on_ranks(segments[-1][0]):
+        if runs_on_file(method) or not segments or runs_on_file(segments[-1][0]):
             segments.append([method])
         else:
             segments[-1].append(method)
@@ -259,12 +261,15 @@ def _protect_in_segments(source: Path, target: Path, methods: Sequence[Method], 
             last = k == len(segments) - 1
             out = target if last else Path(spool) / f"segment-{k}.parquet"
             options = {"sep": sep, "encoding": encoding} if k == 0 else {}
-            if runs_on_ranks(group[0]):
+            if runs_on_file(group[0]):
                 method = group[0]
                 columns = method.target_columns(current_schema)
-                swapped = rank_swap_file(current, out, float(method.p), columns, seed=rng,
-                                         output_format=fmt_out if last else "parquet", batch_rows=batch_rows,
-                                         drop=to_drop, inputs=(source, *inputs), **options)
+                common = dict(seed=rng, output_format=fmt_out if last else "parquet", batch_rows=batch_rows,
+                              drop=to_drop, inputs=(source, *inputs), **options)
+                if method.name == "record_swapping":
+                    swapped = record_swap_file(current, out, method, **common)
+                else:
+                    swapped = rank_swap_file(current, out, float(method.p), columns, **common)
                 info = dict(swapped.info)
                 warnings = tuple(info.pop("warnings", ()))
                 rows, fingerprint = swapped.records, swapped.fingerprint
@@ -272,7 +277,7 @@ def _protect_in_segments(source: Path, target: Path, methods: Sequence[Method], 
                                   output_fingerprint=fingerprint if last else UNPUBLISHED, records_in=rows,
                                   records_out=rows, info=info, warnings=warnings))
                 if progress is not None:
-                    progress(k + 1, len(segments), f"{type(method).__name__} on the external sort")
+                    progress(k + 1, len(segments), f"{type(method).__name__} on DuckDB")
             else:
                 release = protect_file(current, out, group, engine=engine, schema=schema if k == 0 else current_schema,
                                        seed=rng, keep_identifiers=keep_identifiers if k == 0 else True,
