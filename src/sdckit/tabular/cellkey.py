@@ -1,0 +1,269 @@
+"""The cell key method (CKM) for frequency tables (issue 30 section 2; DESIGN.md section 6.k).
+
+Every record carries a *record key*, uniform in [0, 1) with ``digits`` decimals, drawn once from
+the release's secret seed; a cell's *cell key* is the sum of its records' keys mod 1, and its
+perturbation ``v`` is looked up in the p-table (:func:`sdckit.tabular.ptable`): in the row of the
+cell's count ``n`` (the last row for every larger count), the first interval whose upper bound
+``p_int_ub`` is above the cell key — cellKey's ``lookup_freq`` (sdcTools/cellKey, commit
+80bb032, ``R/cellkey_pkg.R``): ``which.max(ckey < ub)``. Empty cells are not perturbed. So the
+same set of records gets the same perturbation in every table and every query, and differencing
+two tables gives noise, not a person (Thompson, Broadfoot and Elazar 2013, "Methodology for the
+automatic confidentialisation of statistical outputs from remote servers at the Australian Bureau
+of Statistics", UNECE SDC work session; Giessing and Tent 2019, UNECE SDC work session).
+
+Cell keys are computed exactly: the keys are integers over ``10**digits``, summed as integers
+(cellKey sums doubles, which can differ from the exact sum in the last bit of a key that falls
+exactly on an interval bound). Margins sum the finest cells' integer key sums and counts, so a
+margin's cell key is the sum of its children's mod 1 and the records are grouped once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from sdckit.core.errors import DataError, ParameterError
+from sdckit.core.random import RandomState, as_generator
+from sdckit.tabular.ptable import PTABLE_DIGITS, check_ptable
+
+#: Largest number of cells of a cell-key table (every combination of codes and margins).
+MAX_CELLS = 50_000_000
+_SPLIT = 20  # keys < 10**12 < 2**40 are summed as two 20-bit halves, each exact in float64
+
+
+def _check_digits(digits: object) -> int:
+    if isinstance(digits, bool) or not isinstance(digits, (int, np.integer)) or not 5 <= digits <= 12:
+        raise ParameterError(f"'digits' (decimals of the record keys) must be an integer from 5 to 12; got {digits!r}.")
+    return int(digits)
+
+
+def record_keys(n: int, seed: RandomState, digits: int = 8) -> np.ndarray:
+    """``n`` record keys, uniform on {0, 1/10**digits, ..., 1 - 1/10**digits}.
+
+    Drawn from the cryptographic generator of ``seed`` (:func:`sdckit.core.random.as_generator`;
+    a seed under 128 bits warns :class:`~sdckit.core.errors.SecurityWarning`: whoever finds it
+    recomputes the keys and undoes the perturbation). The same seed gives the same keys, so the
+    keys need not be stored: they can be recomputed from the seed for the same record order.
+    cellKey's ``ck_generate_rkeys`` rounds ``runif`` to ``nr_digits``; here the integer numerator
+    is drawn, so every key has exactly ``digits`` decimals.
+    """
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
+        raise ParameterError(f"'n' (the number of records) must be an integer >= 0; got {n!r}.")
+    digits = _check_digits(digits)
+    rng = as_generator(seed)
+    return rng.integers(0, 10 ** digits, size=int(n), dtype=np.int64) / 10.0 ** digits
+
+
+def _key_integers(keys: Any, digits: int) -> np.ndarray:
+    """The record keys as integers over ``10**digits``, checked."""
+    try:
+        k = np.asarray(keys, dtype=float)
+    except (TypeError, ValueError):
+        raise DataError("The record keys must be numbers in [0, 1).") from None
+    if k.size and (not np.isfinite(k).all() or k.min() < 0 or k.max() > 1):
+        raise DataError("The record keys must be numbers in [0, 1] (cellKey's check), with no missing value.")
+    scaled = k * 10.0 ** digits
+    ints = np.rint(scaled)
+    if k.size and np.abs(scaled - ints).max() > 1e-4:
+        raise DataError(f"The record keys have more than {digits} decimals: pass digits= with their number of "
+                        "decimals (at most 12), or round them.")
+    return ints.astype(np.int64) % 10 ** digits
+
+
+def _sum_mod(index: np.ndarray, keys: np.ndarray, size: int, modulus: int) -> np.ndarray:
+    """Per-cell sums of integer keys (< 2**40) mod ``modulus``, exact (two 20-bit halves)."""
+    low = np.bincount(index, weights=keys & ((1 << _SPLIT) - 1), minlength=size).astype(np.int64)
+    high = np.bincount(index, weights=keys >> _SPLIT, minlength=size).astype(np.int64)
+    return ((high % modulus) * (1 << _SPLIT) + low) % modulus
+
+
+def _with_margins(a: np.ndarray, modulus: int | None = None) -> np.ndarray:
+    """Prepend, along every axis, the sum over that axis: index 0 is the margin."""
+    for axis in range(a.ndim):
+        total = a.sum(axis=axis, keepdims=True)
+        if modulus is not None:
+            total %= modulus
+        a = np.concatenate([total, a], axis=axis)
+    return a
+
+
+def lookup(ptable: pd.DataFrame, n: np.ndarray, key_int: np.ndarray, digits: int) -> np.ndarray:
+    """The perturbation of cells with counts ``n`` and integer cell keys ``key_int`` (over
+    ``10**digits``): cellKey's rule, first ``v`` of row ``min(n, max i)`` with ``key < p_int_ub``;
+    0 for empty cells."""
+    t = check_ptable(ptable)
+    scale = max(digits, PTABLE_DIGITS)
+    ck = key_int.astype(np.int64) * 10 ** (scale - digits)
+    ub = np.rint(t["p_int_ub"].to_numpy() * 10.0 ** scale).astype(np.int64)
+    top = int(t["i"].max())
+    row = np.minimum(n, top)
+    pert = np.zeros(len(n), dtype=np.int64)
+    for i in range(1, top + 1):
+        sel = np.flatnonzero(row == i)
+        if sel.size == 0:
+            continue
+        rows = np.flatnonzero(t["i"].to_numpy() == i)
+        at = np.searchsorted(ub[rows], ck[sel], side="right")
+        pert[sel] = t["v"].to_numpy()[rows][np.minimum(at, len(rows) - 1)]
+    return pert
+
+
+def cell_key_counts(frame: pd.DataFrame, dimensions: Sequence[str], record_key: str, ptable: pd.DataFrame,
+                    total: str = "Total", digits: int = 8) -> pd.DataFrame:
+    """The frequency table over ``dimensions``, perturbed by the cell key method.
+
+    Parameters
+    ----------
+    frame
+        The records.
+    dimensions
+        Columns spanning the table; each gets its codes (sorted) and the margin ``total``.
+    record_key
+        Column of record keys in [0, 1) with at most ``digits`` decimals (:func:`record_keys`).
+    ptable
+        A count p-table (:func:`sdckit.tabular.ptable`, :func:`sdckit.tabular.read_ptable`).
+    total
+        Code of a margin; must not be a code of a dimension.
+    digits
+        Decimals of the record keys (cellKey's and tau-ARGUS's default 8).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per cell — every combination of codes and margins, empty cells included, margins
+        first in each dimension (C order) — with the dimensions' codes and ``n`` (original count),
+        ``cell_key`` (sum of the records' keys mod 1), ``pert`` and ``n_pert = n + pert``.
+    """
+    digits = _check_digits(digits)
+    dims = list(dimensions)
+    if not dims or len(set(dims)) != len(dims):
+        raise ParameterError("'dimensions' must name one or more distinct columns.")
+    missing = [c for c in [*dims, record_key] if c not in frame.columns]
+    if missing:
+        raise DataError(f"The records lack the column(s) {missing}.")
+    keys = _key_integers(frame[record_key].to_numpy(), digits)
+    modulus = 10 ** digits
+    codes, labels, shape = [], [], []
+    for d in dims:
+        col = frame[d]
+        if col.isna().any():
+            raise DataError(f"Column {d!r} has missing codes; code them (e.g. 'unknown') before tabulating.")
+        idx, uniques = pd.factorize(col, sort=True)
+        names = [str(u) for u in uniques]
+        if total in names:
+            raise ParameterError(f"{total!r} is a code of {d!r} and the code of a margin: pass another total=.")
+        codes.append(idx.astype(np.int64))
+        labels.append([total, *names])
+        shape.append(len(names))
+    size = int(np.prod([s + 1 for s in shape], dtype=float))
+    if size > MAX_CELLS:
+        raise ParameterError(f"The table has {size:,} cells (over {MAX_CELLS:,}): use fewer dimensions or codes.")
+    flat = np.zeros(len(frame), dtype=np.int64)
+    for idx, s in zip(codes, shape):
+        flat = flat * s + idx
+    leaves = int(np.prod(shape, dtype=float))
+    n = _with_margins(np.bincount(flat, minlength=leaves).astype(np.int64).reshape(shape)).ravel()
+    ck = _with_margins(_sum_mod(flat, keys, leaves, modulus).reshape(shape), modulus).ravel()
+    pert = lookup(ptable, n, ck, digits)
+    grid = pd.MultiIndex.from_product(labels, names=dims).to_frame(index=False)
+    out = grid.assign(n=n, cell_key=ck / float(modulus), pert=pert, n_pert=n + pert)
+    out.attrs["shape"] = tuple(s + 1 for s in shape)
+    return out
+
+
+@dataclass(frozen=True)
+class CellKeyMeasures:
+    """What a cell-key perturbation changed, and the disclosure it leaves (see :func:`cell_key_measures`)."""
+
+    cells: int
+    nonempty: int
+    changed: float
+    mean_abs: float
+    mean_rel: float
+    max_abs: int
+    false_zero: int
+    additivity: dict[str, float]
+    disclosure: pd.DataFrame = field(repr=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain values (the disclosure table as a list of rows), e.g. for a manifest."""
+        return {"cells": self.cells, "nonempty": self.nonempty, "changed": self.changed, "mean_abs": self.mean_abs,
+                "mean_rel": self.mean_rel, "max_abs": self.max_abs, "false_zero": self.false_zero,
+                "additivity": dict(self.additivity), "disclosure": self.disclosure.to_dict("records")}
+
+
+def transition_matrix(ptable: pd.DataFrame, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """P(perturbed = j | original = i) for the original counts ``counts``: the matrix and its
+    column values ``j`` (rows beyond the p-table's last ``i`` shift its last row)."""
+    t = check_ptable(ptable)
+    top = int(t["i"].max())
+    counts = np.asarray(counts, dtype=np.int64)
+    j_max = int(counts.max(initial=0)) + int(t["v"].max())
+    values = np.arange(j_max + 1)
+    m = np.zeros((len(counts), len(values)))
+    for r, i in enumerate(counts):
+        row = t[t["i"] == min(i, top)]
+        np.add.at(m[r], i + row["v"].to_numpy(), row["p"].to_numpy())
+    return m, values
+
+
+def cell_key_measures(cells: pd.DataFrame, ptable: pd.DataFrame, small: int | None = None) -> CellKeyMeasures:
+    """Utility lost and disclosure left by a cell-key perturbation (:func:`cell_key_counts`' output).
+
+    * ``changed``: share of non-empty cells whose count changed; ``mean_abs`` / ``mean_rel``: mean
+      ``|pert|`` and ``|pert| / n`` over non-empty cells (cellKey's ``d1``, ``d2``); ``false_zero``:
+      non-empty cells published as 0.
+    * ``additivity``: per dimension, the mean ``|margin - sum of its children|`` of the perturbed
+      counts along that dimension (0 before perturbation).
+    * ``disclosure``: for each original count ``i = 1 .. small`` (default ``js + 2``, ``js`` the
+      p-table's blocked counts), the posterior ``P(i | j)`` of the original count given the
+      published one, with the table's own distribution of original counts (empty cells included)
+      as the intruder's prior and the p-table as the likelihood; columns ``i``, ``cells``,
+      ``inferred`` (share of those cells whose posterior exceeds 0.5), ``expected`` (the same
+      share expected over the p-table's draws) and ``mean_posterior``.
+    """
+    n = cells["n"].to_numpy(dtype=np.int64)
+    pert = cells["pert"].to_numpy(dtype=np.int64)
+    nz = n > 0
+    shape = cells.attrs.get("shape")
+    additivity: dict[str, float] = {}
+    if shape is not None and int(np.prod(shape)) == len(cells):
+        published = cells["n_pert"].to_numpy(dtype=np.int64).reshape(shape)
+        dims = list(cells.columns[:len(shape)])
+        for axis, d in enumerate(dims):
+            margin = np.take(published, 0, axis=axis)
+            children = np.take(published, range(1, shape[axis]), axis=axis).sum(axis=axis)
+            additivity[d] = float(np.abs(margin - children).mean())
+    t = check_ptable(ptable)
+    if small is None:
+        produced = set((t["i"] + t["v"]).tolist())
+        js = next((k for k in range(1, int(t["i"].max()) + 1) if k in produced), 1) - 1
+        small = js + 2
+    values, prior = np.unique(n, return_counts=True)
+    m, j_values = transition_matrix(t, values)
+    joint = prior[:, None] * m
+    post = np.divide(joint, joint.sum(axis=0, keepdims=True), out=np.zeros_like(joint), where=joint > 0)
+    rows = []
+    n_pub = cells["n_pert"].to_numpy(dtype=np.int64)
+    for i in range(1, small + 1):
+        hit = np.flatnonzero(values == i)
+        sel = n == i
+        if hit.size == 0:
+            rows.append({"i": i, "cells": 0, "inferred": float("nan"), "expected": float("nan"),
+                         "mean_posterior": float("nan")})
+            continue
+        r = int(hit[0])
+        p_obs = post[r, np.clip(n_pub[sel], 0, len(j_values) - 1)]
+        rows.append({"i": i, "cells": int(sel.sum()), "inferred": float((p_obs > 0.5).mean()),
+                     "expected": float(m[r] @ (post[r] > 0.5)), "mean_posterior": float(p_obs.mean())})
+    return CellKeyMeasures(
+        cells=len(cells), nonempty=int(nz.sum()),
+        changed=float((pert[nz] != 0).mean()) if nz.any() else 0.0,
+        mean_abs=float(np.abs(pert[nz]).mean()) if nz.any() else 0.0,
+        mean_rel=float((np.abs(pert[nz]) / n[nz]).mean()) if nz.any() else 0.0,
+        max_abs=int(np.abs(pert).max(initial=0)), false_zero=int((nz & (n + pert == 0)).sum()),
+        additivity=additivity, disclosure=pd.DataFrame(rows))

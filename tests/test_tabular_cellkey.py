@@ -1,0 +1,240 @@
+"""The cell key method: ptable's perturbation tables and cellKey's lookup (issue 30 section 2).
+
+Reference values come from the R packages' own tests (R is not installed here; the printed values
+are the reference):
+
+* ptable (CRAN mirror cran/ptable, commit dd96b8915140d4992c1b7ac9427dcbc84f7ac364,
+  tests/testthat/test-examples.R): ``pt_ex_cnts()@pTable$p``, where ``pt_ex_cnts()`` is
+  ``create_cnt_ptable(D = 2, V = 1.05, mono = c(TRUE, TRUE, FALSE, TRUE), js = 1)``
+  (R/pt_examples.R); test-params.R: ``create_cnt_ptable(D = 5, V = 3, js = 3)`` is an error.
+* cellKey (sdcTools/cellKey, commit 80bb032dd841a081cfa4bc4b8208669902d54ae2,
+  tests/testthat/test_countvars.R): the p-table of ``D = 5, V = 3, js = 2, pstay = 0.5`` has
+  66 rows, largest i 8, and rounded means of p, lb, ub and v 0.136, 0.562, 0.698, 1.045.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.optimize import brentq
+
+from sdckit.core.errors import DataError, ParameterError, SecurityWarning
+from sdckit.tabular import cell_key_counts, cell_key_measures, ptable, read_ptable, record_keys, write_ptable
+from sdckit.tabular.cellkey import lookup
+
+STRONG = "0123456789abcdef0123456789abcdef"
+PT_EX_CNTS_P = [1.00000000, 0.50833333, 0.47500000, 0.01666667, 0.16155827, 0.55565037, 0.24246618,
+                0.04032518, 0.41231301, 0.28806097, 0.18693903, 0.11268699, 0.07012498, 0.24450007,
+                0.37074990, 0.24450007, 0.07012498]
+
+
+@pytest.fixture(scope="module")
+def ex_cnts():
+    return ptable(2, 1.05, js=1, mono=[True, True, False, True])
+
+
+@pytest.fixture(scope="module")
+def ck_ptab():
+    return ptable(5, 3, js=2, pstay=0.5)
+
+
+def test_ptable_reproduces_ptables_example_table(ex_cnts):
+    assert list(ex_cnts.columns) == ["i", "j", "p", "v", "p_int_lb", "p_int_ub", "type"]
+    np.testing.assert_allclose(ex_cnts["p"], PT_EX_CNTS_P, rtol=0, atol=1.5e-8)
+    assert ex_cnts["i"].tolist() == [0, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4, 4]
+    # row i = 1 by hand: j in {0, 2, 3} (1 is blocked), unbiased, variance 1.05 binding:
+    # p(+2) = 0.05 / 3, p(+1) = (1 - 3 p(+2)) / 2, p(-1) = p(+1) + 2 p(+2)
+    row = ex_cnts[ex_cnts["i"] == 1]
+    assert row["j"].tolist() == [0, 2, 3]
+    np.testing.assert_allclose(row["p"], [0.475 + 0.1 / 3, 0.475, 0.05 / 3], atol=1e-8)
+
+
+def test_ptable_matches_cellkeys_test_table(ck_ptab):
+    assert ck_ptab.shape == (66, 7) and ck_ptab["i"].max() == 8
+    assert [round(ck_ptab[c].mean(), 3) for c in ("p", "p_int_lb", "p_int_ub", "v")] == [0.136, 0.562, 0.698, 1.045]
+    assert (ck_ptab.loc[(ck_ptab["v"] == 0) & (ck_ptab["i"] > 2), "p"].round(8) == 0.5).all()
+
+
+def test_ptable_refuses_what_ptable_refuses():
+    with pytest.raises(ParameterError, match="No perturbation table"):
+        ptable(5, 3, js=3)
+    for bad in ({"D": 0, "V": 1}, {"D": 2, "V": -1}, {"D": 2.5, "V": 1}, {"D": 2, "V": 1, "js": -1},
+                {"D": 2, "V": 1, "pstay": 1.0}, {"D": 2, "V": 1, "optim": 7}, {"D": 2, "V": 1, "mono": [True]}):
+        with pytest.raises(ParameterError):
+            ptable(**bad)
+
+
+@pytest.mark.parametrize("D,V,js", [(3, 1.0, 0), (4, 2.0, 1), (5, 2.5, 2)])
+def test_ptable_rows_meet_the_constraints(D, V, js):
+    t = ptable(D, V, js=js)
+    assert t["i"].max() == (D if js == 0 else D + js + 1)
+    for i, row in t.groupby("i"):
+        p, v = row["p"].to_numpy(), row["v"].to_numpy()
+        assert abs(p.sum() - 1) < 1e-12 and row["p_int_ub"].iloc[-1] == 1.0 and row["p_int_lb"].iloc[0] == 0.0
+        assert abs(p @ v) < 1e-6 and p @ v ** 2 <= V + 1e-6
+        assert (np.abs(v) <= D).all() and not row["j"].between(1, js).any()
+        if i > 0:
+            assert (p >= 1e-8 - 1e-12).all()
+    # the last row has the full symmetric support: the maximum-entropy law with variance V is the
+    # discretised Gaussian p ~ exp(-lam v^2), lam solving the variance (independent oracle)
+    last = t[t["i"] == t["i"].max()]
+    v = last["v"].to_numpy(dtype=float)
+    lam = brentq(lambda x: (np.exp(-x * v ** 2) @ v ** 2) / np.exp(-x * v ** 2).sum() - V, 1e-9, 50)
+    gauss = np.exp(-lam * v ** 2) / np.exp(-lam * v ** 2).sum()
+    np.testing.assert_allclose(last["p"], gauss, atol=2e-8)
+
+
+def test_write_ptable_writes_pt_exports_format_and_reads_back(ex_cnts, tmp_path):
+    path = write_ptable(ex_cnts, tmp_path / "pt.txt", sdctool="TauArgus")
+    lines = path.read_text().splitlines()
+    # R's format(pTable, digits = 8): common decimals per column, right-justified
+    assert lines[:4] == ["i;j;p;v;p_int_ub", "0;0;1.00000000; 0;1.00000000",
+                         "1;0;0.50833333;-1;0.50833333", "1;2;0.47500000; 1;0.98333333"]
+    back = read_ptable(path)
+    assert back[["i", "j", "v"]].equals(ex_cnts[["i", "j", "v"]])
+    np.testing.assert_allclose(back["p_int_lb"], ex_cnts["p_int_lb"], atol=1e-12)
+    sas = read_ptable(write_ptable(ex_cnts, tmp_path / "sas.txt"))
+    np.testing.assert_allclose(sas["p"], ex_cnts["p"], atol=1e-12)
+    (tmp_path / "bad.txt").write_text("i;v;p\n0;0;1\n")
+    with pytest.raises(DataError, match="lacks"):
+        read_ptable(tmp_path / "bad.txt")
+
+
+def test_record_keys_are_reproducible_with_digits_decimals():
+    a, b = record_keys(1000, STRONG), record_keys(1000, STRONG)
+    assert np.array_equal(a, b) and not np.array_equal(a, record_keys(1000, STRONG[::-1]))
+    assert a.min() >= 0 and a.max() < 1
+    assert np.allclose(a * 1e8, np.rint(a * 1e8), atol=1e-6, rtol=0)
+    five = record_keys(50, STRONG, digits=5) * 1e5
+    assert np.allclose(five, np.rint(five), atol=1e-6, rtol=0)
+    with pytest.warns(SecurityWarning):
+        record_keys(3, 42)
+    with pytest.raises(ParameterError, match="digits"):
+        record_keys(3, STRONG, digits=3)
+
+
+def _pt_two_rows():
+    # a hand-made p-table: count 1 -> 0 / 1 / 2, counts >= 2 -> -1 / 0 / +1
+    return pd.DataFrame({"i": [0, 1, 1, 1, 2, 2, 2], "j": [0, 0, 1, 2, 1, 2, 3], "v": [0, -1, 0, 1, -1, 0, 1],
+                         "p": [1, .25, .5, .25, .2, .6, .2],
+                         "p_int_lb": [0, 0, .25, .75, 0, .2, .8], "p_int_ub": [1, .25, .75, 1, .2, .8, 1]})
+
+
+def test_cell_key_counts_by_hand():
+    f = pd.DataFrame({"a": ["x", "x", "y", "y", "y"], "b": ["p", "q", "p", "p", "p"],
+                      "rk": [0.125, 0.625, 0.1, 0.05, 0.05]})
+    c = cell_key_counts(f, ["a", "b"], "rk", _pt_two_rows()).set_index(["a", "b"])
+    assert list(c.index) == [("Total", "Total"), ("Total", "p"), ("Total", "q"), ("x", "Total"), ("x", "p"),
+                             ("x", "q"), ("y", "Total"), ("y", "p"), ("y", "q")]
+    # (x, p): n 1, key 0.125 < 0.25 -> -1; (x, q): key 0.625 in [0.25, 0.75) -> 0
+    # (y, p): n 3 uses the last row, key 0.2 equals the bound 0.2 -> the next interval, 0
+    # (x, Total): n 2, key 0.75 < 0.8 -> 0; (Total, p): n 4, key 0.325 -> 0; (Total, Total): key 0.95 -> +1
+    # (y, q): empty, never perturbed
+    expect = {("x", "p"): (1, 0.125, -1), ("x", "q"): (1, 0.625, 0), ("y", "p"): (3, 0.2, 0),
+              ("x", "Total"): (2, 0.75, 0), ("Total", "p"): (4, 0.325, 0), ("Total", "Total"): (5, 0.95, 1),
+              ("y", "q"): (0, 0.0, 0), ("Total", "q"): (1, 0.625, 0), ("y", "Total"): (3, 0.2, 0)}
+    for cell, (n, key, pert) in expect.items():
+        assert (c.loc[cell, "n"], c.loc[cell, "cell_key"], c.loc[cell, "pert"]) == (n, key, pert), cell
+        assert c.loc[cell, "n_pert"] == n + pert
+
+
+def test_cell_keys_are_exact_sums_mod_1():
+    # 0.1 + 0.2 + 0.7 is 1.0000000000000002 in floating point: its fraction is not the cell key 0
+    f = pd.DataFrame({"a": ["x"] * 3, "rk": [0.1, 0.2, 0.7]})
+    c = cell_key_counts(f, ["a"], "rk", _pt_two_rows())
+    assert c["cell_key"].tolist() == [0.0, 0.0] and c["pert"].tolist() == [-1, -1]
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from("xyz"), st.sampled_from("pq"), st.sampled_from("uv"),
+                          st.integers(0, 10 ** 8 - 1)), min_size=1, max_size=40))
+def test_margins_and_the_same_cell_in_other_tables(rows):
+    f = pd.DataFrame(rows, columns=["a", "b", "c", "k"])
+    f["rk"] = f["k"] / 1e8
+    pt = _pt_two_rows()
+    abc = cell_key_counts(f, ["a", "b", "c"], "rk", pt)
+    ab = cell_key_counts(f, ["a", "b"], "rk", pt)
+    a = cell_key_counts(f, ["a"], "rk", pt)
+    # the key of a cell is the sum of its records' keys mod 1, computed exactly
+    for _, cell in ab.iterrows():
+        sel = np.ones(len(f), bool)
+        for d in ("a", "b"):
+            if cell[d] != "Total":
+                sel &= (f[d] == cell[d]).to_numpy()
+        assert cell["n"] == sel.sum() and round(cell["cell_key"] * 1e8) == f["k"][sel].sum() % 10 ** 8
+    # the same cell in three tables gets the same perturbation
+    m = abc[abc["c"] == "Total"].drop(columns="c").merge(ab, on=["a", "b"], suffixes=("", "_2"))
+    assert len(m) == len(ab) and (m["pert"] == m["pert_2"]).all() and (m["cell_key"] == m["cell_key_2"]).all()
+    m = ab[ab["b"] == "Total"].drop(columns="b").merge(a, on="a", suffixes=("", "_2"))
+    assert (m["pert"] == m["pert_2"]).all()
+
+
+def test_empirical_perturbations_follow_the_ptable(ex_cnts):
+    keys = np.random.default_rng(7).integers(0, 10 ** 8, size=40_000)
+    for i in (1, 2, 9):
+        pert = lookup(ex_cnts, np.full(len(keys), i), keys, 8)
+        row = ex_cnts[ex_cnts["i"] == min(i, 4)]
+        freq = np.array([(pert == v).mean() for v in row["v"]])
+        p = row["p"].to_numpy()
+        # within 5 standard errors of a binomial share
+        assert (np.abs(freq - p) <= 5 * np.sqrt(p * (1 - p) / len(keys)) + 1e-12).all(), (i, freq, p)
+        assert set(np.unique(pert)) <= set(row["v"])
+
+
+def test_measures_and_the_posterior_by_hand(ex_cnts):
+    # counts 0, 0, 1, 4 (prior 2/4, 1/4, 1/4); the count-1 cell published as 0
+    cells = pd.DataFrame({"a": ["w", "x", "y", "z"], "n": [0, 0, 1, 4], "pert": [0, 0, -1, 1]})
+    cells["n_pert"] = cells["n"] + cells["pert"]
+    m = cell_key_measures(cells, ex_cnts)
+    assert (m.cells, m.nonempty, m.changed, m.mean_abs, m.max_abs, m.false_zero) == (4, 2, 1.0, 1.0, 1, 1)
+    assert m.mean_rel == pytest.approx((1 + 0.25) / 2)
+    d = m.disclosure.set_index("i")
+    assert list(d.index) == [1, 2, 3]  # js + 2 with js = 1
+    # P(1 | 0) = 1 * 0.50833333 / (2 * 1 + 1 * 0.50833333 + 1 * 0): not inferred
+    assert d.loc[1, "mean_posterior"] == pytest.approx(0.50833333 / 2.50833333)
+    assert d.loc[1, "inferred"] == 0.0
+    # published 2: P(1 | 2) = 0.475 / (0.475 + 0.07012498) > 0.5; published 3: 0.0167 / (0.0167 + 0.2445) < 0.5
+    assert d.loc[1, "expected"] == pytest.approx(0.475)
+    assert d.loc[2, "cells"] == 0
+
+
+def test_measures_on_a_table_report_additivity():
+    f = pd.DataFrame({"a": ["x", "x", "y", "y", "y"], "b": ["p", "q", "p", "p", "p"],
+                      "rk": [0.125, 0.625, 0.1, 0.05, 0.05]})
+    m = cell_key_measures(cell_key_counts(f, ["a", "b"], "rk", _pt_two_rows()), _pt_two_rows())
+    # published (rows a = Total, x, y; columns b = Total, p, q): 6 4 1 / 2 0 1 / 3 3 0
+    # along a: 6 vs 2 + 3, 4 vs 0 + 3, 1 vs 1 + 0 -> gaps 1, 1, 0; along b: 6 vs 5, 2 vs 1, 3 vs 3 -> 1, 1, 0
+    assert m.additivity == {"a": pytest.approx(2 / 3), "b": pytest.approx(2 / 3)}
+
+
+def test_cell_key_counts_refuses_bad_input():
+    f = pd.DataFrame({"a": ["x", "Total"], "rk": [0.1, 0.2]})
+    pt = _pt_two_rows()
+    with pytest.raises(ParameterError, match="margin"):
+        cell_key_counts(f, ["a"], "rk", pt)
+    with pytest.raises(DataError, match="lack"):
+        cell_key_counts(f, ["a"], "nokey", pt)
+    with pytest.raises(DataError, match="decimals"):
+        cell_key_counts(f.assign(rk=[0.123456789, 0.2]), ["a"], "rk", pt, total="All")
+    with pytest.raises(DataError, match=r"\[0, 1\]"):
+        cell_key_counts(f.assign(rk=[1.5, 0.2]), ["a"], "rk", pt, total="All")
+    with pytest.raises(DataError, match="missing"):
+        cell_key_counts(f.assign(a=["x", None]), ["a"], "rk", pt)
+
+
+def test_a_4d_table_from_1e5_records_is_fast_and_consistent(ck_ptab):
+    n = 100_000
+    rng = np.random.default_rng(3)
+    f = pd.DataFrame({d: rng.integers(0, k, n) for d, k in zip("abcd", (10, 6, 5, 4))})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        f["rk"] = record_keys(n, STRONG)
+    c = cell_key_counts(f, list("abcd"), "rk", ck_ptab)
+    assert len(c) == 11 * 7 * 6 * 5 and c["n"].iloc[0] == n
+    assert (c["n_pert"] >= 0).all() and not c.loc[c["n"] > 0, "n_pert"].isin([1, 2]).any()
+    assert (c.loc[c["n"] == 0, "pert"] == 0).all()
