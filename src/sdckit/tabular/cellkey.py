@@ -32,6 +32,8 @@ from sdckit.tabular.ptable import PTABLE_DIGITS, check_ptable
 
 #: Largest number of cells of a cell-key table (every combination of codes and margins).
 MAX_CELLS = 50_000_000
+#: Records per block when the keys are summed.
+CHUNK = 1 << 20
 _SPLIT = 20  # keys < 10**12 < 2**40 are summed as two 20-bit halves, each exact in float64
 
 
@@ -145,9 +147,9 @@ def cell_key_counts(frame: pd.DataFrame, dimensions: Sequence[str], record_key: 
     missing = [c for c in [*dims, record_key] if c not in frame.columns]
     if missing:
         raise DataError(f"The records lack the column(s) {missing}.")
-    keys = _key_integers(frame[record_key].to_numpy(), digits)
     modulus = 10 ** digits
-    codes, labels, shape = [], [], []
+    flat = np.zeros(len(frame), dtype=np.int64)
+    labels, shape = [], []
     for d in dims:
         col = frame[d]
         if col.isna().any():
@@ -156,18 +158,24 @@ def cell_key_counts(frame: pd.DataFrame, dimensions: Sequence[str], record_key: 
         names = [str(u) for u in uniques]
         if total in names:
             raise ParameterError(f"{total!r} is a code of {d!r} and the code of a margin: pass another total=.")
-        codes.append(idx.astype(np.int64))
+        flat *= len(names)
+        flat += idx
         labels.append([total, *names])
         shape.append(len(names))
+    del idx
     size = int(np.prod([s + 1 for s in shape], dtype=float))
     if size > MAX_CELLS:
         raise ParameterError(f"The table has {size:,} cells (over {MAX_CELLS:,}): use fewer dimensions or codes.")
-    flat = np.zeros(len(frame), dtype=np.int64)
-    for idx, s in zip(codes, shape):
-        flat = flat * s + idx
     leaves = int(np.prod(shape, dtype=float))
-    n = _with_margins(np.bincount(flat, minlength=leaves).astype(np.int64).reshape(shape)).ravel()
-    ck = _with_margins(_sum_mod(flat, keys, leaves, modulus).reshape(shape), modulus).ravel()
+    counts = np.zeros(leaves, dtype=np.int64)
+    sums = np.zeros(leaves, dtype=np.int64)
+    raw = frame[record_key].to_numpy()
+    for start in range(0, len(frame), CHUNK):  # bounded working memory beyond the codes
+        part = flat[start:start + CHUNK]
+        counts += np.bincount(part, minlength=leaves)
+        sums = (sums + _sum_mod(part, _key_integers(raw[start:start + CHUNK], digits), leaves, modulus)) % modulus
+    n = _with_margins(counts.reshape(shape)).ravel()
+    ck = _with_margins(sums.reshape(shape), modulus).ravel()
     pert = lookup(ptable, n, ck, digits)
     grid = pd.MultiIndex.from_product(labels, names=dims).to_frame(index=False)
     out = grid.assign(n=n, cell_key=ck / float(modulus), pert=pert, n_pert=n + pert)
@@ -196,19 +204,18 @@ class CellKeyMeasures:
                 "additivity": dict(self.additivity), "disclosure": self.disclosure.to_dict("records")}
 
 
-def transition_matrix(ptable: pd.DataFrame, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """P(perturbed = j | original = i) for the original counts ``counts``: the matrix and its
-    column values ``j`` (rows beyond the p-table's last ``i`` shift its last row)."""
+def transition_matrix(ptable: pd.DataFrame, counts: np.ndarray, j_max: int) -> np.ndarray:
+    """P(perturbed = j | original = i) for the original counts ``counts`` (rows) and ``j = 0 ..
+    j_max`` (columns); counts beyond the p-table's last ``i`` shift its last row."""
     t = check_ptable(ptable)
     top = int(t["i"].max())
-    counts = np.asarray(counts, dtype=np.int64)
-    j_max = int(counts.max(initial=0)) + int(t["v"].max())
-    values = np.arange(j_max + 1)
-    m = np.zeros((len(counts), len(values)))
-    for r, i in enumerate(counts):
+    m = np.zeros((len(counts), j_max + 1))
+    for r, i in enumerate(np.asarray(counts, dtype=np.int64)):
         row = t[t["i"] == min(i, top)]
-        np.add.at(m[r], i + row["v"].to_numpy(), row["p"].to_numpy())
-    return m, values
+        j = i + row["v"].to_numpy()
+        keep = j <= j_max
+        np.add.at(m[r], j[keep], row["p"].to_numpy()[keep])
+    return m
 
 
 def cell_key_measures(cells: pd.DataFrame, ptable: pd.DataFrame, small: int | None = None) -> CellKeyMeasures:
@@ -243,8 +250,12 @@ def cell_key_measures(cells: pd.DataFrame, ptable: pd.DataFrame, small: int | No
         produced = set((t["i"] + t["v"]).tolist())
         js = next((k for k in range(1, int(t["i"].max()) + 1) if k in produced), 1) - 1
         small = js + 2
-    values, prior = np.unique(n, return_counts=True)
-    m, j_values = transition_matrix(t, values)
+    # only published counts j <= small + D can come from a small count, and only original counts
+    # i <= small + 2 D can be published as such a j: the posterior needs no other row or column
+    reach = int(t["v"].abs().max())
+    j_max = small + reach
+    values, prior = np.unique(n[n <= j_max + reach], return_counts=True)
+    m = transition_matrix(t, values, j_max)
     joint = prior[:, None] * m
     post = np.divide(joint, joint.sum(axis=0, keepdims=True), out=np.zeros_like(joint), where=joint > 0)
     rows = []
@@ -257,7 +268,7 @@ def cell_key_measures(cells: pd.DataFrame, ptable: pd.DataFrame, small: int | No
                          "mean_posterior": float("nan")})
             continue
         r = int(hit[0])
-        p_obs = post[r, np.clip(n_pub[sel], 0, len(j_values) - 1)]
+        p_obs = post[r, n_pub[sel]]
         rows.append({"i": i, "cells": int(sel.sum()), "inferred": float((p_obs > 0.5).mean()),
                      "expected": float(m[r] @ (post[r] > 0.5)), "mean_posterior": float(p_obs.mean())})
     return CellKeyMeasures(
