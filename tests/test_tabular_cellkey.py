@@ -9,12 +9,19 @@ are the reference):
   (R/pt_examples.R); test-params.R: ``create_cnt_ptable(D = 5, V = 3, js = 3)`` is an error.
 * cellKey (sdcTools/cellKey, commit 80bb032dd841a081cfa4bc4b8208669902d54ae2,
   tests/testthat/test_countvars.R): the p-table of ``D = 5, V = 3, js = 2, pstay = 0.5`` has
-  66 rows, largest i 8, and rounded means of p, lb, ub and v 0.136, 0.562, 0.698, 1.045.
+  66 rows, largest i 8, and rounded means of p, lb, ub and v 0.136, 0.562, 0.698, 1.045; with the
+  record keys ``round(runif(4580), 5)`` after ``set.seed(1474937517)`` (the seed the test asserts)
+  on ``ck_create_testdata()`` (sdcMicro's testdata, our tests/data/sdcmicro/testdata.csv.gz, with
+  ``age`` cut into 6 equal-width groups), the sex x age table has cell (Total, age_group2)
+  1143 -> 1147, mean perturbed count 872.333, mean cell key 0.456 and mean perturbation -0.048;
+  tests/testthat/test_ck_generate_rkeys.R: the first and last of the 8-digit keys of that seed are
+  0.97131759 and 0.88019983, of the 10-digit keys of seed 5 0.2002144526 and 0.1878750164.
 """
 
 from __future__ import annotations
 
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -28,6 +35,7 @@ from sdckit.tabular import cell_key_counts, cell_key_measures, ptable, read_ptab
 from sdckit.tabular.cellkey import lookup
 
 STRONG = "0123456789abcdef0123456789abcdef"
+DATA = Path(__file__).parent / "data"
 PT_EX_CNTS_P = [1.00000000, 0.50833333, 0.47500000, 0.01666667, 0.16155827, 0.55565037, 0.24246618,
                 0.04032518, 0.41231301, 0.28806097, 0.18693903, 0.11268699, 0.07012498, 0.24450007,
                 0.37074990, 0.24450007, 0.07012498]
@@ -238,3 +246,45 @@ def test_a_4d_table_from_1e5_records_is_fast_and_consistent(ck_ptab):
     assert len(c) == 11 * 7 * 6 * 5 and c["n"].iloc[0] == n
     assert (c["n_pert"] >= 0).all() and not c.loc[c["n"] > 0, "n_pert"].isin([1, 2]).any()
     assert (c.loc[c["n"] == 0, "pert"] == 0).all()
+
+
+def r_runif_keys(seed: int, n: int, digits: int) -> list[int]:
+    """``round(runif(n), digits) * 10**digits`` after R's ``set.seed(seed)`` (Mersenne-Twister;
+    R's seeding: 50 scramblings by 69069 s + 1, then the 624 words of the state), exactly."""
+    s = seed & 0xFFFFFFFF
+    for _ in range(50):
+        s = (69069 * s + 1) & 0xFFFFFFFF
+    state = []
+    for _ in range(625):
+        s = (69069 * s + 1) & 0xFFFFFFFF
+        state.append(s)
+    mt = np.random.MT19937()
+    mt.state = {"bit_generator": "MT19937", "state": {"key": np.array(state[1:], dtype=np.uint32), "pos": 624}}
+    # runif = y / 2**32; round to `digits` decimals (no tie can occur at these digits)
+    return [(int(y) * 10 ** digits * 2 + 2 ** 32) // 2 ** 33 for y in mt.random_raw(n)]
+
+
+def test_r_record_keys_emulation_matches_cellkeys_test():
+    ck1 = r_runif_keys(1474937517, 4580, 8)
+    assert (ck1[0], ck1[-1], round(sum(ck1) / 4580 / 1e8, 3)) == (97131759, 88019983, 0.501)
+    ck2 = r_runif_keys(5, 4580, 10)
+    assert (ck2[0], ck2[-1], round(sum(ck2) / 4580 / 1e10, 3)) == (2002144526, 1878750164, 0.508)
+
+
+def test_perturbed_counts_equal_cellkeys_on_its_test_data(ck_ptab):
+    d = pd.read_csv(DATA / "sdcmicro" / "testdata.csv.gz", usecols=["sex", "age"])
+    age = d["age"].to_numpy(dtype=float)
+    lo, hi = age.min(), age.max()
+    breaks = np.linspace(lo, hi, 7)
+    breaks[0], breaks[-1] = lo - (hi - lo) / 1000, hi + (hi - lo) / 1000  # R's cut(age, 6), (a, b]
+    f = pd.DataFrame({"sex": np.where(d["sex"] == 1, "male", "female"),
+                      "age": [f"age_group{g}" for g in np.searchsorted(breaks, age, side="left")]})
+    f["rec_key"] = np.array(r_runif_keys(1474937517, len(f), 5)) / 1e5
+    c = cell_key_counts(f, ["sex", "age"], "rec_key", ck_ptab, digits=5)
+    assert len(c) == 21
+    cell = c[(c["sex"] == "Total") & (c["age"] == "age_group2")].iloc[0]
+    assert (cell["n"], cell["n_pert"]) == (1143, 1147)
+    assert round(c["n_pert"].mean(), 3) == 872.333
+    assert round(c["cell_key"].mean(), 3) == 0.456 and round(c["pert"].mean(), 3) == -0.048
+    # the original counts are the ones the cellKey vignette prints (uwc)
+    assert c.set_index(["sex", "age"]).loc[("male", "age_group6"), "n"] == 7
