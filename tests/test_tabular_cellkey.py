@@ -37,7 +37,7 @@ from hypothesis import strategies as st
 from scipy.optimize import brentq
 
 from sdckit.core.errors import DataError, ParameterError, SecurityWarning
-from sdckit.tabular import cell_key_counts, cell_key_measures, ptable, read_ptable, record_keys, write_ptable
+from sdckit.tabular import Table, cell_key_counts, cell_key_measures, ptable, read_ptable, record_keys, write_ptable
 from sdckit.tabular.cellkey import lookup
 
 STRONG = "0123456789abcdef0123456789abcdef"
@@ -273,7 +273,7 @@ def test_measures_on_a_table_report_additivity():
 def test_cell_key_counts_refuses_bad_input():
     f = pd.DataFrame({"a": ["x", "Total"], "rk": [0.1, 0.2]})
     pt = _pt_two_rows()
-    with pytest.raises(ParameterError, match="margin"):
+    with pytest.raises(ParameterError, match="total="):
         cell_key_counts(f, ["a"], "rk", pt)
     with pytest.raises(DataError, match="lack"):
         cell_key_counts(f, ["a"], "nokey", pt)
@@ -338,3 +338,36 @@ def test_perturbed_counts_equal_cellkeys_on_its_test_data(ck_ptab):
     assert round(c["cell_key"].mean(), 3) == 0.456 and round(c["pert"].mean(), 3) == -0.048
     # the original counts are the ones the cellKey vignette prints (uwc)
     assert c.set_index(["sex", "age"]).loc[("male", "age_group6"), "n"] == 7
+
+
+REGION = {"A1": "A", "A2": "A", "B1": "B", "A": "Total", "B": "Total"}
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["A1", "A2", "B1"]), st.sampled_from("xy"), st.integers(0, 10 ** 8 - 1)),
+                min_size=1, max_size=30))
+def test_hierarchies_give_tables_cells_and_keys_summed_over_descendants(rows):
+    f = pd.DataFrame(rows, columns=["r", "s", "k"])
+    f["rk"] = f["k"] / 1e8
+    c = cell_key_counts(f, ["r", "s"], "rk", _pt_two_rows(), hierarchies={"r": REGION})
+    t = Table.from_microdata(f, ["r", "s"], {"r": REGION})
+    assert c[["r", "s"]].equals(t.cells[["r", "s"]]) and (c["n"].to_numpy() == t.cells["freq"].to_numpy()).all()
+    below = {"Total": {"A1", "A2", "B1"}, "A": {"A1", "A2"}, "B": {"B1"}}
+    for _, cell in c.iterrows():
+        sel = f["r"].isin(below.get(cell["r"], {cell["r"]}))
+        if cell["s"] != "Total":
+            sel &= f["s"] == cell["s"]
+        assert round(cell["cell_key"] * 1e8) == f.loc[sel, "k"].sum() % 10 ** 8
+    m = cell_key_measures(c, _pt_two_rows())
+    published = c.set_index(["r", "s"])["n_pert"]
+    gaps = [abs(published[(p, s)] - sum(published[(ch, s)] for ch in kids))
+            for p, kids in {"Total": ["A", "B"], "A": ["A1", "A2"], "B": ["B1"]}.items() for s in c["s"].unique()]
+    assert m.additivity["r"] == pytest.approx(np.mean(gaps))
+
+
+def test_hierarchy_refuses_subtotal_codes_in_records():
+    f = pd.DataFrame({"r": ["A1", "A"], "rk": [0.1, 0.2]})
+    with pytest.raises(DataError, match="subtotal"):
+        cell_key_counts(f, ["r"], "rk", _pt_two_rows(), hierarchies={"r": REGION})
+    with pytest.raises(ParameterError, match="not among the dimensions"):
+        cell_key_counts(f, ["r"], "rk", _pt_two_rows(), hierarchies={"q": REGION})

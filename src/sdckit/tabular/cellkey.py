@@ -19,7 +19,7 @@ margin's cell key is the sum of its children's mod 1 and the records are grouped
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,7 +28,9 @@ import pandas as pd
 
 from sdckit.core.errors import DataError, ParameterError
 from sdckit.core.random import RandomState, as_generator
+from sdckit.tabular.hierarchy import Hierarchy, as_hierarchy
 from sdckit.tabular.ptable import PTABLE_DIGITS, check_ptable
+from sdckit.tabular.table import leaf_positions
 
 #: Largest number of cells of a cell-key table (every combination of codes and margins).
 MAX_CELLS = 50_000_000
@@ -83,14 +85,24 @@ def _sum_mod(index: np.ndarray, keys: np.ndarray, size: int, modulus: int) -> np
     return ((high % modulus) * (1 << _SPLIT) + low) % modulus
 
 
-def _with_margins(a: np.ndarray, modulus: int | None = None) -> np.ndarray:
-    """Prepend, along every axis, the sum over that axis: index 0 is the margin."""
-    for axis in range(a.ndim):
-        total = a.sum(axis=axis, keepdims=True)
+def _roll_up(a: np.ndarray, rollups: list[np.ndarray], modulus: int | None = None) -> np.ndarray:
+    """Map each axis of the leaf array ``a`` to every code of its hierarchy: ``rollups[axis]`` is
+    the 0/1 matrix (codes x observed leaves) of "code is the leaf or one of its ancestors"."""
+    for axis, up in enumerate(rollups):
+        a = np.moveaxis(np.tensordot(up, a, axes=([1], [axis])), 0, axis)
         if modulus is not None:
-            total %= modulus
-        a = np.concatenate([total, a], axis=axis)
+            a %= modulus
     return a
+
+
+def _rollup_matrix(h: Hierarchy, leaves: np.ndarray) -> np.ndarray:
+    """Codes x leaves: 1 where the code is the leaf (position in ``h``) or one of its ancestors."""
+    up = np.zeros((len(h), len(leaves)), dtype=np.int64)
+    for col, pos in enumerate(leaves):
+        while pos >= 0:
+            up[pos, col] = 1
+            pos = h.parents[pos]
+    return up
 
 
 def lookup(ptable: pd.DataFrame, n: np.ndarray, key_int: np.ndarray, digits: int) -> np.ndarray:
@@ -115,7 +127,8 @@ def lookup(ptable: pd.DataFrame, n: np.ndarray, key_int: np.ndarray, digits: int
 
 
 def cell_key_counts(frame: pd.DataFrame, dimensions: Sequence[str], record_key: str, ptable: pd.DataFrame,
-                    total: str = "Total", digits: int = 8) -> pd.DataFrame:
+                    total: str = "Total", digits: int = 8,
+                    hierarchies: Mapping[str, Any] | None = None) -> pd.DataFrame:
     """The frequency table over ``dimensions``, perturbed by the cell key method.
 
     Parameters
@@ -123,47 +136,59 @@ def cell_key_counts(frame: pd.DataFrame, dimensions: Sequence[str], record_key: 
     frame
         The records.
     dimensions
-        Columns spanning the table; each gets its codes (sorted) and the margin ``total``.
+        Columns spanning the table.
     record_key
         Column of record keys in [0, 1) with at most ``digits`` decimals (:func:`record_keys`).
     ptable
         A count p-table (:func:`sdckit.tabular.ptable`, :func:`sdckit.tabular.read_ptable`).
     total
-        Code of a margin; must not be a code of a dimension.
+        Code of the grand total of a dimension without a hierarchy; must not be one of its codes.
     digits
         Decimals of the record keys (cellKey's and tau-ARGUS's default 8).
+    hierarchies
+        ``{dimension: hierarchy}`` as :meth:`Table.from_microdata` takes them (a
+        :class:`~sdckit.tabular.Hierarchy`, a ``{child: parent}`` mapping or an ``.hrc`` path);
+        records carry leaf codes. A dimension without one is flat: its codes, sorted, under
+        ``total``.
 
     Returns
     -------
     pandas.DataFrame
-        One row per cell — every combination of codes and margins, empty cells included, margins
-        first in each dimension (C order) — with the dimensions' codes and ``n`` (original count),
-        ``cell_key`` (sum of the records' keys mod 1), ``pert`` and ``n_pert = n + pert``.
+        One row per cell — every combination of the dimensions' codes, subtotals and totals, empty
+        cells included, each dimension root first then depth-first (C order, as ``Table.cells``) —
+        with the dimensions' codes and ``n`` (original count), ``cell_key`` (sum of the records'
+        keys mod 1), ``pert`` and ``n_pert = n + pert``.
     """
     digits = _check_digits(digits)
     dims = list(dimensions)
+    hierarchies = dict(hierarchies or {})
     if not dims or len(set(dims)) != len(dims):
         raise ParameterError("'dimensions' must name one or more distinct columns.")
     missing = [c for c in [*dims, record_key] if c not in frame.columns]
     if missing:
         raise DataError(f"The records lack the column(s) {missing}.")
+    unknown = sorted(set(hierarchies) - set(dims))
+    if unknown:
+        raise ParameterError(f"'hierarchies' names {unknown}, which are not among the dimensions {dims}.")
     modulus = 10 ** digits
     flat = np.zeros(len(frame), dtype=np.int64)
-    labels, shape = [], []
+    trees, rollups, shape = [], [], []
     for d in dims:
         col = frame[d]
         if col.isna().any():
             raise DataError(f"Column {d!r} has missing codes; code them (e.g. 'unknown') before tabulating.")
         idx, uniques = pd.factorize(col, sort=True)
-        names = [str(u) for u in uniques]
-        if total in names:
-            raise ParameterError(f"{total!r} is a code of {d!r} and the code of a margin: pass another total=.")
+        names = [str(u).strip() for u in uniques]
+        if d not in hierarchies and total in names:
+            raise ParameterError(f"{total!r} is a code of {d!r} and the code of its total: pass another total=.")
+        h = as_hierarchy(hierarchies.get(d), name=d, codes=names, total=total)
+        rollups.append(_rollup_matrix(h, leaf_positions(d, names, h)))
+        trees.append(h)
         flat *= len(names)
         flat += idx
-        labels.append([total, *names])
         shape.append(len(names))
     del idx
-    size = int(np.prod([s + 1 for s in shape], dtype=float))
+    size = int(np.prod([len(h) for h in trees], dtype=float))
     if size > MAX_CELLS:
         raise ParameterError(f"The table has {size:,} cells (over {MAX_CELLS:,}): use fewer dimensions or codes.")
     leaves = int(np.prod(shape, dtype=float))
@@ -174,12 +199,12 @@ def cell_key_counts(frame: pd.DataFrame, dimensions: Sequence[str], record_key: 
         part = flat[start:start + CHUNK]
         counts += np.bincount(part, minlength=leaves)
         sums = (sums + _sum_mod(part, _key_integers(raw[start:start + CHUNK], digits), leaves, modulus)) % modulus
-    n = _with_margins(counts.reshape(shape)).ravel()
-    ck = _with_margins(sums.reshape(shape), modulus).ravel()
+    n = _roll_up(counts.reshape(shape), rollups).ravel()
+    ck = _roll_up(sums.reshape(shape), rollups, modulus).ravel()
     pert = lookup(ptable, n, ck, digits)
-    grid = pd.MultiIndex.from_product(labels, names=dims).to_frame(index=False)
+    grid = pd.MultiIndex.from_product([list(h.codes) for h in trees], names=dims).to_frame(index=False)
     out = grid.assign(n=n, cell_key=ck / float(modulus), pert=pert, n_pert=n + pert)
-    out.attrs["shape"] = tuple(s + 1 for s in shape)
+    out.attrs["parents"] = [tuple(h.parents) for h in trees]
     return out
 
 
@@ -224,8 +249,8 @@ def cell_key_measures(cells: pd.DataFrame, ptable: pd.DataFrame, small: int | No
     * ``changed``: share of non-empty cells whose count changed; ``mean_abs`` / ``mean_rel``: mean
       ``|pert|`` and ``|pert| / n`` over non-empty cells (cellKey's ``d1``, ``d2``); ``false_zero``:
       non-empty cells published as 0.
-    * ``additivity``: per dimension, the mean ``|margin - sum of its children|`` of the perturbed
-      counts along that dimension (0 before perturbation).
+    * ``additivity``: per dimension, the mean ``|parent - sum of its children|`` of the perturbed
+      counts over that dimension's equations (0 before perturbation).
     * ``disclosure``: for each original count ``i = 1 .. small`` (default ``js + 2``, ``js`` the
       p-table's blocked counts), the posterior ``P(i | j)`` of the original count given the
       published one, with the table's own distribution of original counts (empty cells included)
@@ -236,15 +261,18 @@ def cell_key_measures(cells: pd.DataFrame, ptable: pd.DataFrame, small: int | No
     n = cells["n"].to_numpy(dtype=np.int64)
     pert = cells["pert"].to_numpy(dtype=np.int64)
     nz = n > 0
-    shape = cells.attrs.get("shape")
+    parents = cells.attrs.get("parents")
+    shape = tuple(len(p) for p in parents) if parents else None
     additivity: dict[str, float] = {}
     if shape is not None and int(np.prod(shape)) == len(cells):
         published = cells["n_pert"].to_numpy(dtype=np.int64).reshape(shape)
-        dims = list(cells.columns[:len(shape)])
-        for axis, d in enumerate(dims):
-            margin = np.take(published, 0, axis=axis)
-            children = np.take(published, range(1, shape[axis]), axis=axis).sum(axis=axis)
-            additivity[d] = float(np.abs(margin - children).mean())
+        for axis, (d, up) in enumerate(zip(cells.columns[:len(shape)], parents)):
+            up = np.asarray(up)
+            gaps = []
+            for code in np.unique(up[up >= 0]):
+                children = np.take(published, np.flatnonzero(up == code), axis=axis).sum(axis=axis)
+                gaps.append(np.abs(np.take(published, code, axis=axis) - children).ravel())
+            additivity[str(d)] = float(np.concatenate(gaps).mean()) if gaps else 0.0
     t = check_ptable(ptable)
     if small is None:
         produced = set((t["i"] + t["v"]).tolist())
