@@ -371,3 +371,35 @@ def test_hierarchy_refuses_subtotal_codes_in_records():
         cell_key_counts(f, ["r"], "rk", _pt_two_rows(), hierarchies={"r": REGION})
     with pytest.raises(ParameterError, match="not among the dimensions"):
         cell_key_counts(f, ["r"], "rk", _pt_two_rows(), hierarchies={"q": REGION})
+
+
+# ptable's vignette (cran/ptable dd96b89, inst/doc/introduction.html): mod_ptab_new@pTable, the
+# table of create_cnt_ptable(D = 2, V = 0.9) after modify_cnt_ptable(threshold = 0.2, seed = 123),
+# whose rows split a perturbation value into several intervals out of v order; as pt_export (SAS)
+MODIFIED = """i;j;p;v;p_int_lb;p_int_ub
+0;0;1.00000000; 0;0.0000000;1.0000000
+1;3;0.08750000; 2;0.0000000;0.0875000
+1;1;0.20000000; 0;0.0875000;0.2875000
+1;0;0.20000000;-1;0.2875000;0.4875000
+1;1;0.16250000; 0;0.4875000;0.6500000
+1;2;0.18750000; 1;0.6500000;0.8375000
+1;0;0.16250000;-1;0.8375000;1.0000000
+2;2;0.20000000; 0;0.0000000;0.2000000
+2;2;0.00927654; 0;0.2000000;0.2092765
+2;3;0.20000000; 1;0.2092765;0.4092765
+2;1;0.20000000;-1;0.4092765;0.6092765
+2;0;0.05154609;-2;0.6092765;0.6608226
+2;1;0.04381564;-1;0.6608226;0.7046383
+2;2;0.20000000; 0;0.7046383;0.9046383
+2;3;0.04381564; 1;0.9046383;0.9484539
+2;4;0.05154609; 2;0.9484539;1.0000000
+"""
+
+
+def test_a_modified_ptable_is_read_and_looked_up_in_interval_order(tmp_path):
+    (tmp_path / "mod.txt").write_text(MODIFIED)
+    t = read_ptable(tmp_path / "mod.txt")
+    assert len(t) == 16 and t.groupby("i")["p"].sum().round(8).eq(1).all()
+    n = np.array([1, 1, 1, 2, 2, 5, 0])
+    keys = np.array([0.05, 0.3, 0.9, 0.205, 0.65, 0.93, 0.5]) * 1e8
+    assert lookup(t, n, keys.astype(np.int64), 8).tolist() == [2, -1, -1, 0, -2, 1, 0]

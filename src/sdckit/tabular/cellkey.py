@@ -72,7 +72,7 @@ def _key_integers(keys: Any, digits: int) -> np.ndarray:
         raise DataError("The record keys must be numbers in [0, 1] (cellKey's check), with no missing value.")
     scaled = k * 10.0 ** digits
     ints = np.rint(scaled)
-    if k.size and np.abs(scaled - ints).max() > 1e-4:
+    if k.size and np.abs(scaled - ints).max() > 1e-3:  # a double holds ~16 digits: 12 decimals are exact
         raise DataError(f"The record keys have more than {digits} decimals: pass digits= with their number of "
                         "decimals (at most 12), or round them.")
     return ints.astype(np.int64) % 10 ** digits
@@ -157,7 +157,9 @@ def cell_key_counts(frame: pd.DataFrame, dimensions: Sequence[str], record_key: 
         One row per cell — every combination of the dimensions' codes, subtotals and totals, empty
         cells included, each dimension root first then depth-first (C order, as ``Table.cells``) —
         with the dimensions' codes and ``n`` (original count), ``cell_key`` (sum of the records'
-        keys mod 1), ``pert`` and ``n_pert = n + pert``.
+        keys mod 1), ``pert`` and ``n_pert = n + pert``. Only the codes and ``n_pert`` are for
+        publication: ``n``, ``cell_key`` and ``pert`` are confidential (the cell keys, with the
+        p-table, tell the perturbation).
     """
     digits = _check_digits(digits)
     dims = list(dimensions)

@@ -169,7 +169,8 @@ def ptable(D: int, V: float, js: int = 0, pstay: float | Sequence[float] | None 
 
 
 def check_ptable(table: pd.DataFrame) -> pd.DataFrame:
-    """Validate a p-table for counts and return it sorted by ``i`` then ``v``.
+    """Validate a p-table for counts and return it sorted by ``i`` then ``p_int_ub`` (the
+    lookup order; ptable's ``modify_cnt_ptable`` splits a row's intervals out of ``v`` order).
 
     Raises
     ------
@@ -184,7 +185,7 @@ def check_ptable(table: pd.DataFrame) -> pd.DataFrame:
     t = table.copy()
     if "p_int_lb" not in t.columns:
         t["p_int_lb"] = np.nan
-    t = t.sort_values(["i", "v"], kind="stable").reset_index(drop=True)
+    t = t.sort_values(["i", "p_int_ub"], kind="stable").reset_index(drop=True)
     first = ~t["i"].duplicated()
     prev = t["p_int_ub"].shift(1).where(~first, 0.0)
     t["p_int_lb"] = t["p_int_lb"].fillna(prev)
