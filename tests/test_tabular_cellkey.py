@@ -21,7 +21,9 @@ are the reference):
   ``age`` cut into 6 equal-width groups), the sex x age table has cell (Total, age_group2)
   1143 -> 1147, mean perturbed count 872.333, mean cell key 0.456 and mean perturbation -0.048;
   tests/testthat/test_ck_generate_rkeys.R: the first and last of the 8-digit keys of that seed are
-  0.97131759 and 0.88019983, of the 10-digit keys of seed 5 0.2002144526 and 0.1878750164.
+  0.97131759 and 0.88019983, of the 10-digit keys of seed 5 0.2002144526 and 0.1878750164;
+  weighted by ``sample(20:100, 4580, replace = TRUE)`` after ``set.seed(120, sample.kind =
+  "Reject")`` (mean 59.719), the mean perturbed weighted count is 52096.24.
 """
 
 from __future__ import annotations
@@ -298,9 +300,9 @@ def test_a_4d_table_from_1e5_records_is_fast_and_consistent(ck_ptab):
     assert (c.loc[c["n"] == 0, "pert"] == 0).all()
 
 
-def r_runif_keys(seed: int, n: int, digits: int) -> list[int]:
-    """``round(runif(n), digits) * 10**digits`` after R's ``set.seed(seed)`` (Mersenne-Twister;
-    R's seeding: 50 scramblings by 69069 s + 1, then the 624 words of the state), exactly."""
+def r_mersenne_twister(seed: int) -> np.random.MT19937:
+    """R's Mersenne-Twister after ``set.seed(seed)``: 50 scramblings by ``69069 s + 1``, then the
+    624 words of the state, the next word at position 624 (R's RNG.c, ``RNG_Init``)."""
     s = seed & 0xFFFFFFFF
     for _ in range(50):
         s = (69069 * s + 1) & 0xFFFFFFFF
@@ -310,6 +312,12 @@ def r_runif_keys(seed: int, n: int, digits: int) -> list[int]:
         state.append(s)
     mt = np.random.MT19937()
     mt.state = {"bit_generator": "MT19937", "state": {"key": np.array(state[1:], dtype=np.uint32), "pos": 624}}
+    return mt
+
+
+def r_runif_keys(seed: int, n: int, digits: int) -> list[int]:
+    """``round(runif(n), digits) * 10**digits`` after R's ``set.seed(seed)``, exactly."""
+    mt = r_mersenne_twister(seed)
     # runif = y / 2**32; round to `digits` decimals (no tie can occur at these digits)
     return [(int(y) * 10 ** digits * 2 + 2 ** 32) // 2 ** 33 for y in mt.random_raw(n)]
 
@@ -321,7 +329,8 @@ def test_r_record_keys_emulation_matches_cellkeys_test():
     assert (ck2[0], ck2[-1], round(sum(ck2) / 4580 / 1e10, 3)) == (2002144526, 1878750164, 0.508)
 
 
-def test_perturbed_counts_equal_cellkeys_on_its_test_data(ck_ptab):
+def _cellkey_testdata() -> pd.DataFrame:
+    """cellKey's ck_create_testdata() (sex, age groups) with test_countvars.R's record keys."""
     d = pd.read_csv(DATA / "sdcmicro" / "testdata.csv.gz", usecols=["sex", "age"])
     age = d["age"].to_numpy(dtype=float)
     lo, hi = age.min(), age.max()
@@ -330,7 +339,11 @@ def test_perturbed_counts_equal_cellkeys_on_its_test_data(ck_ptab):
     f = pd.DataFrame({"sex": np.where(d["sex"] == 1, "male", "female"),
                       "age": [f"age_group{g}" for g in np.searchsorted(breaks, age, side="left")]})
     f["rec_key"] = np.array(r_runif_keys(1474937517, len(f), 5)) / 1e5
-    c = cell_key_counts(f, ["sex", "age"], "rec_key", ck_ptab, digits=5)
+    return f
+
+
+def test_perturbed_counts_equal_cellkeys_on_its_test_data(ck_ptab):
+    c = cell_key_counts(_cellkey_testdata(), ["sex", "age"], "rec_key", ck_ptab, digits=5)
     assert len(c) == 21
     cell = c[(c["sex"] == "Total") & (c["age"] == "age_group2")].iloc[0]
     assert (cell["n"], cell["n_pert"]) == (1143, 1147)
@@ -403,3 +416,28 @@ def test_a_modified_ptable_is_read_and_looked_up_in_interval_order(tmp_path):
     n = np.array([1, 1, 1, 2, 2, 5, 0])
     keys = np.array([0.05, 0.3, 0.9, 0.205, 0.65, 0.93, 0.5]) * 1e8
     assert lookup(t, n, keys.astype(np.int64), 8).tolist() == [2, -1, -1, 0, -2, 1, 0]
+
+
+def r_sample_int(seed: int, n: int, size: int) -> list[int]:
+    """R's ``set.seed(seed, sample.kind = "Rejection"); sample.int(n, size, replace = TRUE) - 1``:
+    ``R_unif_index`` draws ``ceil(log2(n))`` bits from the top 16 of each Mersenne-Twister word
+    (``floor(unif_rand() * 65536)``) and rejects values >= n."""
+    mt = r_mersenne_twister(seed)
+    bits, out = int(np.ceil(np.log2(n))), []
+    assert bits <= 16
+    while len(out) < size:
+        v = (int(mt.random_raw()) >> 16) & ((1 << bits) - 1)
+        if v < n:
+            out.append(v)
+    return out
+
+
+def test_weighted_counts_equal_cellkeys_on_its_test_data(ck_ptab):
+    # test_countvars.R: set.seed(120, sample.kind = "Reject"); ck_create_testdata() draws
+    # sampling_weight <- sample(20:100, 4580, replace = TRUE); mean 59.719; mean(pwc) 52096.24
+    f = _cellkey_testdata()
+    f["sampling_weight"] = 20 + np.array(r_sample_int(120, 81, len(f)))
+    assert round(f["sampling_weight"].mean(), 3) == 59.719
+    c = cell_key_counts(f, ["sex", "age"], "rec_key", ck_ptab, digits=5, weight="sampling_weight")
+    assert round(c["weighted_pert"].mean(), 3) == 52096.24
+    assert c["weighted"].iloc[0] == f["sampling_weight"].sum()

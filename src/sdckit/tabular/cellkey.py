@@ -128,7 +128,7 @@ def lookup(ptable: pd.DataFrame, n: np.ndarray, key_int: np.ndarray, digits: int
 
 def cell_key_counts(frame: pd.DataFrame, dimensions: Sequence[str], record_key: str, ptable: pd.DataFrame,
                     total: str = "Total", digits: int = 8,
-                    hierarchies: Mapping[str, Any] | None = None) -> pd.DataFrame:
+                    hierarchies: Mapping[str, Any] | None = None, weight: str | None = None) -> pd.DataFrame:
     """The frequency table over ``dimensions``, perturbed by the cell key method.
 
     Parameters
@@ -150,6 +150,9 @@ def cell_key_counts(frame: pd.DataFrame, dimensions: Sequence[str], record_key: 
         :class:`~sdckit.tabular.Hierarchy`, a ``{child: parent}`` mapping or an ``.hrc`` path);
         records carry leaf codes. A dimension without one is flat: its codes, sorted, under
         ``total``.
+    weight
+        Column of sampling weights: adds ``weighted`` (the weighted count) and ``weighted_pert``
+        (``n_pert`` times the cell's mean weight, cellKey's ``pwc``; 0 for an empty cell).
 
     Returns
     -------
@@ -166,7 +169,7 @@ def cell_key_counts(frame: pd.DataFrame, dimensions: Sequence[str], record_key: 
     hierarchies = dict(hierarchies or {})
     if not dims or len(set(dims)) != len(dims):
         raise ParameterError("'dimensions' must name one or more distinct columns.")
-    missing = [c for c in [*dims, record_key] if c not in frame.columns]
+    missing = [c for c in [*dims, record_key, *([weight] if weight else [])] if c not in frame.columns]
     if missing:
         raise DataError(f"The records lack the column(s) {missing}.")
     unknown = sorted(set(hierarchies) - set(dims))
@@ -197,6 +200,12 @@ def cell_key_counts(frame: pd.DataFrame, dimensions: Sequence[str], record_key: 
     counts = np.zeros(leaves, dtype=np.int64)
     sums = np.zeros(leaves, dtype=np.int64)
     raw = frame[record_key].to_numpy()
+    if weight is not None:
+        w = pd.to_numeric(frame[weight], errors="coerce").to_numpy(dtype=float)
+        if not np.isfinite(w).all():
+            raise DataError(f"The weight column {weight!r} has a missing or non-numeric entry at row "
+                            f"{int(np.flatnonzero(~np.isfinite(w))[0])}.")
+        wsum = np.bincount(flat, weights=w, minlength=leaves)
     for start in range(0, len(frame), CHUNK):  # bounded working memory beyond the codes
         part = flat[start:start + CHUNK]
         counts += np.bincount(part, minlength=leaves)
@@ -206,6 +215,10 @@ def cell_key_counts(frame: pd.DataFrame, dimensions: Sequence[str], record_key: 
     pert = lookup(ptable, n, ck, digits)
     grid = pd.MultiIndex.from_product([list(h.codes) for h in trees], names=dims).to_frame(index=False)
     out = grid.assign(n=n, cell_key=ck / float(modulus), pert=pert, n_pert=n + pert)
+    if weight is not None:
+        weighted = _roll_up(wsum.reshape(shape), [u.astype(float) for u in rollups]).ravel()
+        out["weighted"] = weighted
+        out["weighted_pert"] = np.divide((n + pert) * weighted, n, out=np.zeros(len(n)), where=n > 0)
     out.attrs["parents"] = [tuple(h.parents) for h in trees]
     return out
 
