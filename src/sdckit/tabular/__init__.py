@@ -1,4 +1,4 @@
-"""Tables: hierarchies, sensitivity rules, secondary cell suppression and its LP audit
+"""Tables: hierarchies, sensitivity rules, secondary cell suppression and its LP audit, the cell key method
 (issue 13; DESIGN.md section 6).
 
 Example::
