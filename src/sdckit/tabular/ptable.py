@@ -38,7 +38,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from scipy.optimize import minimize
 
 from sdckit.core.errors import DataError, ParameterError
 
@@ -61,6 +60,8 @@ def _per_row(value: object, ncat: int, name: str) -> list:
 
 def _solve_row(v: np.ndarray, variance: float, lower: np.ndarray, mono: bool, optim: int) -> np.ndarray:
     """The maximum-entropy probabilities of one row (ptable's ``pt_optim_entropy``)."""
+    from scipy.optimize import minimize  # here: importing sdckit.tabular stays light
+
     n = len(v)
     v2 = v * v
     cons = [{"type": "eq", "fun": lambda x: np.array([x.sum() - 1.0, v @ x]),
