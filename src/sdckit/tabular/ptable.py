@@ -1,0 +1,268 @@
+"""Perturbation tables of the cell key method, as the R package ``ptable`` builds them (issue 30).
+
+A perturbation table ("p-table") gives, for each original count ``i`` of a frequency table, the
+probabilities ``p`` of the perturbed counts ``j = i + v``; the cell key method looks a cell's
+perturbation ``v`` up by its cell key in the cumulative intervals ``[p_int_lb, p_int_ub)`` of the
+row of its count. :func:`ptable` solves the problem ``ptable::create_cnt_ptable`` solves
+(``pt_create_pTable`` with ``pt_optim_entropy``, sdcTools/ptable, read at commit dd96b89 of the
+CRAN mirror, version 1.0.x): for each ``i = 1 .. ncat``, with ``ncat = D`` when ``js = 0`` and
+``D + js + 1`` otherwise (the last row stands for every ``i >= ncat``),
+
+* maximise the entropy ``-sum p log p`` over ``j = max(i - D, 0) .. i + D`` minus the blocked
+  counts ``1 .. js`` (a perturbation never produces them);
+* subject to ``sum p = 1``, ``sum p v = 0`` (unbiased), ``sum p v**2 <= V`` (``optim = 1``;
+  ``= V`` with ``optim = 4``), ``1e-8 <= p <= 1``, ``p(v = 0) >= pstay`` when ``pstay`` is given,
+  and with ``mono`` the probabilities non-decreasing from ``v = -D`` up to ``v = 0``;
+* when the variance rounded to 3 decimals is not ``V`` (``pstay`` too large), lower ``pstay`` by
+  0.05 and solve again, at most 20 times (ptable's loop);
+* the cumulative sums rounded to 8 decimals are the intervals, and ``p`` is the difference of the
+  rounded bounds (ptable's "IMPORTANT step").
+
+The row ``i = 0`` is ``j = 0`` with probability 1: an empty cell stays empty.
+
+ptable calls NLopt's SLSQP; this module calls SciPy's SLSQP (the same algorithm, Kraft 1988) to
+a much tighter tolerance, so it finds the same optimum — ptable's own example table
+(``pt_ex_cnts``) is reproduced to all 8 printed decimals (tests/test_tabular_cellkey.py).
+
+References: Giessing, S. (2016), "Computational issues in the design of transition probabilities
+and disclosure risk estimation for additive noise", PSD 2016, LNCS 9867, pp. 237-251; Fraser, B. and
+Wooton, J. (2006), "A proposed method for confidentialising tabular output to protect against
+differencing", Eurostat.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from sdckit.core.errors import DataError, ParameterError
+
+#: Decimals of the p-table's intervals (ptable's ``ndigits``).
+PTABLE_DIGITS = 8
+#: The smallest probability a perturbation value gets (ptable's ``epsilon``).
+EPSILON = 10.0 ** -PTABLE_DIGITS
+COLUMNS = ["i", "j", "p", "v", "p_int_lb", "p_int_ub", "type"]
+
+
+def _per_row(value: object, ncat: int, name: str) -> list:
+    """A scalar or a sequence of ``ncat`` values (one per original count 1..ncat), as ptable takes."""
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
+        return [value] * ncat
+    if len(value) != ncat:
+        raise ParameterError(f"'{name}' has {len(value)} values but needs one per original count 1..{ncat} "
+                             f"({ncat} values), or a single value for all.")
+    return list(value)
+
+
+def _solve_row(v: np.ndarray, variance: float, lower: np.ndarray, mono: bool, optim: int) -> np.ndarray:
+    """The maximum-entropy probabilities of one row (ptable's ``pt_optim_entropy``)."""
+    from scipy.optimize import minimize  # here: importing sdckit.tabular stays light
+
+    n = len(v)
+    v2 = v * v
+    cons = [{"type": "eq", "fun": lambda x: np.array([x.sum() - 1.0, v @ x]),
+             "jac": lambda x: np.vstack([np.ones(n), v])},
+            {"type": "eq" if optim == 4 else "ineq", "fun": lambda x: np.array([variance - v2 @ x]),
+             "jac": lambda x: -v2[None, :]}]
+    zero = np.flatnonzero(v == 0)
+    if mono and len(zero) and zero[0] > 0:
+        k = int(zero[0])
+        rise = np.zeros((k, n))
+        rise[np.arange(k), np.arange(k)] = -1.0
+        rise[np.arange(k), np.arange(1, k + 1)] = 1.0
+        cons.append({"type": "ineq", "fun": lambda x: rise @ x, "jac": lambda x: rise})
+    x0 = np.maximum(np.full(n, 1.0 / n), lower)
+    res = minimize(lambda x: float(np.sum(x * np.log(x))), x0, jac=lambda x: np.log(x) + 1.0,
+                   method="SLSQP", bounds=list(zip(lower, np.ones(n))), constraints=cons,
+                   options={"ftol": 1e-16, "maxiter": 2000})
+    return np.clip(res.x, lower, 1.0)
+
+
+def ptable(D: int, V: float, js: int = 0, pstay: float | Sequence[float] | None = None,
+           optim: int | Sequence[int] = 1, mono: bool | Sequence[bool] = True) -> pd.DataFrame:
+    """The perturbation table of ``ptable::create_cnt_ptable(D, V, js, pstay, optim, mono)``.
+
+    Parameters
+    ----------
+    D
+        Maximum perturbation (a positive int): ``|v| <= D``.
+    V
+        Variance of the perturbation (> 0).
+    js
+        Counts ``1 .. js`` are never produced (0: none blocked).
+    pstay
+        Probability that a count stays unchanged, one value or one per original count
+        ``1 .. ncat``; None: the maximum-entropy value.
+    optim
+        1: the variance is at most ``V`` (ptable's default; 2 and 3 are the same problem); 4: equal
+        to ``V``. One value or one per original count.
+    mono
+        Probabilities non-decreasing from ``v = -D`` to ``v = 0``; one value or one per count.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ptable's ``pTable``: columns ``i, j, p, v, p_int_lb, p_int_ub, type`` (``type`` is
+        ``"all"``), rows by ``i`` then ``j``; the last ``i`` stands for every larger count.
+
+    Raises
+    ------
+    ParameterError
+        A parameter is out of range, or no table meets the constraints (as ptable, which stops).
+    """
+    if isinstance(D, bool) or not isinstance(D, (int, np.integer)) or D < 1:
+        raise ParameterError(f"'D' (the maximum perturbation) must be a positive integer; got {D!r}.")
+    if isinstance(V, bool) or not isinstance(V, (int, float, np.number)) or not V > 0 or not math.isfinite(V):
+        raise ParameterError(f"'V' (the perturbation variance) must be a positive number; got {V!r}.")
+    if isinstance(js, bool) or not isinstance(js, (int, np.integer)) or js < 0:
+        raise ParameterError(f"'js' (counts 1..js are never produced) must be an integer >= 0; got {js!r}.")
+    D, js, V = int(D), int(js), float(V)
+    ncat = D if js == 0 else D + js + 1
+    stays = _per_row(pstay, ncat, "pstay")
+    optims = _per_row(optim, ncat, "optim")
+    monos = _per_row(mono, ncat, "mono")
+    for s in stays:
+        if s is not None and not (isinstance(s, (int, float, np.number)) and 0 < s < 1):
+            raise ParameterError(f"'pstay' must be None or a probability with 0 < pstay < 1; got {s!r}.")
+    for o in optims:
+        if o not in (1, 2, 3, 4):
+            raise ParameterError(f"'optim' must be 1 (variance at most V) or 4 (variance equal to V); got {o!r}.")
+    for m in monos:
+        if not isinstance(m, (bool, np.bool_)):
+            raise ParameterError(f"'mono' must be true or false; got {m!r}.")
+
+    rows = [pd.DataFrame({"i": [0], "j": [0], "p": [1.0], "v": [0], "p_int_lb": [0.0], "p_int_ub": [1.0]})]
+    for i in range(1, ncat + 1):
+        j = np.arange(max(i - D, 0), i + D + 1)
+        j = j[(j == 0) | (j > js)]
+        v = (j - i).astype(float)
+        lower = np.full(len(v), EPSILON)
+        stay = stays[i - 1]
+        if stay is not None:
+            lower[v == 0] = max(float(stay), EPSILON)
+        for attempt in range(20):
+            if attempt:
+                if lower[v == 0].size == 0 or lower[v == 0][0] <= EPSILON:
+                    break  # ptable re-solves the same problem here: the same answer
+                lower[v == 0] = np.maximum(lower[v == 0] - 0.05, EPSILON)
+            p = _solve_row(v, V, lower, bool(monos[i - 1]), int(optims[i - 1]))
+            if i <= js or round(float(p @ (v * v)), 3) == V:
+                break
+        var = float(p @ (v * v))
+        if (round(float(p.sum()), 10) != 1.0 or abs(float(p @ v)) > 1e-7 or var > V + 1e-7
+                or (int(optims[i - 1]) == 4 and abs(var - V) > 1e-7)):
+            raise ParameterError(
+                f"No perturbation table meets the constraints for D={D}, V={V}, js={js}, pstay={pstay}: "
+                "try another V (usually enough), D, js or pstay, or mono=False.")
+        upper = np.cumsum(p)
+        rows.append(pd.DataFrame({"i": i, "j": j, "p": p, "v": j - i,
+                                  "p_int_lb": np.round(upper - p, PTABLE_DIGITS),
+                                  "p_int_ub": np.round(upper, PTABLE_DIGITS)}))
+    out = pd.concat(rows, ignore_index=True)
+    out["p"] = out["p_int_ub"] - out["p_int_lb"]
+    out["type"] = "all"
+    out[["i", "j", "v"]] = out[["i", "j", "v"]].astype(np.int64)
+    return out[COLUMNS]
+
+
+def check_ptable(table: pd.DataFrame) -> pd.DataFrame:
+    """Validate a p-table for counts and return it sorted by ``i`` then ``p_int_ub`` (the
+    lookup order; ptable's ``modify_cnt_ptable`` splits a row's intervals out of ``v`` order).
+
+    Raises
+    ------
+    DataError
+        A column is missing, a row's intervals do not start at 0 and end at 1, or an ``i`` between
+        0 and the largest is missing.
+    """
+    missing = [c for c in ("i", "v", "p", "p_int_ub") if c not in table.columns]
+    if missing:
+        raise DataError(f"The p-table lacks the column(s) {missing}; it needs i, j, p, v, p_int_lb, p_int_ub "
+                        "(as ptable::create_cnt_ptable or read_ptable give).")
+    t = table.copy()
+    if "p_int_lb" not in t.columns:
+        t["p_int_lb"] = np.nan
+    t = t.sort_values(["i", "p_int_ub"], kind="stable").reset_index(drop=True)
+    first = ~t["i"].duplicated()
+    prev = t["p_int_ub"].shift(1).where(~first, 0.0)
+    t["p_int_lb"] = t["p_int_lb"].fillna(prev)
+    if "j" not in t.columns:
+        t["j"] = t["i"] + t["v"]
+    ends = t.groupby("i")["p_int_ub"].max()
+    starts = t.groupby("i")["p_int_lb"].min()
+    counts = np.asarray(ends.index, dtype=float)
+    if (not np.allclose(ends.to_numpy(), 1.0, atol=1e-9) or not np.allclose(starts.to_numpy(), 0.0, atol=1e-9)
+            or not np.array_equal(counts, np.arange(len(counts)))):
+        raise DataError("The p-table is not a count p-table: each original count i = 0, 1, ..., max must have "
+                        "intervals [p_int_lb, p_int_ub) from 0 to 1.")
+    t[["i", "j", "v"]] = t[["i", "j", "v"]].astype(np.int64)
+    if "type" not in t.columns:
+        t["type"] = "all"
+    return t[COLUMNS]
+
+
+def read_ptable(path: str | Path) -> pd.DataFrame:
+    """Read a p-table written by ``ptable::pt_export`` (or :func:`write_ptable`).
+
+    The file is ``;``-separated with a header (``i;j;p;v;p_int_ub`` for tau-ARGUS, with
+    ``p_int_lb`` for SAS; a ``,``-separated file with the same columns is read too); values may be
+    padded with blanks, as R's ``format`` writes them. A missing ``p_int_lb`` is the previous
+    row's ``p_int_ub`` within the same ``i`` (0 for the first).
+
+    Raises
+    ------
+    DataError
+        The file cannot be read or is not a count p-table.
+    """
+    try:
+        head = Path(path).read_text(encoding="utf-8").splitlines()[0]
+        table = pd.read_csv(path, sep=";" if ";" in head else ",", skipinitialspace=True, dtype=str)
+    except (OSError, UnicodeDecodeError, IndexError, pd.errors.ParserError) as exc:
+        raise DataError(f"Cannot read the p-table {str(path)!r}: {exc}") from None
+    table.columns = [c.strip() for c in table.columns]
+    for col in table.columns:
+        table[col] = table[col].str.strip()
+        if col != "type":
+            try:
+                table[col] = pd.to_numeric(table[col])
+            except ValueError:
+                raise DataError(f"The p-table {str(path)!r} has a non-numeric value in column {col!r}.") from None
+    return check_ptable(table)
+
+
+def _r_format(values: np.ndarray, digits: int = PTABLE_DIGITS) -> list[str]:
+    """R's ``format(x, digits = 8)`` in fixed notation: the decimals that show every value to
+    ``digits`` significant digits, common to the column, right-justified to a common width."""
+    values = np.asarray(values, dtype=float)
+    decimals = 0
+    for x in values:
+        if x != 0 and math.isfinite(x):
+            shown = f"{x:.{digits - 1}e}"
+            mantissa, exponent = shown.split("e")
+            sig = mantissa.replace("-", "").replace(".", "").rstrip("0")
+            decimals = max(decimals, len(sig) - 1 - int(exponent))
+    decimals = min(max(decimals, 0), 15)
+    text = [f"{x:.{decimals}f}" for x in values]
+    width = max(len(s) for s in text)
+    return [s.rjust(width) for s in text]
+
+
+def write_ptable(table: pd.DataFrame, path: str | Path, sdctool: str = "SAS") -> Path:
+    """Write a p-table as ``ptable::pt_export`` does: ``;``-separated, R's 8-digit format.
+
+    ``sdctool="TauArgus"`` writes ``i;j;p;v;p_int_ub`` (what tau-ARGUS reads), ``"SAS"`` adds
+    ``p_int_lb`` before ``p_int_ub``. Returns the path written.
+    """
+    if sdctool not in ("TauArgus", "SAS"):
+        raise ParameterError(f"'sdctool' must be 'TauArgus' or 'SAS' (as ptable::pt_export); got {sdctool!r}.")
+    t = check_ptable(table)
+    cols = ["i", "j", "p", "v", "p_int_ub"] if sdctool == "TauArgus" else ["i", "j", "p", "v", "p_int_lb", "p_int_ub"]
+    formatted = {c: _r_format(t[c].to_numpy()) for c in cols}
+    lines = [";".join(cols)] + [";".join(formatted[c][r] for c in cols) for r in range(len(t))]
+    path = Path(path)
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
