@@ -19,18 +19,13 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from sdckit.core.errors import ParameterError, SchemaError
+from sdckit.core.errors import SchemaError
+from sdckit.core.params import Options
 
 MISSING_RULES = ("wildcard", "category")
+#: The parameter rule of ``missing`` (:func:`sdckit.core.params.validated`).
+MISSING_RULE = Options(MISSING_RULES)
 _RADIX_LIMIT = 2**62
-
-
-def check_missing_rule(missing: object, owner: str) -> str:
-    """``missing`` if it is one of :data:`MISSING_RULES`, else a ParameterError naming ``owner``."""
-    if missing not in MISSING_RULES:
-        raise ParameterError(
-            f"The 'missing' parameter of {owner} must be 'wildcard' or 'category'. Got {missing!r} instead.")
-    return str(missing)
 
 
 def check_keys(frame: pd.DataFrame, keys: Sequence[str] | str, owner: str) -> list[str]:

@@ -5,15 +5,22 @@ one rule or a list of alternatives. :func:`validate_params` checks them at const
 raises :class:`ParameterError` with one template::
 
     The 'k' parameter of Microaggregation must be an int >= 2. Got 1 instead.
+
+A public function declares its rules the same way with the :func:`validated` decorator (as
+scikit-learn's ``validate_params``): they are checked before the function runs, in the same
+template, and kept on it (``constraints``) for the common checks.
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
 import math
 import numbers
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from types import MappingProxyType
+from typing import Any, TypeVar
 
 from sdckit.core.errors import ParameterError
 
@@ -164,3 +171,44 @@ def to_tuple(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return tuple(to_tuple(v) for v in value)
     return value
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def validated(**constraints: Rule) -> Callable[[F], F]:
+    """Decorate a public function with its parameter rules: every call checks them (in the
+    order given, before the function runs) and raises :class:`ParameterError` in the one
+    template naming the function; the rules stay on the function as ``constraints`` and its
+    check alone as ``check_parameters(*args, **kwargs)``. A rule for a parameter the function
+    does not have is a mistake caught when the module is imported.
+
+    >>> @validated(k=Interval(int, 1, None))
+    ... def violations(frame, k): return k
+    >>> violations(None, 0)
+    Traceback (most recent call last):
+    ...
+    sdckit.core.errors.ParameterError: The 'k' parameter of violations must be an int >= 1. Got 0 instead.
+    """
+    def decorate(func: F) -> F:
+        signature = inspect.signature(func)
+        unknown = [name for name in constraints if name not in signature.parameters]
+        if unknown:
+            raise TypeError(f"{func.__qualname__} has no parameter {unknown[0]!r} to give a rule to.")
+
+        def check_parameters(*args: Any, **kwargs: Any) -> None:
+            bound = signature.bind(*args, **kwargs)
+            bound.apply_defaults()
+            for name, rule in constraints.items():
+                check_param(func.__name__, name, bound.arguments[name], rule)
+
+        @functools.wraps(func)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            check_parameters(*args, **kwargs)
+            return func(*args, **kwargs)
+
+        wrapper.constraints = MappingProxyType(dict(constraints))  # type: ignore[attr-defined]
+        wrapper.check_parameters = check_parameters  # type: ignore[attr-defined]
+        return wrapper  # type: ignore[return-value]
+
+    return decorate

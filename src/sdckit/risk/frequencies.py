@@ -17,8 +17,9 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from sdckit.core.errors import DataError, ParameterError, SchemaError
-from sdckit.core.matching import check_keys, check_missing_rule, key_codes, match_totals
+from sdckit.core.errors import DataError, SchemaError
+from sdckit.core.matching import MISSING_RULE, check_keys, key_codes, match_totals
+from sdckit.core.params import Interval, validated
 
 
 def require_frame(frame: object, owner: str) -> pd.DataFrame:
@@ -59,6 +60,7 @@ def stratified_codes(frame: pd.DataFrame, keys: Sequence[str], strata: Sequence[
     return np.hstack([codes, key_codes(frame, strata, missing="category")])
 
 
+@validated(missing=MISSING_RULE)
 def frequencies(
     frame: pd.DataFrame,
     keys: Sequence[str] | str,
@@ -80,12 +82,12 @@ def frequencies(
     owner = "frequencies"
     require_frame(frame, owner)
     keys = check_keys(frame, keys, owner)
-    missing = check_missing_rule(missing, owner)
     w = sampling_weights(frame, weight, owner)
     fk, Fk = match_totals(stratified_codes(frame, keys, strata, missing, owner), w)
     return pd.DataFrame({"fk": fk.astype(np.int64), "Fk": Fk}, index=frame.index)
 
 
+@validated(k=Interval(int, 1, None), missing=MISSING_RULE)
 def k_anonymity_violations(
     frame: pd.DataFrame,
     keys: Sequence[str] | str,
@@ -102,7 +104,5 @@ def k_anonymity_violations(
     >>> k_anonymity_violations(f, ["a"], 3), k_anonymity_violations(f, ["a"], 2, missing="category")
     (1, 2)
     """
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-        raise ParameterError(f"The 'k' parameter of k_anonymity_violations must be an int >= 1. Got {k!r} instead.")
     fk = frequencies(frame, keys, None, missing, strata=strata)["fk"].to_numpy()
     return int((fk < k).sum())

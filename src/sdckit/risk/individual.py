@@ -27,7 +27,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from sdckit.core.errors import ParameterError, SchemaError
+from sdckit.core.errors import SchemaError
+from sdckit.core.matching import MISSING_RULE
+from sdckit.core.params import Interval, validated
 from sdckit.risk.frequencies import frequencies
 
 #: Default threshold of the share of records at high risk (sdcMicro's localSupp examples use 0.1).
@@ -47,6 +49,7 @@ def risk_from_frequencies(fk: np.ndarray, Fk: np.ndarray) -> np.ndarray:
     return np.where(census, 1.0 / f, r)
 
 
+@validated(missing=MISSING_RULE)
 def individual_risk(
     frame: pd.DataFrame,
     keys: Sequence[str] | str,
@@ -128,6 +131,7 @@ class GlobalRisk:
         return out
 
 
+@validated(missing=MISSING_RULE, threshold=Interval(float, 0, 1))
 def global_risk(
     frame: pd.DataFrame,
     keys: Sequence[str] | str,
@@ -148,8 +152,6 @@ def global_risk(
     >>> g.risk, g.expected_reidentifications, g.household_risk
     (0.75, 3.0, 0.875)
     """
-    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 <= threshold <= 1:
-        raise ParameterError(f"The 'threshold' parameter of global_risk must be a float in [0, 1]. Got {threshold!r} instead.")
     ind = individual_risk(frame, keys, weight, missing, strata=strata)
     r = ind["risk"].to_numpy()
     hh_mean = hh_sum = None

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from sdckit.core.params import Interval, Options, check_param
+from sdckit.core.params import Interval, Options, validated
 from sdckit.utility.columns import numeric_pair
 
 
@@ -40,6 +40,7 @@ class IntervalDisclosure:
         return {"share": self.share, "by_column": self.by_column.to_dict(), "p": self.p, "method": self.method}
 
 
+@validated(p=Interval(float, 0, 100, closed="right"), method=Options(("rank", "sd")))
 def interval_disclosure(
     original: pd.DataFrame,
     released: pd.DataFrame,
@@ -66,8 +67,6 @@ def interval_disclosure(
     >>> interval_disclosure(x, y, p=20).share
     0.9
     """
-    check_param("interval_disclosure", "p", p, Interval(float, 0, 100, closed="right"))
-    check_param("interval_disclosure", "method", method, Options(("rank", "sd")))
     cols, x, y = numeric_pair(original, released, columns, owner="interval_disclosure", aligned=True, min_records=2)
     n = len(y)
     if method == "rank":

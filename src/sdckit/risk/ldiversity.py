@@ -18,10 +18,12 @@ import pandas as pd
 
 from sdckit.core.diversity import distinct_values, entropy_values
 from sdckit.core.errors import SchemaError
-from sdckit.core.matching import check_keys, check_missing_rule, match_totals
+from sdckit.core.matching import MISSING_RULE, check_keys, match_totals
+from sdckit.core.params import validated
 from sdckit.risk.frequencies import require_frame, stratified_codes
 
 
+@validated(missing=MISSING_RULE)
 def l_diversity(
     frame: pd.DataFrame,
     keys: Sequence[str] | str,
@@ -41,7 +43,6 @@ def l_diversity(
     owner = "l_diversity"
     require_frame(frame, owner)
     keys = check_keys(frame, keys, owner)
-    missing = check_missing_rule(missing, owner)
     if sensitive not in frame.columns:
         raise SchemaError(f"Sensitive column {sensitive!r} of {owner} is not in the data; "
                           f"the columns are: {', '.join(map(str, frame.columns))}.")

@@ -27,7 +27,7 @@ from scipy.spatial import cKDTree
 
 from sdckit.core.arrays import standardize
 from sdckit.core.errors import ParameterError
-from sdckit.core.params import Interval, Options, check_param
+from sdckit.core.params import Interval, IsNone, Options, validated
 from sdckit.core.random import RandomState, as_generator
 from sdckit.risk.gower import gower_linkage
 from sdckit.risk.linkage_result import DistanceLinkage, true_originals
@@ -36,6 +36,7 @@ from sdckit.utility.columns import numeric_pair
 _TIE_RTOL = 1e-9
 
 
+@validated(metric=Options(("euclidean", "gower")), sample=[IsNone(), Interval(int, 1, None)])
 def distance_linkage(
     original: pd.DataFrame,
     released: pd.DataFrame,
@@ -77,13 +78,10 @@ def distance_linkage(
     >>> distance_linkage(x, y).rate
     0.3333333333333333
     """
-    check_param("distance_linkage", "metric", metric, Options(("euclidean", "gower")))
     if metric == "gower":
         if sample is not None:
             raise ParameterError("distance_linkage samples with the euclidean metric only; drop sample= for metric='gower'.")
         return gower_linkage(original, released, columns, truth=truth)
-    if sample is not None:
-        check_param("distance_linkage", "sample", sample, Interval(int, 1, None))
     cols, x, y = numeric_pair(original, released, columns, owner="distance_linkage")
     owner = true_originals(truth, len(x), len(y))
     xs, ys = standardize(x, ddof=1), standardize(y, ddof=1)

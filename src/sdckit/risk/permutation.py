@@ -18,7 +18,8 @@ import numpy as np
 import pandas as pd
 
 from sdckit.permutation.verify import MAX_REPLICATES, N_RANDOM
-from sdckit.core.params import Interval, check_param
+from sdckit.core.params import Interval, IsNone, validated
+from sdckit.permutation.verify import VERIFY_RULES
 from sdckit.core.random import RandomState, as_generator
 
 
@@ -112,6 +113,9 @@ class PermutationRisk:
 LINKAGE_COUNTS = ("correct", "multiple", "wrong", "released_matched_by_several", "released_unmatched")
 
 
+@validated(null=VERIFY_RULES["null"], n_random=VERIFY_RULES["n_random"], n_null=VERIFY_RULES["n_null"],
+           alpha=VERIFY_RULES["alpha"], sample=[IsNone(), Interval(int, 2, None)],
+           max_batches=[IsNone(), VERIFY_RULES["max_batches"]], max_replicates=VERIFY_RULES["max_replicates"])
 def permutation_risk(
     original: pd.DataFrame,
     released: pd.DataFrame,
@@ -144,7 +148,6 @@ def permutation_risk(
     """
     from sdckit.permutation import assess, rank_displacement
 
-    check_param("permutation_risk", "alpha", alpha, Interval(float, 0, 1, closed="neither"))
     rng = as_generator(random_state, secret=False)
     result = assess(original, released, columns, truth=truth, null=null, n_random=n_random,
                     n_null=n_null, sample=sample, max_batches=max_batches, alpha=alpha,

@@ -46,6 +46,7 @@ from scipy import optimize, special, stats
 
 from sdckit.core.errors import ParameterError
 from sdckit.core.matching import check_keys, combine, key_codes
+from sdckit.core.params import Interval, IsNone, validated
 from sdckit.risk.frequencies import require_frame, sampling_weights
 
 
@@ -171,6 +172,8 @@ def _attacker(f: np.ndarray, F: np.ndarray, n: int, threshold: float) -> dict[st
             "average": float(max(len(f) / F.sum(), (f / F).sum() / n))}
 
 
+@validated(sampling_fraction=[IsNone(), Interval(float, 0, 1, closed="right")],
+           population_size=[IsNone(), Interval(float, 1, None)], threshold=Interval(float, 0, 1))
 def population_risk(
     frame: pd.DataFrame,
     keys: Sequence[str] | str,
@@ -191,11 +194,9 @@ def population_risk(
         raise ParameterError("population_risk needs exactly one of sampling_fraction=, population_size= or weight=.")
     n = len(frame)
     if sampling_fraction is not None:
-        if isinstance(sampling_fraction, bool) or not isinstance(sampling_fraction, (int, float)) or not 0 < sampling_fraction <= 1:
-            raise ParameterError(f"The 'sampling_fraction' parameter of population_risk must be a float in (0, 1]. Got {sampling_fraction!r} instead.")
         population = float(round(n / sampling_fraction))
     elif population_size is not None:
-        if isinstance(population_size, bool) or not isinstance(population_size, (int, float)) or not population_size >= n:
+        if population_size < n:
             raise ParameterError(f"The 'population_size' parameter of population_risk must be a number >= the {n} records. Got {population_size!r} instead.")
         population = float(population_size)
     else:

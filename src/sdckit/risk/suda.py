@@ -34,7 +34,8 @@ import numpy as np
 import pandas as pd
 
 from sdckit.core.errors import ParameterError
-from sdckit.core.matching import check_keys, check_missing_rule, combine, key_codes, match_totals
+from sdckit.core.matching import MISSING_RULE, check_keys, combine, key_codes, match_totals
+from sdckit.core.params import Interval, IsNone, validated
 from sdckit.risk.frequencies import require_frame
 
 
@@ -113,6 +114,8 @@ def _scores(counts: np.ndarray, full: np.ndarray, m: int, dis_fraction: float) -
     return score, dis_score
 
 
+@validated(max_size=[IsNone(), Interval(int, 1, None)], missing=MISSING_RULE,
+           dis_fraction=Interval(float, 0, 1, closed="neither"))
 def suda2(
     frame: pd.DataFrame,
     keys: Sequence[str] | str,
@@ -144,14 +147,11 @@ def suda2(
     owner = "suda2"
     require_frame(frame, owner)
     keys = check_keys(frame, keys, owner)
-    missing = check_missing_rule(missing, owner)
     m = len(keys)
     if max_size is None:
         max_size = m
-    if isinstance(max_size, bool) or not isinstance(max_size, (int, np.integer)) or not 1 <= max_size <= m:
+    if max_size > m:
         raise ParameterError(f"The 'max_size' parameter of suda2 must be an int in [1, {m}] (the number of keys). Got {max_size!r} instead.")
-    if isinstance(dis_fraction, bool) or not isinstance(dis_fraction, (int, float)) or not 0 < dis_fraction < 1:
-        raise ParameterError(f"The 'dis_fraction' parameter of suda2 must be a float in (0, 1). Got {dis_fraction!r} instead.")
     codes = key_codes(frame, keys, missing=missing)
     if strata is None or (not isinstance(strata, str) and len(strata) == 0):
         groups = [np.arange(len(frame))]

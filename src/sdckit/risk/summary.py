@@ -14,7 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from sdckit.core.matching import check_keys, check_missing_rule
+from sdckit.core.matching import MISSING_RULE, check_keys
+from sdckit.core.params import Interval, validated
 from sdckit.risk.frequencies import frequencies
 from sdckit.risk.individual import DEFAULT_THRESHOLD, GlobalRisk, global_risk
 from sdckit.risk.ldiversity import l_diversity
@@ -82,6 +83,7 @@ def diversity_summary(frame: pd.DataFrame, keys: Sequence[str], sensitive: str, 
             "records_below_3_distinct": int((distinct < 3).sum())}
 
 
+@validated(missing=MISSING_RULE, threshold=Interval(float, 0, 1))
 def risk_summary(
     frame: pd.DataFrame,
     keys: Sequence[str] | str,
@@ -108,7 +110,6 @@ def risk_summary(
     last two). ``sensitive`` columns get :func:`diversity_summary`.
     """
     keys = check_keys(frame, keys, "risk_summary")
-    missing = check_missing_rule(missing, "risk_summary")
     strata_t = () if strata is None else ((strata,) if isinstance(strata, str) else tuple(strata))
     g = global_risk(frame, keys, weight, household, missing=missing, threshold=threshold, strata=strata)
     fk = g.individual["fk"].to_numpy()

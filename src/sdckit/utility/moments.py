@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from sdckit.core.arrays import safe_scale
-from sdckit.core.errors import ParameterError
+from sdckit.core.params import Options, Satisfies, validated
 from sdckit.utility.columns import numeric_pair
 
 DEFAULT_QUANTILES = (0.1, 0.25, 0.5, 0.75, 0.9)
@@ -57,6 +57,8 @@ def moment_differences(
     )
 
 
+@validated(q=Satisfies(lambda q: len(q) > 0 and all(0 <= float(p) <= 1 for p in q),
+                       "a non-empty list of probabilities in [0, 1]"))
 def quantile_differences(
     original: pd.DataFrame,
     released: pd.DataFrame,
@@ -69,13 +71,12 @@ def quantile_differences(
     by column with one column per probability in ``q``.
     """
     probs = np.asarray(list(q), dtype=float)
-    if probs.size == 0 or np.isnan(probs).any() or (probs < 0).any() or (probs > 1).any():
-        raise ParameterError(f"The 'q' parameter of quantile_differences must be a non-empty list of probabilities in [0, 1]. Got {list(q)!r} instead.")
     cols, x, y = numeric_pair(original, released, columns, owner="quantile_differences")
     diff = np.quantile(y, probs, axis=0) - np.quantile(x, probs, axis=0)
     return pd.DataFrame(diff.T, index=pd.Index(cols, name="column"), columns=[float(p) for p in probs])
 
 
+@validated(method=Options(("pearson", "spearman")))
 def correlation_difference(
     original: pd.DataFrame,
     released: pd.DataFrame,
@@ -86,8 +87,6 @@ def correlation_difference(
 
     Entries involving a constant column are NaN (the correlation is undefined there).
     """
-    if method not in ("pearson", "spearman"):
-        raise ParameterError(f"The 'method' parameter of correlation_difference must be one of {{'pearson', 'spearman'}}. Got {method!r} instead.")
     cols, _, _ = numeric_pair(original, released, columns, owner="correlation_difference", min_records=2)
     return released[cols].astype(float).corr(method=method) - original[cols].astype(float).corr(method=method)
 

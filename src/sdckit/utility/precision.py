@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from sdckit.core.errors import DataError, ParameterError
+from sdckit.core.params import Interval, IsNone, validated
 
 
 def _heights(heights: Mapping[str, int] | Sequence[int], columns: Sequence[str]) -> np.ndarray:
@@ -107,6 +108,7 @@ def numerical_precision(
     return float(1.0 - np.minimum(loss, 1.0).mean())
 
 
+@validated(n_suppressed=Interval(int, 0, None), n_total=[IsNone(), Interval(int, 0, None)])
 def discernibility(classes: Sequence | np.ndarray, n_suppressed: int = 0, n_total: int | None = None) -> int:
     """Discernibility metric ``C_DM = sum_E |E|^2 + n_suppressed * n_total``.
 
@@ -127,8 +129,6 @@ def discernibility(classes: Sequence | np.ndarray, n_suppressed: int = 0, n_tota
     27
     """
     labels = np.asarray(classes)
-    if isinstance(n_suppressed, bool) or not isinstance(n_suppressed, int | np.integer) or n_suppressed < 0:
-        raise ParameterError(f"The 'n_suppressed' parameter of discernibility must be an int >= 0. Got {n_suppressed!r} instead.")
     n = len(labels) + int(n_suppressed) if n_total is None else n_total
     if n < len(labels) + n_suppressed:
         raise ParameterError(f"The 'n_total' parameter of discernibility must be >= the released plus suppressed records ({len(labels) + n_suppressed}). Got {n_total!r} instead.")

@@ -32,7 +32,7 @@ import pandas as pd
 
 from sdckit.core.arrays import standardize
 from sdckit.core.errors import DataError, SchemaError
-from sdckit.core.params import Boolean, Interval, Options, check_param
+from sdckit.core.params import Boolean, Interval, IsNone, Options, validated
 from sdckit.core.random import RandomState, as_generator
 
 #: Inverse strength of the ridge penalty of the logistic model. On standardized features it is
@@ -78,6 +78,7 @@ def _design(stacked: pd.DataFrame, interactions: bool) -> np.ndarray:
     return design[:, keep]
 
 
+@validated(model=Options(("logistic", "tree")), interactions=Boolean(), sample=[IsNone(), Interval(int, 2, None)])
 def pmse(
     original: pd.DataFrame,
     released: pd.DataFrame,
@@ -117,10 +118,6 @@ def pmse(
     >>> round(pmse(x, y).pmse, 4)
     0.0625
     """
-    check_param("pmse", "model", model, Options(("logistic", "tree")))
-    check_param("pmse", "interactions", interactions, Boolean())
-    if sample is not None:
-        check_param("pmse", "sample", sample, Interval(int, 2, None))
     for name, frame in (("original", original), ("released", released)):
         if not isinstance(frame, pd.DataFrame):
             raise DataError(f"pmse expects the {name} data as a pandas DataFrame; got {type(frame).__name__}.")

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from sdckit.core.params import Options, check_param
+from sdckit.core.params import Options, validated
 from sdckit.core.random import RandomState
 from sdckit.utility.il1 import il1
 from sdckit.utility.moments import correlation_difference, mean_abs_correlation_difference, moment_differences
@@ -36,11 +36,11 @@ MEASURES: dict[str, Callable[[pd.DataFrame, pd.DataFrame, Sequence[str] | None],
 }
 
 
+@validated(measure=Options(tuple(MEASURES)))
 def utility_loss(
     original: pd.DataFrame, released: pd.DataFrame, columns: Sequence[str] | None = None, measure: str = "il1"
 ) -> float:
     """One number for the utility lost by a release: the measure named ``measure``."""
-    check_param("utility_loss", "measure", measure, Options(tuple(MEASURES)))
     return float(MEASURES[measure](original, released, columns))
 
 
