@@ -21,7 +21,6 @@ import contextlib
 import shutil
 import tempfile
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +36,7 @@ from sdckit.core.random import RandomState, as_generator, derive_seed
 from sdckit.core.ranks import chunk_key_block
 from sdckit.core.rowwise import CHUNK_ROWS, chunk_bounds, chunk_generator, rechunk
 from sdckit.core.swapping import swap_partners_block
-from sdckit.engine.sources import (PartWriter, csv_dtypes, finish_output, iter_chunks, open_parquet,
+from sdckit.engine.sources import (PartWriter, WholeFileRelease, csv_dtypes, finish_output, iter_chunks, open_parquet,
                                    source_format, spool_beside, stream_fingerprint)
 
 _TIES = ("first", "random")
@@ -149,19 +148,6 @@ def write_tie_keys(path: Path, n: int, key: int) -> Path:
 
 
 # --------------------------------------------------------------------------- rank swapping
-@dataclass(frozen=True)
-class RankSwapRelease:
-    """What :func:`rank_swap_file` wrote: the release and the method's report."""
-
-    path: Path
-    records: int
-    info: dict[str, Any]
-    fingerprint: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"path": str(self.path), "records": self.records, "info": self.info, "fingerprint": self.fingerprint}
-
-
 def _sorted_stream(con: Any, records: str, name: str, tie: str, batch_rows: int) -> Iterator[tuple[np.ndarray, Any]]:
     """(records, values) of column ``name`` in sorted order (value, tie key, record), in batches,
     read through a cursor of its own (closed when the stream is)."""
@@ -275,7 +261,7 @@ def rank_swap_file(
     sep: str | None = None,
     encoding: str = "utf-8",
     inputs: tuple[Path, ...] = (),
-) -> RankSwapRelease:
+) -> WholeFileRelease:
     """Rank swapping (:class:`sdckit.masking.RankSwapping`) of a file larger than memory.
 
     Each column's records are sorted by DuckDB (value, then the random tie keys of
@@ -306,7 +292,7 @@ def rank_swap_file(
 
     Returns
     -------
-    RankSwapRelease
+    WholeFileRelease
         The path, the record count, the report (``max_rank_difference``, ``swapped_share``,
         ``warnings``, as the method's) and the release's fingerprint.
     """
@@ -367,4 +353,4 @@ def rank_swap_file(
         warnings.append(f"RankSwapping with p={p} on {n} records allows a rank difference of 0, so nothing was "
                         "swapped; raise p.")
     info = {"max_rank_difference": window, "swapped_share": moved, "warnings": warnings}
-    return RankSwapRelease(target, n, info, fingerprint)
+    return WholeFileRelease(target, n, info, fingerprint)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,23 +23,10 @@ from sdckit.core.household_swap import HouseholdTable, first_codes, swap_plan
 from sdckit.core.matching import combine
 from sdckit.core.random import RandomState, as_generator
 from sdckit.core.rowwise import CHUNK_ROWS
-from sdckit.engine.sources import (PartWriter, csv_dtypes, finish_output, iter_chunks, source_format, spool_beside,
-                                   stream_fingerprint)
+from sdckit.engine.sources import (PartWriter, WholeFileRelease, csv_dtypes, finish_output, iter_chunks,
+                                   source_format, spool_beside, stream_fingerprint)
 
 ROW = "file_row_number"
-
-
-@dataclass(frozen=True)
-class HouseholdSwapRelease:
-    """What :func:`record_swap_file` wrote: the release and the method's report (counts only)."""
-
-    path: Path
-    records: int
-    info: dict[str, Any]
-    fingerprint: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"path": str(self.path), "records": self.records, "info": self.info, "fingerprint": self.fingerprint}
 
 
 def _households(con: Any, records: str, hid: str, columns: Sequence[str]) -> pd.DataFrame:
@@ -86,7 +72,7 @@ def record_swap_file(
     sep: str | None = None,
     encoding: str = "utf-8",
     inputs: tuple[Path, ...] = (),
-) -> HouseholdSwapRelease:
+) -> WholeFileRelease:
     """:class:`sdckit.masking.RecordSwapping` (``method``) of a person file larger than memory.
 
     Parameters
@@ -103,7 +89,7 @@ def record_swap_file(
 
     Returns
     -------
-    HouseholdSwapRelease
+    WholeFileRelease
         The path, the record count, the method's report and the release's fingerprint.
     """
     from sdckit.io.files import detect_format
@@ -155,4 +141,4 @@ def record_swap_file(
             writer.close()
         fingerprint = stream_fingerprint([part], writer.dtypes)
         finish_output([part], target, fmt_out, inputs=(source, *inputs))
-    return HouseholdSwapRelease(target, int(table.size.sum()), plan.report(), fingerprint)
+    return WholeFileRelease(target, int(table.size.sum()), plan.report(), fingerprint)

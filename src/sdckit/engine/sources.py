@@ -14,6 +14,7 @@ import contextlib
 import shutil
 import tempfile
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -254,3 +255,17 @@ def finish_output(parts: Sequence[Path], target: Path, fmt: str, *, sep: str | N
                         batch.to_pandas().to_csv(fh, sep=delimiter, index=False, header=header)
                         header = False
     return target
+
+
+@dataclass(frozen=True)
+class WholeFileRelease:
+    """What a whole-file step wrote (rank swapping on the external sort, record swapping by
+    households): the release, its record count, the method's report and the release's fingerprint."""
+
+    path: Path
+    records: int
+    info: dict[str, Any]
+    fingerprint: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"path": str(self.path), "records": self.records, "info": self.info, "fingerprint": self.fingerprint}
