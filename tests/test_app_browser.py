@@ -25,7 +25,11 @@ from sdckit.app.server import Workbench
 from sdckit.app.session import suggest_roles
 from sdckit.cli.app import app
 from sdckit.core.errors import ParameterError
+from sdckit.core.random import new_seed
+from sdckit.core.schema import Schema
 from sdckit.io import read
+from sdckit.masking import LocalSuppression
+from sdckit.pipeline import protect
 from sdckit.risk.summary import risk_summary
 
 def chromium_path() -> str | None:
@@ -72,7 +76,7 @@ def browser():
 def page(browser, bench):
     context = browser.new_context(viewport={"width": 1200, "height": 900})
     pg = context.new_page()
-    pg.set_default_timeout(10_000)
+    pg.set_default_timeout(20_000)
     yield pg
     context.close()
 
@@ -212,6 +216,58 @@ def test_two_weights_are_refused_on_the_page(page, bench, tmp_path):
     page.click("#confirm-roles")
     assert "mark one only" in page.locator("#error").inner_text()
     assert page.url.endswith("/roles")
+
+
+def test_protect_checks_parameters_as_typed_and_shows_risk_before_and_after(page, bench, tmp_path):
+    frame = survey()
+    path = tmp_path / "survey.parquet"
+    frame.to_parquet(path, index=False)
+    page.goto(bench.url)
+    page.fill("#path", str(path))
+    page.click("#path-form button[type=submit]")
+    page.wait_for_url("**/data")
+    page.click("nav >> text=Roles")
+    page.click("#confirm-roles")  # the suggestions as they are: hhid is the household id
+    page.wait_for_url("**/risk")
+    page.click("nav >> text=Protect")
+    page.select_option("#method", "microaggregation")
+    page.click("#method-form button[type=submit]")
+    page.wait_for_url("**/protect?method=microaggregation")  # loaded: the script listens
+    assert "an int >= 2" in page.inner_text("#rule-k")  # the rule's phrase from the method's constraints
+    page.fill("#p-k", "1")
+    error = page.locator("#err-k")
+    error.filter(has_text="must be an int >= 2").wait_for()  # checked as typed, beside the field
+    assert page.get_attribute("#p-k", "aria-invalid") == "true"
+    page.fill("#p-k", "3")
+    for _ in range(600):  # (wait_for_function would evaluate a string: the page's CSP forbids it)
+        if page.get_attribute("#p-k", "aria-invalid") is None:
+            break
+        page.wait_for_timeout(25)
+    assert page.get_attribute("#p-k", "aria-invalid") is None and page.inner_text("#err-k") == ""
+    shot(page, "6-protect-params")
+
+    page.select_option("#method", "local_suppression")
+    page.click("#method-form button[type=submit]")
+    page.wait_for_url("**/protect?method=local_suppression")
+    page.fill("#p-k", "3")
+    page.click("#apply")
+    page.wait_for_selector("#before-after")
+    shot(page, "7-protect-result")
+    keys = ["sex", "age_group", "region"]
+    original = read(path)
+    schema = Schema.infer(original, identifier=["person_id"], quasi=keys, confidential=["income"])
+    release = protect(original, [LocalSuppression(k=3)], schema=schema, seed=new_seed())  # deterministic
+    before = risk_summary(original, keys, "weight", "hhid", suda=False).to_dict()
+    after = risk_summary(release.data, keys, "weight", "hhid", suda=False).to_dict()
+    assert after["k_anonymity_violations"]["3"] == 0 < before["k_anonymity_violations"]["3"]
+    for side, d in (("before", before), ("after", after)):
+        assert page.inner_text(f"#{side}-global-risk") == f"{d['global_risk']:.6f}"
+        for k in ("2", "3", "5"):
+            assert page.inner_text(f"#{side}-k{k}") == f"{d['k_anonymity_violations'][k]:,}"
+    assert page.input_value("#p-k") == "3" and page.input_value("#p-missing") == "strict"  # as applied
+    page.fill("#p-k", "0")  # a value the rules refuse, sent anyway: refused on the server, beside k
+    page.click("#apply")
+    page.locator("#err-k", has_text="an int >= 1").wait_for()
 
 
 # --------------------------------------------------------------------------- the command

@@ -10,9 +10,12 @@ confirms them.
 
 from __future__ import annotations
 
+import dataclasses
+import re
 import secrets
 import tempfile
 import threading
+import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePath
@@ -20,9 +23,14 @@ from typing import Any
 
 import pandas as pd
 
-from sdckit.core.errors import DataError, SchemaError, SdcError
+from sdckit.core.errors import DataError, ParameterError, SchemaError, SdcError
+from sdckit.core.method import Method
+from sdckit.core.params import describe_rule
+from sdckit.core.random import new_seed
 from sdckit.core.schema import Schema
 from sdckit.io import read
+from sdckit.methods import available, get_method
+from sdckit.pipeline import Release, protect
 from sdckit.risk.summary import risk_summary
 
 #: Rows shown in the preview of the data set (the first ones; the screen says it is a sample).
@@ -56,21 +64,35 @@ class Loaded:
     frame: pd.DataFrame
 
 
+@dataclass(frozen=True)
+class Step:
+    """A method applied on the Protect screen: the method, the release and the risk before/after."""
+
+    method: Method
+    release: Release
+    before: dict[str, Any]
+    after: dict[str, Any]
+
+
 @dataclass
 class Session:
-    """One browser session: its id (the cookie), CSRF token, data set and confirmed roles."""
+    """One browser session: its id (the cookie), CSRF token, data set, confirmed roles, the seed
+    of its protection (OS entropy, held on the server and never shown) and the protection step."""
 
     id: str
     csrf: str
     data: Loaded | None = None
     roles: dict[str, str] = field(default_factory=dict)
     confirmed: bool = False
+    seed: str = field(default_factory=new_seed, repr=False)
+    step: Step | None = None
 
     def open(self, loaded: Loaded) -> None:
-        """Make ``loaded`` the session's data set; roles start again (they were for the old columns)."""
+        """Make ``loaded`` the session's data set; roles and protection start again."""
         self.data = loaded
         self.roles = {}
         self.confirmed = False
+        self.step = None
 
 
 class SessionStore:
@@ -232,3 +254,91 @@ def risk_figures(frame: pd.DataFrame, roles: Mapping[str, str]) -> dict[str, Any
     household = next((n for n, r in roles.items() if r == "household"), None)
     strata = [n for n, r in roles.items() if r == "strata"] or None
     return risk_summary(frame, keys, weight, household, strata=strata, suda=False).to_dict()
+
+
+# --------------------------------------------------------------------------- screen 4: protect
+@dataclass(frozen=True)
+class Parameter:
+    """One parameter of a registered method as the Protect screen asks for it."""
+
+    name: str
+    rule: str
+    required: bool
+    default: str
+    listy: bool = False  # a list parameter: one name typed alone is a list of one
+
+
+def methods() -> dict[str, type[Method]]:
+    """Every registered method by its recipe name (:func:`sdckit.methods.available`), sorted."""
+    return dict(sorted(available().items()))
+
+
+def shown_value(value: Any) -> str:
+    """A parameter value as the form shows it (the text :func:`parse_value` reads back)."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, tuple):
+        return ", ".join(map(str, value))
+    return str(value)
+
+
+def parameters(name: str) -> list[Parameter]:
+    """The parameters of method ``name`` (its dataclass fields), each with the phrase of its
+    rule from the method's ``constraints`` (:func:`~sdckit.core.params.describe_rule`)."""
+    cls = methods().get(name)
+    if cls is None:
+        raise ParameterError(f"Unknown method {name!r}; choose one of the list.")
+    out = []
+    for f in dataclasses.fields(cls):
+        if not f.compare:
+            continue
+        required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+        default = "" if required else shown_value(f.default if f.default is not dataclasses.MISSING else f.default_factory())
+        rule = describe_rule(cls.constraints[f.name]) if f.name in cls.constraints else ""
+        if f.name in ("columns", "strata") and not rule:
+            rule = "None or column names, comma-separated"
+        out.append(Parameter(f.name, rule, required, default, str(f.type).startswith("tuple")))
+    return out
+
+
+def parse_value(text: str) -> Any:
+    """A parameter typed in the form, read as a TOML value (as in a recipe: ``3``, ``0.1``,
+    ``true``, ``"mdav"``, ``["age", "sex"]``); text that is not TOML is a string, or a list of
+    strings when it holds commas (``age, sex``)."""
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        if "," in text:
+            return [t.strip() for t in text.split(",") if t.strip()]
+        return text.strip()
+
+
+def build_method(name: str, texts: Mapping[str, str]) -> Method:
+    """The method ``name`` with the parameters the user typed (empty: the default), built by
+    :func:`sdckit.methods.get_method`, whose rules raise :class:`ParameterError`."""
+    known = {p.name: p for p in parameters(name)}
+    values = {k: parse_value(v) for k, v in texts.items() if k in known and v.strip()}
+    for k, v in values.items():
+        if known[k].listy and isinstance(v, str):
+            values[k] = [v]
+    return get_method(name, values)
+
+
+def parameter_named(message: str, names: list[str]) -> str | None:
+    """The parameter a :class:`ParameterError` message names, to show it beside its field."""
+    for quoted in re.findall(r"'([^']+)'", message):
+        if quoted in names:
+            return quoted
+    return None
+
+
+def protect_step(loaded: Loaded, roles: Mapping[str, str], method: Method, seed: str) -> Step:
+    """Apply ``method`` with :func:`sdckit.pipeline.protect` (the schema from the confirmed roles,
+    identifiers dropped) and measure the risk before and after with :func:`risk_figures`."""
+    frame = loaded.frame
+    before = risk_figures(frame, roles)
+    release = protect(frame, [method], schema=schema_of(frame, roles), seed=seed)
+    after = risk_figures(release.data, {n: r for n, r in roles.items() if n in release.data.columns})
+    return Step(method, release, before, after)

@@ -1,4 +1,4 @@
-"""The workbench's screens: Open, Data, Roles and Risk (issue 31, screens 1 to 3).
+"""The workbench's screens: Open, Data, Roles, Risk and Protect (issue 31, screens 1 to 4).
 
 Each screen is a server-rendered page (Jinja2, autoescape on) over the calls in
 :mod:`sdckit.app.session`. Forms post ``application/x-www-form-urlencoded`` bodies, parsed here
@@ -25,7 +25,7 @@ from sdckit.app.session import Session
 from sdckit.core.errors import SdcError
 
 #: The screens in the order of the navigation bar: path, title.
-SCREENS = (("/open", "Open"), ("/data", "Data"), ("/roles", "Roles"), ("/risk", "Risk"))
+SCREENS = (("/open", "Open"), ("/data", "Data"), ("/roles", "Roles"), ("/risk", "Risk"), ("/protect", "Protect"))
 #: The largest upload accepted (bytes); a bigger file is opened by its path on the machine.
 MAX_UPLOAD = 2 * 1024**3
 
@@ -173,3 +173,66 @@ def register(app: FastAPI) -> None:
         except SdcError as exc:
             return page(request, "risk.html", 400, error=str(exc), figures=None, note=None)
         return page(request, "risk.html", figures=figures, note=None)
+
+    # ------------------------------------------------------------------ 4. protect
+    def protect_page(request: Request, name: str | None, status: int = 200, error: str | None = None,
+                     texts: dict[str, str] | None = None, field_error: tuple[str, str] | None = None) -> Response:
+        catalogue = work.methods()
+        chosen = name if name in catalogue else None
+        step = request.state.session.step
+        if texts is None and step is not None and step.method.name == chosen:  # the values applied
+            texts = {k: work.shown_value(v) for k, v in step.method.params(plain=False).items()}
+        return page(request, "protect.html", status, error=error, methods=list(catalogue), chosen=chosen,
+                    parameters=work.parameters(chosen) if chosen else [], texts=texts or {},
+                    field_error=field_error, step=step)
+
+    def typed(form: dict[str, str]) -> dict[str, str]:
+        return {k.removeprefix("p-"): v for k, v in form.items() if k.startswith("p-")}
+
+    def method_or_error(form: dict[str, str]) -> tuple[Any, str | None, str | None]:
+        """(method, None, None), or (None, parameter or None, message) when it is refused."""
+        name = form.get("method", "")
+        try:
+            return work.build_method(name, typed(form)), None, None
+        except SdcError as exc:
+            names = [p.name for p in work.parameters(name)] if name in work.methods() else []
+            message = " ".join(str(exc).split())
+            return None, work.parameter_named(message, names), message
+
+    @app.get("/protect")
+    def protect_screen(request: Request, method: str | None = None) -> Response:
+        if (redirect := need_data(request)) is not None:
+            return redirect
+        if not request.state.session.confirmed:
+            return page(request, "risk.html", figures=None,
+                        note="Confirm the roles first: the methods work on the columns by their roles.")
+        return protect_page(request, method)
+
+    @app.post("/protect/check")
+    async def protect_check(request: Request) -> Response:
+        form = await form_of(request)
+        if form is None:
+            return refused()
+        _, name, message = method_or_error(form)
+        return JSONResponse({"ok": message is None, "parameter": name, "error": message})
+
+    @app.post("/protect")
+    async def protect_apply(request: Request) -> Response:
+        form = await form_of(request)
+        if form is None:
+            return refused()
+        if (redirect := need_data(request)) is not None:
+            return redirect
+        session: Session = request.state.session
+        if not session.confirmed:
+            return RedirectResponse("/roles", status_code=303)
+        method, name, message = method_or_error(form)
+        if method is None:
+            return protect_page(request, form.get("method"), 400, None if name else message, typed(form),
+                                (name, message) if name else None)
+        try:
+            step = await run_in_threadpool(work.protect_step, session.data, session.roles, method, session.seed)
+        except SdcError as exc:
+            return protect_page(request, form.get("method"), 400, " ".join(str(exc).split()), typed(form))
+        session.step = step
+        return RedirectResponse(f"/protect?method={method.name}", status_code=303)

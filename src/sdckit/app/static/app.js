@@ -1,7 +1,11 @@
-// The workbench's only script: sends an uploaded file as the request body (no multipart), with
-// the session's CSRF token in a header, and shows a refusal as one line on the page.
+// The workbench's only script. (1) Upload: sends the file as the request body (no multipart),
+// with the session's CSRF token in a header, and shows a refusal as one line on the page.
+// (2) Protect: checks the parameters with the method's own rules (POST /protect/check) as they
+// are typed, and shows a refusal beside the field it names.
 "use strict";
 document.addEventListener("DOMContentLoaded", function () {
+  var params = document.getElementById("protect-form");
+  if (params) { checkAsTyped(params); }
   var form = document.getElementById("upload-form");
   if (!form) { return; }
   var csrf = document.querySelector('meta[name="csrf-token"]').getAttribute("content");
@@ -31,3 +35,37 @@ document.addEventListener("DOMContentLoaded", function () {
     });
   });
 });
+
+function checkAsTyped(form) {
+  var timer = null;
+  var general = document.getElementById("error");
+  function show(answer) {
+    var fields = form.querySelectorAll(".field-error");
+    for (var i = 0; i < fields.length; i++) {
+      fields[i].textContent = "";
+      var input = document.getElementById("p-" + fields[i].getAttribute("data-parameter"));
+      if (input) { input.removeAttribute("aria-invalid"); }
+    }
+    general.hidden = true;
+    if (answer.ok) { return; }
+    var place = answer.parameter && document.getElementById("err-" + answer.parameter);
+    if (place) {
+      place.textContent = answer.error;
+      document.getElementById("p-" + answer.parameter).setAttribute("aria-invalid", "true");
+    } else {
+      general.textContent = answer.error;
+      general.hidden = false;
+    }
+  }
+  function check() {
+    fetch("/protect/check", {
+      method: "POST", credentials: "same-origin", body: new URLSearchParams(new FormData(form)),
+      headers: { "Content-Type": "application/x-www-form-urlencoded" }
+    }).then(function (r) { return r.json(); }).then(show).catch(function () {});
+  }
+  form.addEventListener("input", function () { clearTimeout(timer); timer = setTimeout(check, 250); });
+  form.addEventListener("change", check);
+  form.addEventListener("submit", function () {
+    document.getElementById("apply-status").textContent = "Applying and measuring…";
+  });
+}
