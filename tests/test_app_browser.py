@@ -81,6 +81,12 @@ def page(browser, bench):
     context.close()
 
 
+def unlabelled(pg) -> list[str]:
+    """Visible form controls of the page without a label (accessibility basics)."""
+    return pg.locator("input:not([type=hidden]), select, textarea").evaluate_all(
+        "els => els.filter(e => !e.labels || e.labels.length === 0).map(e => e.id || e.name)")
+
+
 def shot(pg, name: str) -> None:
     folder = os.environ.get("SDCKIT_APP_SCREENSHOTS")
     if folder:
@@ -143,6 +149,11 @@ def test_open_roles_risk_in_the_browser_match_the_library(page, bench, tmp_path)
     frame.to_csv(path, index=False)
     page.goto(bench.url)
     assert page.url.endswith("/open") and "token" not in page.url
+    assert unlabelled(page) == []
+    page.keyboard.press("Tab")  # keyboard: the first stop is the skip link, then the screens
+    assert page.evaluate("document.activeElement.textContent") == "Skip to content"
+    page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.getAttribute('href')") == "/open"
     shot(page, "1-open")
     page.set_input_files("#upload-file", str(path))
     page.click("#upload-form button[type=submit]")
@@ -161,6 +172,7 @@ def test_open_roles_risk_in_the_browser_match_the_library(page, bench, tmp_path)
     assert page.locator("select[data-column=weight]").input_value() == "weight"
     page.select_option("select[data-column=hhid]", "")  # the user changes a suggestion: no household
     shot(page, "3-roles")
+    assert unlabelled(page) == []
     page.click("#confirm-roles")
     page.wait_for_url("**/risk")
     shot(page, "4-risk")
@@ -233,7 +245,8 @@ def test_protect_checks_parameters_as_typed_and_shows_risk_before_and_after(page
     page.select_option("#method", "microaggregation")
     page.click("#method-form button[type=submit]")
     page.wait_for_url("**/protect?method=microaggregation")  # loaded: the script listens
-    assert "an int >= 2" in page.inner_text("#rule-k")  # the rule's phrase from the method's constraints
+    assert "an int >= 2" in page.inner_text("#rule-k")
+    assert unlabelled(page) == []  # the rule's phrase from the method's constraints
     page.fill("#p-k", "1")
     error = page.locator("#err-k")
     error.filter(has_text="must be an int >= 2").wait_for()  # checked as typed, beside the field

@@ -76,7 +76,11 @@ def forbidden(message: str) -> Response:
 def create_app(port: int, token: str) -> FastAPI:
     """The workbench application for a server on ``127.0.0.1:port`` whose start token is ``token``."""
     from sdckit.app import views
+    from sdckit.app.session import methods
 
+    # The method packages (scikit-learn for the synthesizers, ...) load in the background, so that
+    # the Protect screen opens at once.
+    threading.Thread(target=methods, name="sdckit-app-warm-up", daemon=True).start()
     guard = Guard(port, token)
     store = SessionStore()
     app = FastAPI(title="sdckit workbench", docs_url=None, redoc_url=None, openapi_url=None)

@@ -62,6 +62,21 @@ class Loaded:
 
     name: str
     frame: pd.DataFrame
+    _cache: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def overview(self) -> list[dict[str, Any]]:
+        """:func:`column_overview` of the frame, computed once."""
+        if "overview" not in self._cache:
+            self._cache["overview"] = column_overview(self.frame)
+        return self._cache["overview"]
+
+    @property
+    def suggestions(self) -> dict[str, tuple[str, str]]:
+        """:func:`suggest_roles` of the frame, computed once."""
+        if "suggestions" not in self._cache:
+            self._cache["suggestions"] = suggest_roles(self.frame)
+        return self._cache["suggestions"]
 
 
 @dataclass(frozen=True)

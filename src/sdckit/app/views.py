@@ -22,7 +22,7 @@ from starlette.concurrency import run_in_threadpool
 from sdckit import __version__
 from sdckit.app import session as work
 from sdckit.app.session import Session
-from sdckit.core.errors import SdcError
+from sdckit.core.errors import DataError, SdcError
 
 #: The screens in the order of the navigation bar: path, title.
 SCREENS = (("/open", "Open"), ("/data", "Data"), ("/roles", "Roles"), ("/risk", "Risk"), ("/protect", "Protect"))
@@ -107,7 +107,7 @@ def register(app: FastAPI) -> None:
                     async for chunk in request.stream():
                         size += len(chunk)
                         if size > MAX_UPLOAD:
-                            raise work.DataError(f"{name!r} is larger than {MAX_UPLOAD // 1024**3} GiB; "
+                            raise DataError(f"{name!r} is larger than {MAX_UPLOAD // 1024**3} GiB; "
                                                  "open it by its path on this machine instead.")
                         out.write(chunk)
                 loaded = await run_in_threadpool(work.open_upload, target, name)
@@ -121,19 +121,19 @@ def register(app: FastAPI) -> None:
     def data_screen(request: Request) -> Response:
         if (redirect := need_data(request)) is not None:
             return redirect
-        frame = request.state.session.data.frame
-        return page(request, "data.html", columns=work.column_overview(frame), rows=work.preview(frame),
+        loaded = request.state.session.data
+        frame = loaded.frame
+        return page(request, "data.html", columns=loaded.overview, rows=work.preview(frame),
                     shown=min(len(frame), work.PREVIEW_ROWS), records=len(frame))
 
     # ------------------------------------------------------------------ 2. roles
     def roles_page(request: Request, status: int = 200, error: str | None = None,
                    chosen: dict[str, str] | None = None) -> Response:
         session: Session = request.state.session
-        frame = session.data.frame
-        suggestions = work.suggest_roles(frame)
+        suggestions = session.data.suggestions
         if chosen is None:
             chosen = dict(session.roles) if session.confirmed else {n: r for n, (r, _) in suggestions.items()}
-        return page(request, "roles.html", status, error=error, columns=work.column_overview(frame),
+        return page(request, "roles.html", status, error=error, columns=session.data.overview,
                     roles=work.ROLES, chosen=chosen, suggestions=suggestions)
 
     @app.get("/roles")
