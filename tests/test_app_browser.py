@@ -22,7 +22,7 @@ import pytest
 from typer.testing import CliRunner
 
 from sdckit.app.server import Workbench
-from sdckit.app.session import suggest_roles
+from sdckit.app.session import open_path, suggest_roles
 from sdckit.cli.app import app
 from sdckit.core.errors import ParameterError
 from sdckit.core.random import new_seed
@@ -132,6 +132,42 @@ def test_a_post_from_another_origin_or_without_the_csrf_token_is_refused(bench, 
         assert "Content-Security-Policy" in page.headers and "s.csv" in page.text
     finally:
         client.close()
+
+
+def test_new_roles_give_new_risk_figures(bench, tmp_path):
+    path = tmp_path / "s.csv"
+    survey().to_csv(path, index=False)
+    client, csrf = session_client(bench)
+    roles = ["identifier", "quasi", "quasi", "quasi", "confidential", "weight", ""]
+    try:
+        client.post("/open/path", data={"path": str(path), "csrf": csrf})
+        for keys in (3, 2):  # the second time region is no key any more
+            chosen = roles[:1 + keys] + [""] * (3 - keys) + roles[4:]
+            client.post("/roles", data={"csrf": csrf, **{f"role-{i}": r for i, r in enumerate(chosen)}})
+            html = client.get("/risk").text
+            expected = risk_summary(read(path), ["sex", "age_group", "region"][:keys], "weight", suda=False).to_dict()
+            assert f'id="fig-global-risk">{expected["global_risk"]:.6f}<' in html
+    finally:
+        client.close()
+
+
+@pytest.mark.parametrize("suffix", [".dta", ".sav", ".tsv", ".parquet"])
+def test_the_open_screen_reads_through_sdckit_io(tmp_path, suffix):
+    frame = survey(8)
+    path = tmp_path / f"s{suffix}"
+    if suffix == ".dta":
+        frame.to_stata(path, write_index=False)
+    elif suffix == ".sav":
+        pyreadstat = pytest.importorskip("pyreadstat")
+        pyreadstat.write_sav(frame, str(path))
+    elif suffix == ".tsv":
+        frame.to_csv(path, sep="\t", index=False)
+    else:
+        frame.to_parquet(path, index=False)
+    loaded = open_path(path)
+    assert loaded.name == path.name and loaded.frame.shape == frame.shape
+    assert [c["name"] for c in loaded.overview] == list(frame.columns)
+    assert loaded.frame.equals(read(path))
 
 
 def test_suggestions_mark_a_unique_column_identifier_and_the_weight_and_household():

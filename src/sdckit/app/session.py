@@ -101,6 +101,11 @@ class Session:
     confirmed: bool = False
     seed: str = field(default_factory=new_seed, repr=False)
     step: Step | None = None
+    risk: dict[str, Any] | None = None  # risk_figures of the confirmed roles, computed once
+
+    def confirm(self, roles: dict[str, str]) -> None:
+        """Keep the checked roles; the risk and protection measured on the old ones are dropped."""
+        self.roles, self.confirmed, self.risk, self.step = roles, True, None, None
 
     def open(self, loaded: Loaded) -> None:
         """Make ``loaded`` the session's data set; roles and protection start again."""
@@ -108,6 +113,7 @@ class Session:
         self.roles = {}
         self.confirmed = False
         self.step = None
+        self.risk = None
 
 
 class SessionStore:

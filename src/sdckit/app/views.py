@@ -156,7 +156,7 @@ def register(app: FastAPI) -> None:
             clean = work.check_roles(session.data.frame, chosen)
         except SdcError as exc:
             return roles_page(request, 400, str(exc), chosen)
-        session.roles, session.confirmed = clean, True
+        session.confirm(clean)
         return RedirectResponse("/risk", status_code=303)
 
     # ------------------------------------------------------------------ 3. risk
@@ -168,11 +168,12 @@ def register(app: FastAPI) -> None:
         if not session.confirmed:
             return page(request, "risk.html", figures=None,
                         note="Confirm the roles first: the risk is measured on the quasi-identifiers.")
-        try:
-            figures = work.risk_figures(session.data.frame, session.roles)
-        except SdcError as exc:
-            return page(request, "risk.html", 400, error=str(exc), figures=None, note=None)
-        return page(request, "risk.html", figures=figures, note=None)
+        if session.risk is None:
+            try:
+                session.risk = work.risk_figures(session.data.frame, session.roles)
+            except SdcError as exc:
+                return page(request, "risk.html", 400, error=str(exc), figures=None, note=None)
+        return page(request, "risk.html", figures=session.risk, note=None)
 
     # ------------------------------------------------------------------ 4. protect
     def protect_page(request: Request, name: str | None, status: int = 200, error: str | None = None,
