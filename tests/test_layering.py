@@ -29,8 +29,8 @@ LAYER = {
     "recipe": 7,
     "compare": 8,
     "tune": 9,
-    "datasets": 10, "cli": 11,
-    "__init__": 12, "__main__": 13,
+    "datasets": 10, "app": 11, "cli": 12,
+    "__init__": 13, "__main__": 14,
 }
 FAMILIES = {"masking", "synthetic", "anonymity", "dp", "tabular"}
 ALLOWED_ACROSS_FAMILIES = {("dp", "anonymity")}

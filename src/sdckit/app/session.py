@@ -1,0 +1,365 @@
+"""What one browser session of the workbench holds, and the library calls each screen makes.
+
+State lives on the server (DESIGN.md section 11): a :class:`Session` holds the data set the user
+opened (a DataFrame read by :func:`sdckit.io.read`), the roles they confirmed and the session's
+CSRF token. Every figure a screen shows comes from the library — :func:`sdckit.io.read`,
+:meth:`sdckit.core.schema.Schema.infer`, :func:`sdckit.risk.summary.risk_summary` — never from
+code of the app's own. The role suggestions are only proposals: nothing uses them until the user
+confirms them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import secrets
+import tempfile
+import threading
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path, PurePath
+from typing import Any
+
+import pandas as pd
+
+from sdckit.core.errors import DataError, ParameterError, SchemaError, SdcError
+from sdckit.core.method import Method
+from sdckit.core.params import describe_rule
+from sdckit.core.random import new_seed
+from sdckit.core.schema import Schema
+from sdckit.io import read
+from sdckit.methods import available, get_method
+from sdckit.pipeline import Release, protect
+from sdckit.risk.summary import risk_summary
+
+#: Rows shown in the preview of the data set (the first ones; the screen says it is a sample).
+PREVIEW_ROWS = 10
+#: The roles a column can be given on the roles screen: the schema's four (DESIGN.md section 2)
+#: and the three columns the risk measures use by name.
+ROLES: dict[str, str] = {
+    "": "no role",
+    "identifier": "identifier (direct: name, id number)",
+    "quasi": "quasi-identifier (key variable)",
+    "confidential": "confidential",
+    "non_confidential": "non-confidential",
+    "weight": "sampling weight",
+    "household": "household id",
+    "strata": "stratum",
+}
+#: Roles of which the data may have one column only.
+SINGLE_ROLES = ("weight", "household")
+#: Column names that suggest a weight or a household id (compared lower-cased).
+_WEIGHT_NAMES = frozenset({"weight", "weights", "wgt", "w", "sampling_weight", "weight_factor", "wt"})
+_HOUSEHOLD_NAMES = frozenset({"household", "household_id", "hh", "hhid", "hh_id", "hid", "ori_hid"})
+#: A categorical column with at most this many distinct values is suggested as a key variable.
+QUASI_MAX_DISTINCT = 50
+
+
+@dataclass
+class Loaded:
+    """A data set opened in the workbench: its display name and the frame the library read."""
+
+    name: str
+    frame: pd.DataFrame
+    _cache: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def overview(self) -> list[dict[str, Any]]:
+        """:func:`column_overview` of the frame, computed once."""
+        if "overview" not in self._cache:
+            self._cache["overview"] = column_overview(self.frame)
+        return self._cache["overview"]
+
+    @property
+    def suggestions(self) -> dict[str, tuple[str, str]]:
+        """:func:`suggest_roles` of the frame, computed once."""
+        if "suggestions" not in self._cache:
+            self._cache["suggestions"] = suggest_roles(self.frame)
+        return self._cache["suggestions"]
+
+
+@dataclass(frozen=True)
+class Step:
+    """A method applied on the Protect screen: the method, the release and the risk before/after."""
+
+    method: Method
+    release: Release
+    before: dict[str, Any]
+    after: dict[str, Any]
+
+
+@dataclass
+class Session:
+    """One browser session: its id (the cookie), CSRF token, data set, confirmed roles, the seed
+    of its protection (OS entropy, held on the server and never shown) and the protection step."""
+
+    id: str
+    csrf: str
+    data: Loaded | None = None
+    roles: dict[str, str] = field(default_factory=dict)
+    confirmed: bool = False
+    seed: str = field(default_factory=new_seed, repr=False)
+    step: Step | None = None
+    risk: dict[str, Any] | None = None  # risk_figures of the confirmed roles, computed once
+
+    def confirm(self, roles: dict[str, str]) -> None:
+        """Keep the checked roles; the risk and protection measured on the old ones are dropped."""
+        self.roles, self.confirmed, self.risk, self.step = roles, True, None, None
+
+    def open(self, loaded: Loaded) -> None:
+        """Make ``loaded`` the session's data set; roles and protection start again."""
+        self.data = loaded
+        self.roles = {}
+        self.confirmed = False
+        self.step = None
+        self.risk = None
+
+
+class SessionStore:
+    """The sessions of one running workbench, by id (thread-safe: handlers run in a pool)."""
+
+    def __init__(self) -> None:
+        self._sessions: dict[str, Session] = {}
+        self._lock = threading.Lock()
+
+    def create(self) -> Session:
+        with self._lock:
+            session = Session(id=secrets.token_urlsafe(32), csrf=secrets.token_urlsafe(32))
+            self._sessions[session.id] = session
+            return session
+
+    def get(self, session_id: str | None) -> Session | None:
+        if not session_id:
+            return None
+        with self._lock:
+            return self._sessions.get(session_id)
+
+
+# --------------------------------------------------------------------------- screen 1: open
+def open_path(path: str | Path, name: str | None = None) -> Loaded:
+    """Read the file at ``path`` with :func:`sdckit.io.read` (format from its extension).
+
+    Raises :class:`DataError` with one line for anything that goes wrong, so that the page can
+    show it and keep the data set already open.
+    """
+    path = Path(path).expanduser()
+    label = name or path.name
+    if not path.is_file():
+        raise DataError(f"No file at {str(path)!r}; give the full path of a data file on this machine.")
+    try:
+        frame = read(path)
+    except SdcError:
+        raise
+    except Exception as exc:  # a reader's own error (pandas, pyarrow, pyreadstat): one line
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise DataError(f"Could not read {label!r}: {first}") from None
+    if frame.shape[1] == 0 or frame.shape[0] == 0:
+        raise DataError(f"{label!r} has no records; open a file with a header line and data rows.")
+    return Loaded(name=label, frame=frame)
+
+
+def open_upload(path: Path, name: str) -> Loaded:
+    """:func:`open_path` on an uploaded file saved at ``path``; a refusal names the file as the
+    user knows it (``name``), not the private folder it was saved in."""
+    try:
+        return open_path(path, name)
+    except SdcError as exc:
+        raise DataError(" ".join(str(exc).replace(str(path), name).split())) from None
+
+
+def safe_upload_name(filename: str) -> str:
+    """The last component of an uploaded file's name (its extension picks the reader), refused
+    when it is empty or hidden."""
+    name = PurePath(filename.replace("\\", "/")).name.strip()
+    if not name or name.startswith("."):
+        raise DataError(f"The uploaded file's name {filename!r} is not usable; upload a file such as data.csv.")
+    return name
+
+
+def upload_folder() -> tempfile.TemporaryDirectory[str]:
+    """A private folder (mode 0700) for one upload: the file is read from it and the folder removed
+    at once, so the original is held in memory only."""
+    return tempfile.TemporaryDirectory(prefix="sdckit-app-")
+
+
+def column_overview(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    """Per column: name, kind (:meth:`Schema.infer`), dtype, missing values and distinct values."""
+    schema = Schema.infer(frame)
+    out = []
+    for column in schema.columns:
+        series = frame[column.name]
+        out.append({"name": column.name, "kind": column.kind.value, "dtype": str(series.dtype),
+                    "missing": int(series.isna().sum()), "distinct": int(series.nunique(dropna=True))})
+    return out
+
+
+def preview(frame: pd.DataFrame, rows: int = PREVIEW_ROWS) -> list[list[str]]:
+    """The first ``rows`` records as text (missing values as empty cells)."""
+    head = frame.head(rows)
+    return [["" if pd.isna(v) else str(v) for v in row] for row in head.itertuples(index=False)]
+
+
+# --------------------------------------------------------------------------- screen 2: roles
+def suggest_roles(frame: pd.DataFrame) -> dict[str, tuple[str, str]]:
+    """Proposed role and the reason for it, by column; the user confirms or changes them.
+
+    * every value distinct and none missing, not a float: ``identifier`` ("unique for each record");
+    * a name such as ``weight``/``wgt`` on a positive numeric column: ``weight``;
+    * a name such as ``household``/``hhid``: ``household``;
+    * a categorical (nominal, ordinal) or integer column with 2 to :data:`QUASI_MAX_DISTINCT`
+      distinct values: ``quasi``;
+    * any other numeric column: ``confidential``.
+    """
+    schema = Schema.infer(frame)
+    out: dict[str, tuple[str, str]] = {}
+    have_weight = have_household = False
+    for column in schema.columns:
+        series = frame[column.name]
+        lower = column.name.strip().lower()
+        distinct = int(series.nunique(dropna=True))
+        numeric = column.kind.value == "numeric"
+        is_float = pd.api.types.is_float_dtype(series.dtype)
+        if lower in _WEIGHT_NAMES and numeric and not have_weight and bool((series.dropna() > 0).all()):
+            out[column.name] = ("weight", "its name says it is a weight")
+            have_weight = True
+        elif lower in _HOUSEHOLD_NAMES and not have_household:
+            out[column.name] = ("household", "its name says it is a household id")
+            have_household = True
+        elif distinct == len(series) and not series.isna().any() and not is_float and len(series) > 1:
+            out[column.name] = ("identifier", "a different value in every record")
+        elif 2 <= distinct <= QUASI_MAX_DISTINCT and (not numeric or not is_float):
+            out[column.name] = ("quasi", f"{distinct} categories: an intruder may know it")
+        elif numeric:
+            out[column.name] = ("confidential", "a measured number")
+    return out
+
+
+def check_roles(frame: pd.DataFrame, roles: Mapping[str, str]) -> dict[str, str]:
+    """The roles, checked: known role names and columns, one weight and one household at most, a
+    numeric weight; the schema roles through :meth:`Schema.infer` (which checks them too)."""
+    clean: dict[str, str] = {}
+    for name, role in roles.items():
+        if name not in frame.columns:
+            raise SchemaError(f"Column {name!r} is not in the data; the columns are: {', '.join(map(str, frame.columns))}.")
+        if role not in ROLES:
+            raise SchemaError(f"Unknown role {role!r} for column {name!r}; use one of: {', '.join(r for r in ROLES if r)}.")
+        if role:
+            clean[name] = role
+    for single in SINGLE_ROLES:
+        chosen = [n for n, r in clean.items() if r == single]
+        if len(chosen) > 1:
+            raise SchemaError(f"Columns {', '.join(map(repr, chosen))} are all marked {ROLES[single]}; mark one only.")
+    for name in (n for n, r in clean.items() if r == "weight"):
+        if not pd.api.types.is_numeric_dtype(frame[name].dtype):
+            raise SchemaError(f"Weight column {name!r} is not numeric; mark a column of positive numbers as the weight.")
+    schema_of(frame, clean)
+    return clean
+
+
+def schema_of(frame: pd.DataFrame, roles: Mapping[str, str]) -> Schema:
+    """The data set's :class:`Schema` with the roles the user confirmed (weight, household and
+    strata columns carry no schema role)."""
+    return Schema.infer(frame, **{r: [n for n, v in roles.items() if v == r]
+                                  for r in ("identifier", "quasi", "confidential", "non_confidential")})
+
+
+# --------------------------------------------------------------------------- screen 3: risk
+def risk_figures(frame: pd.DataFrame, roles: Mapping[str, str]) -> dict[str, Any]:
+    """:func:`~sdckit.risk.summary.risk_summary` on the quasi-identifiers, with the weight,
+    household and strata columns the user marked: aggregates only (counts and shares)."""
+    keys = [n for n, r in roles.items() if r == "quasi"]
+    if not keys:
+        raise SchemaError("No quasi-identifier is marked; mark the key variables on the Roles screen first.")
+    weight = next((n for n, r in roles.items() if r == "weight"), None)
+    household = next((n for n, r in roles.items() if r == "household"), None)
+    strata = [n for n, r in roles.items() if r == "strata"] or None
+    return risk_summary(frame, keys, weight, household, strata=strata, suda=False).to_dict()
+
+
+# --------------------------------------------------------------------------- screen 4: protect
+@dataclass(frozen=True)
+class Parameter:
+    """One parameter of a registered method as the Protect screen asks for it."""
+
+    name: str
+    rule: str
+    required: bool
+    default: str
+    listy: bool = False  # a list parameter: one name typed alone is a list of one
+
+
+def methods() -> dict[str, type[Method]]:
+    """Every registered method by its recipe name (:func:`sdckit.methods.available`), sorted."""
+    return dict(sorted(available().items()))
+
+
+def shown_value(value: Any) -> str:
+    """A parameter value as the form shows it (the text :func:`parse_value` reads back)."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, tuple):
+        return ", ".join(map(str, value))
+    return str(value)
+
+
+def parameters(name: str) -> list[Parameter]:
+    """The parameters of method ``name`` (its dataclass fields), each with the phrase of its
+    rule from the method's ``constraints`` (:func:`~sdckit.core.params.describe_rule`)."""
+    cls = methods().get(name)
+    if cls is None:
+        raise ParameterError(f"Unknown method {name!r}; choose one of the list.")
+    out = []
+    for f in dataclasses.fields(cls):
+        if not f.compare:
+            continue
+        required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+        default = "" if required else shown_value(f.default if f.default is not dataclasses.MISSING else f.default_factory())
+        rule = describe_rule(cls.constraints[f.name]) if f.name in cls.constraints else ""
+        if f.name in ("columns", "strata") and not rule:
+            rule = "None or column names, comma-separated"
+        out.append(Parameter(f.name, rule, required, default, str(f.type).startswith("tuple")))
+    return out
+
+
+def parse_value(text: str) -> Any:
+    """A parameter typed in the form, read as a TOML value (as in a recipe: ``3``, ``0.1``,
+    ``true``, ``"mdav"``, ``["age", "sex"]``); text that is not TOML is a string, or a list of
+    strings when it holds commas (``age, sex``)."""
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        if "," in text:
+            return [t.strip() for t in text.split(",") if t.strip()]
+        return text.strip()
+
+
+def build_method(name: str, texts: Mapping[str, str]) -> Method:
+    """The method ``name`` with the parameters the user typed (empty: the default), built by
+    :func:`sdckit.methods.get_method`, whose rules raise :class:`ParameterError`."""
+    known = {p.name: p for p in parameters(name)}
+    values = {k: parse_value(v) for k, v in texts.items() if k in known and v.strip()}
+    for k, v in values.items():
+        if known[k].listy and isinstance(v, str):
+            values[k] = [v]
+    return get_method(name, values)
+
+
+def parameter_named(message: str, names: list[str]) -> str | None:
+    """The parameter a :class:`ParameterError` message names, to show it beside its field."""
+    for quoted in re.findall(r"'([^']+)'", message):
+        if quoted in names:
+            return quoted
+    return None
+
+
+def protect_step(loaded: Loaded, roles: Mapping[str, str], method: Method, seed: str) -> Step:
+    """Apply ``method`` with :func:`sdckit.pipeline.protect` (the schema from the confirmed roles,
+    identifiers dropped) and measure the risk before and after with :func:`risk_figures`."""
+    frame = loaded.frame
+    before = risk_figures(frame, roles)
+    release = protect(frame, [method], schema=schema_of(frame, roles), seed=seed)
+    after = risk_figures(release.data, {n: r for n, r in roles.items() if n in release.data.columns})
+    return Step(method, release, before, after)

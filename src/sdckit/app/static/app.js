@@ -1,0 +1,71 @@
+// The workbench's only script. (1) Upload: sends the file as the request body (no multipart),
+// with the session's CSRF token in a header, and shows a refusal as one line on the page.
+// (2) Protect: checks the parameters with the method's own rules (POST /protect/check) as they
+// are typed, and shows a refusal beside the field it names.
+"use strict";
+document.addEventListener("DOMContentLoaded", function () {
+  var params = document.getElementById("protect-form");
+  if (params) { checkAsTyped(params); }
+  var form = document.getElementById("upload-form");
+  if (!form) { return; }
+  var csrf = document.querySelector('meta[name="csrf-token"]').getAttribute("content");
+  var error = document.getElementById("error");
+  var status = document.getElementById("upload-status");
+  form.addEventListener("submit", function (event) {
+    event.preventDefault();
+    var file = document.getElementById("upload-file").files[0];
+    if (!file) { return; }
+    error.hidden = true;
+    status.textContent = "Reading " + file.name + "…";
+    fetch("/open/upload", {
+      method: "POST", credentials: "same-origin", body: file,
+      headers: { "X-CSRF-Token": csrf, "X-File-Name": encodeURIComponent(file.name),
+                 "Content-Type": "application/octet-stream" }
+    }).then(function (response) {
+      return response.json().catch(function () { return { error: "The server refused the upload (" + response.status + ")." }; });
+    }).then(function (answer) {
+      if (answer.redirect) { window.location.assign(answer.redirect); return; }
+      status.textContent = "";
+      error.textContent = answer.error;
+      error.hidden = false;
+    }).catch(function () {
+      status.textContent = "";
+      error.textContent = "The workbench did not answer; is `sdckit app` still running?";
+      error.hidden = false;
+    });
+  });
+});
+
+function checkAsTyped(form) {
+  var timer = null;
+  var general = document.getElementById("error");
+  function show(answer) {
+    var fields = form.querySelectorAll(".field-error");
+    for (var i = 0; i < fields.length; i++) {
+      fields[i].textContent = "";
+      var input = document.getElementById("p-" + fields[i].getAttribute("data-parameter"));
+      if (input) { input.removeAttribute("aria-invalid"); }
+    }
+    general.hidden = true;
+    if (answer.ok) { return; }
+    var place = answer.parameter && document.getElementById("err-" + answer.parameter);
+    if (place) {
+      place.textContent = answer.error;
+      document.getElementById("p-" + answer.parameter).setAttribute("aria-invalid", "true");
+    } else {
+      general.textContent = answer.error;
+      general.hidden = false;
+    }
+  }
+  function check() {
+    fetch("/protect/check", {
+      method: "POST", credentials: "same-origin", body: new URLSearchParams(new FormData(form)),
+      headers: { "Content-Type": "application/x-www-form-urlencoded" }
+    }).then(function (r) { return r.json(); }).then(show).catch(function () {});
+  }
+  form.addEventListener("input", function () { clearTimeout(timer); timer = setTimeout(check, 250); });
+  form.addEventListener("change", check);
+  form.addEventListener("submit", function () {
+    document.getElementById("apply-status").textContent = "Applying and measuring…";
+  });
+}

@@ -1,0 +1,239 @@
+"""The workbench's screens: Open, Data, Roles, Risk and Protect (issue 31, screens 1 to 4).
+
+Each screen is a server-rendered page (Jinja2, autoescape on) over the calls in
+:mod:`sdckit.app.session`. Forms post ``application/x-www-form-urlencoded`` bodies, parsed here
+(no multipart parser needed); an upload is sent by ``static/app.js`` as the raw file body. A bad
+input is shown as one line on the page, and the session keeps what it had.
+"""
+
+from __future__ import annotations
+
+import hmac
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, unquote
+
+from fastapi import FastAPI, Request
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from jinja2 import Environment, PackageLoader, StrictUndefined
+from starlette.concurrency import run_in_threadpool
+
+from sdckit import __version__
+from sdckit.app import session as work
+from sdckit.app.session import Session
+from sdckit.core.errors import DataError, SdcError
+
+#: The screens in the order of the navigation bar: path, title.
+SCREENS = (("/open", "Open"), ("/data", "Data"), ("/roles", "Roles"), ("/risk", "Risk"), ("/protect", "Protect"))
+#: The largest upload accepted (bytes); a bigger file is opened by its path on the machine.
+MAX_UPLOAD = 2 * 1024**3
+
+
+@lru_cache(maxsize=1)
+def environment() -> Environment:
+    """Templates of the package, autoescape always on, undefined names an error."""
+    return Environment(loader=PackageLoader("sdckit.app", "templates"), autoescape=True,
+                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+
+
+def page(request: Request, template: str, status: int = 200, **context: Any) -> HTMLResponse:
+    session: Session = request.state.session
+    html = environment().get_template(template).render(
+        screens=SCREENS, current=request.url.path, session=session, version=__version__,
+        data=session.data, error=context.pop("error", None), **context)
+    return HTMLResponse(html, status_code=status)
+
+
+def csrf_ok(session: Session, value: str | None) -> bool:
+    return value is not None and hmac.compare_digest(value.encode(), session.csrf.encode())
+
+
+async def form_of(request: Request) -> dict[str, str] | None:
+    """The posted form (last value of each field), or None when its CSRF token is wrong."""
+    body = (await request.body()).decode("utf-8", errors="replace")
+    form = {k: v[-1] for k, v in parse_qs(body, keep_blank_values=True).items()}
+    return form if csrf_ok(request.state.session, form.get("csrf")) else None
+
+
+def refused() -> Response:
+    return Response("Forbidden: the form's CSRF token is missing or wrong; reload the page.",
+                    status_code=403, media_type="text/plain")
+
+
+def need_data(request: Request) -> Response | None:
+    """A redirect to the Open screen when the session has no data set yet."""
+    return None if request.state.session.data is not None else RedirectResponse("/open", status_code=303)
+
+
+def register(app: FastAPI) -> None:
+    """Attach the screens' routes to ``app``."""
+
+    @app.get("/")
+    def home(request: Request) -> Response:
+        return RedirectResponse("/data" if request.state.session.data is not None else "/open", status_code=303)
+
+    # ------------------------------------------------------------------ 1. open
+    @app.get("/open")
+    def open_screen(request: Request) -> Response:
+        return page(request, "open.html")
+
+    @app.post("/open/path")
+    async def open_path(request: Request) -> Response:
+        form = await form_of(request)
+        if form is None:
+            return refused()
+        path = form.get("path", "").strip()
+        if not path:
+            return page(request, "open.html", 400, error="Give the path of a data file on this machine.")
+        try:
+            loaded = await run_in_threadpool(work.open_path, path)
+        except SdcError as exc:
+            return page(request, "open.html", 400, error=str(exc), path=path)
+        request.state.session.open(loaded)
+        return RedirectResponse("/data", status_code=303)
+
+    @app.post("/open/upload")
+    async def open_upload(request: Request) -> Response:
+        session: Session = request.state.session
+        if not csrf_ok(session, request.headers.get("x-csrf-token")):
+            return refused()
+        try:
+            name = work.safe_upload_name(unquote(request.headers.get("x-file-name", "")))
+            with work.upload_folder() as folder:
+                target = Path(folder) / name
+                size = 0
+                with target.open("wb") as out:
+                    async for chunk in request.stream():
+                        size += len(chunk)
+                        if size > MAX_UPLOAD:
+                            raise DataError(f"{name!r} is larger than {MAX_UPLOAD // 1024**3} GiB; "
+                                                 "open it by its path on this machine instead.")
+                        out.write(chunk)
+                loaded = await run_in_threadpool(work.open_upload, target, name)
+        except SdcError as exc:
+            return JSONResponse({"error": " ".join(str(exc).split())}, status_code=400)
+        session.open(loaded)
+        return JSONResponse({"redirect": "/data"})
+
+    # ------------------------------------------------------------------ data overview
+    @app.get("/data")
+    def data_screen(request: Request) -> Response:
+        if (redirect := need_data(request)) is not None:
+            return redirect
+        loaded = request.state.session.data
+        frame = loaded.frame
+        return page(request, "data.html", columns=loaded.overview, rows=work.preview(frame),
+                    shown=min(len(frame), work.PREVIEW_ROWS), records=len(frame))
+
+    # ------------------------------------------------------------------ 2. roles
+    def roles_page(request: Request, status: int = 200, error: str | None = None,
+                   chosen: dict[str, str] | None = None) -> Response:
+        session: Session = request.state.session
+        suggestions = session.data.suggestions
+        if chosen is None:
+            chosen = dict(session.roles) if session.confirmed else {n: r for n, (r, _) in suggestions.items()}
+        return page(request, "roles.html", status, error=error, columns=session.data.overview,
+                    roles=work.ROLES, chosen=chosen, suggestions=suggestions)
+
+    @app.get("/roles")
+    def roles_screen(request: Request) -> Response:
+        if (redirect := need_data(request)) is not None:
+            return redirect
+        return roles_page(request)
+
+    @app.post("/roles")
+    async def roles_save(request: Request) -> Response:
+        form = await form_of(request)
+        if form is None:
+            return refused()
+        if (redirect := need_data(request)) is not None:
+            return redirect
+        session: Session = request.state.session
+        columns = [str(c) for c in session.data.frame.columns]
+        chosen = {name: form.get(f"role-{i}", "") for i, name in enumerate(columns)}
+        try:
+            clean = work.check_roles(session.data.frame, chosen)
+        except SdcError as exc:
+            return roles_page(request, 400, str(exc), chosen)
+        session.confirm(clean)
+        return RedirectResponse("/risk", status_code=303)
+
+    # ------------------------------------------------------------------ 3. risk
+    @app.get("/risk")
+    def risk_screen(request: Request) -> Response:
+        if (redirect := need_data(request)) is not None:
+            return redirect
+        session: Session = request.state.session
+        if not session.confirmed:
+            return page(request, "risk.html", figures=None,
+                        note="Confirm the roles first: the risk is measured on the quasi-identifiers.")
+        if session.risk is None:
+            try:
+                session.risk = work.risk_figures(session.data.frame, session.roles)
+            except SdcError as exc:
+                return page(request, "risk.html", 400, error=str(exc), figures=None, note=None)
+        return page(request, "risk.html", figures=session.risk, note=None)
+
+    # ------------------------------------------------------------------ 4. protect
+    def protect_page(request: Request, name: str | None, status: int = 200, error: str | None = None,
+                     texts: dict[str, str] | None = None, field_error: tuple[str, str] | None = None) -> Response:
+        catalogue = work.methods()
+        chosen = name if name in catalogue else None
+        step = request.state.session.step
+        if texts is None and step is not None and step.method.name == chosen:  # the values applied
+            texts = {k: work.shown_value(v) for k, v in step.method.params(plain=False).items()}
+        return page(request, "protect.html", status, error=error, methods=list(catalogue), chosen=chosen,
+                    parameters=work.parameters(chosen) if chosen else [], texts=texts or {},
+                    field_error=field_error, step=step)
+
+    def typed(form: dict[str, str]) -> dict[str, str]:
+        return {k.removeprefix("p-"): v for k, v in form.items() if k.startswith("p-")}
+
+    def method_or_error(form: dict[str, str]) -> tuple[Any, str | None, str | None]:
+        """(method, None, None), or (None, parameter or None, message) when it is refused."""
+        name = form.get("method", "")
+        try:
+            return work.build_method(name, typed(form)), None, None
+        except SdcError as exc:
+            names = [p.name for p in work.parameters(name)] if name in work.methods() else []
+            message = " ".join(str(exc).split())
+            return None, work.parameter_named(message, names), message
+
+    @app.get("/protect")
+    def protect_screen(request: Request, method: str | None = None) -> Response:
+        if (redirect := need_data(request)) is not None:
+            return redirect
+        if not request.state.session.confirmed:
+            return page(request, "risk.html", figures=None,
+                        note="Confirm the roles first: the methods work on the columns by their roles.")
+        return protect_page(request, method)
+
+    @app.post("/protect/check")
+    async def protect_check(request: Request) -> Response:
+        form = await form_of(request)
+        if form is None:
+            return refused()
+        _, name, message = method_or_error(form)
+        return JSONResponse({"ok": message is None, "parameter": name, "error": message})
+
+    @app.post("/protect")
+    async def protect_apply(request: Request) -> Response:
+        form = await form_of(request)
+        if form is None:
+            return refused()
+        if (redirect := need_data(request)) is not None:
+            return redirect
+        session: Session = request.state.session
+        if not session.confirmed:
+            return RedirectResponse("/roles", status_code=303)
+        method, name, message = method_or_error(form)
+        if method is None:
+            return protect_page(request, form.get("method"), 400, None if name else message, typed(form),
+                                (name, message) if name else None)
+        try:
+            step = await run_in_threadpool(work.protect_step, session.data, session.roles, method, session.seed)
+        except SdcError as exc:
+            return protect_page(request, form.get("method"), 400, " ".join(str(exc).split()), typed(form))
+        session.step = step
+        return RedirectResponse(f"/protect?method={method.name}", status_code=303)

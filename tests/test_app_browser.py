@@ -1,0 +1,345 @@
+"""The workbench (``sdckit app``, issue 31) in a real browser: Playwright driving Debian's Chromium.
+
+The server runs in-process on 127.0.0.1 and a free port. The browser opens the address with its
+token, uploads a small file made here, confirms the suggested roles (changing one), and the risk
+screen must show what :func:`sdckit.risk.summary.risk_summary` computes on the same file. The
+security checks (no token, a foreign Origin, a missing CSRF token, a foreign Host) run with httpx.
+Chromium is Debian's ``chromium`` package, which ``.ci/run`` installs; without it the browser tests
+skip and say why. Set ``SDCKIT_APP_SCREENSHOTS`` to a folder to keep a screenshot of each screen.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from pathlib import Path
+
+import httpx
+import numpy as np
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from sdckit.app.server import Workbench
+from sdckit.app.session import open_path, suggest_roles
+from sdckit.cli.app import app
+from sdckit.core.errors import ParameterError
+from sdckit.core.random import new_seed
+from sdckit.core.schema import Schema
+from sdckit.io import read
+from sdckit.masking import LocalSuppression
+from sdckit.pipeline import protect
+from sdckit.risk.summary import risk_summary
+
+def chromium_path() -> str | None:
+    for name in ("chromium", "chromium-browser"):
+        if found := shutil.which(name):
+            return found
+    return None
+
+
+def survey(n: int = 60) -> pd.DataFrame:
+    """A small survey: a unique id, three key variables, income, a weight and households."""
+    rng = np.random.default_rng(7)
+    return pd.DataFrame({
+        "person_id": np.arange(1001, 1001 + n),
+        "sex": rng.choice(["F", "M"], n),
+        "age_group": rng.choice(["<30", "30-49", "50-69", "70+"], n),
+        "region": rng.choice(["north", "south", "east", "west", "centre"], n),
+        "income": np.round(rng.lognormal(10, 0.5, n), 2),
+        "weight": np.round(rng.uniform(5, 50, n), 3),
+        "hhid": np.repeat(np.arange(n // 2), 2),
+    })
+
+
+@pytest.fixture(scope="module")
+def bench():
+    server = Workbench(0).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    executable = chromium_path()
+    if executable is None:
+        pytest.skip("headless Chromium is not installed (Debian package 'chromium'; .ci/run installs it)")
+    sync_api = pytest.importorskip("playwright.sync_api", reason="the 'playwright' package (test extra) is not installed")
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=executable, args=["--no-sandbox", "--disable-gpu"])
+        yield b
+        b.close()
+
+
+@pytest.fixture()
+def page(browser, bench):
+    context = browser.new_context(viewport={"width": 1200, "height": 900})
+    pg = context.new_page()
+    pg.set_default_timeout(20_000)
+    yield pg
+    context.close()
+
+
+def unlabelled(pg) -> list[str]:
+    """Visible form controls of the page without a label (accessibility basics)."""
+    return pg.locator("input:not([type=hidden]), select, textarea").evaluate_all(
+        "els => els.filter(e => !e.labels || e.labels.length === 0).map(e => e.id || e.name)")
+
+
+def shot(pg, name: str) -> None:
+    folder = os.environ.get("SDCKIT_APP_SCREENSHOTS")
+    if folder:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        pg.screenshot(path=str(Path(folder) / f"{name}.png"), full_page=True)
+
+
+# --------------------------------------------------------------------------- security (no browser)
+def session_client(bench) -> tuple[httpx.Client, str]:
+    client = httpx.Client(base_url=bench.base, follow_redirects=True, timeout=10)
+    html = client.get(bench.url).text  # the token's visit opens a session (its cookie)
+    return client, re.search(r'name="csrf-token" content="([^"]+)"', html).group(1)
+
+
+def test_without_the_token_or_from_another_host_every_request_is_refused(bench):
+    assert httpx.get(f"{bench.base}/open").status_code == 403
+    assert httpx.get(f"{bench.base}/").status_code == 403
+    assert httpx.get(f"{bench.base}/?token=wrong").status_code == 403
+    assert httpx.post(f"{bench.base}/open/path", data={"path": "x.csv"}).status_code == 403
+    token = bench.url.split("token=")[1]
+    evil_host = httpx.get(f"{bench.base}/?token={token}", headers={"Host": "evil.example:80"})
+    assert evil_host.status_code == 403  # DNS rebinding: a page on another name cannot reach us
+    ok = httpx.get(bench.url)
+    assert ok.status_code == 303 and "httponly" in ok.headers["set-cookie"].lower()
+    assert "samesite=strict" in ok.headers["set-cookie"].lower()
+
+
+def test_a_post_from_another_origin_or_without_the_csrf_token_is_refused(bench, tmp_path):
+    client, csrf = session_client(bench)
+    path = tmp_path / "s.csv"
+    survey().to_csv(path, index=False)
+    try:
+        foreign = client.post("/open/path", data={"path": str(path), "csrf": csrf},
+                              headers={"Origin": "http://evil.example"}, follow_redirects=False)
+        assert foreign.status_code == 403
+        assert client.post("/open/path", data={"path": str(path)}, follow_redirects=False).status_code == 403
+        assert client.post("/open/upload", content=b"a,b\n1,2\n", headers={"X-File-Name": "x.csv"}).status_code == 403
+        assert "No data set open" in client.get("/open").text  # nothing of the refused posts happened
+        own = client.post("/open/path", data={"path": str(path), "csrf": csrf},
+                          headers={"Origin": bench.base}, follow_redirects=False)
+        assert own.status_code == 303 and own.headers["location"] == "/data"
+        page = client.get("/data")
+        assert "Content-Security-Policy" in page.headers and "s.csv" in page.text
+    finally:
+        client.close()
+
+
+def test_new_roles_give_new_risk_figures(bench, tmp_path):
+    path = tmp_path / "s.csv"
+    survey().to_csv(path, index=False)
+    client, csrf = session_client(bench)
+    roles = ["identifier", "quasi", "quasi", "quasi", "confidential", "weight", ""]
+    try:
+        client.post("/open/path", data={"path": str(path), "csrf": csrf})
+        for keys in (3, 2):  # the second time region is no key any more
+            chosen = roles[:1 + keys] + [""] * (3 - keys) + roles[4:]
+            client.post("/roles", data={"csrf": csrf, **{f"role-{i}": r for i, r in enumerate(chosen)}})
+            html = client.get("/risk").text
+            expected = risk_summary(read(path), ["sex", "age_group", "region"][:keys], "weight", suda=False).to_dict()
+            assert f'id="fig-global-risk">{expected["global_risk"]:.6f}<' in html
+    finally:
+        client.close()
+
+
+@pytest.mark.parametrize("suffix", [".dta", ".sav", ".tsv", ".parquet"])
+def test_the_open_screen_reads_through_sdckit_io(tmp_path, suffix):
+    frame = survey(8)
+    path = tmp_path / f"s{suffix}"
+    if suffix == ".dta":
+        frame.to_stata(path, write_index=False)
+    elif suffix == ".sav":
+        pyreadstat = pytest.importorskip("pyreadstat")
+        pyreadstat.write_sav(frame, str(path))
+    elif suffix == ".tsv":
+        frame.to_csv(path, sep="\t", index=False)
+    else:
+        frame.to_parquet(path, index=False)
+    loaded = open_path(path)
+    assert loaded.name == path.name and loaded.frame.shape == frame.shape
+    assert [c["name"] for c in loaded.overview] == list(frame.columns)
+    assert loaded.frame.equals(read(path))
+
+
+def test_suggestions_mark_a_unique_column_identifier_and_the_weight_and_household():
+    s = suggest_roles(survey())
+    assert s["person_id"][0] == "identifier"
+    assert s["weight"][0] == "weight" and s["hhid"][0] == "household"
+    assert {s[c][0] for c in ("sex", "age_group", "region")} == {"quasi"}
+    assert s["income"][0] == "confidential"
+
+
+# --------------------------------------------------------------------------- screens in the browser
+def test_open_roles_risk_in_the_browser_match_the_library(page, bench, tmp_path):
+    frame = survey()
+    path = tmp_path / "survey.csv"
+    frame.to_csv(path, index=False)
+    page.goto(bench.url)
+    assert page.url.endswith("/open") and "token" not in page.url
+    assert unlabelled(page) == []
+    page.keyboard.press("Tab")  # keyboard: the first stop is the skip link, then the screens
+    assert page.evaluate("document.activeElement.textContent") == "Skip to content"
+    page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.getAttribute('href')") == "/open"
+    shot(page, "1-open")
+    page.set_input_files("#upload-file", str(path))
+    page.click("#upload-form button[type=submit]")
+    page.wait_for_url("**/data")
+    assert page.inner_text("#dataset-name") == "survey.csv"
+    rows = page.locator("#columns tbody tr")
+    assert rows.count() == frame.shape[1]
+    assert "numeric" in rows.nth(0).inner_text() and "nominal" in rows.nth(1).inner_text()
+    assert "A sample: the first 10 of 60 records" in page.inner_text("#sample-note")
+    assert page.locator("#sample tbody tr").count() == 10
+    shot(page, "2-data")
+
+    page.click("text=Next: roles")
+    page.wait_for_url("**/roles")
+    assert page.locator("select[data-column=person_id]").input_value() == "identifier"
+    assert page.locator("select[data-column=weight]").input_value() == "weight"
+    page.select_option("select[data-column=hhid]", "")  # the user changes a suggestion: no household
+    shot(page, "3-roles")
+    assert unlabelled(page) == []
+    page.click("#confirm-roles")
+    page.wait_for_url("**/risk")
+    shot(page, "4-risk")
+
+    expected = risk_summary(read(path), ["sex", "age_group", "region"], "weight", suda=False).to_dict()
+    assert page.inner_text("#keys") == "sex, age_group, region"
+    assert page.inner_text("#fig-records") == "60"
+    assert page.inner_text("#fig-global-risk") == f"{expected['global_risk']:.6f}"
+    assert page.inner_text("#fig-expected") == f"{expected['expected_reidentifications']:.2f}"
+    assert page.inner_text("#fig-above") == f"{expected['above_threshold']:,}"
+    for k in ("2", "3", "5"):
+        assert page.inner_text(f"#fig-k{k}") == f"{expected['k_anonymity_violations'][k]:,}"
+    assert page.locator("#fig-household-risk").count() == 0
+    body = page.inner_text("main")
+    assert "1001" not in body and "north" not in body  # counts only, never a value
+
+
+def test_a_bad_file_gives_one_line_and_keeps_the_open_data(page, bench, tmp_path):
+    good = tmp_path / "good.csv.gz"
+    survey(12).to_csv(good, index=False, compression="gzip")
+    page.goto(bench.url)
+    page.fill("#path", str(good))  # open by its path on the machine
+    page.click("#path-form button[type=submit]")
+    page.wait_for_url("**/data")
+    assert page.inner_text("#dataset-name") == "good.csv.gz"
+    bad = tmp_path / "broken.parquet"
+    bad.write_bytes(b"this is not parquet")
+    page.goto(page.url.rsplit("/", 1)[0] + "/open")
+    page.set_input_files("#upload-file", str(bad))
+    page.click("#upload-form button[type=submit]")
+    error = page.locator("#error")
+    error.wait_for(state="visible")
+    message = error.inner_text()
+    assert "broken.parquet" in message and "\n" not in message
+    assert "sdckit-app-" not in message  # named as the user knows it, not by the private folder
+    shot(page, "5-open-error")
+    assert page.inner_text("#dataset-name") == "good.csv.gz"  # nothing lost
+    page.fill("#path", str(tmp_path / "nowhere.csv"))
+    page.click("#path-form button[type=submit]")
+    assert "No file at" in page.locator("#error").inner_text()
+    assert page.inner_text("#dataset-name") == "good.csv.gz"
+
+
+def test_two_weights_are_refused_on_the_page(page, bench, tmp_path):
+    path = tmp_path / "s.csv"
+    survey(20).assign(w2=1.0).to_csv(path, index=False)
+    page.goto(bench.url)
+    page.fill("#path", str(path))
+    page.click("#path-form button[type=submit]")
+    page.wait_for_url("**/data")
+    page.goto(page.url.rsplit("/", 1)[0] + "/roles")
+    page.select_option("select[data-column=w2]", "weight")
+    page.click("#confirm-roles")
+    assert "mark one only" in page.locator("#error").inner_text()
+    assert page.url.endswith("/roles")
+
+
+def test_protect_checks_parameters_as_typed_and_shows_risk_before_and_after(page, bench, tmp_path):
+    frame = survey()
+    path = tmp_path / "survey.parquet"
+    frame.to_parquet(path, index=False)
+    page.goto(bench.url)
+    page.fill("#path", str(path))
+    page.click("#path-form button[type=submit]")
+    page.wait_for_url("**/data")
+    page.click("nav >> text=Roles")
+    page.click("#confirm-roles")  # the suggestions as they are: hhid is the household id
+    page.wait_for_url("**/risk")
+    page.click("nav >> text=Protect")
+    page.select_option("#method", "microaggregation")
+    page.click("#method-form button[type=submit]")
+    page.wait_for_url("**/protect?method=microaggregation")  # loaded: the script listens
+    assert "an int >= 2" in page.inner_text("#rule-k")
+    assert unlabelled(page) == []  # the rule's phrase from the method's constraints
+    page.fill("#p-k", "1")
+    error = page.locator("#err-k")
+    error.filter(has_text="must be an int >= 2").wait_for()  # checked as typed, beside the field
+    assert page.get_attribute("#p-k", "aria-invalid") == "true"
+    page.fill("#p-k", "3")
+    for _ in range(600):  # (wait_for_function would evaluate a string: the page's CSP forbids it)
+        if page.get_attribute("#p-k", "aria-invalid") is None:
+            break
+        page.wait_for_timeout(25)
+    assert page.get_attribute("#p-k", "aria-invalid") is None and page.inner_text("#err-k") == ""
+    shot(page, "6-protect-params")
+
+    page.select_option("#method", "local_suppression")
+    page.click("#method-form button[type=submit]")
+    page.wait_for_url("**/protect?method=local_suppression")
+    page.fill("#p-k", "3")
+    page.click("#apply")
+    page.wait_for_selector("#before-after")
+    shot(page, "7-protect-result")
+    keys = ["sex", "age_group", "region"]
+    original = read(path)
+    schema = Schema.infer(original, identifier=["person_id"], quasi=keys, confidential=["income"])
+    release = protect(original, [LocalSuppression(k=3)], schema=schema, seed=new_seed())  # deterministic
+    before = risk_summary(original, keys, "weight", "hhid", suda=False).to_dict()
+    after = risk_summary(release.data, keys, "weight", "hhid", suda=False).to_dict()
+    assert after["k_anonymity_violations"]["3"] == 0 < before["k_anonymity_violations"]["3"]
+    for side, d in (("before", before), ("after", after)):
+        assert page.inner_text(f"#{side}-global-risk") == f"{d['global_risk']:.6f}"
+        for k in ("2", "3", "5"):
+            assert page.inner_text(f"#{side}-k{k}") == f"{d['k_anonymity_violations'][k]:,}"
+    assert page.input_value("#p-k") == "3" and page.input_value("#p-missing") == "strict"  # as applied
+    page.fill("#p-k", "0")  # a value the rules refuse, sent anyway: refused on the server, beside k
+    page.click("#apply")
+    page.locator("#err-k", has_text="an int >= 1").wait_for()
+
+
+# --------------------------------------------------------------------------- the command
+def test_sdckit_app_prints_its_address_and_serves_the_page(monkeypatch):
+    """The command as a user runs it (in-process: ``run`` is replaced by a start in a thread)."""
+    started = []
+
+    def start_instead(self):
+        started.append(self.start())
+
+    monkeypatch.setattr(Workbench, "run", start_instead)
+    result = CliRunner().invoke(app, ["app", "--no-browser"])
+    assert result.exit_code == 0, result.output
+    url = re.search(r"http://127\.0\.0\.1:(\d+)/\?token=\S+", result.output).group(0)
+    try:
+        answer = httpx.get(url, follow_redirects=True, timeout=10)
+        assert answer.status_code == 200 and "Open a data file" in answer.text
+        assert httpx.get(url.split("?")[0] + "open").status_code == 403
+    finally:
+        started[0].stop()
+
+
+def test_a_port_in_use_is_one_line(bench):
+    result = CliRunner().invoke(app, ["app", "--no-browser", "--port", str(bench.port)])
+    assert result.exit_code != 0 and isinstance(result.exception, ParameterError)
+    assert f"Port {bench.port}" in str(result.exception) and "--port" in str(result.exception)
