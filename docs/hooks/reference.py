@@ -174,16 +174,13 @@ def _help(args: list[str]) -> str:
 
 def cli_commands() -> list[list[str]]:
     """Every command and sub-command, as argument lists (``[]`` is ``sdckit`` itself)."""
-    import click
-
     from sdckit.cli.app import COMMANDS, load_command
 
     out: list[list[str]] = [[]]
     for name in sorted(COMMANDS):
         out.append([name])
         command = load_command(name)
-        if isinstance(command, click.Group):
-            out += [[name, sub] for sub in sorted(command.commands)]
+        out += [[name, sub] for sub in getattr(command, "commands", {})]  # a group: its commands
     return out
 
 
