@@ -8,6 +8,8 @@ with ``mkdocs build --strict`` by ``.ci/run``.
 
 from __future__ import annotations
 
+import functools
+import importlib
 import importlib.util
 import re
 
@@ -19,11 +21,17 @@ DOCS = ROOT / "docs"
 PAGES = sorted(p for p in DOCS.rglob("*.md") if "hooks" not in p.parts)
 
 
+@functools.cache
 def _hook():
     spec = importlib.util.spec_from_file_location("docs_reference_hook", DOCS / "hooks" / "reference.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+@functools.cache
+def _pages() -> dict[str, str]:
+    return _hook().pages()
 
 
 @pytest.mark.parametrize("page", [p for p in PAGES if any(runnable(s) for s in parse(p.read_text("utf-8")))],
@@ -45,7 +53,7 @@ def test_a_docs_page_runs_its_sections_in_one_folder_and_names_its_line(tmp_path
 def test_every_nav_page_exists_and_every_page_is_in_the_nav():
     nav = re.findall(r":\s*(\S+\.md)\s*$|^\s*-\s*(\S+\.md)\s*$", (ROOT / "mkdocs.yml").read_text(), re.M)
     listed = {a or b for a, b in nav}
-    generated = set(_hook().pages())
+    generated = set(_pages())
     written = {str(p.relative_to(DOCS)) for p in PAGES}
     assert listed == written | generated, (listed ^ (written | generated))
     assert not written & generated, "a generated page is also kept in docs/"
@@ -58,7 +66,7 @@ def test_reference_covers_every_method_command_and_public_name():
     from sdckit.methods import available
 
     hook = _hook()
-    pages = hook.pages()
+    pages = _pages()
     methods = pages["reference/methods.md"]
     for name in available():
         assert f"## `{name}` {{#{name}}}" in methods, name
