@@ -84,3 +84,12 @@ def test_reference_covers_every_method_command_and_public_name():
         for name in module.__all__:
             path = hook.target(getattr(module, name))
             assert (f"::: {path}" in page or f"[`{path}`]" in page) if path else f"| `{name}` |" in page, (package, name)
+
+
+def test_sphinx_roles_in_docstrings_become_code_spans():
+    pytest.importorskip("griffe")  # installed with the docs extra
+    spec = importlib.util.spec_from_file_location("docs_griffe_sdckit", DOCS / "hooks" / "griffe_sdckit.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    text = "See :func:`~sdckit.permutation.verify_linkage` and :class:`sdckit.Schema`, not `x`."
+    assert module.plain_roles(text) == "See `verify_linkage` and `sdckit.Schema`, not `x`."
