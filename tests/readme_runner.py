@@ -1,6 +1,9 @@
-"""Runs the README's examples as a reader would (issue 12 section 5).
+"""Runs the examples of a Markdown page — the README, a page of docs/ — as a reader would
+(issue 12 section 5; issue 33 for docs/).
 
-The README is cut into its ``## `` sections. Each section runs in a fresh folder holding the
+A page is cut into its ``## `` sections (``tests/test_readme.py`` runs each README section on its
+own; ``tests/test_docs.py`` runs a docs page's sections in order in one folder, as a tutorial is
+read, with :meth:`Runner.run_page`). Each section runs in a fresh folder holding the
 bundled example data (``census.csv``; sdcMicro's ``testdata`` and the table examples under
 ``tests/data/sdcmicro`` and ``tests/data/tabular``, as in a clone)
 and every file the README declares (``<!-- file: NAME -->``), its code blocks in order:
@@ -49,7 +52,7 @@ while True:
     code = sys.stdin.read(int(header))
     status = 0
     try:
-        exec(compile(code, "<README>", "exec"), namespace)
+        exec(compile(code, "<example>", "exec"), namespace)
     except BaseException:
         traceback.print_exc(file=sys.stdout)
         status = 1
@@ -121,10 +124,13 @@ def _shell_script(block: Block) -> str:
 
 
 class Runner:
-    """Runs one section in ``folder``; raises AssertionError naming the README line at fault."""
+    """Runs one section (or a page) in ``folder``; raises AssertionError naming the line at fault
+    in ``source`` (the page's name in messages)."""
 
-    def __init__(self, folder: Path, files: dict[str, str], timeout: float = 600.0) -> None:
+    def __init__(self, folder: Path, files: dict[str, str], timeout: float = 600.0,
+                 source: str = "README.md") -> None:
         self.folder = folder
+        self.source = source
         self.files = files
         self.timeout = timeout
         self.last_output = ""
@@ -152,15 +158,20 @@ class Runner:
             self.python.wait(timeout=60)
 
     def run(self, section: Section) -> None:
+        self.run_page([section])
+
+    def run_page(self, sections: list[Section]) -> None:
+        """Every block of ``sections`` in order, in one folder and one Python interpreter."""
         try:
-            for block in section.blocks:
-                self._run_block(block)
+            for section in sections:
+                for block in section.blocks:
+                    self._run_block(block)
         finally:
             self.close()
 
     def _run_block(self, block: Block) -> None:
         d = block.directives
-        where = f"README.md line {block.line}"
+        where = f"{self.source} line {block.line}"
         if "not-run" in d:
             assert d["not-run"], f"{where}: a not-run block must say why"
             return

@@ -67,9 +67,7 @@ class Method:
             value = getattr(self, f.name)
             if isinstance(value, list | tuple):
                 object.__setattr__(self, f.name, to_tuple(value))
-        rules: dict[str, Rule] = {"columns": [IsNone(), StrList()], **self.constraints}
-        if isinstance(self, StratifiedMethod):
-            rules["strata"] = [IsNone(), StrList()]
+        rules = parameter_rules(type(self))
         every_field = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         validate_params(type(self).__name__, every_field, rules)
         self.check_parameters()
@@ -245,6 +243,16 @@ class StratifiedMethod(Method):
     ``strata`` (how many) and ``by_stratum`` (each stratum's report)."""
 
     strata: tuple[str, ...] | None = field(default=None, kw_only=True)
+
+
+def parameter_rules(cls: type[Method]) -> dict[str, Rule]:
+    """The rule of every validated parameter of ``cls``: ``columns`` (and ``strata`` for a
+    :class:`StratifiedMethod`) and the class's own ``constraints``; the reference's Methods page
+    describes them with :func:`sdckit.core.params.describe_rule`."""
+    rules: dict[str, Rule] = {"columns": [IsNone(), StrList()], **cls.constraints}
+    if issubclass(cls, StratifiedMethod):
+        rules["strata"] = [IsNone(), StrList()]
+    return rules
 
 
 def _run_by_stratum(method: Method, frame: pd.DataFrame, columns: tuple[str, ...], schema: Schema,
