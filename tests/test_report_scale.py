@@ -131,3 +131,22 @@ def test_report_below_the_threshold_is_exact_and_says_nothing_of_samples(small_t
     assert report.data["permutation"]["p_value"] == risk.p_value
     assert report.data["permutation"]["hellinger"] == risk.hellinger
     assert report.data["permutation"]["linkage"] == risk.linkage
+
+
+def test_rank_interval_disclosure_matches_its_definition_with_ties():
+    # oracle: the definition record by record (tied released values share one interval, from
+    # w ranks below the first of them to w ranks above the last)
+    from sdckit.risk import interval_disclosure
+
+    rng = np.random.default_rng(3)
+    y = pd.DataFrame({"a": rng.integers(0, 40, 300).astype(float), "b": rng.standard_normal(300)})
+    x = y + rng.normal(scale=[3.0, 0.2], size=y.shape)
+    p, n = 10.0, 300
+    w = int(np.floor(p / 100 * n / 2))
+    hits = []
+    for c in ("a", "b"):
+        s = np.sort(y[c].to_numpy())
+        for xi, yi in zip(x[c], y[c]):
+            first, last = np.flatnonzero(s == yi)[[0, -1]]
+            hits.append(s[max(first - w, 0)] <= xi <= s[min(last + w, n - 1)])
+    assert interval_disclosure(x, y, p=p).share == pytest.approx(np.mean(hits), abs=1e-15)
