@@ -14,6 +14,7 @@ from sdckit.permutation.distance import permutation_distances
 from sdckit.permutation.intruder import Linkage, intruder_linkage
 from sdckit.permutation.privacy import PermutedPrivacy, permuted_privacy
 from sdckit.permutation.reverse import decompose, rank_correlation, reverse_map
+from sdckit.permutation.sample import sample_pairs
 from sdckit.permutation.subject import SubjectVerification, verify_subject
 from sdckit.permutation.verify import N_RANDOM, Verification, hellinger, verify_linkage
 
@@ -34,6 +35,7 @@ __all__ = [
     "rank_correlation",
     "rank_displacement",
     "reverse_map",
+    "sample_pairs",
     "N_RANDOM",
     "verify_linkage",
     "verify_subject",

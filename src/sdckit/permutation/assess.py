@@ -21,6 +21,7 @@ from sdckit.permutation.distance import Progress, nearest_distances
 from sdckit.permutation.intruder import Linkage, linkage_from
 from sdckit.permutation.privacy import minimum_variances, window_variances
 from sdckit.permutation.results import Result
+from sdckit.permutation.sample import sample_pairs
 from sdckit.permutation.reverse import spearman_xz
 from sdckit.permutation.verify import (ALPHA, MAX_REPLICATES, N_RANDOM, RISK, Verification, check_verify_params,
                                        verification_from)
@@ -51,6 +52,10 @@ class Assessment(Result):
     sampled : int or None
         How many original records the linkage, the verification and the data-set-level figures
         were computed on, when that was a simple random sample (``None``: all).
+    records : int or None
+        With ``records=``: how many record pairs the whole assessment was computed on (a simple
+        random sample of the release and its originals; ``n_original`` and ``n_released`` are
+        the full counts). ``None``: on every record.
     """
 
     columns: tuple
@@ -62,6 +67,7 @@ class Assessment(Result):
     linkage: Linkage | None
     verification: Verification
     sampled: int | None = None
+    records: int | None = None
 
     def summary(self) -> list[tuple[str, str]]:
         """Label/value pairs of the headline figures (for the CLI and the report)."""
@@ -72,9 +78,12 @@ class Assessment(Result):
             ("data-set-level permutation distance" + (" (minimum over the sample)" if self.sampled else ""),
              str(self.dataset_distance)),
         ]
+        if self.records is not None:
+            rows.append(("everything on a random sample of record pairs (the sub-release)",
+                         f"{self.records} of {self.n_original}"))
         if self.sampled is not None:
             rows.append(("linkage, verification and distance on a random sample of originals",
-                         f"{self.sampled} of {self.n_original}"))
+                         f"{self.sampled} of {self.records or self.n_original}"))
         if self.linkage is not None:
             link = self.linkage
             rows += [
@@ -109,6 +118,7 @@ def assess(
     max_replicates: int = MAX_REPLICATES,
     risk: float = RISK,
     sample: int | None = None,
+    records: int | None = None,
     schema: SchemaLike = None,
     ties: str = "random",
     random_state: RandomState = None,
@@ -127,6 +137,16 @@ def assess(
         ``n log n`` with a large constant in many dimensions). The data-set-level distance and
         variances are then the minimum over the sampled records: an upper bound of the
         data set's (the summary says so).
+    records : int, optional
+        Bounded memory on large data (issue 28): when there are more than this many records,
+        assess only a simple random sample of this many record pairs (row ``i`` of each; drawn
+        from ``random_state``'s generator, so reproducible), as the release of those records
+        alone; ``sample`` then applies within it. Time and memory are those of ``records``
+        records, whatever ``n``. Every figure is the sub-release's: ranks and distances are on
+        its scale (about ``records / n`` of the whole's), and the p-value's Monte-Carlo error
+        (``p_value_se``, the Clopper-Pearson interval) is that of the sub-release's test —
+        exact as stated for it; the sub-release's p-value itself estimates the whole's with a
+        sampling error that is not stated (see DESIGN.md section 3, "Scale").
 
     Returns
     -------
@@ -136,6 +156,11 @@ def assess(
                         max_replicates=max_replicates, risk=risk)
     if sample is not None:
         check_param("assess", "sample", sample, Interval(int, 2, None))
+    n_original, n_released = len(original), len(released)
+    kept = None
+    if records is not None:
+        original, released, kept, random_state = sample_pairs(original, released, records, truth=truth,
+                                                              random_state=random_state)
     space = rank_space(original, released, columns, schema=schema, ties=ties,
                        random_state=random_state)
     rows = None
@@ -154,7 +179,8 @@ def assess(
                                      max_replicates=max_replicates, risk=risk, ties=ties,
                                      original_distances=original_d, rows=rows, progress=progress)
     return Assessment(
-        columns=tuple(space.names), n_original=len(space.x), n_released=len(space.y),
+        columns=tuple(space.names), n_original=n_original, n_released=n_released,
         dataset_distance=level, dataset_variances=variances, rank_correlation=correlation,
         linkage=linkage, verification=verification, sampled=None if rows is None else len(rows),
+        records=kept,
     )

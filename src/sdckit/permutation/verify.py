@@ -150,10 +150,16 @@ def random_positions(
 def random_query(
     source: Sequence[np.ndarray], reference: Sequence[np.ndarray], positions: np.ndarray
 ) -> np.ndarray:
-    """Algorithm 2's ``r_j`` of the records of ``T``: ``t_j = source_j[pos]`` against ``reference``."""
+    """Algorithm 2's ``r_j`` of the records of ``T``: ``t_j = source_j[pos]`` against ``reference``.
+
+    Only the drawn values are looked up (the nearest rank of every value of ``source_j`` would
+    cost ``n log n`` per replicate: 60% of the report's time at 10^6 records, issue 28), in the
+    order of the positions: ``source_j`` is sorted, so the binary searches then walk forward and
+    stay in cache (as :meth:`~sdckit.permutation.columns.RankSpace.ranks_in` does)."""
     out = np.empty(positions.shape, dtype=np.int64)
     for j, (src, ref) in enumerate(zip(source, reference)):
-        out[:, j] = nearest_rank(ref, src)[positions[:, j]]
+        order = np.argsort(positions[:, j], kind="stable")
+        out[order, j] = nearest_rank(ref, src[positions[order, j]])
     return out
 
 

@@ -25,6 +25,7 @@ from markupsafe import Markup
 from sdckit.core.errors import ParameterError, SdcError
 from sdckit.core.random import RandomState, as_generator
 from sdckit.core.schema import ORDERED_KINDS, Role, Schema
+from sdckit.permutation.sample import sample_pairs
 from sdckit.permutation.verify import MAX_REPLICATES
 from sdckit.report import figures
 from sdckit.report.settings import DEFAULTS, check_settings
@@ -66,6 +67,14 @@ class Section:
     from_original: bool = False
 
 
+#: What the permutation sections say when computed on a sample of record pairs (issue 28).
+SUB_RELEASE_NOTE = (
+    "every figure here is that of the release of the sampled records alone, computed exactly on "
+    "them; ranks and distances are on its scale. The p-value's Monte-Carlo error (standard error, "
+    "99% interval) is that of the sub-release's test; as an estimate of the whole release's "
+    "p-value it carries a further sampling error that is not stated. Distance linkage is easier "
+    "among fewer records, so the sub-release tends to look riskier than the whole."
+)
 #: What a section computed from the original data says of itself (issue 19 item 2).
 NOT_DP_LABEL = "Computed from the original data: not differentially private."
 #: The note of a report on a release that claims differential privacy.
@@ -128,9 +137,12 @@ def assessed_columns(original: pd.DataFrame, released: pd.DataFrame, schema: Sch
 
 
 # ----------------------------------------------------------------------------- sections
-def _permutation_sections(risk: PermutationRisk) -> list[Section]:
+def _permutation_sections(risk: PermutationRisk, records: str | None = None) -> list[Section]:
+    """The distances, plausibility and displacement sections; ``records`` is the sentence on the
+    sample of record pairs they were computed on, if any (:data:`PERMUTATION_RECORDS`)."""
     p, q = risk.original_distribution, risk.random_distribution
     verdict = verification_state(risk)
+    pairs = [("record pairs assessed (a simple random sample: the sub-release)", records)] if records else []
     dist = Section("distances.html", "Permutation distances: original vs random records", "distances", {
         "figure": svg(figures.distance_distributions(p, q)),
         "rows": [
@@ -144,16 +156,18 @@ def _permutation_sections(risk: PermutationRisk) -> list[Section]:
             (f"verdict at level {_fmt(risk.alpha)}", verdict),
             ("data-set-level permutation distance" + (" (minimum over the sample: an upper bound)"
                                                       if risk.sampled is not None else ""), _fmt(risk.dataset_distance)),
-        ] + ([("original records linked and verified (a simple random sample)",
+        ] + pairs + ([("original records linked and verified (a simple random sample)",
                f"{risk.sampled:,} of {len(risk.displacement) if risk.displacement is not None else risk.sampled:,}")]
              if risk.sampled is not None else []),
         "null": risk.null, "deniable": risk.plausibly_deniable,
-    })
+    }, note=records and f"Computed on {records}: {SUB_RELEASE_NOTE}")
     plaus = Section("plausibility.html", "Per-record plausibility of the intruder's matches", "plausibility", {
         "figure": svg(figures.plausibility(risk.p_random, risk.alpha)),
         "share": _fmt(100 * risk.share_not_random, 3), "alpha": _fmt(risk.alpha),
         "count": int((risk.p_random < risk.alpha).sum()), "records": len(risk.p_random),
     })
+    if records:
+        plaus = replace(plaus, note=f"Computed on {records} (the sub-release).")
     sections = [dist, plaus]
     if risk.displacement is not None:
         d = risk.displacement
@@ -163,7 +177,7 @@ def _permutation_sections(risk: PermutationRisk) -> list[Section]:
                      ("records not displaced at all", _fmt(int((d == 0).sum())))],
             "linkage": [(k.replace("_", " ") + (" (in the sample)" if risk.sampled is not None else ""), _fmt(v))
                         for k, v in (risk.linkage or {}).items()],
-        }))
+        }, note=records and f"Computed on {records} (the sub-release): ranks on its scale."))
     return sections
 
 
@@ -179,6 +193,10 @@ PMSE_SAMPLE = 50_000
 #: 20,000 random records against every released one; enough to flag a release whose p-value is 0,
 #: which takes 173 replicates at the default risk; issue 27).
 LARGE_DATA_REPLICATES = 200
+#: Above this many records the permutation-paradigm sections are computed on a simple random
+#: sample of this many record pairs, the sub-release (issue 28: ranking and a KD-tree on 10^7
+#: records took 10 minutes and most of 5.8 GB); the sections say so.
+PERMUTATION_RECORDS = 1_000_000
 
 
 def _linkage_section(original: pd.DataFrame, released: pd.DataFrame, cols: list[str], p: float,
@@ -481,11 +499,16 @@ def build_report(
         if not cols:
             raise SdcError("no numeric, ordinal or date column is shared by the original and the release")
         large = len(original) > LINKAGE_SAMPLE
-        risk = permutation_risk(on_release_scale(original, released, cols, schema, manifest), released, cols,
+        perm_original, perm_released, pairs, _ = sample_pairs(original, released, PERMUTATION_RECORDS,
+                                                              random_state=rng)
+        risk = permutation_risk(on_release_scale(perm_original, perm_released, cols, schema, manifest),
+                                perm_released, cols,
                                 schema=schema, null=null, n_random=n_random,
                                 n_null=n_null, alpha=alpha, sample=LINKAGE_SAMPLE if large else None,
                                 max_replicates=LARGE_DATA_REPLICATES if large else MAX_REPLICATES, random_state=rng)
-        sections += _permutation_sections(risk)
+        records = None if pairs is None else f"{pairs:,} of {len(original):,} record pairs"
+        sections += _permutation_sections(risk, records)
+        data["permutation_records"] = pairs
         data["permutation"] = risk.to_dict()
         state = verification_state(risk)
         verdict = Verdict(state, f"{state} (p = {_fmt(risk.p_value)} "
@@ -495,7 +518,7 @@ def build_report(
             ("Hellinger distance (null baseline)", f"{_fmt(risk.hellinger)} ({_fmt(risk.hellinger_null)})"),
             ("p-value (99% interval)", f"{_fmt(risk.p_value)} ({_fmt(risk.p_value_low)} - {_fmt(risk.p_value_high)})"),
             ("records whose match is not plausibly random", f"{_fmt(100 * risk.share_not_random, 3)}%"),
-        ]
+        ] + ([("permutation paradigm computed on", f"{records} (a simple random sample)")] if records else [])
     except SdcError as exc:
         sections.append(Section("distances.html", "Permutation distances: original vs random records", "distances", {},
                                 note=f"The permutation-paradigm verification was not computed: {exc}"))

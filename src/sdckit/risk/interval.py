@@ -71,13 +71,17 @@ def interval_disclosure(
     n = len(y)
     if method == "rank":
         w = int(np.floor(p / 100 * n / 2))
-        s = np.sort(y, axis=0)
         inside = np.empty(y.shape, dtype=bool)
         for j in range(y.shape[1]):
-            first = np.searchsorted(s[:, j], y[:, j], side="left")
-            last = np.searchsorted(s[:, j], y[:, j], side="right") - 1
-            lo = s[np.maximum(first - w, 0), j]
-            hi = s[np.minimum(last + w, n - 1), j]
+            # the first and last position of each released value among the sorted ones, searched
+            # in sorted order (the searches then stay in cache: 10x faster at 10^7, issue 28)
+            order = np.argsort(y[:, j], kind="stable")
+            s = y[order, j]
+            first, last = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
+            first[order] = np.searchsorted(s, s, side="left")
+            last[order] = np.searchsorted(s, s, side="right") - 1
+            lo = s[np.maximum(first - w, 0)]
+            hi = s[np.minimum(last + w, n - 1)]
             inside[:, j] = (x[:, j] >= lo) & (x[:, j] <= hi)
     else:
         half = p / 100 * x.std(axis=0, ddof=1)
