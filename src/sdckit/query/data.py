@@ -111,6 +111,8 @@ class Database:
             "parquet" if t.path.suffix.lower() in (".parquet", ".pq") else "csv"
         self.fingerprints[t.name] = _sha256(t.path) + (f":{t.source_table}" if t.source_table else "")
         needed = [*t.columns] + ([t.privacy_unit] if t.privacy_unit else [])
+        if t.ckm is not None and t.ckm.record_key is not None:  # table mode: secret, never queryable
+            needed.append(t.ckm.record_key)
         rel = relation(self._con, t.path, fmt, columns=needed, role="declared",
                        where=f"{t.path.name!r} (table {t.name!r})", table=t.source_table, alias=f"src_{t.name}")
         source, types = rel.sql, rel.types
