@@ -103,7 +103,11 @@ class CellKeyCube:
     def build(cls, domains: Mapping[str, tuple[Any, ...]], codes: Mapping[str, np.ndarray], keys: np.ndarray,
               ptable_: Any, digits: int = 8, min_count: int | None = None) -> CellKeyCube:
         """The cube of records with integer ``codes`` (per dimension: the index of each record's
-        code in ``domains[dimension]``; -1 for a value outside it) and record ``keys`` in [0, 1)."""
+        code in ``domains[dimension]``; -1 for a value outside it) and record ``keys`` in [0, 1);
+        ``ptable_`` a p-table or a :class:`~sdckit.tabular.cellkey.Lookup` of it."""
+        lookup = ptable_ if isinstance(ptable_, Lookup) else Lookup(ptable_, digits)
+        if lookup.digits != digits:
+            raise ParameterError(f"The lookup is for keys of {lookup.digits} decimals, the keys have {digits}.")
         dims = tuple(domains)
         shape = tuple(len(domains[d]) for d in dims)
         flat = np.zeros(len(keys), dtype=np.int64)
@@ -117,7 +121,7 @@ class CellKeyCube:
             flat += c
         counts, sums = leaf_sums(flat, keys, int(np.prod(shape, dtype=np.int64)), digits)
         return cls(dims, tuple(tuple(domains[d]) for d in dims), counts.reshape(shape), sums.reshape(shape),
-                   Lookup(ptable_, digits), min_count)
+                   lookup, min_count)
 
     # ------------------------------------------------------------------ requests
     def _axis(self, name: Any, what: str) -> int:
@@ -202,8 +206,9 @@ class TableService:
     """
 
     def __init__(self, db: Database, config: ServiceConfig) -> None:
+        ptables: dict[Any, Any] = {}  # tables with the same p-table parameters share one solve
         self.cubes: dict[str, CellKeyCube] = {
-            name: _cube(db, t, config) for name, t in config.tables.items() if t.mode == "tables"}
+            name: _cube(db, t, config, ptables) for name, t in config.tables.items() if t.mode == "tables"}
 
     def answer(self, body: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         """``(table, answer)`` of a request body (a JSON object) naming a table served as tables;
@@ -237,7 +242,7 @@ def table_of(body: dict[str, Any]) -> str:
     return table
 
 
-def _cube(db: Database, t: TableConfig, config: ServiceConfig) -> CellKeyCube:
+def _cube(db: Database, t: TableConfig, config: ServiceConfig, ptables: dict[Any, Any]) -> CellKeyCube:
     """Read the codes and keys of table ``t`` once (``__sdc_row`` order) and build its cube."""
     ckm = t.ckm
     assert ckm is not None
@@ -245,7 +250,11 @@ def _cube(db: Database, t: TableConfig, config: ServiceConfig) -> CellKeyCube:
         if ckm.ptable_path is not None:
             table = read_ptable(ckm.ptable_path)
         else:
-            table = ptable(ckm.D, ckm.V, js=ckm.js, pstay=list(ckm.pstay) if isinstance(ckm.pstay, tuple) else ckm.pstay)
+            given = (ckm.D, ckm.V, ckm.js, ckm.pstay)
+            if given not in ptables:
+                pstay = list(ckm.pstay) if isinstance(ckm.pstay, tuple) else ckm.pstay
+                ptables[given] = ptable(ckm.D, ckm.V, js=ckm.js, pstay=pstay)
+            table = ptables[given]
     except (ParameterError, DataError) as exc:
         raise type(exc)(f"table {t.name!r} [table.ckm]: {exc}") from None
     columns = []
