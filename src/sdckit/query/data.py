@@ -74,10 +74,14 @@ class Database:
         tables = {name: self._load(t) for name, t in config.tables.items()}
         self.config = dataclasses.replace(config, tables=tables)
         #: the pre-aggregated dp relation of each table (None: no column qualifies; see sdckit.query.cube)
-        self.cubes: dict[str, Cube | None] = {name: Cube.build(self._con, t) for name, t in tables.items()}
+        # (a table served as tables never answers SQL: no fast path; sdckit.query.tables builds its cells)
+        self.cubes: dict[str, Cube | None] = {name: Cube.build(self._con, t) if t.mode != "tables" else None
+                                              for name, t in tables.items()}
         #: sorted values and prefix sums of each table's many-valued integer columns (sdckit.query.ranges)
         self.ranges: dict[str, dict[str, ranges.RangeIndex]] = {}
         for name, t in tables.items():
+            if t.mode == "tables":
+                continue
             cube = self.cubes[name]
             summable = list(cube.sums) if cube is not None else summable_columns(self._con, t)
             self.ranges[name] = ranges.build(self._con, t, set(cube.keys) if cube is not None else set(), summable)
