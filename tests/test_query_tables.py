@@ -367,3 +367,16 @@ def test_configuration_errors_name_the_key(tmp_path, edit, message):
     with pytest.raises(ParameterError) as info:
         load_config(path)
     assert message in str(info.value) and "census" in str(info.value)
+
+
+def test_client_table_gives_the_answer_as_a_frame(service):
+    from sdckit.query import Client, QueryError
+
+    with Client(service["url"], service["keys"]["ana"]) as client:
+        frame = client.table("census", ["region", "sex"], where={"age": ["85+"]})
+        with pytest.raises(QueryError) as info:
+            client.table("census", ["nope"])
+    raw = _ask(service, {"table": "census", "dimensions": ["region", "sex"], "where": {"age": ["85+"]}}).json()
+    assert list(frame.columns) == ["region", "sex", "count"] and frame.values.tolist() == raw["rows"]
+    assert frame.attrs["where"] == {"age": ["85+"]} and frame.attrs["suppressed"] == 0
+    assert info.value.status == 400 and "'nope'" in str(info.value)
