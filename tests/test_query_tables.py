@@ -339,7 +339,11 @@ def test_ptable_file_gives_the_same_answers_and_bad_keys_refuse_to_start(tmp_pat
             assert a == b
     finally:
         service.close()
-    frame.loc[3, "rkey"] = 1.5
+    frame.loc[3, "rkey"] = 1.5  # a record key outside [0, 1]
+    frame.to_csv(tmp_path / "census.csv", index=False)
+    with pytest.raises(DataError, match="'census'.*record keys must be numbers in"):
+        Service(_config(tmp_path))
+    frame.loc[3, "rkey"] = 0.5
     frame.loc[4, "region"] = "X"  # a record outside the declared domain
     frame.to_csv(tmp_path / "census.csv", index=False)
     with pytest.raises(DataError, match="'census'.*'region'.*outside its declared domain"):

@@ -135,8 +135,7 @@ class Service:
             raise UnsupportedQuery("The 'sql' field must be a string holding one SELECT statement.")
         query = self._parse(sql)
         if not analyst.may_query(query.table):
-            raise Refused(f"The analyst {analyst.name!r} may not query table {query.table!r}; ask the data "
-                          "protector for access.")
+            raise _not_allowed(analyst, query.table)
         if query.table in self.tables.cubes:
             raise Refused(f"The table {query.table!r} is served as tables only (its cells perturbed by the cell key "
                           "method): POST /v1/table {\"table\": ..., \"dimensions\": [...]}.")
@@ -200,8 +199,7 @@ class Service:
             if not isinstance(body, dict):
                 raise UnsupportedQuery('The request body must be a JSON object: {"table": ..., "dimensions": [...]}.')
             if not analyst.may_query(table_of(body)):
-                raise Refused(f"The analyst {analyst.name!r} may not query table {body['table']!r}; ask the data "
-                              "protector for access.")
+                raise _not_allowed(analyst, table_of(body))
             _, result = self.tables.answer(body)
         except Refused as exc:
             self.state.log(analyst.name, text, "refused: " + _short(str(exc)), 403)
@@ -240,6 +238,10 @@ def _exclusive(state: Path) -> Any:
         raise ParameterError(f"Another sdckit query service is running on the state database {state}; "
                              "stop it first (one service per state database).") from None
     return handle
+
+
+def _not_allowed(analyst: Analyst, table: str) -> Refused:
+    return Refused(f"The analyst {analyst.name!r} may not query table {table!r}; ask the data protector for access.")
 
 
 def _budget_fields(charged: Fraction, analyst: Analyst) -> dict[str, Any]:

@@ -158,7 +158,10 @@ class CellKeyCube:
             where = {}
         if not isinstance(where, dict):
             raise BadTableRequest("'where' must be an object {dimension: [codes]}.")
-        selections = {self._axis(d, "'where'"): self._selection(self._axis(d, "'where'"), v) for d, v in where.items()}
+        selections = {}
+        for d, wanted in where.items():
+            axis = self._axis(d, "'where'")
+            selections[axis] = self._selection(axis, wanted)
         kept = [selections.get(a, list(range(len(self.codes[a])))) for a in axes]
         cells = 1
         for k in kept:
