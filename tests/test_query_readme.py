@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 
-from query_helpers import Server, free_port
+from query_helpers import Server
 
 ROOT = Path(__file__).resolve().parents[1]
 
