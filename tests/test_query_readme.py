@@ -3,6 +3,7 @@ CASC file, `sdckit analyst add`, `sdckit serve`, `sdckit query` and the Python c
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import io
 import re
@@ -11,16 +12,16 @@ import sys
 from pathlib import Path
 
 
-from query_helpers import Server, free_port
+from query_helpers import Server
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _blocks() -> tuple[str, str]:
+def _blocks(quickstart: str = "query-quickstart", client: str = "query-client") -> tuple[str, str]:
     text = (ROOT / "README.md").read_text(encoding="utf-8")
     # the README runner (tests/readme_runner.py) skips these blocks ("not-run"): they need a server
-    bash = re.search(r"<!-- query-quickstart -->\n(?:<!-- not-run:[^\n]*-->\n)?```bash\n(.*?)```", text, re.S).group(1)
-    python = re.search(r"<!-- query-client -->\n(?:<!-- not-run:[^\n]*-->\n)?```python\n(.*?)```", text, re.S).group(1)
+    bash = re.search(rf"<!-- {quickstart} -->\n(?:<!-- not-run:[^\n]*-->\n)?```bash\n(.*?)```", text, re.S).group(1)
+    python = re.search(rf"<!-- {client} -->\n(?:<!-- not-run:[^\n]*-->\n)?```python\n(.*?)```", text, re.S).group(1)
     return bash, python
 
 
@@ -36,12 +37,10 @@ def _sdckit(args: list[str], capsys) -> tuple[int, str, str]:
     return code, out.out, out.err
 
 
-def test_readme_quick_start_runs_as_written(tmp_path, monkeypatch, capsys):
-    bash, python = _blocks()
-    (tmp_path / "src").symlink_to(ROOT / "src")  # the quick start runs from a clone
-    monkeypatch.chdir(tmp_path)
-    port = free_port()
-    lines = iter(bash.replace("8000", str(port)).splitlines())
+def _run_bash(bash: str, tmp_path: Path, capsys, port: int) -> tuple[Server, int, list[str]]:
+    """Run the quick start's lines: heredocs written, `sdckit serve ... &` started as a real server
+    (on its own free port, returned), every other `sdckit` line through the CLI (outputs returned)."""
+    lines = iter(bash.replace(str(port), "@PORT@").splitlines())
     server = None
     outputs = []
     try:
@@ -56,12 +55,10 @@ def test_readme_quick_start_runs_as_written(tmp_path, monkeypatch, capsys):
                 (tmp_path / target).write_text("\n".join(body) + "\n")
             elif line.startswith("sdckit serve") and line.endswith("&"):
                 args = shlex.split(line[:-1])
-                assert args[-2:] == ["--port", str(port)]
+                assert args[-2:] == ["--port", "@PORT@"]
                 server = Server(tmp_path / args[2], command=[sys.executable, "-m", "sdckit", *args[1:-2]])
-                assert server.port != port  # the helper picked its own free port: use it below
-                port_used = server.port
             else:
-                args = shlex.split(line.replace(str(port), str(server.port) if server else str(port)))
+                args = shlex.split(line.replace("@PORT@", str(server.port) if server else str(port)))
                 redirect = None
                 if ">" in args:
                     redirect = args[args.index(">") + 1]
@@ -72,15 +69,47 @@ def test_readme_quick_start_runs_as_written(tmp_path, monkeypatch, capsys):
                 if redirect:
                     (tmp_path / redirect).write_text(out)
                 outputs.append(out)
-        assert server is not None
+    except BaseException:
+        if server is not None:
+            server.stop()
+        raise
+    assert server is not None
+    return server, server.port, outputs
+
+
+def _run_python(python: str, port: int, port_used: int) -> list[str]:
+    buffer = io.StringIO()
+    with contextlib.redirect_stdout(buffer):
+        exec(compile(python.replace(str(port), str(port_used)), "README.md", "exec"), {})
+    return buffer.getvalue().splitlines()
+
+
+def test_readme_quick_start_runs_as_written(tmp_path, monkeypatch, capsys):
+    bash, python = _blocks()
+    (tmp_path / "src").symlink_to(ROOT / "src")  # the quick start runs from a clone
+    monkeypatch.chdir(tmp_path)
+    server, port_used, outputs = _run_bash(bash, tmp_path, capsys, 8000)
+    try:
         # `sdckit query` printed a noisy count and the budget left
         assert "epsilon spent 0.1, remaining 0.9" in outputs[-1]
-        buffer = io.StringIO()
-        with contextlib.redirect_stdout(buffer):
-            exec(compile(python.replace("8000", str(port_used)), "README.md", "exec"), {})
-        printed = buffer.getvalue().splitlines()
+        printed = _run_python(python, 8000, port_used)
         assert "mean_agi" in printed[0]
         assert any(line.strip() == "0.4" for line in printed)
     finally:
-        if server is not None:
-            server.stop()
+        server.stop()
+
+
+def test_readme_table_service_runs_as_written(tmp_path, monkeypatch, capsys):
+    """The table service's quick start: the census served as tables, one table by httpx; its
+    grand total is the 304 records with flu or cold, perturbed by at most D = 3."""
+    bash, python = _blocks("tables-quickstart", "tables-client")
+    (tmp_path / "src").symlink_to(ROOT / "src")
+    monkeypatch.chdir(tmp_path)
+    server, port_used, _ = _run_bash(bash, tmp_path, capsys, 8001)
+    try:
+        printed = _run_python(python, 8001, port_used)
+        assert printed[0] == "['SEX', 'EDUCATION', 'count']"
+        first = ast.literal_eval(printed[1])
+        assert first[:2] == ["Total", "Total"] and abs(first[2] - 304) <= 3
+    finally:
+        server.stop()

@@ -40,8 +40,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "risk": ("risk", "Individual, global and household re-identification risk, k-anonymity violations and SUDA2 "
                      "scores of DATA on the key variables."),
     "seed": ("seed", 'Print a strong secret seed for a recipe (seed = "<it>").'),
-    "serve": ("serve", "Load the configured tables into DuckDB and answer POST /v1/query and GET /v1/budget (dp "
-                       "or restricted per analyst; add analysts with `sdckit analyst add`)."),
+    "serve": ("serve", "Load the configured tables into DuckDB and answer POST /v1/query, POST /v1/table and GET "
+                       "/v1/budget (dp or restricted per analyst; tables with mode = \"tables\" by the cell key "
+                       "method; add analysts with `sdckit analyst add`)."),
     "table": ("table", "Tables: protect by cell suppression, rounding or adjustment (recipe), audit a "
                        "suppression pattern."),
     "tune": ("tune", "Find, by bisection under a fixed seed, the least-perturbing value that is plausibly "

@@ -16,8 +16,9 @@ def serve(
     host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", help="Port to listen on.")] = 8000,
 ) -> None:
-    """Load the configured tables into DuckDB and answer POST /v1/query and GET /v1/budget
-    (dp or restricted per analyst; add analysts with `sdckit analyst add`)."""
+    """Load the configured tables into DuckDB and answer POST /v1/query, POST /v1/table and GET
+    /v1/budget (dp or restricted per analyst; tables with mode = "tables" by the cell key method;
+    add analysts with `sdckit analyst add`)."""
     from sdckit.query.server import serve as run
 
     run(service, host, port)

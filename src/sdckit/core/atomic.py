@@ -93,9 +93,10 @@ def make_private_dir(path: Path) -> None:
             os.chmod(path, 0o700)
 
 
-def write_private(target: Path, text: str) -> None:
-    """Write ``text`` (UTF-8) to ``target`` atomically (:func:`atomic_path`) and durably (fsync),
-    with the mode of the file it replaces, else 0600 (owner only) whatever the umask."""
+def write_private(target: Path, text: str | bytes) -> None:
+    """Write ``text`` (UTF-8; or bytes as they are) to ``target`` atomically (:func:`atomic_path`)
+    and durably (fsync), with the mode of the file it replaces, else 0600 (owner only) whatever
+    the umask."""
     target = Path(target)
     try:
         mode = target.stat().st_mode & 0o7777
@@ -104,7 +105,8 @@ def write_private(target: Path, text: str) -> None:
     with atomic_path(target) as tmp:
         fd = open_private(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
         os.fchmod(fd, mode)
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle = os.fdopen(fd, "wb") if isinstance(text, bytes) else os.fdopen(fd, "w", encoding="utf-8")
+        with handle:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())

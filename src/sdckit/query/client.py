@@ -79,6 +79,19 @@ class Client:
         frame.attrs.update({k: v for k, v in payload.items() if k not in ("rows", "columns")})
         return frame
 
+    def table(self, table: str, dimensions: list[str], where: dict[str, list[Any]] | None = None,
+              measure: str = "count") -> pd.DataFrame:
+        """A table served as tables (``POST /v1/table``): one row per cell, each dimension's total
+        coded ``"Total"``, and ``count`` the cell's perturbed count (``None`` if suppressed); the
+        answer's other fields in ``.attrs``. :class:`QueryError` if refused."""
+        body: dict[str, Any] = {"table": table, "dimensions": list(dimensions), "measure": measure}
+        if where is not None:
+            body["where"] = where
+        payload = self._check(self._send("POST", "/v1/table", json=body))
+        frame = pd.DataFrame(payload["rows"], columns=payload["columns"])
+        frame.attrs.update({k: v for k, v in payload.items() if k not in ("rows", "columns")})
+        return frame
+
     def budget(self) -> dict[str, Any]:
         """``epsilon_total``, ``epsilon_spent``, ``epsilon_remaining``."""
         return self._check(self._send("GET", "/v1/budget"))

@@ -42,6 +42,7 @@ from typing import Any
 from sdckit.core.tomlfile import check_keys, read_toml
 from sdckit.core.errors import ParameterError
 from sdckit.core.random import is_strong_seed, parse_seed
+from sdckit.query.ckmconfig import CkmConfig, parse_mode
 
 #: Names of tables and columns: plain SQL identifiers (they are quoted in generated SQL anyway).
 IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
@@ -51,7 +52,7 @@ MAX_GROUPS = 100_000
 _SERVICE_KEYS = {"state", "cache", "seed", "sync"}
 _RESTRICTED_KEYS = {"min_query_set", "collusion"}
 _TABLE_KEYS = {"name", "path", "table", "privacy_unit", "max_rows_per_unit", "bounds", "domains",
-               "bounds_from_data", "dimensions"}
+               "bounds_from_data", "dimensions", "mode", "ckm"}
 _TOP_KEYS = {"service", "restricted", "table"}
 
 
@@ -84,6 +85,10 @@ class TableConfig:
         Restricted mode: the *public dimensions*, the only columns a condition or a GROUP BY may
         name; every other declared column is *confidential* (only SUM/AVG of it). ``None`` (the
         key left out): the columns with a declared domain. See :attr:`public_dimensions`.
+    mode : str
+        ``"query"`` (SQL) or ``"tables"`` (only ``POST /v1/table``; :mod:`sdckit.query.ckmconfig`).
+    ckm : CkmConfig or None
+        The cell key method of a table served as tables.
     """
 
     name: str
@@ -96,6 +101,8 @@ class TableConfig:
     bounds_from_data: bool = False
     data_bounds: tuple[str, ...] = ()
     dimensions: tuple[str, ...] | None = None
+    mode: str = "query"
+    ckm: CkmConfig | None = None
 
     @property
     def public_dimensions(self) -> tuple[str, ...]:
@@ -114,7 +121,8 @@ class TableConfig:
                 "bounds": {k: list(v) for k, v in self.bounds.items()},
                 "domains": {k: list(v) for k, v in self.domains.items()},
                 "bounds_from_data": self.bounds_from_data, "data_bounds": list(self.data_bounds),
-                "dimensions": list(self.public_dimensions)}
+                "dimensions": list(self.public_dimensions), "mode": self.mode,
+                "ckm": None if self.ckm is None else self.ckm.to_dict()}
 
 
 @dataclass(frozen=True)
@@ -245,7 +253,9 @@ def _table(raw: Any, index: int, base: Path) -> TableConfig:
         size *= len(values)
     if size > MAX_GROUPS:
         raise _fail(f"{where} [table.domains]", f"the domains together have more than {MAX_GROUPS} combinations.")
-    return TableConfig(name, path.resolve(), source, unit, rows, bounds, domains, from_data, dimensions=dimensions)
+    mode, ckm = parse_mode(raw, where, base, domains, {*bounds, *domains}, unit, _identifier)
+    return TableConfig(name, path.resolve(), source, unit, rows, bounds, domains, from_data, dimensions=dimensions,
+                       mode=mode, ckm=ckm)
 
 
 def load_config(path: str | Path) -> ServiceConfig:

@@ -74,10 +74,14 @@ class Database:
         tables = {name: self._load(t) for name, t in config.tables.items()}
         self.config = dataclasses.replace(config, tables=tables)
         #: the pre-aggregated dp relation of each table (None: no column qualifies; see sdckit.query.cube)
-        self.cubes: dict[str, Cube | None] = {name: Cube.build(self._con, t) for name, t in tables.items()}
+        # (a table served as tables never answers SQL: no fast path; sdckit.query.tables builds its cells)
+        self.cubes: dict[str, Cube | None] = {name: Cube.build(self._con, t) if t.mode != "tables" else None
+                                              for name, t in tables.items()}
         #: sorted values and prefix sums of each table's many-valued integer columns (sdckit.query.ranges)
         self.ranges: dict[str, dict[str, ranges.RangeIndex]] = {}
         for name, t in tables.items():
+            if t.mode == "tables":
+                continue
             cube = self.cubes[name]
             summable = list(cube.sums) if cube is not None else summable_columns(self._con, t)
             self.ranges[name] = ranges.build(self._con, t, set(cube.keys) if cube is not None else set(), summable)
@@ -111,6 +115,8 @@ class Database:
             "parquet" if t.path.suffix.lower() in (".parquet", ".pq") else "csv"
         self.fingerprints[t.name] = _sha256(t.path) + (f":{t.source_table}" if t.source_table else "")
         needed = [*t.columns] + ([t.privacy_unit] if t.privacy_unit else [])
+        if t.ckm is not None and t.ckm.record_key is not None:  # table mode: secret, never queryable
+            needed.append(t.ckm.record_key)
         rel = relation(self._con, t.path, fmt, columns=needed, role="declared",
                        where=f"{t.path.name!r} (table {t.name!r})", table=t.source_table, alias=f"src_{t.name}")
         source, types = rel.sql, rel.types

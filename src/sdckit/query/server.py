@@ -3,7 +3,9 @@
 Endpoints (JSON in and out; every refusal is ``{"error": "..."}``):
 
 * ``POST /v1/query`` with ``{"sql": "SELECT ...", "epsilon": 0.1}`` (``epsilon`` in dp mode only);
-* ``GET /v1/budget``: ``{"epsilon_total", "epsilon_spent", "epsilon_remaining"}``.
+* ``GET /v1/budget``: ``{"epsilon_total", "epsilon_spent", "epsilon_remaining"}``;
+* ``POST /v1/table`` with ``{"table": ..., "dimensions": [...], "where": {...}}``: a table served
+  as tables, its counts perturbed by the cell key method (:mod:`sdckit.query.tables`).
 
 Requests carry ``Authorization: Bearer <key>``. Run it with ``sdckit serve service.toml`` or
 ``python -m sdckit.query.server service.toml --port 8000``.
@@ -45,12 +47,11 @@ def create_app(config_path: str | Path | None = None, service: Service | None = 
 
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        message = {404: "No such endpoint: use POST /v1/query or GET /v1/budget.",
-                   405: "Method not allowed: use POST /v1/query or GET /v1/budget."}.get(exc.status_code, str(exc.detail))
+        message = {404: "No such endpoint: use POST /v1/query, POST /v1/table or GET /v1/budget.",
+                   405: "Method not allowed: use POST /v1/query, POST /v1/table or GET /v1/budget."}.get(exc.status_code, str(exc.detail))
         return JSONResponse({"error": message}, status_code=exc.status_code)
 
-    @app.post("/v1/query")
-    async def query(request: Request) -> JSONResponse:
+    async def _answer(request: Request, endpoint: Any) -> JSONResponse:
         raw = await request.body()
         body: Any
         if len(raw) > MAX_BODY:
@@ -59,8 +60,16 @@ def create_app(config_path: str | Path | None = None, service: Service | None = 
             body = json.loads(raw)
         except (ValueError, UnicodeDecodeError):
             body = NotJSON()
-        status, payload = await run_in_threadpool(service.query, _bearer(request), body)
+        status, payload = await run_in_threadpool(endpoint, _bearer(request), body)
         return JSONResponse(payload, status_code=status)
+
+    @app.post("/v1/query")
+    async def query(request: Request) -> JSONResponse:
+        return await _answer(request, service.query)
+
+    @app.post("/v1/table")
+    async def table(request: Request) -> JSONResponse:
+        return await _answer(request, service.table)
 
     @app.get("/v1/budget")
     async def budget(request: Request) -> JSONResponse:
@@ -78,7 +87,7 @@ def serve(config_path: str | Path, host: str = "127.0.0.1", port: int = 8000) ->
     if app.state.service.config.seed is not None:
         print("sdckit query service: WARNING: [service] seed is set: the noise is reproducible by anyone "
               "who has the seed. For tests only; remove it in production.", file=sys.stderr, flush=True)
-    print(f"sdckit query service: http://{host}:{port} (POST /v1/query, GET /v1/budget)", file=sys.stderr, flush=True)
+    print(f"sdckit query service: http://{host}:{port} (POST /v1/query, POST /v1/table, GET /v1/budget)", file=sys.stderr, flush=True)
     uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)
 
 

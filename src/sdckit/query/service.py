@@ -34,6 +34,7 @@ from sdckit.query.generate import aggregate_sql, histogram_sql, quantile_columns
 from sdckit.query.restricted import Refused, Restricted, check_dimensions
 from sdckit.query.sql import UnsupportedQuery, parse
 from sdckit.query.state import Analyst, State
+from sdckit.query.tables import TableService, table_of
 
 log = logging.getLogger("sdckit.query")
 
@@ -68,6 +69,7 @@ class Service:
         self.config = self.db.config
         self.state = State(config.state, config.sync)
         self.restricted = Restricted(self.db, self.state, self.config)
+        self.tables = TableService(self.db, self.config)  # tables served as tables (sdckit.query.tables)
         # the parsed form depends only on the text and the (fixed) configuration; refusals are not cached
         self._parse = functools.lru_cache(maxsize=4096)(lambda sql: parse(sql, self.config))
 
@@ -133,8 +135,10 @@ class Service:
             raise UnsupportedQuery("The 'sql' field must be a string holding one SELECT statement.")
         query = self._parse(sql)
         if not analyst.may_query(query.table):
-            raise Refused(f"The analyst {analyst.name!r} may not query table {query.table!r}; ask the data "
-                          "protector for access.")
+            raise _not_allowed(analyst, query.table)
+        if query.table in self.tables.cubes:
+            raise Refused(f"The table {query.table!r} is served as tables only (its cells perturbed by the cell key "
+                          "method): POST /v1/table {\"table\": ..., \"dimensions\": [...]}.")
         epsilon_given = body.get("epsilon")
         if analyst.mode == "restricted":
             if any(o.kind == "quantile" for o in query.outputs):
@@ -182,6 +186,34 @@ class Service:
             self.state.store(analyst.name, cache_key, result)
         return 200, {**result, "epsilon_spent": 0.0, "epsilon_remaining": None, "cached": False}
 
+    # ------------------------------------------------------------------ table mode
+    def table(self, key: str | None, body: Any) -> Response:
+        """``POST /v1/table``: a table of counts perturbed by the cell key method
+        (:mod:`sdckit.query.tables`); no budget; logged like every request."""
+        text = json.dumps(body, sort_keys=True)[:10_000] if isinstance(body, dict) else None
+        analyst = self.authenticate(key)
+        if analyst is None:
+            self.state.log(None, text, "refused: authentication (table)", 401)
+            return _error(401, UNAUTHORIZED)
+        try:
+            if not isinstance(body, dict):
+                raise UnsupportedQuery('The request body must be a JSON object: {"table": ..., "dimensions": [...]}.')
+            if not analyst.may_query(table_of(body)):
+                raise _not_allowed(analyst, table_of(body))
+            _, result = self.tables.answer(body)
+        except Refused as exc:
+            self.state.log(analyst.name, text, "refused: " + _short(str(exc)), 403)
+            return _error(403, str(exc))
+        except SdcError as exc:
+            self.state.log(analyst.name, text, "refused: bad table request", 400, _short(str(exc)))
+            return _error(400, str(exc))
+        except Exception:  # a bug: keep the log line, never show internals
+            log.exception("table failed")
+            self.state.log(analyst.name, text, "error", 500)
+            return _error(500, "The service failed while answering; the request is logged.")
+        self.state.log(analyst.name, text, "answered (table)", 200)
+        return 200, result
+
     @staticmethod
     def _cache_key(mode: str, query: Any, epsilon: Fraction | None) -> str:
         text = json.dumps({"mode": mode, "query": query.to_dict(), "epsilon": str(epsilon)}, sort_keys=True)
@@ -206,6 +238,10 @@ def _exclusive(state: Path) -> Any:
         raise ParameterError(f"Another sdckit query service is running on the state database {state}; "
                              "stop it first (one service per state database).") from None
     return handle
+
+
+def _not_allowed(analyst: Analyst, table: str) -> Refused:
+    return Refused(f"The analyst {analyst.name!r} may not query table {table!r}; ask the data protector for access.")
 
 
 def _budget_fields(charged: Fraction, analyst: Analyst) -> dict[str, Any]:

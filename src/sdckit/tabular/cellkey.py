@@ -62,8 +62,9 @@ def record_keys(n: int, seed: RandomState, digits: int = 8) -> np.ndarray:
     return rng.integers(0, 10 ** digits, size=int(n), dtype=np.int64) / 10.0 ** digits
 
 
-def _key_integers(keys: Any, digits: int) -> np.ndarray:
-    """The record keys as integers over ``10**digits``, checked."""
+def key_integers(keys: Any, digits: int) -> np.ndarray:
+    """The record keys (numbers in [0, 1) with at most ``digits`` decimals) as integers over
+    ``10**digits``, checked (:class:`~sdckit.core.errors.DataError` naming the fix)."""
     try:
         k = np.asarray(keys, dtype=float)
     except (TypeError, ValueError):
@@ -105,25 +106,53 @@ def _rollup_matrix(h: Hierarchy, leaves: np.ndarray) -> np.ndarray:
     return up
 
 
+class Lookup:
+    """A p-table prepared for repeated lookups (the query service's table mode answers many
+    tables from one p-table): :meth:`__call__` is :func:`lookup` without re-checking the table."""
+
+    def __init__(self, ptable: pd.DataFrame, digits: int) -> None:
+        t = check_ptable(ptable)
+        self.digits = _check_digits(digits)
+        self._scale = max(self.digits, PTABLE_DIGITS)
+        ub = np.rint(t["p_int_ub"].to_numpy() * 10.0 ** self._scale).astype(np.int64)
+        i, v = t["i"].to_numpy(), t["v"].to_numpy()
+        self.top = int(i.max())
+        self._rows = [(ub[i == k], v[i == k]) for k in range(self.top + 1)]
+
+    def __call__(self, n: np.ndarray, key_int: np.ndarray) -> np.ndarray:
+        """The perturbations of cells of counts ``n`` and integer cell keys ``key_int``."""
+        ck = np.asarray(key_int, dtype=np.int64) * 10 ** (self._scale - self.digits)
+        row = np.minimum(n, self.top)
+        pert = np.zeros(len(n), dtype=np.int64)
+        for i in range(1, self.top + 1):
+            sel = np.flatnonzero(row == i)
+            if sel.size == 0:
+                continue
+            ub, v = self._rows[i]
+            at = np.searchsorted(ub, ck[sel], side="right")
+            pert[sel] = v[np.minimum(at, len(ub) - 1)]
+        return pert
+
+
 def lookup(ptable: pd.DataFrame, n: np.ndarray, key_int: np.ndarray, digits: int) -> np.ndarray:
     """The perturbation of cells with counts ``n`` and integer cell keys ``key_int`` (over
     ``10**digits``): cellKey's rule, first ``v`` of row ``min(n, max i)`` with ``key < p_int_ub``;
     0 for empty cells."""
-    t = check_ptable(ptable)
-    scale = max(digits, PTABLE_DIGITS)
-    ck = key_int.astype(np.int64) * 10 ** (scale - digits)
-    ub = np.rint(t["p_int_ub"].to_numpy() * 10.0 ** scale).astype(np.int64)
-    top = int(t["i"].max())
-    row = np.minimum(n, top)
-    pert = np.zeros(len(n), dtype=np.int64)
-    for i in range(1, top + 1):
-        sel = np.flatnonzero(row == i)
-        if sel.size == 0:
-            continue
-        rows = np.flatnonzero(t["i"].to_numpy() == i)
-        at = np.searchsorted(ub[rows], ck[sel], side="right")
-        pert[sel] = t["v"].to_numpy()[rows][np.minimum(at, len(rows) - 1)]
-    return pert
+    return Lookup(ptable, digits)(n, key_int)
+
+
+def leaf_sums(index: np.ndarray, keys: Any, size: int, digits: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per cell ``0 .. size-1`` (``index`` gives each record's cell): the count of records and the
+    exact sum of their keys' integers over ``10**digits`` (:func:`key_integers`) mod ``10**digits``,
+    in blocks of :data:`CHUNK` records (bounded working memory)."""
+    modulus = 10 ** digits
+    counts = np.zeros(size, dtype=np.int64)
+    sums = np.zeros(size, dtype=np.int64)
+    for start in range(0, len(index), CHUNK):
+        part = index[start:start + CHUNK]
+        counts += np.bincount(part, minlength=size)
+        sums = (sums + _sum_mod(part, key_integers(keys[start:start + CHUNK], digits), size, modulus)) % modulus
+    return counts, sums
 
 
 def cell_key_counts(frame: pd.DataFrame, dimensions: Sequence[str], record_key: str, ptable: pd.DataFrame,
@@ -197,8 +226,6 @@ def cell_key_counts(frame: pd.DataFrame, dimensions: Sequence[str], record_key: 
     if size > MAX_CELLS:
         raise ParameterError(f"The table has {size:,} cells (over {MAX_CELLS:,}): use fewer dimensions or codes.")
     leaves = int(np.prod(shape, dtype=float))
-    counts = np.zeros(leaves, dtype=np.int64)
-    sums = np.zeros(leaves, dtype=np.int64)
     raw = frame[record_key].to_numpy()
     if weight is not None:
         w = pd.to_numeric(frame[weight], errors="coerce").to_numpy(dtype=float)
@@ -206,10 +233,7 @@ def cell_key_counts(frame: pd.DataFrame, dimensions: Sequence[str], record_key: 
             raise DataError(f"The weight column {weight!r} has a missing or non-numeric entry at row "
                             f"{int(np.flatnonzero(~np.isfinite(w))[0])}.")
         wsum = np.bincount(flat, weights=w, minlength=leaves)
-    for start in range(0, len(frame), CHUNK):  # bounded working memory beyond the codes
-        part = flat[start:start + CHUNK]
-        counts += np.bincount(part, minlength=leaves)
-        sums = (sums + _sum_mod(part, _key_integers(raw[start:start + CHUNK], digits), leaves, modulus)) % modulus
+    counts, sums = leaf_sums(flat, raw, leaves, digits)  # bounded working memory beyond the codes
     n = _roll_up(counts.reshape(shape), rollups).ravel()
     ck = _roll_up(sums.reshape(shape), rollups, modulus).ravel()
     pert = lookup(ptable, n, ck, digits)
