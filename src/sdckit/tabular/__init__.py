@@ -14,17 +14,7 @@ Example::
     suppress([table, table2], rules)     # linked tables (shared cells by their codes), protected together
 """
 
-from sdckit.tabular.audit import AuditResult, audit, audit_pattern
-from sdckit.tabular.cta import AdjustmentResult, adjust_table
-from sdckit.tabular.hierarchy import Hierarchy, as_hierarchy
-from sdckit.tabular.linked import (LinkedSuppressionResult, LinkedTables, adjust_linked, audit_linked,
-                                   link_tables, suppress_linked)
-from sdckit.tabular.rules import (PQ, Dominance, GroupDisclosure, Manual, MinFrequency, PPercent, Rule, RuleSet,
-                                  Sensitivity, sensitivity)
-from sdckit.tabular.rounding import RoundingAudit, RoundingResult, audit_rounding, round_table
-from sdckit.tabular.suppress import SuppressionResult, suppress
-from sdckit.tabular.table import Table
-from sdckit.tabular.modular import audit_primaries, suppress_modular
+from sdckit.core.lazy import lazy_exports
 
 __all__ = ["AdjustmentResult", "AuditResult", "RoundingAudit", "RoundingResult", "adjust_table", "audit_rounding",
            "round_table", "Dominance", "Hierarchy", "Manual", "MinFrequency", "PPercent", "PQ", "Rule",
@@ -32,3 +22,39 @@ __all__ = ["AdjustmentResult", "AuditResult", "RoundingAudit", "RoundingResult",
            "sensitivity", "suppress", "LinkedSuppressionResult", "LinkedTables", "audit_linked", "link_tables",
            "suppress_linked", "adjust_linked",
            "GroupDisclosure", "audit_primaries", "suppress_modular"]
+
+#: Where each public name lives; it is imported on first use (issue 28 item 4, start-up).
+__getattr__, __dir__ = lazy_exports(__name__, {
+    "AdjustmentResult": "sdckit.tabular.cta",
+    "AuditResult": "sdckit.tabular.audit",
+    "RoundingAudit": "sdckit.tabular.rounding",
+    "RoundingResult": "sdckit.tabular.rounding",
+    "adjust_table": "sdckit.tabular.cta",
+    "audit_rounding": "sdckit.tabular.rounding",
+    "round_table": "sdckit.tabular.rounding",
+    "Dominance": "sdckit.tabular.rules",
+    "Hierarchy": "sdckit.tabular.hierarchy",
+    "Manual": "sdckit.tabular.rules",
+    "MinFrequency": "sdckit.tabular.rules",
+    "PPercent": "sdckit.tabular.rules",
+    "PQ": "sdckit.tabular.rules",
+    "Rule": "sdckit.tabular.rules",
+    "RuleSet": "sdckit.tabular.rules",
+    "Sensitivity": "sdckit.tabular.rules",
+    "SuppressionResult": "sdckit.tabular.suppress",
+    "Table": "sdckit.tabular.table",
+    "as_hierarchy": "sdckit.tabular.hierarchy",
+    "audit": "sdckit.tabular.audit",
+    "audit_pattern": "sdckit.tabular.audit",
+    "sensitivity": "sdckit.tabular.rules",
+    "suppress": "sdckit.tabular.suppress",
+    "LinkedSuppressionResult": "sdckit.tabular.linked",
+    "LinkedTables": "sdckit.tabular.linked",
+    "audit_linked": "sdckit.tabular.linked",
+    "link_tables": "sdckit.tabular.linked",
+    "suppress_linked": "sdckit.tabular.linked",
+    "adjust_linked": "sdckit.tabular.linked",
+    "GroupDisclosure": "sdckit.tabular.rules",
+    "audit_primaries": "sdckit.tabular.modular",
+    "suppress_modular": "sdckit.tabular.modular",
+})
