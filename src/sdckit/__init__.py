@@ -14,12 +14,12 @@ from __future__ import annotations
 
 from sdckit.core.errors import DataError, ParameterError, SchemaError, SdcError, SecurityWarning
 from sdckit.core.lazy import lazy_exports
-from sdckit.core.version import __version__
 
 #: Every public name of the package and the module it comes from. They are imported on first
 #: use (PEP 562), so that ``import sdckit`` or one family (e.g. ``sdckit.anonymity``) does not
 #: load every other family and its libraries (numba, scipy, scikit-learn) into memory.
 _LAZY = {
+    "__version__": "sdckit.core.version",  # read from the package's metadata: importlib.metadata costs
     "new_seed": "sdckit.core.random", "Method": "sdckit.core.method", "Outcome": "sdckit.core.method",
     "Kind": "sdckit.core.schema", "Role": "sdckit.core.schema", "Schema": "sdckit.core.schema",
     "read": "sdckit.io", "write": "sdckit.io", "Release": "sdckit.pipeline", "protect": "sdckit.pipeline",
@@ -40,7 +40,7 @@ _LAZY = {
 #: Public names whose name differs in their module.
 _RENAMED = {"check_anonymity": "sdckit.anonymity:check"}
 
-__all__ = sorted(["DataError", "ParameterError", "SchemaError", "SdcError", "SecurityWarning", "__version__",
+__all__ = sorted(["DataError", "ParameterError", "SchemaError", "SdcError", "SecurityWarning",
                   *_LAZY, *_RENAMED])
 
 __getattr__, __dir__ = lazy_exports(__name__, {**_LAZY, **_RENAMED})
