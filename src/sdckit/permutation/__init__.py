@@ -49,7 +49,7 @@ __getattr__, __dir__ = lazy_exports(__name__, {
     "rank_correlation": "sdckit.permutation.reverse",
     "rank_displacement": "sdckit.permutation.displacement",
     "reverse_map": "sdckit.permutation.reverse",
-    "N_RANDOM": "sdckit.permutation.verify",
+    "N_RANDOM": "sdckit.core.defaults",
     "verify_linkage": "sdckit.permutation.verify",
     "verify_subject": "sdckit.permutation.subject",
 })
