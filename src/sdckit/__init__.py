@@ -12,16 +12,14 @@ See DESIGN.md and the README for the architecture and the CLI.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
 from sdckit.core.errors import DataError, ParameterError, PrivacyWarning, SchemaError, SdcError, SecurityWarning
-from sdckit.core.version import __version__
+from sdckit.core.lazy import lazy_exports
 
 #: Every public name of the package and the module it comes from. They are imported on first
 #: use (PEP 562), so that ``import sdckit`` or one family (e.g. ``sdckit.anonymity``) does not
 #: load every other family and its libraries (numba, scipy, scikit-learn) into memory.
 _LAZY = {
+    "__version__": "sdckit.core.version",  # read from the package's metadata: importlib.metadata costs
     "new_seed": "sdckit.core.random", "Method": "sdckit.core.method", "Outcome": "sdckit.core.method",
     "Kind": "sdckit.core.schema", "Role": "sdckit.core.schema", "Schema": "sdckit.core.schema",
     "read": "sdckit.io", "write": "sdckit.io", "Release": "sdckit.pipeline", "protect": "sdckit.pipeline",
@@ -40,23 +38,9 @@ _LAZY = {
                      "verify_subject"), "sdckit.permutation"),
 }
 #: Public names whose name differs in their module.
-_RENAMED = {"check_anonymity": ("sdckit.anonymity", "check")}
+_RENAMED = {"check_anonymity": "sdckit.anonymity:check"}
 
-__all__ = sorted(["DataError", "ParameterError", "PrivacyWarning", "SchemaError", "SdcError", "SecurityWarning", "__version__",
+__all__ = sorted(["DataError", "ParameterError", "PrivacyWarning", "SchemaError", "SdcError", "SecurityWarning",
                   *_LAZY, *_RENAMED])
 
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        value = getattr(importlib.import_module(_LAZY[name]), name)
-    elif name in _RENAMED:
-        module, attribute = _RENAMED[name]
-        value = getattr(importlib.import_module(module), attribute)
-    else:
-        raise AttributeError(f"module 'sdckit' has no attribute {name!r}")
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_exports(__name__, {**_LAZY, **_RENAMED})

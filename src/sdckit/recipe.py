@@ -66,7 +66,7 @@ from sdckit.dp.ledger import data_set_key, default_ledger_path, file_key, ledger
 from sdckit.engine import check_engine, parse_memory, protect_file, should_stream
 from sdckit.io import detect_format, read, write, write_text_atomic
 from sdckit.io.files import WRITABLE
-from sdckit.methods import available, get_method
+from sdckit.methods import get_method, method_class
 from sdckit.pipeline import ProgressCallback, Release, protect
 from sdckit.report.settings import RULES as REPORT_RULES
 from sdckit.report.settings import check_settings
@@ -334,7 +334,7 @@ def resolve_paths(name: str, params: Mapping[str, Any], base: Path) -> dict[str,
     A path parameter holds a path string or a mapping whose string values are paths (e.g.
     ``hierarchies = { age = "age.csv" }``); other values (built objects) are left as they are.
     """
-    cls = available().get(name)
+    cls = method_class(name)
     if cls is None:
         return dict(params)
 

@@ -1,20 +1,6 @@
 """k-anonymity and its refinements: hierarchies, lattice search, Mondrian, criteria (seeds 003, 004)."""
 
-from sdckit.anonymity.check import CheckReport, check
-from sdckit.anonymity.criteria import (
-    DistinctLDiversity,
-    EntropyLDiversity,
-    KAnonymity,
-    RecursiveCLDiversity,
-    TCloseness,
-)
-from sdckit.anonymity.frequencies import search_frequencies
-from sdckit.anonymity.fulldomain import FullDomainGeneralization
-from sdckit.anonymity.generalize import GeneralizeToNode
-from sdckit.core.hierarchy import Hierarchy
-from sdckit.anonymity.microaggregation import MicroaggregationAnonymity
-from sdckit.anonymity.mondrian import Mondrian
-from sdckit.anonymity.partition import Partition
+from sdckit.core.lazy import lazy_exports
 
 __all__ = [
     "CheckReport",
@@ -32,3 +18,21 @@ __all__ = [
     "check",
     "search_frequencies",
 ]
+
+#: Where each public name lives; it is imported on first use (issue 28 item 4, start-up).
+__getattr__, __dir__ = lazy_exports(__name__, {
+    "CheckReport": "sdckit.anonymity.check",
+    "DistinctLDiversity": "sdckit.anonymity.criteria",
+    "EntropyLDiversity": "sdckit.anonymity.criteria",
+    "FullDomainGeneralization": "sdckit.anonymity.fulldomain",
+    "GeneralizeToNode": "sdckit.anonymity.generalize",
+    "Hierarchy": "sdckit.core.hierarchy",
+    "KAnonymity": "sdckit.anonymity.criteria",
+    "MicroaggregationAnonymity": "sdckit.anonymity.microaggregation",
+    "Mondrian": "sdckit.anonymity.mondrian",
+    "Partition": "sdckit.anonymity.partition",
+    "RecursiveCLDiversity": "sdckit.anonymity.criteria",
+    "TCloseness": "sdckit.anonymity.criteria",
+    "check": "sdckit.anonymity.check",
+    "search_frequencies": "sdckit.anonymity.frequencies",
+})

@@ -19,7 +19,6 @@ from sdckit.anonymity.criteria import (
     TCloseness,
     as_criteria,
 )
-from sdckit.anonymity.lattice import sensitive_order
 from sdckit.core.arrays import class_labels, first_rows
 from sdckit.core.diversity import value_histogram
 from sdckit.core.errors import DataError, ParameterError
@@ -112,6 +111,7 @@ def check(frame: pd.DataFrame, quasi: Sequence[str], criteria: Criterion | Seque
     for c in criteria:
         hist = overall = labels = None
         if c.needs_sensitive is not None:
+            from sdckit.anonymity.lattice import sensitive_order  # numba: only for a sensitive column
             codes, labels = sensitive_order(frame[c.needs_sensitive], schema)
             m = len(labels)
             hist = value_histogram(cls, codes, g, m)

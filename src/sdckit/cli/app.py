@@ -14,8 +14,6 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperGroup
 
-from sdckit import __version__
-
 #: Each command (or command group) -> the module of ``sdckit.cli`` that defines it, and its
 #: one-line help as that module states it.
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -94,6 +92,8 @@ app = typer.Typer(
 
 def _version(value: bool) -> None:
     if value:
+        from sdckit.core.version import __version__
+
         typer.echo(f"sdckit {__version__}")
         raise typer.Exit()
 

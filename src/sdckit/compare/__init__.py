@@ -6,8 +6,7 @@
   ``sdckit compare RECIPE.toml``.
 """
 
-from sdckit.compare.core import Candidate, CandidateResult, Comparison, compare, evaluate_release
-from sdckit.compare.example import correlated_normal, example_methods, seed001_candidates
+from sdckit.core.lazy import lazy_exports
 
 __all__ = [
     "Candidate",
@@ -19,3 +18,15 @@ __all__ = [
     "example_methods",
     "seed001_candidates",
 ]
+
+#: Where each public name lives; it is imported on first use (issue 28 item 4, start-up).
+__getattr__, __dir__ = lazy_exports(__name__, {
+    "Candidate": "sdckit.compare.core",
+    "CandidateResult": "sdckit.compare.core",
+    "Comparison": "sdckit.compare.core",
+    "compare": "sdckit.compare.core",
+    "correlated_normal": "sdckit.compare.example",
+    "evaluate_release": "sdckit.compare.core",
+    "example_methods": "sdckit.compare.example",
+    "seed001_candidates": "sdckit.compare.example",
+})

@@ -1,12 +1,6 @@
 """Differential privacy: mechanisms, budget accounting, (k,epsilon)-anonymity (seeds 002, 004)."""
 
-from sdckit.dp.accountant import BudgetAccountant, BudgetExceeded
-from sdckit.dp.confidence import ConfidenceSuppression, confidence_suppression
-from sdckit.dp.gaussian import Gaussian
-from sdckit.dp.kepsilon import KEpsilonAnonymity
-from sdckit.dp.local import LaplaceNoise
-from sdckit.dp.measures import ErrorPrediction, expected_relative_error, linking_risk
-from sdckit.dp.mechanisms import Geometric, Laplace
+from sdckit.core.lazy import lazy_exports
 
 __all__ = [
     "BudgetAccountant",
@@ -22,3 +16,19 @@ __all__ = [
     "expected_relative_error",
     "linking_risk",
 ]
+
+#: Where each public name lives; it is imported on first use (issue 28 item 4, start-up).
+__getattr__, __dir__ = lazy_exports(__name__, {
+    "BudgetAccountant": "sdckit.dp.accountant",
+    "BudgetExceeded": "sdckit.dp.accountant",
+    "ConfidenceSuppression": "sdckit.dp.confidence",
+    "ErrorPrediction": "sdckit.dp.measures",
+    "Gaussian": "sdckit.dp.gaussian",
+    "Geometric": "sdckit.dp.mechanisms",
+    "KEpsilonAnonymity": "sdckit.dp.kepsilon",
+    "Laplace": "sdckit.dp.mechanisms",
+    "LaplaceNoise": "sdckit.dp.local",
+    "confidence_suppression": "sdckit.dp.confidence",
+    "expected_relative_error": "sdckit.dp.measures",
+    "linking_risk": "sdckit.dp.measures",
+})

@@ -14,7 +14,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy.spatial import cKDTree
 
 from sdckit.core.errors import DataError
 from sdckit.core.params import check_param
@@ -163,6 +162,8 @@ def count_within(
     if centres.shape[1] == 1:
         x, c, r = points[:, 0], centres[:, 0], np.asarray(radius, dtype=float)
         return _count_at_most(codes, x, codes, c + r, True) - _count_at_most(codes, x, codes, c - r, False)
+    from scipy.spatial import cKDTree  # scipy: only for several columns
+
     counts = np.zeros(len(centres), dtype=np.int64)
     order = np.argsort(codes, kind="stable")
     bounds = np.flatnonzero(np.diff(codes[order])) + 1

@@ -7,7 +7,16 @@ by logical chunks with random streams spawned per chunk index from the one seed
 on frequency tables computed by DuckDB ``GROUP BY`` or Dask (:mod:`sdckit.engine.aggregate`).
 """
 
-from sdckit.engine.budget import parse_memory, should_stream
-from sdckit.engine.stream import ENGINES, StreamedRelease, check_engine, protect_file
+from sdckit.core.lazy import lazy_exports
 
 __all__ = ["ENGINES", "StreamedRelease", "check_engine", "parse_memory", "protect_file", "should_stream"]
+
+#: Where each public name lives; it is imported on first use (issue 28 item 4, start-up).
+__getattr__, __dir__ = lazy_exports(__name__, {
+    "ENGINES": "sdckit.engine.stream",
+    "StreamedRelease": "sdckit.engine.stream",
+    "check_engine": "sdckit.engine.stream",
+    "parse_memory": "sdckit.engine.budget",
+    "protect_file": "sdckit.engine.stream",
+    "should_stream": "sdckit.engine.budget",
+})

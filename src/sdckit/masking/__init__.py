@@ -1,17 +1,6 @@
 """Perturbative and non-perturbative masking methods (seed 002 section 4.6.3, seed 001)."""
 
-from sdckit.core.grouping import mdav_groups, univariate_groups
-from sdckit.masking.microaggregation import Microaggregation
-from sdckit.masking.noise import AdditiveNoise, CorrelatedNoise, MultiplicativeNoise
-from sdckit.masking.pram import Pram
-from sdckit.masking.rankswap import RankSwapping
-from sdckit.masking.recoding import GlobalRecoding
-from sdckit.masking.recordswap import RecordSwapping
-from sdckit.masking.rounding import Rounding
-from sdckit.masking.sampling import Sampling
-from sdckit.masking.shuffling import DataShuffling
-from sdckit.masking.suppression import LocalSuppression
-from sdckit.masking.topbottom import TopBottomCoding
+from sdckit.core.lazy import lazy_exports
 
 __all__ = [
     "AdditiveNoise",
@@ -30,3 +19,22 @@ __all__ = [
     "mdav_groups",
     "univariate_groups",
 ]
+
+#: Where each public name lives; it is imported on first use (issue 28 item 4, start-up).
+__getattr__, __dir__ = lazy_exports(__name__, {
+    "AdditiveNoise": "sdckit.masking.noise",
+    "CorrelatedNoise": "sdckit.masking.noise",
+    "DataShuffling": "sdckit.masking.shuffling",
+    "GlobalRecoding": "sdckit.masking.recoding",
+    "LocalSuppression": "sdckit.masking.suppression",
+    "Microaggregation": "sdckit.masking.microaggregation",
+    "MultiplicativeNoise": "sdckit.masking.noise",
+    "Pram": "sdckit.masking.pram",
+    "RankSwapping": "sdckit.masking.rankswap",
+    "RecordSwapping": "sdckit.masking.recordswap",
+    "Rounding": "sdckit.masking.rounding",
+    "Sampling": "sdckit.masking.sampling",
+    "TopBottomCoding": "sdckit.masking.topbottom",
+    "mdav_groups": "sdckit.core.grouping",
+    "univariate_groups": "sdckit.core.grouping",
+})

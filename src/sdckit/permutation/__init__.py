@@ -7,16 +7,7 @@ verification of his linkages (:func:`verify_linkage`), subject verification
 (:func:`verify_subject`) and the protector's record-level measures (:func:`rank_displacement`).
 """
 
-from sdckit.permutation.assess import Assessment, assess
-from sdckit.permutation.assignment import Assignment, assign_linkage
-from sdckit.permutation.displacement import rank_displacement
-from sdckit.permutation.distance import permutation_distances
-from sdckit.permutation.intruder import Linkage, intruder_linkage
-from sdckit.permutation.privacy import PermutedPrivacy, permuted_privacy
-from sdckit.permutation.reverse import decompose, rank_correlation, reverse_map
-from sdckit.permutation.sample import sample_pairs
-from sdckit.permutation.subject import SubjectVerification, verify_subject
-from sdckit.permutation.verify import N_RANDOM, Verification, hellinger, verify_linkage
+from sdckit.core.lazy import lazy_exports
 
 __all__ = [
     "Assessment",
@@ -40,3 +31,27 @@ __all__ = [
     "verify_linkage",
     "verify_subject",
 ]
+
+#: Where each public name lives; it is imported on first use (issue 28 item 4, start-up).
+__getattr__, __dir__ = lazy_exports(__name__, {
+    "Assessment": "sdckit.permutation.assess",
+    "Assignment": "sdckit.permutation.assignment",
+    "Linkage": "sdckit.permutation.intruder",
+    "PermutedPrivacy": "sdckit.permutation.privacy",
+    "SubjectVerification": "sdckit.permutation.subject",
+    "Verification": "sdckit.permutation.verify",
+    "assess": "sdckit.permutation.assess",
+    "assign_linkage": "sdckit.permutation.assignment",
+    "decompose": "sdckit.permutation.reverse",
+    "hellinger": "sdckit.permutation.verify",
+    "intruder_linkage": "sdckit.permutation.intruder",
+    "permutation_distances": "sdckit.permutation.distance",
+    "permuted_privacy": "sdckit.permutation.privacy",
+    "rank_correlation": "sdckit.permutation.reverse",
+    "rank_displacement": "sdckit.permutation.displacement",
+    "reverse_map": "sdckit.permutation.reverse",
+    "sample_pairs": "sdckit.permutation.sample",
+    "N_RANDOM": "sdckit.core.defaults",
+    "verify_linkage": "sdckit.permutation.verify",
+    "verify_subject": "sdckit.permutation.subject",
+})

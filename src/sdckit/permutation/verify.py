@@ -45,16 +45,16 @@ import pandas as pd
 from scipy.special import ndtr
 
 from sdckit.core.defaults import N_RANDOM
-from sdckit.core.params import Interval, Options, check_param
+from sdckit.core.params import check_param
 from sdckit.core.random import RandomState
 from sdckit.core.ranks import average_ranks, nearest_rank, normal_scores, ranks
 from sdckit.permutation.columns import RankSpace, SchemaLike, rank_space
 from sdckit.permutation.distance import Progress, nearest_distances
 from sdckit.permutation.intruder import intruder_query
 from sdckit.permutation.results import Result
+from sdckit.permutation.rules import VERIFY_RULES
 from sdckit.permutation.sequential import run_sequential
 
-NULLS = ("copula", "independent")
 #: Significance level used for the share of records whose match is not plausibly random.
 ALPHA = 0.05
 #: The verification is a sequential Monte-Carlo test (:mod:`sdckit.permutation.sequential`, Gandy
@@ -239,19 +239,6 @@ class Verification(Result):
     def plausibly_deniable(self) -> bool:
         """The sequential test decided ``p > alpha`` (``verdict == "deniable"``)."""
         return self.verdict == "deniable"
-
-
-#: The rules of the verification's settings; the report, compare and tune check theirs with these.
-VERIFY_RULES = {
-    "null": Options(NULLS),
-    "n_random": Interval(int, 2, None),  # half defines Q, half gives the null samples
-    "exhaustive_limit": Interval(int, 0, None),
-    "n_null": Interval(int, 1, None),
-    "max_batches": Interval(int, 1, None),
-    "alpha": Interval(float, 0, 1, closed="neither"),
-    "max_replicates": Interval(int, 1, None),
-    "risk": Interval(float, 0, 0.5, closed="neither"),
-}
 
 
 def check_verify_params(null: str, n_random: int, exhaustive_limit: int, n_null: int | None = None,

@@ -9,7 +9,16 @@ The server's modules (FastAPI, uvicorn) are imported only when the server is bui
 ``from sdckit.query import Client`` stays light.
 """
 
-from sdckit.query.client import Client, QueryError, ServiceUnreachable
-from sdckit.query.config import ServiceConfig, TableConfig, load_config
+from sdckit.core.lazy import lazy_exports
 
 __all__ = ["Client", "QueryError", "ServiceUnreachable", "ServiceConfig", "TableConfig", "load_config"]
+
+#: Where each public name lives; it is imported on first use (issue 28 item 4, start-up).
+__getattr__, __dir__ = lazy_exports(__name__, {
+    "Client": "sdckit.query.client",
+    "QueryError": "sdckit.query.client",
+    "ServiceUnreachable": "sdckit.query.client",
+    "ServiceConfig": "sdckit.query.config",
+    "TableConfig": "sdckit.query.config",
+    "load_config": "sdckit.query.config",
+})

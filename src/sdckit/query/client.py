@@ -1,13 +1,19 @@
-"""A small client of the query service: ``Client(url, key).sql("SELECT ...")`` -> DataFrame."""
+"""A small client of the query service: ``Client(url, key).sql("SELECT ...")`` -> DataFrame.
+
+It imports httpx only; pandas is imported by :meth:`Client.sql`, which builds the DataFrame
+(so that ``sdckit query`` starts without numpy or pandas; issue 28 item 4).
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
-import pandas as pd
 
 from sdckit.core.errors import SdcError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 class QueryError(SdcError):
@@ -74,6 +80,8 @@ class Client:
 
     def sql(self, sql: str, epsilon: float | str | None = None) -> pd.DataFrame:
         """The answer as a DataFrame, its metadata in ``.attrs``; :class:`QueryError` if refused."""
+        import pandas as pd  # only here: the client itself needs no numpy/pandas (issue 28 item 4)
+
         payload = self.query(sql, epsilon)
         frame = pd.DataFrame(payload["rows"], columns=payload["columns"])
         frame.attrs.update({k: v for k, v in payload.items() if k not in ("rows", "columns")})

@@ -40,17 +40,19 @@ from __future__ import annotations
 import itertools
 import math
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from sdckit.core.errors import SdcError
-from sdckit.query.auditor import Auditor
 from sdckit.query.config import ServiceConfig, TableConfig
 from sdckit.query.data import Database
 from sdckit.query.generate import COUNT_ALIAS, ROW, aggregate_sql, cell_indices, membership_sql, sum_alias, summed_columns
 from sdckit.query.sql import Query, UnsupportedQuery, parse, predicate_columns
 from sdckit.query.state import State
+
+if TYPE_CHECKING:
+    from sdckit.query.auditor import Auditor
 
 
 #: Largest number of membership cells (groups x records) one restricted query may need.
@@ -167,6 +169,8 @@ class Restricted:
         auditor = self._auditors.get(key)
         if auditor is not None:
             return auditor
+        from sdckit.query.auditor import Auditor  # numba: loaded by the first audited query, not at start
+
         auditor = Auditor(self.n_units(table), self.config.min_query_set)
         for _, sql, data in self.state.answered(table.name, None if holder == "*" else holder):
             if data != self.db.fingerprints[table.name]:

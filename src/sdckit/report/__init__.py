@@ -12,8 +12,7 @@ matplotlib and the measures.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from sdckit.core.lazy import lazy_exports
 
 _LAZY = {
     "render_report": "sdckit.report.render",
@@ -26,8 +25,4 @@ _LAZY = {
 
 __all__ = sorted(_LAZY)
 
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'sdckit.report' has no attribute {name!r}")
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)

@@ -7,7 +7,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from sdckit.core.params import Interval, check_param
-from sdckit.permutation.verify import N_RANDOM, VERIFY_RULES
+from sdckit.core.defaults import N_RANDOM
+from sdckit.permutation.rules import VERIFY_RULES
 
 #: Default settings of the report's measures (shown in its transparency section; never the seed).
 DEFAULTS: dict[str, Any] = {"null": "copula", "n_random": N_RANDOM, "n_null": 50, "alpha": 0.05, "interval_p": 10.0}

@@ -16,16 +16,7 @@
   displacement summarised (needs :mod:`sdckit.permutation`).
 """
 
-from sdckit.risk.classes import ClassRisk, categorical_quasi, equivalence_classes
-from sdckit.risk.frequencies import frequencies, k_anonymity_violations
-from sdckit.risk.individual import GlobalRisk, global_risk, individual_risk
-from sdckit.risk.interval import IntervalDisclosure, interval_disclosure
-from sdckit.risk.ldiversity import l_diversity
-from sdckit.risk.linkage import distance_linkage
-from sdckit.risk.linkage_result import DistanceLinkage, true_originals
-from sdckit.risk.permutation import PermutationRisk, permutation_risk
-from sdckit.risk.population import PopulationRisk, population_risk
-from sdckit.risk.suda import suda2
+from sdckit.core.lazy import lazy_exports
 
 __all__ = [
     "ClassRisk",
@@ -48,3 +39,26 @@ __all__ = [
     "suda2",
     "true_originals",
 ]
+
+#: Where each public name lives; it is imported on first use (issue 28 item 4, start-up).
+__getattr__, __dir__ = lazy_exports(__name__, {
+    "ClassRisk": "sdckit.risk.classes",
+    "DistanceLinkage": "sdckit.risk.linkage_result",
+    "GlobalRisk": "sdckit.risk.individual",
+    "IntervalDisclosure": "sdckit.risk.interval",
+    "PermutationRisk": "sdckit.risk.permutation",
+    "PopulationRisk": "sdckit.risk.population",
+    "categorical_quasi": "sdckit.risk.classes",
+    "distance_linkage": "sdckit.risk.linkage",
+    "equivalence_classes": "sdckit.risk.classes",
+    "frequencies": "sdckit.risk.frequencies",
+    "global_risk": "sdckit.risk.individual",
+    "individual_risk": "sdckit.risk.individual",
+    "interval_disclosure": "sdckit.risk.interval",
+    "k_anonymity_violations": "sdckit.risk.frequencies",
+    "l_diversity": "sdckit.risk.ldiversity",
+    "permutation_risk": "sdckit.risk.permutation",
+    "population_risk": "sdckit.risk.population",
+    "suda2": "sdckit.risk.suda",
+    "true_originals": "sdckit.risk.linkage_result",
+})

@@ -19,7 +19,6 @@ from sdckit.core.params import Interval, validated
 from sdckit.risk.frequencies import frequencies
 from sdckit.risk.individual import DEFAULT_THRESHOLD, GlobalRisk, global_risk
 from sdckit.risk.ldiversity import l_diversity
-from sdckit.risk.population import population_risk
 from sdckit.risk.suda import suda2
 
 #: Upper edges of the bands of individual risk shown in the report and the CLI.
@@ -131,9 +130,11 @@ def risk_summary(
         }
     population = None
     if sampling_fraction is not None or population_size is not None:
+        from sdckit.risk.population import population_risk  # scipy: only for the population models
         population = population_risk(frame, keys, sampling_fraction=sampling_fraction,
                                      population_size=population_size).to_dict()
     elif weight is not None:
+        from sdckit.risk.population import population_risk
         population = population_risk(frame, keys, weight=weight).to_dict()
     sensitive_t = () if sensitive is None else ((sensitive,) if isinstance(sensitive, str) else tuple(sensitive))
     diversity = {c: diversity_summary(frame, keys, c, missing, strata) for c in sensitive_t} or None

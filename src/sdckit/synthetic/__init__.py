@@ -1,9 +1,6 @@
 """Synthetic-data generators (seed 001; seed 002 section 4.6.3)."""
 
-from sdckit.synthetic.base import Synthesizer
-from sdckit.synthetic.cart import CartSynthesizer
-from sdckit.synthetic.copula import GaussianCopulaSynthesizer
-from sdckit.synthetic.normal import MultivariateNormalSynthesizer
+from sdckit.core.lazy import lazy_exports
 
 __all__ = [
     "CartSynthesizer",
@@ -11,3 +8,11 @@ __all__ = [
     "MultivariateNormalSynthesizer",
     "Synthesizer",
 ]
+
+#: Where each public name lives; it is imported on first use (issue 28 item 4, start-up).
+__getattr__, __dir__ = lazy_exports(__name__, {
+    "CartSynthesizer": "sdckit.synthetic.cart",
+    "GaussianCopulaSynthesizer": "sdckit.synthetic.copula",
+    "MultivariateNormalSynthesizer": "sdckit.synthetic.normal",
+    "Synthesizer": "sdckit.synthetic.base",
+})

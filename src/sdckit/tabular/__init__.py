@@ -15,19 +15,7 @@ Example::
     cell_key_counts(frame, ["region", "size"], "rkey", ptable(D=5, V=3, js=2))  # cell key method
 """
 
-from sdckit.tabular.audit import AuditResult, audit, audit_pattern
-from sdckit.tabular.cta import AdjustmentResult, adjust_table
-from sdckit.tabular.hierarchy import Hierarchy, as_hierarchy
-from sdckit.tabular.linked import (LinkedSuppressionResult, LinkedTables, adjust_linked, audit_linked,
-                                   link_tables, suppress_linked)
-from sdckit.tabular.rules import (PQ, Dominance, GroupDisclosure, Manual, MinFrequency, PPercent, Rule, RuleSet,
-                                  Sensitivity, sensitivity)
-from sdckit.tabular.rounding import RoundingAudit, RoundingResult, audit_rounding, round_table
-from sdckit.tabular.suppress import SuppressionResult, suppress
-from sdckit.tabular.table import Table
-from sdckit.tabular.modular import audit_primaries, suppress_modular
-from sdckit.tabular.ptable import ptable, read_ptable, write_ptable
-from sdckit.tabular.cellkey import CellKeyMeasures, cell_key_counts, cell_key_measures, record_keys
+from sdckit.core.lazy import lazy_exports
 
 __all__ = ["AdjustmentResult", "AuditResult", "RoundingAudit", "RoundingResult", "adjust_table", "audit_rounding",
            "round_table", "Dominance", "Hierarchy", "Manual", "MinFrequency", "PPercent", "PQ", "Rule",
@@ -37,3 +25,46 @@ __all__ = ["AdjustmentResult", "AuditResult", "RoundingAudit", "RoundingResult",
            "GroupDisclosure", "audit_primaries", "suppress_modular",
            "ptable", "read_ptable", "write_ptable", "record_keys", "cell_key_counts", "cell_key_measures",
            "CellKeyMeasures"]
+
+#: Where each public name lives; it is imported on first use (issue 28 item 4, start-up).
+__getattr__, __dir__ = lazy_exports(__name__, {
+    "AdjustmentResult": "sdckit.tabular.cta",
+    "AuditResult": "sdckit.tabular.audit",
+    "RoundingAudit": "sdckit.tabular.rounding",
+    "RoundingResult": "sdckit.tabular.rounding",
+    "adjust_table": "sdckit.tabular.cta",
+    "audit_rounding": "sdckit.tabular.rounding",
+    "round_table": "sdckit.tabular.rounding",
+    "Dominance": "sdckit.tabular.rules",
+    "Hierarchy": "sdckit.tabular.hierarchy",
+    "Manual": "sdckit.tabular.rules",
+    "MinFrequency": "sdckit.tabular.rules",
+    "PPercent": "sdckit.tabular.rules",
+    "PQ": "sdckit.tabular.rules",
+    "Rule": "sdckit.tabular.rules",
+    "RuleSet": "sdckit.tabular.rules",
+    "Sensitivity": "sdckit.tabular.rules",
+    "SuppressionResult": "sdckit.tabular.suppress",
+    "Table": "sdckit.tabular.table",
+    "as_hierarchy": "sdckit.tabular.hierarchy",
+    "audit": "sdckit.tabular.audit",
+    "audit_pattern": "sdckit.tabular.audit",
+    "sensitivity": "sdckit.tabular.rules",
+    "suppress": "sdckit.tabular.suppress",
+    "LinkedSuppressionResult": "sdckit.tabular.linked",
+    "LinkedTables": "sdckit.tabular.linked",
+    "audit_linked": "sdckit.tabular.linked",
+    "link_tables": "sdckit.tabular.linked",
+    "suppress_linked": "sdckit.tabular.linked",
+    "adjust_linked": "sdckit.tabular.linked",
+    "GroupDisclosure": "sdckit.tabular.rules",
+    "audit_primaries": "sdckit.tabular.modular",
+    "suppress_modular": "sdckit.tabular.modular",
+    "ptable": "sdckit.tabular.ptable",
+    "read_ptable": "sdckit.tabular.ptable",
+    "write_ptable": "sdckit.tabular.ptable",
+    "record_keys": "sdckit.tabular.cellkey",
+    "cell_key_counts": "sdckit.tabular.cellkey",
+    "cell_key_measures": "sdckit.tabular.cellkey",
+    "CellKeyMeasures": "sdckit.tabular.cellkey",
+})

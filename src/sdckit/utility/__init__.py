@@ -9,16 +9,7 @@
 * :func:`utility_loss`, :func:`utility_summary` — one number, or everything, for a release.
 """
 
-from sdckit.utility.il1 import il1, il1_columns
-from sdckit.utility.moments import (
-    correlation_difference,
-    mean_abs_correlation_difference,
-    moment_differences,
-    quantile_differences,
-)
-from sdckit.utility.precision import categorical_precision, discernibility, numerical_precision
-from sdckit.utility.propensity import Propensity, pmse
-from sdckit.utility.summary import MEASURES, utility_loss, utility_summary
+from sdckit.core.lazy import lazy_exports
 
 __all__ = [
     "MEASURES",
@@ -36,3 +27,21 @@ __all__ = [
     "utility_loss",
     "utility_summary",
 ]
+
+#: Where each public name lives; it is imported on first use (issue 28 item 4, start-up).
+__getattr__, __dir__ = lazy_exports(__name__, {
+    "MEASURES": "sdckit.utility.summary",
+    "Propensity": "sdckit.utility.propensity",
+    "categorical_precision": "sdckit.utility.precision",
+    "correlation_difference": "sdckit.utility.moments",
+    "discernibility": "sdckit.utility.precision",
+    "il1": "sdckit.utility.il1",
+    "il1_columns": "sdckit.utility.il1",
+    "mean_abs_correlation_difference": "sdckit.utility.moments",
+    "moment_differences": "sdckit.utility.moments",
+    "numerical_precision": "sdckit.utility.precision",
+    "pmse": "sdckit.utility.propensity",
+    "quantile_differences": "sdckit.utility.moments",
+    "utility_loss": "sdckit.utility.summary",
+    "utility_summary": "sdckit.utility.summary",
+})
