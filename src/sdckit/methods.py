@@ -38,6 +38,7 @@ METHOD_MODULES = {
     "multivariate_normal_synthesizer": "sdckit.synthetic.normal",
     "pram": "sdckit.masking.pram",
     "rank_swapping": "sdckit.masking.rankswap",
+    "record_swapping": "sdckit.masking.recordswap",
     "rounding": "sdckit.masking.rounding",
     "sampling": "sdckit.masking.sampling",
     "top_bottom_coding": "sdckit.masking.topbottom",

@@ -96,6 +96,8 @@ class Client:
         if where is not None:
             body["where"] = where
         payload = self._check(self._send("POST", "/v1/table", json=body))
+        import pandas as pd  # only here, as in sql()
+
         frame = pd.DataFrame(payload["rows"], columns=payload["columns"])
         frame.attrs.update({k: v for k, v in payload.items() if k not in ("rows", "columns")})
         return frame

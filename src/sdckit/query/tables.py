@@ -40,7 +40,7 @@ import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -51,8 +51,9 @@ from sdckit.query.ckmconfig import TOTAL
 from sdckit.query.config import ServiceConfig, TableConfig
 from sdckit.query.data import Database
 from sdckit.query.generate import ROW, code_column, is_text_domain, relation_name
-from sdckit.tabular.cellkey import Lookup, leaf_sums, record_keys
-from sdckit.tabular.ptable import ptable, read_ptable
+
+if TYPE_CHECKING:  # the CKM modules (pandas, scipy) load only when a table is served as tables
+    from sdckit.tabular.cellkey import Lookup
 
 #: Most cells (margins included) one answer may have.
 MAX_CELLS = 100_000
@@ -105,6 +106,8 @@ class CellKeyCube:
         """The cube of records with integer ``codes`` (per dimension: the index of each record's
         code in ``domains[dimension]``; -1 for a value outside it) and record ``keys`` in [0, 1);
         ``ptable_`` a p-table or a :class:`~sdckit.tabular.cellkey.Lookup` of it."""
+        from sdckit.tabular.cellkey import Lookup, leaf_sums
+
         lookup = ptable_ if isinstance(ptable_, Lookup) else Lookup(ptable_, digits)
         if lookup.digits != digits:
             raise ParameterError(f"The lookup is for keys of {lookup.digits} decimals, the keys have {digits}.")
@@ -246,6 +249,8 @@ def table_of(body: dict[str, Any]) -> str:
 
 
 def _cube(db: Database, t: TableConfig, config: ServiceConfig, ptables: dict[Any, Any]) -> CellKeyCube:
+    from sdckit.tabular.ptable import ptable, read_ptable
+
     """Read the codes and keys of table ``t`` once (``__sdc_row`` order) and build its cube."""
     ckm = t.ckm
     assert ckm is not None
@@ -290,6 +295,8 @@ def _cube(db: Database, t: TableConfig, config: ServiceConfig, ptables: dict[Any
 
 
 def _drawn_keys(db: Database, t: TableConfig, config: ServiceConfig) -> np.ndarray:
+    from sdckit.tabular.cellkey import record_keys
+
     """The table's record keys from its keys file, or drawn now and written there (0600)."""
     assert t.ckm is not None
     path = keys_path(config.state, t.name)
