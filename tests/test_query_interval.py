@@ -1,0 +1,270 @@
+"""Interval protection of restricted-mode SUMs (issue 27 section 1; DESIGN.md section 7).
+
+The exact audit refuses any answer that determines a total over fewer than k persons; with the
+declared bounds an analyst could still narrow values. The interval audit
+(:mod:`sdckit.query.audit_interval`) applies the p% rule over all answered SUMs of a column:
+
+* a SUM that one person dominates, a SUM of k persons at the upper bound (which pins every one of
+  them) and a differencing pair whose difference is a dominated set of k or more persons are
+  refused (all answered before issue 27's interval audit);
+* COUNT is unchanged; ``p_percent = 0`` turns the audit off; a column with a negative lower bound
+  is a 400;
+* the threshold oracle at cell granularity (refusals of A + C for cells C of known totals) gives
+  the same decision for every C;
+* a property test: for random strategies of union-of-cells SUMs at small n, an exact LP over the
+  persons (not the audit's atoms) finds every person's value still spanning the p% interval
+  around it for every attacker (an outsider, or another person knowing her own value), and a
+  brute force over all data sets on a small grid consistent with the answers *and the
+  decisions* checks what the decisions reveal, as DESIGN.md section 7 states it.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from scipy.optimize import linprog
+
+from query_helpers import add_analyst
+from sdckit.core.errors import ParameterError
+from sdckit.query.audit_interval import IntervalAudit
+from sdckit.query.config import load_config
+from sdckit.query.service import Service
+
+CONFIG = """[service]
+state = "state.db"
+cache = false
+[restricted]
+min_query_set = 5
+{extra}
+[[table]]
+name = "people"
+path = "people.csv"
+dimensions = ["age", "region"]
+[table.bounds]
+income = [{low}, 200000]
+age = [0, 120]
+[table.domains]
+region = ["N", "S", "E", "W"]
+"""
+DOMINANT = 150_000  # the one large income of region N
+ANALYSTS = ("ann", "bob", "cy", "dee", "eve", "fay", "gus")
+
+
+def _people(folder, extra: str = "", low: int = 0) -> pd.DataFrame:
+    """35 persons: region N = one income of 150,000 and nine of about 1,000 (dominated); S and W
+    = ten incomes of 50,000-100,000 each; E = five incomes at the upper bound 200,000."""
+    rng = np.random.default_rng(7)
+    incomes = [DOMINANT, *range(1000, 1009), *rng.integers(50_000, 100_001, 10), *[200_000] * 5,
+               *rng.integers(50_000, 100_001, 10)]
+    regions = ["N"] * 10 + ["S"] * 10 + ["E"] * 5 + ["W"] * 10
+    frame = pd.DataFrame({"age": range(20, 55), "region": regions, "income": incomes})
+    frame.to_csv(folder / "people.csv", index=False)
+    (folder / "service.toml").write_text(CONFIG.format(extra=extra, low=low), encoding="utf-8")
+    return frame
+
+
+@pytest.fixture(scope="module")
+def service(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("interval")
+    frame = _people(folder)
+    keys = {name: add_analyst(folder / "service.toml", name, "restricted") for name in ANALYSTS}
+    s = Service(folder / "service.toml")
+    yield s, keys, frame, folder
+    s.close()
+
+
+def _ask(s, key, sql):
+    status, body = s.query(key, {"sql": sql})
+    return status, body
+
+
+def _refused_by_interval(status, body):
+    return status == 403 and "p% rule" in body["error"]
+
+
+def test_the_dominant_contributor_sum_is_refused(service):
+    s, keys, frame, _ = service
+    for sql in ("SELECT SUM(income) FROM people WHERE region = 'N'",
+                "SELECT AVG(income) FROM people WHERE region = 'N'"):
+        status, body = _ask(s, keys["ann"], sql)
+        assert _refused_by_interval(status, body), body
+        assert "150" not in body["error"] and "\n" not in body["error"]  # one line, names no value
+    status, body = _ask(s, keys["ann"], "SELECT SUM(income) FROM people WHERE region = 'S'")
+    assert status == 200 and body["rows"] == [[int(frame.income[frame.region == "S"].sum())]]
+
+
+def test_a_sum_at_the_upper_bound_is_refused(service):
+    """Five persons at 200,000: their SUM, 1,000,000 = 5 x the bound, would pin every one of them."""
+    s, keys, frame, _ = service
+    status, body = _ask(s, keys["bob"], "SELECT SUM(income) FROM people WHERE region = 'E'")
+    assert _refused_by_interval(status, body), body
+    status, body = _ask(s, keys["bob"], "SELECT COUNT(*) FROM people WHERE region = 'E'")
+    assert status == 200 and body["rows"] == [[5]]
+
+
+def test_a_differencing_pair_that_isolates_a_dominated_set_is_refused(service):
+    """N + S is answered (not dominated); S after it would give N (10 persons, >= k, so the exact
+    audit lets it through) whose total the 150,000 dominates. In the other order likewise."""
+    s, keys, frame, _ = service
+    both = "SELECT SUM(income) FROM people WHERE region IN ('N', 'S')"
+    south = "SELECT SUM(income) FROM people WHERE region = 'S'"
+    assert _ask(s, keys["cy"], both)[0] == 200
+    assert _refused_by_interval(*_ask(s, keys["cy"], south))
+    assert _ask(s, keys["dee"], south)[0] == 200
+    assert _refused_by_interval(*_ask(s, keys["dee"], both))
+    # a group of the GROUP BY is audited with the others: N's own sum is one of them
+    assert _refused_by_interval(*_ask(s, keys["eve"], "SELECT region, SUM(income) FROM people GROUP BY region"))
+
+
+def test_count_queries_are_unchanged(service):
+    s, keys, frame, _ = service
+    status, body = _ask(s, keys["fay"], "SELECT region, COUNT(*) FROM people GROUP BY region")
+    assert status == 200 and body["rows"] == [["N", 10], ["S", 10], ["E", 5], ["W", 10]]
+    status, body = _ask(s, keys["fay"], "SELECT COUNT(*) FROM people WHERE region IN ('N', 'E')")
+    assert status == 200 and body["rows"] == [[15]]
+
+
+def test_the_interval_knowledge_is_replayed_after_a_restart(service, tmp_path):
+    _, _, _, folder = service
+    _people(tmp_path)
+    key = add_analyst(tmp_path / "service.toml", "rita", "restricted")
+    s = Service(tmp_path / "service.toml")
+    try:
+        assert _ask(s, key, "SELECT SUM(income) FROM people WHERE region IN ('N', 'S')")[0] == 200
+    finally:
+        s.close()
+    s = Service(tmp_path / "service.toml")
+    try:
+        assert _refused_by_interval(*_ask(s, key, "SELECT SUM(income) FROM people WHERE region = 'S'"))
+    finally:
+        s.close()
+
+
+def test_p_percent_is_validated_and_zero_turns_the_audit_off(tmp_path):
+    _people(tmp_path)
+    assert load_config(tmp_path / "service.toml").p_percent == 10
+    for bad in ("-1", "101", '"10"', "true", "nan"):
+        _people(tmp_path, extra=f"p_percent = {bad}")
+        with pytest.raises(ParameterError, match=r"\[restricted\] 'p_percent': must be a number from 0 to 100"):
+            load_config(tmp_path / "service.toml")
+    _people(tmp_path, extra="p_percent = 0")
+    key = add_analyst(tmp_path / "service.toml", "rita", "restricted")
+    s = Service(tmp_path / "service.toml")
+    try:
+        assert _ask(s, key, "SELECT SUM(income) FROM people WHERE region = 'N'")[0] == 200
+    finally:
+        s.close()
+
+
+def test_a_negative_lower_bound_is_a_400(tmp_path):
+    _people(tmp_path, low=-100)
+    key = add_analyst(tmp_path / "service.toml", "rita", "restricted")
+    s = Service(tmp_path / "service.toml")
+    try:
+        status, body = _ask(s, key, "SELECT SUM(income) FROM people WHERE region = 'S'")
+        assert status == 400 and "lower bound -100 is negative" in body["error"]
+        assert _ask(s, key, "SELECT COUNT(*) FROM people WHERE region = 'S'")[0] == 200
+    finally:
+        s.close()
+
+
+# ------------------------------------------------------------------ the audit itself
+def _sets(cells: np.ndarray, chosen) -> np.ndarray:
+    return np.isin(cells, list(chosen))
+
+
+def test_the_threshold_oracle_at_cell_granularity_gives_one_answer():
+    """Cell A holds a dominant value (50 beside five 1s). Cells C1..C6 are answered first, each
+    alone (so their totals, 6 to 6,000, are known). A + Cm would give A's total exactly; were the
+    decision the p% rule on A + Cm, it would be refused for small Cm and answered for large ones, a
+    threshold oracle on A's largest value. The audit decides on A's own protection: refused for
+    every m. With A's largest value 5 (not dominant) it is answered for every m."""
+    cells = np.repeat(np.arange(7), 6)  # cell 0 = A, cells 1..6 = C1..C6
+    for top, expected in ((50.0, False), (5.0, True)):
+        values = np.ones(cells.size)
+        values[0] = top
+        for m in range(1, 7):
+            values[cells == m] = 10.0 ** (m - 1) * np.array([1, 1, 1, 1, 1, 1])
+        decisions = []
+        for m in range(1, 7):
+            audit = IntervalAudit(values, (0.0, 1e9), 10, 2)
+            for c in range(1, 7):
+                assert audit.check([_sets(cells, {c})]).allowed
+                audit.record([_sets(cells, {c})])
+            decisions.append(audit.check([_sets(cells, {0, m})]).allowed)
+        assert decisions == [expected] * 6
+
+
+def test_a_sum_already_derivable_is_answered():
+    """A sum that follows from the answered ones tells nothing new: answered whatever the values."""
+    cells = np.repeat(np.arange(3), 4)
+    values = np.array([25, 1, 1, 1, 5, 5, 5, 5, 4, 4, 4, 4], dtype=float)
+    audit = IntervalAudit(values, (0.0, 30.0), 10, 2)
+    for chosen in ({0, 1}, {1, 2}):
+        assert audit.check([_sets(cells, chosen)]).allowed
+        audit.record([_sets(cells, chosen)])
+    assert not audit.check([_sets(cells, {1})]).allowed  # would give cell 0's sum: 25 beside three 1s
+    assert audit.check([_sets(cells, {0, 1})]).allowed  # asked again
+
+
+# ------------------------------------------------------------------ property tests
+def _run(values, cells, queries, hi, p, k):
+    """Decisions of the audit on one strategy, and the answered sets."""
+    audit = IntervalAudit(values, (0.0, hi), p, k)
+    decisions, answered = [], []
+    for q in queries:
+        m = _sets(cells, q)
+        ok = audit.check([m]).allowed
+        decisions.append(ok)
+        if ok:
+            audit.record([m])
+            answered.append(m)
+    return decisions, answered
+
+
+def _person_intervals(values, answered, hi, attacker, i):
+    """max and min of y_i over lo <= y <= hi, the answered sums, and y_j = x_j for the attacker j
+    (None: an outsider): the intruder's problem over persons (scipy's linprog)."""
+    n = len(values)
+    A = np.array(answered, float) if answered else None
+    b = A @ values if answered else None
+    bounds = [(0.0, hi)] * n
+    if attacker is not None:
+        bounds[attacker] = (values[attacker], values[attacker])
+    ends = []
+    for sign in (-1.0, 1.0):
+        c = np.zeros(n)
+        c[i] = sign
+        r = linprog(c, A_eq=A, b_eq=b, bounds=bounds, method="highs")
+        assert r.status == 0
+        ends.append(sign * r.fun)
+    return ends
+
+
+_strategy = st.integers(2, 6).flatmap(lambda n: st.tuples(
+    st.lists(st.integers(0, 7), min_size=n, max_size=n),   # values
+    st.lists(st.integers(0, 3), min_size=n, max_size=n),   # cells
+    st.lists(st.sets(st.integers(0, 3), min_size=1), min_size=1, max_size=5),  # union-of-cells SUMs
+    st.sampled_from([7.0, 20.0]), st.sampled_from([10.0, 30.0]), st.integers(1, 2)))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_strategy)
+def test_every_value_keeps_its_p_percent_interval_against_the_answers(case):
+    """For every person i and every attacker (an outsider, or another person who knows her own
+    value), the values of y_i consistent with the answered sums and the bounds 0 <= y <= hi reach
+    min(hi, (1 + p) x_i) above and max(0, (1 - p) x_i) below, and never pin x_i: they go above it
+    unless it is hi, below it unless it is 0 (exact LP over the persons)."""
+    values, cells, queries, hi, p, k = case
+    values, cells = np.array(values, float), np.array(cells)
+    _, answered = _run(values, cells, queries, hi, p, k)
+    for i, x in enumerate(values):
+        for attacker in [None, *(j for j in range(len(values)) if j != i)]:
+            top, bottom = _person_intervals(values, answered, hi, attacker, i)
+            assert top >= min(hi, x * (1 + p / 100)) - 1e-7 and bottom <= x * (1 - p / 100) + 1e-7
+            assert (top > x + 1e-9 or x == hi) and (bottom < x - 1e-9 or x == 0)
