@@ -172,33 +172,35 @@ class IntervalAudit:
         inner_hi = np.minimum(m1 + (n_a - 1) * hi, n_a * hi)
         scale = value_scale(np.concatenate([total, [p * float(x1.max())]]))
         col_lo, col_hi = (inner_lo - total) / scale, (inner_hi - total) / scale
-        lp = LP(sub, np.zeros(sub.shape[0]), np.zeros(sub.shape[0]), col_lo, col_hi, primal=True)
+        lp = None
         for j in range(atoms.size):
-            lp.set_bounds([j], [(n_a[j] * lo - total[j]) / scale], [(n_a[j] * hi - total[j]) / scale])
-            ends = []
-            for sign in (-1.0, 1.0):  # max, then min
-                lp.set_costs([j], [sign])
-                status = lp.solve()
-                if status == "optimal":
-                    ends.append(total[j] + sign * lp.objective * scale)
-                elif status == "unbounded":
-                    ends.append(-sign * math.inf)
-                else:
-                    ends.append(math.nan)
-            lp.set_costs([j], [0.0])
-            lp.set_bounds([j], [col_lo[j]], [col_hi[j]])
-            top, bottom = ends
-            if math.isnan(top) or math.isnan(bottom):
-                return Decision(False, "the interval audit could not decide whether this sum keeps every person's "
-                                       "value protected (the solver did not finish); ask about other sets")
             need_up, need_down, level = self._needs(int(n_a[j]), float(total[j]), x1[j], x2[j], m1[j], m2[j],
                                                     PIN_FLOOR * scale)
             tol = float(audit_tolerance(scale, level))
-            if top < need_up - tol or bottom > need_down + tol:
-                return Decision(False, f"with the sums already answered, this sum would let someone estimate a "
-                                       f"person's value (or a total over fewer than {self.k} persons) closer than "
-                                       f"{_fmt(100 * p)}% (p% rule, interval audit); ask about larger groups or "
-                                       "fewer overlapping sets")
+            # the true total is in the polytope: a side it already meets needs no LP (self-protected)
+            sides = [s for s, met in ((-1.0, total[j] >= need_up - tol), (1.0, total[j] <= need_down + tol)) if not met]
+            if not sides:
+                continue
+            if lp is None:
+                lp = LP(sub, np.zeros(sub.shape[0]), np.zeros(sub.shape[0]), col_lo, col_hi, primal=True)
+            lp.set_bounds([j], [(n_a[j] * lo - total[j]) / scale], [(n_a[j] * hi - total[j]) / scale])
+            for sign in sides:  # -1: max t_a, +1: min t_a
+                lp.set_costs([j], [sign])
+                status = lp.solve()
+                if status == "optimal":
+                    end_ = total[j] + sign * lp.objective * scale
+                elif status == "unbounded":
+                    end_ = -sign * math.inf
+                else:
+                    return Decision(False, "the interval audit could not decide whether this sum keeps every person's "
+                                           "value protected (the solver did not finish); ask about other sets")
+                if (sign < 0 and end_ < need_up - tol) or (sign > 0 and end_ > need_down + tol):
+                    return Decision(False, f"with the sums already answered, this sum would let someone estimate a "
+                                           f"person's value (or a total over fewer than {self.k} persons) closer than "
+                                           f"{_fmt(100 * p)}% (p% rule, interval audit); ask about larger groups or "
+                                           "fewer overlapping sets")
+            lp.set_costs([j], [0.0])
+            lp.set_bounds([j], [col_lo[j]], [col_hi[j]])
         return Decision(True)
 
     def _needs(self, n: int, total: float, x1: float, x2: float, m1: float, m2: float,

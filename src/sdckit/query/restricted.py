@@ -3,8 +3,8 @@ section 4.6.2; Denning 1980 for trackers, Chin & Ozsoyoglu 1982 for auditing).
 
 A condition and a GROUP BY may name only the table's *public dimensions* and SUM/AVG only its
 confidential columns (:func:`check_dimensions`, a 400 decided from the text: issue 27), so every
-query set is a union of cells of the dimensions and no decision below depends on a confidential
-value. For each query the service computes, over the table's records in their fixed order
+query set is a union of cells of the dimensions and no decision below but the interval audit (3.)
+depends on a confidential value. For each query the service computes, over the table's records in their fixed order
 (``__sdc_row``), the membership vector of the query set (one per group of a GROUP BY). Then
 
 1. **query-set-size control**: a query set (any group) with fewer than ``k`` records or more
@@ -13,7 +13,12 @@ value. For each query the service computes, over the table's records in their fi
    has already been told, whether these answers would let a total over fewer than k records (a
    single record's value or membership, a total or difference of a few records) be derived,
    by trackers or differencing included. COUNT is audited as kind
-   ``"count"``, SUM(col) as ``"sum"`` of ``col``, AVG(col) as both.
+   ``"count"``, SUM(col) as ``"sum"`` of ``col``, AVG(col) as both;
+3. **interval audit** (``[restricted] p_percent``, 0 turns it off): for SUM(col) and AVG(col),
+   :class:`~sdckit.query.audit_interval.IntervalAudit` refuses an answer that, with the holder's
+   earlier sums of ``col``, would let someone estimate a person's value closer than the p% rule
+   allows within the declared bounds (LP audit over all answered sums). Its refusals depend on
+   the values (DESIGN.md section 7 says what they reveal).
 
 **Whose knowledge is audited** (``[restricted] collusion``): ``false`` (the default) keeps one
 auditor per analyst and table, so each analyst's own answers are audited; ``true`` keeps one
