@@ -3,9 +3,10 @@ section 4.6.2; Denning 1980 for trackers, Chin & Ozsoyoglu 1982 for auditing).
 
 A condition and a GROUP BY may name only the table's *public dimensions* and SUM/AVG only its
 confidential columns (:func:`check_dimensions`, a 400 decided from the text: issue 27), so every
-query set is a union of cells of the dimensions and no decision below but the interval audit (3.)
-depends on a confidential value. For each query the service computes, over the table's records in their fixed order
-(``__sdc_row``), the membership vector of the query set (one per group of a GROUP BY). Then
+query set is a union of cells of the dimensions and no decision below but the interval audit
+(3.) depends on a confidential value. For each query the service computes, over the table's
+records in their fixed order (``__sdc_row``), the membership vector of the query set (one per
+group of a GROUP BY). Then
 
 1. **query-set-size control**: a query set (any group) with fewer than ``k`` records or more
    than ``N - k`` is refused (``k = [restricted] min_query_set``);
