@@ -17,6 +17,7 @@ Example::
     [restricted]
     min_query_set = 5           # query-set-size control k (Denning)
     collusion = false           # audit each analyst's knowledge alone (false) or all together
+    p_percent = 10              # p% rule over all answered SUMs (interval protection); 0 disables
     [[table]]
     name = "census"
     path = "census.csv"         # CSV or Parquet loaded into DuckDB, or a .duckdb file with `table =`
@@ -50,7 +51,7 @@ IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 MAX_GROUPS = 100_000
 
 _SERVICE_KEYS = {"state", "cache", "seed", "sync"}
-_RESTRICTED_KEYS = {"min_query_set", "collusion"}
+_RESTRICTED_KEYS = {"min_query_set", "collusion", "p_percent"}
 _TABLE_KEYS = {"name", "path", "table", "privacy_unit", "max_rows_per_unit", "bounds", "domains",
                "bounds_from_data", "dimensions", "mode", "ckm"}
 _TOP_KEYS = {"service", "restricted", "table"}
@@ -137,11 +138,12 @@ class ServiceConfig:
     cache: bool = True
     seed: int | None = None
     sync: str = "full"
+    p_percent: float = 10
 
     def to_dict(self) -> dict[str, Any]:
         return {"path": str(self.path), "state": str(self.state), "min_query_set": self.min_query_set,
                 "collusion": self.collusion, "cache": self.cache, "seeded": self.seed is not None,
-                "sync": self.sync,
+                "sync": self.sync, "p_percent": self.p_percent,
                 "tables": {k: v.to_dict() for k, v in self.tables.items()}}
 
 
@@ -292,6 +294,10 @@ def load_config(path: str | Path) -> ServiceConfig:
     collusion = restricted.get("collusion", False)
     if not isinstance(collusion, bool):
         raise _fail("[restricted] 'collusion'", "must be true or false.")
+    p_percent = restricted.get("p_percent", 10)
+    if not _number(p_percent) or not 0 <= p_percent <= 100:
+        raise _fail("[restricted] 'p_percent'", "must be a number from 0 to 100 (the p of the p% rule that "
+                                                "protects every value an answered SUM involves; 0 disables it).")
     tables_raw = raw.get("table", [])
     if not isinstance(tables_raw, list) or not tables_raw:
         raise ParameterError(f"{path.name}: declare at least one [[table]].")
@@ -301,4 +307,4 @@ def load_config(path: str | Path) -> ServiceConfig:
         if table.name.lower() in {n.lower() for n in tables}:
             raise _fail(f"table {table.name!r}", "is declared twice.")
         tables[table.name] = table
-    return ServiceConfig(path, state_path.resolve(), tables, k, collusion, cache, seed, sync)
+    return ServiceConfig(path, state_path.resolve(), tables, k, collusion, cache, seed, sync, p_percent)

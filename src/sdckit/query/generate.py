@@ -195,6 +195,17 @@ def membership_sql(query: Query, table: TableConfig) -> Generated:
     return _statement(selects, query, table, "restricted", bind, group=False)
 
 
+def values_sql(table: TableConfig, column: str) -> Generated:
+    """``SELECT __sdc_row, CAST(column AS DOUBLE) AS s0 FROM sdc_<table>``: every record's value
+    as it is (restricted mode's interval audit)."""
+    selects: list[exp.Expression] = [exp.Column(this=exp.to_identifier(ROW, quoted=True)),
+                                     _alias(exp.Cast(this=_col(column, table), to=exp.DataType.build("DOUBLE")),
+                                            sum_alias(0))]
+    statement = exp.Select(expressions=selects).from_(
+        exp.Table(this=exp.to_identifier(relation_name(table, "restricted"), quoted=True)), copy=False)
+    return Generated(statement.sql(dialect="duckdb"), ())
+
+
 def cell_indices(table: TableConfig, group_by: tuple[str, ...], result: dict[str, np.ndarray], size: int) -> np.ndarray:
     """The cell (index into the product of the declared domains, first column slowest) of each
     result row from its ``g0, g1, ...`` columns; -1 for a row outside the domains or missing."""

@@ -3,9 +3,10 @@ section 4.6.2; Denning 1980 for trackers, Chin & Ozsoyoglu 1982 for auditing).
 
 A condition and a GROUP BY may name only the table's *public dimensions* and SUM/AVG only its
 confidential columns (:func:`check_dimensions`, a 400 decided from the text: issue 27), so every
-query set is a union of cells of the dimensions and no decision below depends on a confidential
-value. For each query the service computes, over the table's records in their fixed order
-(``__sdc_row``), the membership vector of the query set (one per group of a GROUP BY). Then
+query set is a union of cells of the dimensions and no decision below but the interval audit
+(3.) depends on a confidential value. For each query the service computes, over the table's
+records in their fixed order (``__sdc_row``), the membership vector of the query set (one per
+group of a GROUP BY). Then
 
 1. **query-set-size control**: a query set (any group) with fewer than ``k`` records or more
    than ``N - k`` is refused (``k = [restricted] min_query_set``);
@@ -13,7 +14,12 @@ value. For each query the service computes, over the table's records in their fi
    has already been told, whether these answers would let a total over fewer than k records (a
    single record's value or membership, a total or difference of a few records) be derived,
    by trackers or differencing included. COUNT is audited as kind
-   ``"count"``, SUM(col) as ``"sum"`` of ``col``, AVG(col) as both.
+   ``"count"``, SUM(col) as ``"sum"`` of ``col``, AVG(col) as both;
+3. **interval audit** (``[restricted] p_percent``, 0 turns it off): for SUM(col) and AVG(col),
+   :class:`~sdckit.query.audit_interval.IntervalAudit` refuses an answer that, with the holder's
+   earlier sums of ``col``, would let someone estimate a person's value closer than the p% rule
+   allows within the declared bounds (LP audit over all answered sums). Its refusals depend on
+   the values (DESIGN.md section 7 says what they reveal).
 
 **Whose knowledge is audited** (``[restricted] collusion``): ``false`` (the default) keeps one
 auditor per analyst and table, so each analyst's own answers are audited; ``true`` keeps one
@@ -47,11 +53,13 @@ import numpy as np
 from sdckit.core.errors import SdcError
 from sdckit.query.config import ServiceConfig, TableConfig
 from sdckit.query.data import Database
-from sdckit.query.generate import COUNT_ALIAS, ROW, aggregate_sql, cell_indices, membership_sql, sum_alias, summed_columns
+from sdckit.query.generate import (COUNT_ALIAS, ROW, aggregate_sql, cell_indices, membership_sql, sum_alias,
+                                   summed_columns, values_sql)
 from sdckit.query.sql import Query, UnsupportedQuery, parse, predicate_columns
 from sdckit.query.state import State
 
 if TYPE_CHECKING:
+    from sdckit.query.audit_interval import IntervalAudit
     from sdckit.query.auditor import Auditor
 
 
@@ -87,6 +95,26 @@ def check_dimensions(query: Query, table: TableConfig) -> None:
                 f"among {allowed}).")
 
 
+def sum_bounds(query: Query, table: TableConfig, p_percent: float) -> dict[str, tuple[float, float]]:
+    """The public bounds ``(lo, hi)`` of each summed column, for the interval audit (empty when
+    ``p_percent`` is 0). A column whose declared lower bound is negative is refused (400): the
+    p% rule of the audit is stated for values >= a lower bound >= 0. Without declared bounds the
+    audit assumes values >= 0 (``hi`` infinite)."""
+    if not p_percent:
+        return {}
+    out = {}
+    for column in summed_columns(query):
+        lo, hi = table.bounds.get(column, (0.0, math.inf))
+        if lo < 0:
+            raise UnsupportedQuery(
+                f"In restricted mode SUM and AVG of {column!r} are not answered: its declared lower bound {lo:g} is "
+                "negative, and the interval audit (p% rule, [restricted] p_percent) protects values >= 0. Declare "
+                "bounds with a lower bound >= 0 (e.g. shift the column), or set p_percent = 0 (no interval "
+                "protection), or use dp mode.")
+        out[column] = (float(lo), float(hi))
+    return out
+
+
 def audited_kinds(query: Query) -> list[tuple[str, str | None]]:
     """``(kind, column)`` pairs the auditor must allow: COUNT -> count, SUM -> sum, AVG -> both."""
     kinds: list[tuple[str, str | None]] = []
@@ -104,6 +132,8 @@ class Restricted:
         self.state = state
         self.config = config
         self._auditors: dict[tuple[str, str], Auditor] = {}
+        self._intervals: dict[tuple[str, str, str], IntervalAudit] = {}
+        self._values: dict[tuple[str, str], np.ndarray] = {}
         self._locks: dict[tuple[str, str], threading.Lock] = {}
         self._guard = threading.Lock()
 
@@ -181,6 +211,7 @@ class Restricted:
             try:
                 past = parse(sql, self.config)
                 check_dimensions(past, table)
+                past_bounds = sum_bounds(past, table, self.config.p_percent)
             except SdcError:
                 raise Refused("The audit history holds a query the current configuration no longer "
                               "accepts; the service refuses restricted answers on this table until "
@@ -188,13 +219,40 @@ class Restricted:
             members = self.memberships(past, table)
             for kind, column in audited_kinds(past):
                 auditor.record(members, kind, column)
+            for column, bounds in past_bounds.items():
+                self._interval(holder, table, column, bounds).record(members)
         self._auditors[key] = auditor
         return auditor
+
+    def _interval(self, holder: str, table: TableConfig, column: str, bounds: tuple[float, float]) -> IntervalAudit:
+        """The holder's interval audit of SUM(column) (empty until answers are recorded or replayed)."""
+        key = (holder, table.name, column)
+        if key not in self._intervals:
+            from sdckit.query.audit_interval import IntervalAudit  # scipy's LP: loaded by the first SUM audited
+
+            self._intervals[key] = IntervalAudit(self.unit_values(table, column), bounds, self.config.p_percent,
+                                                 self.config.min_query_set)
+        return self._intervals[key]
+
+    def unit_values(self, table: TableConfig, column: str) -> np.ndarray:
+        """Each audited unit's total of ``column`` (a missing value as 0), as SUM counts it."""
+        key = (table.name, column)
+        with self._guard:
+            if key not in self._values:
+                result = self.db.aggregate(values_sql(table, column))
+                values = np.zeros(self.db.n_rows[table.name])
+                column_values = np.ma.filled(np.ma.asarray(result[sum_alias(0)], dtype=float), 0.0)
+                values[np.asarray(result[ROW], dtype=np.int64)] = np.nan_to_num(column_values, nan=0.0)
+                units = self.db.units(table)
+                self._values[key] = values if units is None else np.bincount(
+                    units, weights=values, minlength=self.n_units(table))
+            return self._values[key]
 
     def answer(self, analyst: str, query: Query, sql: str) -> dict[str, Any]:
         """Check, record and compute an exact answer, or raise :class:`Refused`."""
         table = self.config.tables[query.table]
         check_dimensions(query, table)
+        bounds = sum_bounds(query, table, self.config.p_percent)
         members = self.memberships(query, table)
         n, k = self.n_units(table), self.config.min_query_set
         unit = "records" if self.db.unique_units[table.name] else "persons"
@@ -212,9 +270,16 @@ class Restricted:
                 decision = auditor.check(members, kind, column)
                 if not decision.allowed:
                     raise Refused(f"Refused by the auditor: {decision.reason}")
+            intervals = [self._interval(holder, table, c, b) for c, b in bounds.items()]
+            for interval in intervals:
+                decision = interval.check(members)
+                if not decision.allowed:
+                    raise Refused(f"Refused by the auditor: {decision.reason}")
             self.state.record_answered(analyst, table.name, sql, self.db.fingerprints[table.name])
             for kind, column in audited_kinds(query):
                 auditor.record(members, kind, column)
+            for interval in intervals:
+                interval.record(members)
         return self.compute(query, table, members)
 
     def compute(self, query: Query, table: TableConfig, members: list[np.ndarray]) -> dict[str, Any]:
