@@ -83,7 +83,7 @@ class Server:
         args = command or [sys.executable, "-m", "sdckit.query.server", str(config)]
         self.proc = subprocess.Popen([*args, "--port", str(self.port)], env=env(),
                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 90  # a loaded 2-core machine can take long to import
         while True:
             if self.proc.poll() is not None:
                 raise RuntimeError("the server exited: " + self.proc.stderr.read().decode()[-2000:])
@@ -94,7 +94,7 @@ class Server:
                 pass
             if time.monotonic() > deadline:
                 self.stop()
-                raise RuntimeError("the server did not start in 30 s")
+                raise RuntimeError("the server did not start in 90 s")
             time.sleep(0.1)
 
     def kill9(self) -> None:
