@@ -125,7 +125,7 @@ def adult():
 
 def test_predicted_error_matches_30_seeded_runs_on_adult(adult):
     frame, schema = adult
-    sample = frame.sample(6000, seed=1)
+    sample = frame.sample(6000, random_state=1)
     m = KEpsilonAnonymity(k=5, epsilon=2.0, k_quasi=K_QUASI, epsilon_quasi=["height"],
                           hierarchies=adult_hierarchies(), max_suppression=0.05)
     errors, predictions = [], []

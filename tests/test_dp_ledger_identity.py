@@ -67,7 +67,7 @@ def test_the_key_is_the_records_whatever_the_file(tmp_path):
         "crlf.csv": text.replace("\n", "\r\n"),
         "no-newline.csv": text.rstrip("\n"),
         "two-newlines.csv": text + "\n",
-        "shuffled.csv": frame.sample(frac=1.0, seed=3).to_csv(index=False),
+        "shuffled.csv": frame.sample(frac=1.0, random_state=3).to_csv(index=False),
         "columns.csv": frame[["town", "n", "x", "age"]].to_csv(index=False),
         "quoted.csv": frame.to_csv(index=False, quoting=csv.QUOTE_ALL),
         "decimals.csv": frame.to_csv(index=False, float_format="%.17g"),

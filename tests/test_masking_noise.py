@@ -79,7 +79,7 @@ def test_preserve_covariance_unbiased_over_repeats_on_a_small_file():
     scale = np.sqrt(np.outer(np.diag(s), np.diag(s)))
     rng = np.random.default_rng(7)
     mean_cov = np.mean(
-        [cov(CorrelatedNoise(alpha=1.0, preserve_covariance=True).apply(x, rng=rng)) for _ in range(400)],
+        [cov(CorrelatedNoise(alpha=1.0, preserve_covariance=True).apply(x, seed=rng)) for _ in range(400)],
         axis=0,
     )
     assert np.abs((mean_cov - s) / scale).max() < 0.07

@@ -75,7 +75,7 @@ def test_ordinal_columns_with_order(cli, tmp_path):
     grades = np.array(["low", "mid", "high"])
     x = pd.DataFrame({"grade": grades[rng.integers(0, 3, 60)], "age": rng.integers(20, 70, 60)})
     x.to_csv(tmp_path / "o.csv", index=False)
-    x.sample(frac=1, seed=2).to_csv(tmp_path / "r.csv", index=False)
+    x.sample(frac=1, random_state=2).to_csv(tmp_path / "r.csv", index=False)
     o, r = str(tmp_path / "o.csv"), str(tmp_path / "r.csv")
     ok = cli("assess", o, r, "--random", "500", "--order", "grade=low|mid|high", "--seed", "1")
     assert ok.returncode == 0, ok.stderr

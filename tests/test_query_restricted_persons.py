@@ -41,7 +41,7 @@ def _data(folder) -> pd.DataFrame:
         for visit in range(1, int(rng.integers(1, 4)) + 1 if pid else 4):
             rows.append({"pid": f"p{pid:02d}", "region": region, "age": age, "visit": visit,
                          "income": int(rng.integers(0, 5000))})
-    frame = pd.DataFrame(rows).sample(frac=1, seed=1)  # rows of a person not adjacent
+    frame = pd.DataFrame(rows).sample(frac=1, random_state=1)  # rows of a person not adjacent
     frame.to_csv(folder / "visits.csv", index=False)
     return frame
 

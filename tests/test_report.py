@@ -94,7 +94,7 @@ def test_report_escapes_names():
 def test_report_of_a_release_with_other_records_notes_what_it_skips():
     original = census(200)
     rel = release(original)
-    sample = rel.data.sample(150, seed=0)
+    sample = rel.data.sample(150, random_state=0)
     report = build_report(original, sample, schema=rel.schema, n_random=500, n_null=5, seed=1)
     anchors = [s.anchor for s in report.sections]
     assert "displacement" not in anchors  # needs the record correspondence

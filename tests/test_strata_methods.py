@@ -23,7 +23,7 @@ def frame() -> pd.DataFrame:
 
 
 def test_microaggregation_per_stratum_equals_each_stratum_alone():
-    f = frame().sample(frac=1, seed=1)  # strata interleaved
+    f = frame().sample(frac=1, random_state=1)  # strata interleaved
     m = Microaggregation(k=3, columns=["income", "age"], strata=["region"])
     out = m.apply(f, seed=1)
     assert out.index.equals(f.index) and (out["region"] == f["region"]).all()
