@@ -52,11 +52,11 @@ def one(name: str, n: int, n_random: int) -> dict:
     base = peak_rss_mb()
     start = time.perf_counter()
     if name == "distances":
-        permutation_distances(x, y, random_state=1)
+        permutation_distances(x, y, seed=1)
     elif name == "verify":
-        verify_linkage(x, y, n_random=n_random, random_state=1)
+        verify_linkage(x, y, n_random=n_random, seed=1)
     elif name == "privacy":
-        permuted_privacy(x, y, 1, [0.0] * M, random_state=1)
+        permuted_privacy(x, y, 1, [0.0] * M, seed=1)
     seconds = time.perf_counter() - start
     return {"seconds": seconds, "peak_mb": peak_rss_mb(), "data_mb": base}
 
@@ -76,13 +76,13 @@ def brute_force_speedup(n: int, sample: int, kd_seconds: float) -> tuple[float, 
     from sdckit.permutation.columns import rank_space
 
     x, y = make_data(n)
-    space = rank_space(x, y, random_state=1)
+    space = rank_space(x, y, seed=1)
     r = space.ranks_in(space.y_sorted, space.x)
     idx = np.random.default_rng(0).choice(n, sample, replace=False)
     start = time.perf_counter()
     brute = np.array([np.abs(space.rank_y - r[i]).max(axis=1).min() for i in idx])
     per_record = (time.perf_counter() - start) / sample
-    fast = permutation_distances(x, y, random_state=1)["distance"].to_numpy()[idx]
+    fast = permutation_distances(x, y, seed=1)["distance"].to_numpy()[idx]
     brute_total = per_record * n
     return brute_total, brute_total / kd_seconds, bool((brute == fast).all())
 

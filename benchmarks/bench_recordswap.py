@@ -62,11 +62,11 @@ def main() -> None:
     else:
         for persons in args.persons:
             frame = make_households(int(persons / 2.3))
-            METHOD.apply(frame.head(1000), rng=np.random.default_rng(0))  # compile the kernels first
+            METHOD.apply(frame.head(1000), seed=np.random.default_rng(0))  # compile the kernels first
             walls, cpus = [], []
             for r in range(args.repeats):
                 cpu0, wall0 = time.process_time(), time.perf_counter()
-                outcome = METHOD.run(frame, rng=np.random.default_rng(r))
+                outcome = METHOD.run(frame, seed=np.random.default_rng(r))
                 walls.append(time.perf_counter() - wall0)
                 cpus.append(time.process_time() - cpu0)
             print(row(len(frame), outcome.info["households"], walls, cpus, outcome.info))

@@ -16,7 +16,7 @@ largest of the stages'). ``--assess`` adds, in its own subprocess, the permutati
 assessment of the two files in bounded memory: ``permutation.PAIRS`` record pairs drawn by the
 assessment's generator and read from the Parquet files column by column (never both full frames),
 then ``permutation.assess`` on them with a sample of 20,000 originals (what
-``assess(x, y, records=..., random_state=...)`` computes on the frames).
+``assess(x, y, records=..., seed=...)`` computes on the frames).
 
 On large data the report samples where the measure allows it and says so: the permutation
 paradigm on 1,000,000 record pairs (the sub-release; ``report.model.PERMUTATION_RECORDS``) and,
@@ -121,7 +121,7 @@ def report_case(n: int, m: int) -> dict:
         stages.done("generate")
         x, y = pd.read_parquet(x_path), pd.read_parquet(y_path)
         stages.done("read")
-        report = build_report(x, y, random_state=1, progress=lambda done, total, label: stages.done(label))
+        report = build_report(x, y, seed=1, progress=lambda done, total, label: stages.done(label))
         write_report(report, Path(tmp) / "report.html")
         stages.done("render")
     perm = report.data.get("permutation", {})
@@ -159,7 +159,7 @@ def assess_case(n: int, m: int) -> dict:
         else:
             x, y = read_rows(x_path, rows, names), read_rows(y_path, rows, names)
         stages.done("read sampled pairs")
-        result = assess(x, y, sample=20_000, random_state=rng)
+        result = assess(x, y, sample=20_000, seed=rng)
         stages.done("assess")
     v = result.verification
     return {"case": "assess", "n": n, "m": m, "stages": stages.rows, "pairs": len(x), "p_value": v.p_value,

@@ -66,7 +66,7 @@ def main() -> None:
     casc = load_casc()
     release = protect(casc, [AdditiveNoise(alpha=0.1)], seed=1)
     t_report = median_seconds(lambda: render_report(build_report(casc, release.data, schema=release.schema,
-                                                        manifest=release.manifest, random_state=1)), repeats=1)
+                                                        manifest=release.manifest, seed=1)), repeats=1)
     print(f"report.html on CASC (1080 x 13, n_random=20,000): {t_report:.2f} s")
 
 

@@ -201,7 +201,7 @@ def run_child(case: str, args: list[str]) -> None:
 
         rng = np.random.default_rng(0)
         frame = pd.DataFrame(rng.lognormal(size=(int(args[0]), 5)), columns=list("abcde"))
-        info = Microaggregation(k=3).run(frame, rng=SEED).info
+        info = Microaggregation(k=3).run(frame, seed=SEED).info
         print(json.dumps({"sse_ratio": info["sse_ratio"], "partitioned": info.get("partitioned_mdav")}))
     elif case == "assess":
         import numpy as np
@@ -214,7 +214,7 @@ def run_child(case: str, args: list[str]) -> None:
         x = pd.DataFrame(rng.standard_normal((n, m)) @ (0.7 * np.eye(m) + 0.3), columns=[f"c{j}" for j in range(m)])
         y = x + rng.standard_normal((n, m)) * 0.1
         start = time.perf_counter()
-        result = assess(x, y, sample=20_000, max_batches=4, random_state=1)
+        result = assess(x, y, sample=20_000, max_batches=4, seed=1)
         summary = result.verification
         print(json.dumps({"seconds": round(time.perf_counter() - start, 1), "sampled": result.sampled,
                           "p_value": getattr(summary, "p_value", None)}, default=str))

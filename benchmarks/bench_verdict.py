@@ -57,7 +57,7 @@ def main() -> None:
         seconds, runs = [], []
         for s in range(2):
             start = time.process_time()
-            v = verify_linkage(x, y, random_state=10 + s)
+            v = verify_linkage(x, y, seed=10 + s)
             seconds.append(time.process_time() - start)
             runs.append(f"{v.p_value:.3f}/{getattr(v, 'verdict', '-')}/{v.batches}")
         total += float(np.mean(seconds))

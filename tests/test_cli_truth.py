@@ -141,7 +141,7 @@ def test_global_recoding_keeps_the_reports_verdict():
     release = protect(original, [AdditiveNoise(alpha=0.5, columns=["INCOME"]), recoding],
                       schema={"quasi": ["AGE"], "confidential": ["INCOME"]}, seed=SEED)
     report = build_report(original, release.data, schema=release.schema, manifest=release.manifest,
-                          n_random=2000, n_null=10, random_state=1)
+                          n_random=2000, n_null=10, seed=1)
     assert report.verdict is not None and report.verdict.state != "not assessed", report.verdict
     assert "permutation" in report.data and report.data["columns"] == ["AGE", "INCOME"]
     # the original on the release's scale is the recoding of the original, by hand
@@ -213,8 +213,8 @@ def test_weak_seeds_warn_only_where_they_protect_a_release():
 
     original = _ages(120)[["INCOME"]].assign(X=lambda f: f["INCOME"] * 0.01)
     released = protect(original, [AdditiveNoise(alpha=1.0)], seed=SEED).data
-    assert not _security_warnings(lambda: assess(original, released, random_state=1, n_random=200, n_null=5))
-    assert not _security_warnings(lambda: permutation_risk(original, released, random_state=1, n_random=200, n_null=5))
+    assert not _security_warnings(lambda: assess(original, released, seed=1, n_random=200, n_null=5))
+    assert not _security_warnings(lambda: permutation_risk(original, released, seed=1, n_random=200, n_null=5))
     assert not _security_warnings(lambda: tune(original, AdditiveNoise(alpha=0.5), n_random=200, n_null=5, steps=1))
     # a seed that protects a release still warns, at the caller's line
     warned = _security_warnings(lambda: protect(original, [AdditiveNoise(alpha=0.1)], seed=1))

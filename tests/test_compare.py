@@ -57,10 +57,10 @@ def test_compare_same_seed_for_every_candidate():
     # two candidates with the same method must get identical results: same data, same seed
     x = small_data()
     c = compare(x, [Candidate("a", (AdditiveNoise(alpha=0.5),)), Candidate("b", (AdditiveNoise(alpha=0.5),))],
-                n_random=2000, n_null=10, random_state=1)
+                n_random=2000, n_null=10, seed=1)
     a, b = c.results
     assert a.hellinger == b.hellinger and a.utility_loss == b.utility_loss and a.p_value == b.p_value
-    again = compare(x, [Candidate("a", (AdditiveNoise(alpha=0.5),))], n_random=2000, n_null=10, random_state=1)
+    again = compare(x, [Candidate("a", (AdditiveNoise(alpha=0.5),))], n_random=2000, n_null=10, seed=1)
     assert again.results[0].hellinger == a.hellinger
 
 

@@ -58,7 +58,7 @@ def test_discrete_laplace_takes_one_scale_per_draw():
 # --------------------------------------------------------------------------- Laplace
 def test_laplace_noise_has_the_laplace_distribution():
     mech = Laplace(epsilon=0.5, sensitivity=1.5)  # scale 3
-    noise = mech.noise(20_000, rng=5)
+    noise = mech.noise(20_000, seed=5)
     assert mech.scale == 3.0
     assert stats.kstest(noise, stats.laplace(scale=3.0).cdf).pvalue > 1e-3
     assert np.abs(noise).mean() == pytest.approx(3.0, rel=0.03)  # E|Y| = b
@@ -68,10 +68,10 @@ def test_laplace_noise_has_the_laplace_distribution():
 def test_laplace_is_reproducible_under_a_seed_and_keeps_the_shape():
     mech = Laplace(epsilon=1.0, sensitivity=1.0)
     values = np.arange(12.0).reshape(3, 4)
-    first = mech.randomise(values, rng=9)
+    first = mech.randomise(values, seed=9)
     assert first.shape == (3, 4)
-    np.testing.assert_array_equal(first, mech.randomise(values, rng=9))
-    assert not np.array_equal(first, mech.randomise(values, rng=10))
+    np.testing.assert_array_equal(first, mech.randomise(values, seed=9))
+    assert not np.array_equal(first, mech.randomise(values, seed=10))
 
 
 def test_zero_sensitivity_elements_are_left_unchanged():
@@ -102,8 +102,8 @@ def test_sdckit_sampler_has_no_attack_signature():
     # The same experiment with sdckit's sampler: every output, from either input, is a
     # multiple of the grid g = 2**-40 (scale 1), so the low bits carry nothing about the input.
     mech = Laplace(epsilon=1.0, sensitivity=1.0)
-    from_zero = mech.randomise(np.zeros(200_000), rng=7)
-    from_one = mech.randomise(np.ones(200_000), rng=8)
+    from_zero = mech.randomise(np.zeros(200_000), seed=7)
+    from_one = mech.randomise(np.ones(200_000), seed=8)
     assert mech.grid == 2.0**-40
     for outputs in (from_zero, from_one):
         assert off_grid_share(outputs, mech.grid) == 0.0
@@ -123,7 +123,7 @@ def test_sdckit_sampler_has_no_attack_signature():
 )
 def test_every_output_lies_on_the_input_independent_grid(x, sensitivity, epsilon, seed):
     mech = Laplace(epsilon=epsilon, sensitivity=sensitivity)
-    outputs = mech.randomise(np.full(50, x), rng=seed)
+    outputs = mech.randomise(np.full(50, x), seed=seed)
     # Below 2**53 grid steps the output is an exact grid point; above, every double is one.
     assert np.all(np.fmod(outputs, mech.grid) == 0)
     assert mech.grid <= mech.scale * 2.0**-40 < 2 * mech.grid
@@ -134,14 +134,14 @@ def test_confidence_radius_hand_worked():
     # r = 2 ln 100 = 9.2103.
     assert confidence_radius(2.0, 0.99) == pytest.approx(2 * math.log(100))
     assert Laplace(epsilon=0.5, sensitivity=1.0).radius(0.5) == pytest.approx(2 * math.log(2))
-    noise = Laplace(epsilon=1.0, sensitivity=2.0).noise(20_000, rng=3)
+    noise = Laplace(epsilon=1.0, sensitivity=2.0).noise(20_000, seed=3)
     assert np.mean(np.abs(noise) <= confidence_radius(2.0, 0.9)) == pytest.approx(0.9, abs=0.01)
 
 
 # --------------------------------------------------------------------------- geometric
 def test_geometric_noise_matches_the_discrete_laplace():
     mech = Geometric(epsilon=0.5, sensitivity=1)  # scale 2
-    out = mech.randomise(np.full(30_000, 7), rng=11)
+    out = mech.randomise(np.full(30_000, 7), seed=11)
     assert out.dtype == np.int64
     support = np.arange(-5, 6)
     observed = np.array([(out - 7 == v).sum() for v in support])
@@ -155,7 +155,7 @@ def test_geometric_noise_matches_the_discrete_laplace():
 
 def test_geometric_refuses_non_integers():
     with pytest.raises(DataError, match="integer"):
-        Geometric(epsilon=1.0, sensitivity=1).randomise([1.5], rng=0)
+        Geometric(epsilon=1.0, sensitivity=1).randomise([1.5], seed=0)
 
 
 # --------------------------------------------------------------------------- bad inputs
@@ -194,7 +194,7 @@ def test_epsilon_too_small_to_sample_exactly_is_refused():
 @pytest.mark.parametrize("value", [math.nan, math.inf])
 def test_missing_or_infinite_values_are_refused(value):
     with pytest.raises(DataError, match="missing or infinite"):
-        Laplace(epsilon=1.0, sensitivity=1.0).randomise([1.0, value], rng=0)
+        Laplace(epsilon=1.0, sensitivity=1.0).randomise([1.0, value], seed=0)
 
 
 # --------------------------------------------------------------------------- issue 19 item 11
@@ -202,7 +202,7 @@ def test_missing_or_infinite_values_are_refused(value):
 def test_huge_finite_inputs_stay_finite(x):
     # Old code: x / grid overflowed to inf above about 1.6e296 * scale.
     mech = Laplace(epsilon=1.0, sensitivity=1.0)
-    out = mech.randomise(np.full(1000, x), rng=1)
+    out = mech.randomise(np.full(1000, x), seed=1)
     assert np.all(np.isfinite(out))
     # Near x the doubles are coarser than the noise: the value comes back (almost) as it was.
     assert np.all(np.abs(out - x) <= abs(x) * 2.0**-50)
@@ -210,7 +210,7 @@ def test_huge_finite_inputs_stay_finite(x):
 
 def test_huge_inputs_with_a_huge_scale_still_get_noise():
     mech = Laplace(epsilon=1.0, sensitivity=1e300)
-    out = mech.randomise(np.full(2000, 1e300), rng=2)
+    out = mech.randomise(np.full(2000, 1e300), seed=2)
     assert np.all(np.isfinite(out))
     assert np.abs(out - 1e300).mean() == pytest.approx(1e300, rel=0.1)
 
@@ -219,7 +219,7 @@ def test_huge_inputs_with_a_huge_scale_still_get_noise():
 def test_a_subnormal_sensitivity_is_sampled_not_blamed_on_epsilon(sensitivity):
     # Old code: the grid underflowed to 0 and the error said epsilon was too small.
     mech = Laplace(epsilon=1.0, sensitivity=sensitivity)
-    noise = mech.noise(20_000, rng=3)
+    noise = mech.noise(20_000, seed=3)
     assert np.all(np.isfinite(noise)) and mech.grid > 0
     # The grid is the smallest double; the noise scale is at least the requested one (the
     # grid step lost to rounding makes it larger when the sensitivity is only a few steps).
@@ -237,17 +237,17 @@ def test_mechanisms_charge_the_callers_accountant_and_refuse_when_spent():
     from sdckit.dp import BudgetAccountant, BudgetExceeded, Gaussian
 
     acct = BudgetAccountant(3.0, delta=1e-6)
-    Laplace(epsilon=1.0, sensitivity=1.0, accountant=acct).randomise([1.0, 2.0], rng=0)
-    Geometric(epsilon=1.0, sensitivity=1, accountant=acct).randomise([1, 2], rng=0)
-    Gaussian(epsilon=0.5, delta=5e-7, sensitivity=1.0, accountant=acct).randomise([1.0], rng=0)
+    Laplace(epsilon=1.0, sensitivity=1.0, accountant=acct).randomise([1.0, 2.0], seed=0)
+    Geometric(epsilon=1.0, sensitivity=1, accountant=acct).randomise([1, 2], seed=0)
+    Gaussian(epsilon=0.5, delta=5e-7, sensitivity=1.0, accountant=acct).randomise([1.0], seed=0)
     assert acct.spent == 2.5 and acct.spent_delta == Fraction("5e-7")
     assert [s["label"] for s in acct.spends] == ["Laplace.randomise", "Geometric.randomise", "Gaussian.randomise"]
     with pytest.raises(BudgetExceeded):
-        Laplace(epsilon=1.0, sensitivity=1.0, accountant=acct).randomise([1.0], rng=0)
+        Laplace(epsilon=1.0, sensitivity=1.0, accountant=acct).randomise([1.0], seed=0)
     # Noise alone (no data) costs nothing; bad data is refused before anything is charged.
-    Laplace(epsilon=1.0, sensitivity=1.0, accountant=acct).noise(5, rng=0)
+    Laplace(epsilon=1.0, sensitivity=1.0, accountant=acct).noise(5, seed=0)
     with pytest.raises(DataError):
-        Laplace(epsilon=0.5, sensitivity=1.0, accountant=acct).randomise([math.nan], rng=0)
+        Laplace(epsilon=0.5, sensitivity=1.0, accountant=acct).randomise([math.nan], seed=0)
     assert acct.spent == 2.5
     # The accountant is not a parameter: mechanisms differing only in it are equal.
     assert Laplace(epsilon=1.0, sensitivity=1.0, accountant=acct) == Laplace(epsilon=1.0, sensitivity=1.0)
@@ -357,15 +357,15 @@ def test_gaussian_noise_has_the_calibrated_normal_distribution():
 
     mech = Gaussian(epsilon=1.0, delta=1e-5, sensitivity=2.0)
     assert mech.analytic_sigma <= mech.sigma <= mech.analytic_sigma * (1 + 1e-4)
-    noise = mech.noise(20_000, rng=4)
+    noise = mech.noise(20_000, seed=4)
     assert stats.kstest(noise / mech.sigma, "norm").pvalue > 1e-3
-    out = mech.randomise(np.full(20_000, 3.0), rng=5)
+    out = mech.randomise(np.full(20_000, 3.0), seed=5)
     assert stats.kstest((out - 3.0) / mech.sigma, "norm").pvalue > 1e-3
     # Every output lies on the input-independent grid, whatever the input.
     for x in (0.0, 1.0 / 3.0, 1e6 + 0.1):
-        assert np.all(np.fmod(mech.randomise(np.full(500, x), rng=6), mech.grid) == 0)
+        assert np.all(np.fmod(mech.randomise(np.full(500, x), seed=6), mech.grid) == 0)
     assert mech.radius(0.95) == pytest.approx(1.959964 * mech.sigma)
-    np.testing.assert_array_equal(mech.randomise([1.0, 2.0], rng=7), mech.randomise([1.0, 2.0], rng=7))
+    np.testing.assert_array_equal(mech.randomise([1.0, 2.0], seed=7), mech.randomise([1.0, 2.0], seed=7))
 
 
 @pytest.mark.parametrize(("param", "value"), [

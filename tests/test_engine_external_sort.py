@@ -70,7 +70,7 @@ def test_reverse_map_file_breaks_ties_at_random_as_reverse_map_does_for_the_seed
     y.to_parquet(tmp_path / "y.parquet", row_group_size=20_000)
     out = reverse_map_file(tmp_path / "x.parquet", tmp_path / "y.parquet", tmp_path / "z.parquet", ["a", "b", "c"],
                            ties="random", seed=SEED)
-    expected = reverse_map(x, y, ["a", "b", "c"], ties="random", random_state=SEED)
+    expected = reverse_map(x, y, ["a", "b", "c"], ties="random", seed=SEED)
     got = pd.read_parquet(out)
     for name in "abc":
         np.testing.assert_array_equal(got[name].to_numpy(), expected[name].to_numpy())
@@ -87,7 +87,7 @@ def test_random_ties_order_tied_records_uniformly():
     from sdckit.core.ranks import sort_order
 
     values = np.array([1.0, 1.0, 1.0, 1.0])
-    counts = Counter(tuple(sort_order(values, random_state=np.random.default_rng(s))) for s in range(2400))
+    counts = Counter(tuple(sort_order(values, seed=np.random.default_rng(s))) for s in range(2400))
     assert len(counts) == 24 and all(abs(c - 100) < 49 for c in counts.values())
 
 
@@ -109,7 +109,7 @@ def test_rank_swap_file_is_the_in_memory_release(swap_data, tmp_path, p, batch_r
     frame, folder = swap_data
     out = rank_swap_file(folder / "in.parquet", tmp_path / "out.parquet", p, ["a", "b"], seed=SEED,
                          batch_rows=batch_rows)
-    memory = RankSwapping(p=p, columns=["a", "b"]).run(frame, rng=SEED)
+    memory = RankSwapping(p=p, columns=["a", "b"]).run(frame, seed=SEED)
     pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "out.parquet"), memory.data, check_exact=True,
                                   check_dtype=False)
     assert pd.read_parquet(tmp_path / "out.parquet")["a"].dtype == np.int64
@@ -123,7 +123,7 @@ def test_rank_swap_file_reads_csv_and_writes_csv(swap_data, tmp_path):
     small = frame.head(20_000)
     small.to_csv(tmp_path / "in.csv", index=False)
     rank_swap_file(tmp_path / "in.csv", tmp_path / "out.csv", 5.0, ["b", "a"], seed=SEED)
-    memory = RankSwapping(p=5.0, columns=["b", "a"]).run(pd.read_csv(tmp_path / "in.csv"), rng=SEED)
+    memory = RankSwapping(p=5.0, columns=["b", "a"]).run(pd.read_csv(tmp_path / "in.csv"), seed=SEED)
     memory.data.to_csv(tmp_path / "expected.csv", index=False)
     assert (tmp_path / "out.csv").read_bytes() == (tmp_path / "expected.csv").read_bytes()
 

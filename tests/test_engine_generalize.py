@@ -54,10 +54,10 @@ def test_the_searched_node_applied_by_streaming_is_full_domain_generalizations_r
 def test_hand_worked_generalization():
     h = Hierarchy.masking(["94142", "94141", "94139", "94138"], steps=(1, 2))
     data = pd.DataFrame({"zip": ["94142", "94139", "94138"], "x": [1, 2, 3]})
-    out = GeneralizeToNode({"zip": h}, {"zip": 2}).run(data, rng=SEED)
+    out = GeneralizeToNode({"zip": h}, {"zip": 2}).run(data, seed=SEED)
     assert out.data["zip"].tolist() == ["941**", "941**", "941**"] and out.data["x"].tolist() == [1, 2, 3]
     assert out.schema["zip"].kind.value == "nominal"
-    same = GeneralizeToNode({"zip": h}, {"zip": 0}).apply(data, rng=SEED)
+    same = GeneralizeToNode({"zip": h}, {"zip": 0}).apply(data, seed=SEED)
     assert same["zip"].tolist() == data["zip"].tolist()
 
 
@@ -71,5 +71,5 @@ def test_bad_nodes_and_values_are_refused_by_name():
         GeneralizeToNode({"zip": h}, {"zip": -1})
     data = pd.DataFrame({"zip": ["94142", "secret"]})
     with pytest.raises(DataError, match="zip") as info:
-        GeneralizeToNode({"zip": h}, {"zip": 1}).apply(data, rng=SEED)
+        GeneralizeToNode({"zip": h}, {"zip": 1}).apply(data, seed=SEED)
     assert "secret" not in str(info.value)

@@ -82,7 +82,7 @@ def test_microaggregation_reports_the_loss_of_partitioning_against_exact_mdav(mo
     monkeypatch.setattr(micro, "LOSS_SAMPLE", 1200)
     rng = np.random.default_rng(5)
     frame = pd.DataFrame(rng.normal(size=(3000, 3)), columns=list("abc"))
-    info = Microaggregation(k=3).run(frame, rng="ab" * 16).info
+    info = Microaggregation(k=3).run(frame, seed="ab" * 16).info
     loss = info["partitioned_mdav"]
     assert loss["cells"] == 8 and loss["sample"] == 1200 and loss["samples"] == 3
     # the partitioned SSE on a sample is never far below the exact one (exact MDAV is not optimal,
@@ -90,5 +90,5 @@ def test_microaggregation_reports_the_loss_of_partitioning_against_exact_mdav(mo
     assert -0.05 < loss["loss_increase"] < 0.5 and loss["loss_increase_standard_error"] >= 0
     assert loss["sample_sse_ratio_partitioned"] == pytest.approx(
         loss["sample_sse_ratio_exact"] * (1 + loss["loss_increase"]), rel=0.2)
-    small = Microaggregation(k=3).run(frame.head(1000), rng="ab" * 16).info
+    small = Microaggregation(k=3).run(frame.head(1000), seed="ab" * 16).info
     assert "partitioned_mdav" not in small

@@ -24,7 +24,7 @@ def test_sampled_linkage_rate_within_its_standard_error():
     x, y = _pair(4000, 3, 0.15)
     exact = distance_linkage(x, y)
     assert 0.2 < exact.rate < 0.8 and exact.sampled is None and exact.standard_error == 0.0
-    est = distance_linkage(x, y, sample=1000, random_state=3)
+    est = distance_linkage(x, y, sample=1000, seed=3)
     assert est.sampled == 1000 and len(est.records) == 1000
     # SE by hand: credits are 0/1 here, so var = r (1 - r) s/(s - 1); finite-population factor
     r = est.rate
@@ -49,7 +49,7 @@ def test_bad_sample_sizes_are_refused(bad):
     with pytest.raises(ParameterError, match="sample"):
         pmse(x, y, sample=bad)
     with pytest.raises(ParameterError, match="sample"):
-        assess(x, y, sample=bad, random_state=1)
+        assess(x, y, sample=bad, seed=1)
 
 
 def test_pmse_on_samples():
@@ -57,7 +57,7 @@ def test_pmse_on_samples():
     full = pmse(x, y)
     same = pmse(x, y, sample=10_000)
     assert same.sampled is None and same.pmse == full.pmse
-    part = pmse(x, y, sample=500, random_state=2)
+    part = pmse(x, y, sample=500, seed=2)
     assert part.sampled == 1000
     # null expectation of the samples: (k - 1) c (1 - c) / N with N = 1000, k = 6 parameters
     assert part.null_pmse == pytest.approx(5 * 0.25 / 1000)
@@ -66,8 +66,8 @@ def test_pmse_on_samples():
 
 def test_assess_on_a_sample_of_originals():
     x, y = _pair(3000, 3, 0.02)
-    full = assess(x, y, random_state=4, max_batches=8)
-    part = assess(x, y, random_state=4, max_batches=8, sample=600)
+    full = assess(x, y, seed=4, max_batches=8)
+    part = assess(x, y, seed=4, max_batches=8, sample=600)
     assert part.sampled == 600 and full.sampled is None
     assert len(part.linkage.records) == 600 and len(part.verification.records) == 600
     assert part.linkage.correct + part.linkage.multiple + part.linkage.wrong == 600
@@ -88,7 +88,7 @@ def test_report_states_its_samples(monkeypatch, tmp_path):
     monkeypatch.setattr(model, "PMSE_SAMPLE", 250)
     x, y = _pair(1000, 3, 0.3)
     path = tmp_path / "r.html"
-    assess_report(x, y, path, random_state=1)
+    assess_report(x, y, path, seed=1)
     html = path.read_text(encoding="utf-8")
     assert "estimated from 200 of 1,000 released records" in html
     assert "fitted on a random sample of 500 records" in html

@@ -84,7 +84,7 @@ def test_microaggregation_output_is_k_anonymous_with_group_means():
     rng = np.random.default_rng(3)
     frame = pd.DataFrame({"a": rng.normal(size=200), "b": rng.exponential(size=200) * 1000})
     k = 4
-    out = Microaggregation(k=k).run(frame, rng=0)
+    out = Microaggregation(k=k).run(frame, seed=0)
     counts = out.data.groupby(["a", "b"]).size()
     assert counts.min() >= k
     labels = mdav_groups(frame.to_numpy(), k)
@@ -189,7 +189,7 @@ def test_univariate_hand_worked_example():
 
 def test_univariate_method_aggregates_each_column_on_its_own():
     frame = pd.DataFrame({"a": [5.0, 1.0, 2.0, 9.0, 10.0], "b": [1.0, 1.0, 1.0, 1.0, 4.0]})
-    out = Microaggregation(k=2, method="univariate").run(frame, rng=0)
+    out = Microaggregation(k=2, method="univariate").run(frame, seed=0)
     # a: groups {1,2,5} -> 8/3 and {9,10} -> 9.5. b: {1,1,1} and {1,4} (SSE 4.5) beats
     # {1,1}{1,1,4} (SSE 6).
     np.testing.assert_allclose(out.data["a"], [8 / 3, 8 / 3, 8 / 3, 9.5, 9.5])
@@ -205,7 +205,7 @@ def test_univariate_method_aggregates_each_column_on_its_own():
 
 def test_constant_column_loses_nothing():
     frame = pd.DataFrame({"a": [1.0, 2.0, 3.0, 4.0], "c": [7.0] * 4})
-    out = Microaggregation(k=2).run(frame, rng=0)
+    out = Microaggregation(k=2).run(frame, seed=0)
     assert out.info["sse_ratio_by_column"]["c"] == 0.0
     assert (out.data["c"] == 7.0).all()
     assert out.info["sse_ratio"] == pytest.approx(out.info["sse_ratio_by_column"]["a"])
@@ -238,12 +238,12 @@ def test_method_rejected():
 
 def test_fewer_records_than_k():
     with pytest.raises(DataError, match=r"k=5 needs at least 5 records; the data has 3"):
-        Microaggregation(k=5).apply(pd.DataFrame({"a": [1.0, 2.0, 3.0]}), rng=0)
+        Microaggregation(k=5).apply(pd.DataFrame({"a": [1.0, 2.0, 3.0]}), seed=0)
 
 
 def test_missing_value_refused():
     with pytest.raises(DataError, match=r"column 'a' is missing"):
-        Microaggregation(k=2).apply(pd.DataFrame({"a": [1.0, np.nan, 3.0, 4.0]}), rng=0)
+        Microaggregation(k=2).apply(pd.DataFrame({"a": [1.0, np.nan, 3.0, 4.0]}), seed=0)
 
 
 @pytest.mark.parametrize(

@@ -35,7 +35,7 @@ def test_noise_preserves_means(method):
     # The mean of column j moves by the mean of n noise draws of variance alpha * var_j:
     # sd = sqrt(alpha * var_j / n); tolerance 5 sd (about 0.15 for var_j = 9).
     x = correlated_frame()
-    y = method.apply(x, rng=1)
+    y = method.apply(x, seed=1)
     sd = np.sqrt(0.5 * x.var().to_numpy() / N)
     assert np.all(np.abs(y.mean().to_numpy() - x.mean().to_numpy()) < 5 * sd)
 
@@ -46,10 +46,10 @@ def test_correlated_noise_preserves_the_correlation_matrix():
     # (alpha = 0.5, n = 20000); tolerance 0.03. Uncorrelated noise of the same size shrinks
     # every correlation by the factor 1/(1 + alpha): corr 0.4 -> 0.27, far outside.
     x = correlated_frame()
-    y = CorrelatedNoise(alpha=0.5).apply(x, rng=2)
+    y = CorrelatedNoise(alpha=0.5).apply(x, seed=2)
     assert np.abs(y.corr().to_numpy() - x.corr().to_numpy()).max() < 0.03
     np.testing.assert_allclose(np.diag(cov(y)), 1.5 * np.diag(cov(x)), rtol=0.05)
-    uncorrelated = AdditiveNoise(alpha=0.5).apply(x, rng=2)
+    uncorrelated = AdditiveNoise(alpha=0.5).apply(x, seed=2)
     assert np.abs(uncorrelated.corr().to_numpy() - x.corr().to_numpy()).max() > 0.1
 
 
@@ -61,12 +61,12 @@ def test_preserve_covariance_makes_covariance_unbiased():
     x = correlated_frame()
     s = cov(x)
     scale = np.sqrt(np.outer(np.diag(s), np.diag(s)))
-    y = CorrelatedNoise(alpha=0.5, preserve_covariance=True).apply(x, rng=3)
+    y = CorrelatedNoise(alpha=0.5, preserve_covariance=True).apply(x, seed=3)
     assert np.abs((cov(y) - s) / scale).max() < 0.03
     # the mean moves by c times the noise mean: sd c sqrt(alpha var_j / n)
     c = 1 / np.sqrt(1.5)
     assert np.all(np.abs(y.mean() - x.mean()).to_numpy() < 5 * c * np.sqrt(0.5 * np.diag(s) / N))
-    plain = CorrelatedNoise(alpha=0.5).apply(x, rng=3)
+    plain = CorrelatedNoise(alpha=0.5).apply(x, seed=3)
     assert np.abs((cov(plain) - s) / scale).max() > 0.3
 
 
@@ -79,7 +79,7 @@ def test_preserve_covariance_unbiased_over_repeats_on_a_small_file():
     scale = np.sqrt(np.outer(np.diag(s), np.diag(s)))
     rng = np.random.default_rng(7)
     mean_cov = np.mean(
-        [cov(CorrelatedNoise(alpha=1.0, preserve_covariance=True).apply(x, rng=rng)) for _ in range(400)],
+        [cov(CorrelatedNoise(alpha=1.0, preserve_covariance=True).apply(x, seed=rng)) for _ in range(400)],
         axis=0,
     )
     assert np.abs((mean_cov - s) / scale).max() < 0.07
@@ -91,7 +91,7 @@ def test_correlated_noise_on_a_singular_covariance():
     x = correlated_frame(n=500)
     x["const"] = 3.0
     x["copy"] = x["a"]
-    y = CorrelatedNoise(alpha=0.3).apply(x, rng=4)
+    y = CorrelatedNoise(alpha=0.3).apply(x, seed=4)
     assert (y["const"] == 3.0).all()
     np.testing.assert_allclose(y["copy"], y["a"], atol=1e-9)
     assert not np.allclose(y["a"], x["a"])
@@ -104,7 +104,7 @@ def test_covariance_root_reproduces_the_matrix():
 
 def test_one_record_is_left_unchanged():
     x = pd.DataFrame({"a": [1.0], "b": [2.0]})
-    pd.testing.assert_frame_equal(CorrelatedNoise(alpha=1.0).apply(x, rng=0), x)
+    pd.testing.assert_frame_equal(CorrelatedNoise(alpha=1.0).apply(x, seed=0), x)
 
 
 @pytest.mark.parametrize("distribution", ["uniform", "lognormal"])
@@ -113,7 +113,7 @@ def test_multiplicative_noise_preserves_means(distribution):
     # sum_i x_i (e_i - 1) / n, sd sqrt(sum_i x_i^2 a^2 / 3) / n; tolerance 5 sd.
     x = correlated_frame()
     a = 0.4
-    y = MultiplicativeNoise(a=a, distribution=distribution).apply(x, rng=5)
+    y = MultiplicativeNoise(a=a, distribution=distribution).apply(x, seed=5)
     sd = np.sqrt((x**2).sum().to_numpy() * a**2 / 3) / N
     assert np.all(np.abs(y.mean().to_numpy() - x.mean().to_numpy()) < 5 * sd)
 
@@ -125,7 +125,7 @@ def test_multiplicative_factors_have_mean_one_and_variance_a2_over_3(distributio
     # well under 10% of a^2/3 here; tolerance 10%.
     a = 0.8
     x = pd.DataFrame({"one": np.ones(N)})
-    e = MultiplicativeNoise(a=a, distribution=distribution).apply(x, rng=6)["one"].to_numpy()
+    e = MultiplicativeNoise(a=a, distribution=distribution).apply(x, seed=6)["one"].to_numpy()
     assert abs(e.mean() - 1) < 5 * np.sqrt(a**2 / 3 / N)
     assert abs(e.var() / (a**2 / 3) - 1) < 0.10
     if distribution == "uniform":
@@ -136,7 +136,7 @@ def test_multiplicative_factors_have_mean_one_and_variance_a2_over_3(distributio
 
 def test_multiplicative_noise_keeps_zeros_and_signs():
     x = pd.DataFrame({"v": [0.0, -5.0, 5.0, 0.0]})
-    y = MultiplicativeNoise(a=0.5).apply(x, rng=0)["v"].to_numpy()
+    y = MultiplicativeNoise(a=0.5).apply(x, seed=0)["v"].to_numpy()
     assert y[0] == 0 and y[3] == 0 and y[1] < 0 and y[2] > 0
 
 
@@ -175,11 +175,11 @@ def test_missing_values_refused(method):
     x = correlated_frame(n=10)
     x.loc[4, "b"] = np.nan
     with pytest.raises(DataError, match=r"column 'b' is missing in 1 record\(s\), first at row 4"):
-        method.apply(x, rng=0)
+        method.apply(x, seed=0)
 
 
 @pytest.mark.parametrize("method", [CorrelatedNoise(alpha=0.1, columns=["s"]), MultiplicativeNoise(a=0.1, columns=["s"])])
 def test_text_column_refused(method):
     x = pd.DataFrame({"s": ["a", "b"], "v": [1.0, 2.0]})
     with pytest.raises(SchemaError, match=r"cannot protect column 's'"):
-        method.apply(x, rng=0)
+        method.apply(x, seed=0)

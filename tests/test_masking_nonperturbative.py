@@ -203,7 +203,7 @@ def test_equal_width_bins_need_a_value():
 @given(n=st.integers(1, 60), fraction=st.floats(0.001, 1.0), seed=st.integers(0, 2**16))
 def test_sampling_keeps_the_exact_count_of_original_rows(n, fraction, seed):
     frame = pd.DataFrame({"x": np.arange(n) * 10, "y": [f"r{i}" for i in range(n)]}, index=np.arange(n) + 100)
-    out = Sampling(fraction=fraction).run(frame, rng=seed)
+    out = Sampling(fraction=fraction).run(frame, seed=seed)
     expected = max(1, min(n, math.floor(fraction * n + 0.5)))
     assert len(out.data) == expected == sample_size(fraction, n) == out.info["records_out"]
     assert out.data.index.is_unique and out.data.index.is_monotonic_increasing

@@ -23,7 +23,7 @@ def test_empirical_transitions_match_the_matrix():
     # Each cell's frequency among the n_k records of category k is Binomial(n_k, P[k,l]) / n_k:
     # sd sqrt(P (1 - P) / n_k) <= 0.0087 at n_k = 10000; tolerance 5 sd of each cell.
     x = frame_with({"a": 10_000, "b": 10_000, "c": 10_000})
-    y = Pram(matrix={"x": P}).apply(x, rng=1)
+    y = Pram(matrix={"x": P}).apply(x, seed=1)
     table = pd.crosstab(x["x"], y["x"], normalize="index").reindex(index=CATS, columns=CATS).to_numpy()
     p = np.array(P)
     assert np.all(np.abs(table - p) < 5 * np.sqrt(p * (1 - p) / 10_000) + 1e-12)
@@ -41,7 +41,7 @@ def test_p_keep_keeps_that_share_and_moves_uniformly():
     # p_keep = 0.6 with 4 categories: stay 0.6, each other category 0.4/3 = 0.1333.
     # n = 40000 records of "a": sd of a share <= sqrt(0.25/40000) = 0.0025; tolerance 0.0125.
     x = pd.DataFrame({"x": ["a"] * 40_000 + ["b", "c", "d"]})
-    out = Pram(p_keep=0.6).run(x, rng=2)
+    out = Pram(p_keep=0.6).run(x, seed=2)
     shares = out.data["x"][:40_000].value_counts(normalize=True)
     assert abs(shares["a"] - 0.6) < 0.0125
     for other in "bcd":
@@ -65,8 +65,8 @@ def test_invariant_pram_keeps_marginals_in_expectation():
     counts = {"a": 35_000, "b": 10_000, "c": 5_000}
     x = frame_with(counts, seed=3)
     pi = np.array(list(counts.values())) / 50_000
-    plain = Pram(matrix={"x": P}).apply(x, rng=4)["x"].value_counts(normalize=True)[CATS].to_numpy()
-    out = Pram(matrix={"x": P}, invariant=True).run(x, rng=4)
+    plain = Pram(matrix={"x": P}).apply(x, seed=4)["x"].value_counts(normalize=True)[CATS].to_numpy()
+    out = Pram(matrix={"x": P}, invariant=True).run(x, seed=4)
     inv = out.data["x"].value_counts(normalize=True)[CATS].to_numpy()
     assert np.abs(plain - pi @ np.array(P)).max() < 0.011
     assert np.abs(plain - pi).max() > 0.1  # the plain marginals do move
@@ -88,7 +88,7 @@ def test_nested_list_follows_ordinal_order_and_sorted_nominal_values():
 
 def test_missing_values_pass_through_and_categorical_dtype_is_kept():
     x = pd.DataFrame({"c": pd.Categorical(["a", None, "b", "a"], categories=["a", "b"])})
-    y = Pram(p_keep=0.0).apply(x, rng=0)
+    y = Pram(p_keep=0.0).apply(x, seed=0)
     assert y["c"].dtype == x["c"].dtype
     assert pd.isna(y["c"][1]) and y["c"].tolist()[::2] == ["b", "a"]  # p_keep 0: always the other
 
@@ -158,24 +158,24 @@ def test_invariant_must_be_bool():
 def test_value_outside_the_matrix_refused():
     x = pd.DataFrame({"x": ["a", "b", "zz"]})
     with pytest.raises(DataError, match=r"no transition for a value of column 'x'"):
-        Pram(matrix={"x": {"a": {"a": 1.0}, "b": {"b": 1.0}}}).apply(x, rng=0)
+        Pram(matrix={"x": {"a": {"a": 1.0}, "b": {"b": 1.0}}}).apply(x, seed=0)
 
 
 def test_nested_list_of_the_wrong_size_refused():
     x = pd.DataFrame({"x": ["a", "b", "c"]})
     with pytest.raises(DataError, match=r"matrix for column 'x' is 2 x 2, but the column has 3 categories"):
-        Pram(matrix={"x": [[1, 0], [0, 1]]}).apply(x, rng=0)
+        Pram(matrix={"x": [[1, 0], [0, 1]]}).apply(x, seed=0)
 
 
 def test_matrix_for_an_unknown_or_numeric_column_refused():
     x = pd.DataFrame({"x": ["a", "b"], "v": [1.0, 2.0]})
     with pytest.raises(SchemaError, match="nope"):
-        Pram(matrix={"nope": [[1.0]]}).apply(x, rng=0)
+        Pram(matrix={"nope": [[1.0]]}).apply(x, seed=0)
     with pytest.raises(SchemaError, match=r"cannot protect column 'v'"):
-        Pram(p_keep=0.5, columns=["v"]).apply(x, rng=0)
+        Pram(p_keep=0.5, columns=["v"]).apply(x, seed=0)
 
 
 def test_column_without_a_matrix_refused():
     x = pd.DataFrame({"x": ["a", "b"], "y": ["c", "d"]})
     with pytest.raises(DataError, match=r"no transition matrix for column 'y'"):
-        Pram(matrix={"x": [[1, 0], [0, 1]]}, columns=["x", "y"]).apply(x, rng=0)
+        Pram(matrix={"x": [[1, 0], [0, 1]]}, columns=["x", "y"]).apply(x, seed=0)

@@ -282,7 +282,7 @@ def test_assessment_and_risk_measures_run_on_a_swapped_release():
 
     frame = census(120, seed=2)
     release = protect(frame, [swapping(swaprate=0.2)], schema=schema_of(frame), seed=8).data
-    assessment = assess(frame, release, random_state=7, max_replicates=39)
+    assessment = assess(frame, release, seed=7, max_replicates=39)
     assert dict(assessment.summary())["records (original / released)"] == f"{len(frame)} / {len(frame)}"
     assert isinstance(k_anonymity_violations(release, ["region", "age", "sex"], 3), int)
 

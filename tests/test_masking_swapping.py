@@ -27,7 +27,7 @@ def test_rank_swapping_keeps_multisets_and_rank_window(n, p, seed, tied):
     rng = np.random.default_rng(seed)
     values = rng.integers(0, 5, n).astype(float) if tied else rng.permutation(n) * 1.5 - 7
     frame = pd.DataFrame({"v": values, "w": rng.normal(size=n)})
-    out = RankSwapping(p=p).run(frame, rng=seed)
+    out = RankSwapping(p=p).run(frame, seed=seed)
     window = int(np.floor(p * n / 100))
     assert out.info["max_rank_difference"] == window
     for col in ("v", "w"):
@@ -68,7 +68,7 @@ def test_partner_is_uniform_over_the_window():
 def test_seed_001_setting_swaps_within_six_ranks():
     # seed 001: n = 40, p = 15% -> values within a rank of 6 are swapped.
     frame = pd.DataFrame({"x": np.arange(40.0)})
-    out = RankSwapping(p=15).run(frame, rng=4)
+    out = RankSwapping(p=15).run(frame, seed=4)
     assert out.info["max_rank_difference"] == 6
     assert np.abs(out.data["x"] - frame["x"]).max() <= 6
     assert out.info["swapped_share"]["x"] >= 0.9
@@ -107,9 +107,9 @@ def test_p_rejected(bad):
 
 def test_rank_swapping_refuses_missing_and_nominal():
     with pytest.raises(DataError, match="column 'x' is missing"):
-        RankSwapping(p=10).apply(pd.DataFrame({"x": [1.0, np.nan, 2.0]}), rng=0)
+        RankSwapping(p=10).apply(pd.DataFrame({"x": [1.0, np.nan, 2.0]}), seed=0)
     with pytest.raises(SchemaError, match=r"RankSwapping cannot protect column 's': its kind is 'nominal'"):
-        RankSwapping(p=10, columns=["s"]).apply(pd.DataFrame({"s": ["a", "b"]}), rng=0)
+        RankSwapping(p=10, columns=["s"]).apply(pd.DataFrame({"s": ["a", "b"]}), seed=0)
 
 
 # ----------------------------------------------------------------------------- shuffling
@@ -186,7 +186,7 @@ def test_shuffling_refuses_missing_conditioning_value():
 
 def test_shuffling_of_a_single_record_changes_nothing():
     frame = pd.DataFrame({"a": [3.0]})
-    pd.testing.assert_frame_equal(DataShuffling().apply(frame, rng=0), frame)
+    pd.testing.assert_frame_equal(DataShuffling().apply(frame, seed=0), frame)
 
 
 def test_shuffling_refuses_nominal_and_needs_a_confidential_column():

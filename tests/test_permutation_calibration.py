@@ -28,7 +28,7 @@ def test_p_value_uniform_without_links(null):
         original = pd.DataFrame(rng.standard_normal((n, m)), columns=list("abc"))
         released = pd.DataFrame(rng.standard_normal((n, m)), columns=list("abc"))
         v = verify_linkage(original, released, null=null, n_random=6000, max_replicates=40,
-                           exhaustive_limit=0, random_state=seed)
+                           exhaustive_limit=0, seed=seed)
         p_values.append(v.p_value)
     p_values = np.array(p_values)
     assert abs(p_values.mean() - 0.5) < 3.5 * 0.033, p_values.mean()

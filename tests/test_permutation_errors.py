@@ -87,7 +87,7 @@ def test_ordinal_value_outside_order_and_bad_schema_type():
 
 @pytest.mark.parametrize("kwargs, name", [
     ({"ties": "last"}, "ties"),
-    ({"random_state": -1}, "seed"),
+    ({"seed": -1}, "seed"),
 ])
 def test_bad_common_parameters(kwargs, name):
     with pytest.raises(ParameterError, match=name):
@@ -187,7 +187,7 @@ def test_progress_callback_and_json_friendly_result():
     calls = []
     x = pd.DataFrame({"a": np.arange(100.0), "b": np.ones(100)})  # b is constant
     y = x + 0.5
-    result = assess(x, y, n_random=300, n_null=3, random_state=0, ties="first",
+    result = assess(x, y, n_random=300, n_null=3, seed=0, ties="first",
                     progress=lambda done, total, label: calls.append((done, total, label)))
     labels = {label for _, _, label in calls}
     assert {"distances", "linking", "verification replicates"} <= labels
@@ -204,6 +204,6 @@ def test_default_columns_are_those_both_have_and_can_be_ranked():
 
     original = X.assign(ID=range(len(X)), region=["n", "s"] * (len(X) // 2) + ["n"] * (len(X) % 2))
     released = Y.assign(region=original["region"].to_numpy())
-    result = assess(original, released, random_state=1, n_random=200)
+    result = assess(original, released, seed=1, n_random=200)
     assert result.columns == ("a", "b")
     assert ("columns assessed", "a, b") in result.summary()

@@ -72,7 +72,7 @@ def test_reverse_map_properties(data, seed):
     xv, yv = data
     x = pd.DataFrame(xv.astype(float), columns=["a", "b"])
     y = pd.DataFrame(yv, columns=["a", "b"])
-    z = reverse_map(x, y, random_state=seed)
+    z = reverse_map(x, y, seed=seed)
     for c in ("a", "b"):
         # Z_j is a permutation of X_j
         assert sorted(z[c]) == sorted(x[c])
@@ -94,6 +94,6 @@ def test_pure_permutation_has_no_residual_noise(xv, seed):
     rng = np.random.default_rng(seed)
     x = pd.DataFrame(xv.astype(float), columns=list("abc"))
     y = pd.DataFrame({c: rng.permutation(x[c].to_numpy()) for c in x.columns})
-    z, e = decompose(x, y, random_state=seed)
+    z, e = decompose(x, y, seed=seed)
     assert (e.to_numpy() == 0).all()
     assert z.equals(y)

@@ -57,7 +57,7 @@ def test_ten_seeds_same_verdict_and_spread_as_reported():
     # 0.05 at risk 1e-3 (the upper boundary at 150 is 21 exceedances, 14%), so every seed says
     # "borderline" — the same verdict.
     original, released = shuffled_income_pair(500)
-    runs = [verify_linkage(original, released, n_random=4000, max_replicates=150, random_state=100 + s)
+    runs = [verify_linkage(original, released, n_random=4000, max_replicates=150, seed=100 + s)
             for s in range(10)]
     check_seeds_agree(runs)
     assert all(v.verdict == "borderline" and v.replicates == 150 for v in runs)
@@ -68,7 +68,7 @@ def test_ten_seeds_same_verdict_and_spread_as_reported():
 def test_ten_seeds_same_verdict_at_2000_records_with_default_settings():
     # The size: 2,000 records, default settings (~3-8 s per seed).
     original, released = shuffled_income_pair(2000)
-    runs = [verify_linkage(original, released, random_state=100 + s) for s in range(10)]
+    runs = [verify_linkage(original, released, seed=100 + s) for s in range(10)]
     check_seeds_agree(runs)
 
 
@@ -76,13 +76,13 @@ def test_flagged_and_deniable_releases_decide_early():
     original, _ = shuffled_income_pair(300, seed=1)
     rng = np.random.default_rng(2)
     noisy = original + rng.normal(scale=0.01, size=original.shape) * original.std().to_numpy()
-    v = verify_linkage(original, noisy, n_random=2000, random_state=3)
+    v = verify_linkage(original, noisy, n_random=2000, seed=3)
     # every replicate below the observed H: flagged after exactly 173 replicates (see below)
     assert (v.verdict, v.exceedances, v.replicates) == ("flagged", 0, 173)
     assert v.p_value == 0.0 and v.p_value_high == pytest.approx(1 - 0.005 ** (1 / 173))
     assert not v.plausibly_deniable and v.to_dict()["verdict"] == "flagged"
     independent = pd.DataFrame({c: rng.permutation(original[c].to_numpy()) for c in original.columns})
-    w = verify_linkage(original, independent, n_random=2000, random_state=3)
+    w = verify_linkage(original, independent, n_random=2000, seed=3)
     assert w.verdict == "deniable" and w.replicates < 60 and w.p_value_low > 0.05
 
 
@@ -164,7 +164,7 @@ def test_report_shows_a_borderline_verdict(monkeypatch):
     # 4 replicates can decide nothing (the earliest "deniable" is 5 of 5, the earliest flag 0 of 173)
     monkeypatch.setattr(model, "MAX_REPLICATES", 4)
     original, released = shuffled_income_pair(300)
-    report = model.build_report(original, released, random_state=5, n_random=2000)
+    report = model.build_report(original, released, seed=5, n_random=2000)
     assert report.data["verdict"]["state"].startswith("borderline") and report.data["permutation"]["verdict"] == "borderline"
     low, high = report.data["permutation"]["p_value_interval"]
     assert report.data["permutation"]["replicates"] == 4 and low <= report.data["permutation"]["p_value"] <= high

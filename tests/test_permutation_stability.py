@@ -26,7 +26,7 @@ def casc() -> pd.DataFrame:
 
 
 def _runs(original, released, seeds=10):
-    return [verify_linkage(original, released, n_random=6000, random_state=1000 + s) for s in range(seeds)]
+    return [verify_linkage(original, released, n_random=6000, seed=1000 + s) for s in range(seeds)]
 
 
 def test_ten_seeds_same_verdict_deniable(casc):
@@ -58,8 +58,8 @@ def test_many_distinct_distances_do_not_hide_links():
     n, m = 50_000, 5
     x = pd.DataFrame(rng.standard_normal((n, m)), columns=list("abcde"))
     noisy = x + rng.standard_normal((n, m)) * 0.1
-    v = verify_linkage(x, noisy, n_random=5000, random_state=5)
+    v = verify_linkage(x, noisy, n_random=5000, seed=5)
     assert v.verdict == "flagged" and v.p_value == 0.0 and v.hellinger > v.hellinger_null + 0.05, (v.hellinger, v.hellinger_null)
     permuted = pd.DataFrame({c: rng.permutation(x[c].to_numpy()) for c in x.columns})
-    w = verify_linkage(x, permuted, n_random=5000, random_state=5)
+    w = verify_linkage(x, permuted, n_random=5000, seed=5)
     assert w.verdict == "deniable" and w.p_value > 0.05, w.p_value

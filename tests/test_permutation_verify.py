@@ -28,7 +28,7 @@ def test_exhaustive_independent_null_by_hand():
     # H^2 = ((0 - 1/2)^2 + (sqrt(.5) - sqrt(.625))^2 + (sqrt(.5) - sqrt(.125))^2) / 2
     #     = (0.25 + 0.006966 + 0.125) / 2 = 0.190983 -> H = 0.437016.
     # p_random: d = 2 -> Q(D <= 2) = 1; d = 1 -> Q(D <= 1) = 14/16 = 0.875.
-    v = verify_linkage(X4, Y4, null="independent", ties="first", random_state=0, n_null=20)
+    v = verify_linkage(X4, Y4, null="independent", ties="first", seed=0, n_null=20)
     assert v.exhaustive and v.n_random == 16
     assert v.random_distribution.to_dict() == pytest.approx({0: 0.25, 1: 0.625, 2: 0.125})
     assert v.original_distribution.to_dict() == pytest.approx({1: 0.5, 2: 0.5})
@@ -37,7 +37,7 @@ def test_exhaustive_independent_null_by_hand():
     assert 0.0 <= v.p_value <= 1.0
     # below the limit, T is sampled instead
     sampled = verify_linkage(X4, Y4, null="independent", exhaustive_limit=15, n_random=500,
-                             ties="first", random_state=0, n_null=5)
+                             ties="first", seed=0, n_null=5)
     assert not sampled.exhaustive and sampled.n_random == 500
 
 
@@ -71,25 +71,25 @@ def test_section_5_2_tiny_noise_is_linked_and_verified():
     # so d(x) is a few ranks, while random records match at distances of several dozen.
     rng, x = _normal(1000, 3, 0)
     y = x + rng.normal(scale=0.01, size=x.shape)
-    v = verify_linkage(x, y, null="independent", n_random=20_000, n_null=20, random_state=1)
+    v = verify_linkage(x, y, null="independent", n_random=20_000, n_null=20, seed=1)
     assert v.hellinger > 0.9
     assert v.p_value == 0.0
     assert v.records["distance"].median() <= 5
     q = v.random_distribution
     assert q[q.index <= 5].sum() < 0.01
     assert v.nonrandom_share > 0.95
-    assert intruder_linkage(x, y, random_state=1).correct_rate > 0.9
+    assert intruder_linkage(x, y, seed=1).correct_rate > 0.9
     # with noise sd 0.1% of sd nearly every original links at distance 0-2
     y_tiny = x + rng.normal(scale=0.001, size=x.shape)
     d = verify_linkage(x, y_tiny, null="independent", n_random=2_000, n_null=5,
-                       random_state=1).records["distance"]
+                       seed=1).records["distance"]
     assert (d <= 2).mean() > 0.9
 
 
 def test_section_5_2_large_noise_is_plausibly_random():
     rng, x = _normal(1000, 3, 1)
     y = x + rng.normal(scale=1.0, size=x.shape)  # noise variance = the attribute's variance
-    v = verify_linkage(x, y, null="independent", n_random=20_000, n_null=50, random_state=2)
+    v = verify_linkage(x, y, null="independent", n_random=20_000, n_null=50, seed=2)
     assert v.hellinger < 0.2
     assert v.hellinger < v.hellinger_null + 0.05
     assert v.nonrandom_share < 0.1
@@ -108,7 +108,7 @@ def test_copula_null_clears_synthetic_data_and_flags_noise():
             columns=x.columns)
         noisy = x + rng.normal(scale=0.1, size=x.shape)
         # 40 replicates estimate p well enough here (p = 0 stays 0; a decision at p = 0 would take 173)
-        kw = dict(n_random=20_000, max_replicates=40, random_state=seed)
+        kw = dict(n_random=20_000, max_replicates=40, seed=seed)
         cop = verify_linkage(x, synthetic, **kw)
         # the finite-sample floor: for K bins, E[H^2] ~ (K - 1)/8 (1/n + 1/|Q|), |Q| = 10,000
         floor = np.sqrt((cop.bins - 1) / 8 * (1 / 1000 + 1 / 10_000))
@@ -154,10 +154,10 @@ def test_verify_subject_pure_permutation():
     # 95% of subjects find their match plausibly random (binomial sd 0.03 for 60 subjects)
     shuffled = pd.DataFrame({c: rng.permutation(x[c].to_numpy()) for c in x.columns})
     results = [verify_subject(x.iloc[i], shuffled, permutation=True, n_random=2_000,
-                              random_state=i) for i in range(60)]
+                              seed=i) for i in range(60)]
     assert np.mean([r.plausibly_random for r in results]) >= 0.85
     # the identity "release": she is found at distance 0, which random records almost never hit
-    exposed = verify_subject(x.iloc[0], x, permutation=True, n_random=5_000, random_state=0)
+    exposed = verify_subject(x.iloc[0], x, permutation=True, n_random=5_000, seed=0)
     assert exposed.distance == 0 and exposed.matches == (0,)
     assert exposed.p_random < 0.01 and exposed.plausibly_random is False
 

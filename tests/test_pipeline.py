@@ -90,7 +90,7 @@ def test_additive_noise_has_the_stated_variance():
     # alpha var(x) (its relative sd is sqrt(2/n) = 1%), and its mean within 4 sd/sqrt(n)
     rng = np.random.default_rng(5)
     x = pd.DataFrame({"a": rng.normal(10, 2, 20_000), "b": rng.exponential(100, 20_000)})
-    y = AdditiveNoise(alpha=0.3).apply(x, rng=np.random.default_rng(6))
+    y = AdditiveNoise(alpha=0.3).apply(x, seed=np.random.default_rng(6))
     for col in x:
         e = y[col] - x[col]
         target = 0.3 * x[col].var(ddof=1)

@@ -20,16 +20,16 @@ def test_ranks_hand_worked_first():
 
 def test_random_ties_use_both_orders_and_are_seeded():
     values = np.array([5.0, 5.0, 1.0])
-    seen = {tuple(ranks(values, random_state=s)) for s in range(40)}
+    seen = {tuple(ranks(values, seed=s)) for s in range(40)}
     assert seen == {(2, 3, 1), (3, 2, 1)}
-    assert ranks(values, random_state=7).tolist() == ranks(values, random_state=7).tolist()
+    assert ranks(values, seed=7).tolist() == ranks(values, seed=7).tolist()
 
 
 @given(st.lists(st.integers(-5, 5), min_size=1, max_size=30), st.integers(0, 2**31))
 @settings(max_examples=60, deadline=None)
 def test_ranks_are_a_permutation_consistent_with_order(values, seed):
     x = np.array(values, dtype=float)
-    r = ranks(x, random_state=seed)
+    r = ranks(x, seed=seed)
     assert sorted(r.tolist()) == list(range(1, len(x) + 1))
     for i in range(len(x)):
         for j in range(len(x)):

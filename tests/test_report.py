@@ -23,7 +23,7 @@ def made(tmp_path_factory):
     rel = release(original)
     path = tmp_path_factory.mktemp("report") / "report.html"
     report = assess_report(original, rel.data, path, schema=rel.schema, manifest=rel.manifest,
-                           n_random=5000, n_null=20, random_state=3)
+                           n_random=5000, n_null=20, seed=3)
     return original, rel, report, path.read_text(encoding="utf-8")
 
 
@@ -63,7 +63,7 @@ def test_disclosure_check_can_fail(made):
     leaked = float(original["INCOME"].iloc[7])
     manifest["methods"] = [{**manifest["methods"][0], "info": {"top_value": leaked}}]
     html = render_report(build_report(original, rel.data, schema=rel.schema, manifest=manifest,
-                                      n_random=500, n_null=5, random_state=1))
+                                      n_random=500, n_null=5, seed=1))
     assert any(item.startswith("INCOME=") for item in disclosed_values(html, original, rel.data))
 
 
@@ -86,7 +86,7 @@ def test_report_escapes_names():
     schema = census_schema(original.rename(columns={evil: "INCOME"}))
     rel = release(original.rename(columns={evil: "INCOME"}))
     rel_data = rel.data.rename(columns={"INCOME": evil})
-    html = render_report(build_report(original, rel_data, n_random=500, n_null=5, random_state=1))
+    html = render_report(build_report(original, rel_data, n_random=500, n_null=5, seed=1))
     assert evil not in html and "&lt;script&gt;" in html
     assert schema is not None
 
@@ -95,7 +95,7 @@ def test_report_of_a_release_with_other_records_notes_what_it_skips():
     original = census(200)
     rel = release(original)
     sample = rel.data.sample(150, random_state=0)
-    report = build_report(original, sample, schema=rel.schema, n_random=500, n_null=5, random_state=1)
+    report = build_report(original, sample, schema=rel.schema, n_random=500, n_null=5, seed=1)
     anchors = [s.anchor for s in report.sections]
     assert "displacement" not in anchors  # needs the record correspondence
     linkage = next(s for s in report.sections if s.anchor == "linkage")
@@ -105,7 +105,7 @@ def test_report_of_a_release_with_other_records_notes_what_it_skips():
 
 def test_report_without_numeric_columns_still_renders():
     original = census(60)[["SEX", "REGION"]]
-    html = render_report(build_report(original, original.copy(), random_state=1))
+    html = render_report(build_report(original, original.copy(), seed=1))
     assert "was not computed" in html and "<svg" not in html
 
 
@@ -234,7 +234,7 @@ def test_report_builds_for_every_registered_method(name, cls):
     frame, schema = common_frame()
     rel = protect(frame, [build(cls)], schema=schema, seed=3)
     report = build_report(frame, rel.data, schema=rel.schema, manifest=rel.manifest, n_random=300, n_null=3,
-                          random_state=1)
+                          seed=1)
     html = render_report(report)
     assert '<section id="transparency">' in html and name in html
     assert disclosed_values(html, frame, rel.data) == []

@@ -26,7 +26,7 @@ def test_a_dp_release_gets_a_report_without_original_aggregates():
     data = _data()
     release = protect(data, [LaplaceNoise(epsilon=1.0, bounds=BOUNDS)], seed=new_seed())
     assert release.manifest["claims_dp"] is True
-    report = build_report(data, release.data, manifest=release.manifest, n_random=300, n_null=5, random_state=1)
+    report = build_report(data, release.data, manifest=release.manifest, n_random=300, n_null=5, seed=1)
     assert [s.anchor for s in report.sections] == ["summary", "transparency"]
     html = render_report(report)
     assert DP_RELEASE_NOTE.split(",")[0] in html
@@ -39,7 +39,7 @@ def test_a_release_that_does_not_claim_dp_labels_every_original_aggregate():
     data = _data()
     release = protect(data, [AdditiveNoise(alpha=0.1)], seed=new_seed())
     assert release.manifest["claims_dp"] is False
-    report = build_report(data, release.data, manifest=release.manifest, n_random=300, n_null=5, random_state=1)
+    report = build_report(data, release.data, manifest=release.manifest, n_random=300, n_null=5, seed=1)
     labelled = [s.anchor for s in report.sections if s.from_original]
     assert labelled and "summary" not in labelled and "transparency" not in labelled
     assert render_report(report).count(NOT_DP_LABEL) == len(labelled)

@@ -1,6 +1,6 @@
 """Issue 28 item 6: the report and the permutation assessment on data too large to rank whole are
 computed on a stated simple random sample of record pairs (seeded by the assessment's
-random_state), and inputs below the threshold are assessed exactly as before."""
+seed), and inputs below the threshold are assessed exactly as before."""
 
 from __future__ import annotations
 
@@ -29,26 +29,26 @@ FAST = {"n_random": 2_000, "max_replicates": 20}
 
 def test_sample_pairs_keeps_the_same_rows_of_both_and_is_reproducible():
     x, y = pair(500)
-    xs, ys, kept, rng = sample_pairs(x, y, 120, random_state=7)
+    xs, ys, kept, rng = sample_pairs(x, y, 120, seed=7)
     assert kept == 120 and len(xs) == len(ys) == 120
     assert list(xs.index) == list(ys.index) and xs.index.is_monotonic_increasing
     assert isinstance(rng, np.random.Generator)
-    again = sample_pairs(x, y, 120, random_state=7)[0]
+    again = sample_pairs(x, y, 120, seed=7)[0]
     assert list(again.index) == list(xs.index)
-    assert list(sample_pairs(x, y, 120, random_state=8)[0].index) != list(xs.index)
+    assert list(sample_pairs(x, y, 120, seed=8)[0].index) != list(xs.index)
     # the rows are those a generator seeded alike draws first
     assert list(xs.index) == list(sample_rows(500, 120, as_generator(7, secret=False)))
 
 
 def test_sample_pairs_below_the_threshold_returns_the_inputs_untouched():
     x, y = pair(100)
-    xs, ys, kept, state = sample_pairs(x, y, 100, random_state=5)
+    xs, ys, kept, state = sample_pairs(x, y, 100, seed=5)
     assert xs is x and ys is y and kept is None and state == 5
 
 
 def test_sample_pairs_of_different_counts_samples_each_at_the_same_rate():
     x, y = pair(400)
-    xs, ys, kept, _ = sample_pairs(x, y.iloc[:200], 100, random_state=1)
+    xs, ys, kept, _ = sample_pairs(x, y.iloc[:200], 100, seed=1)
     assert (len(xs), len(ys), kept) == (100, 50, 100)
 
 
@@ -62,25 +62,25 @@ def test_sample_pairs_refuses_truth_and_a_too_small_sample():
 
 def test_assess_on_records_is_the_assessment_of_the_sampled_pairs():
     x, y = pair(600)
-    got = assess(x, y, records=150, random_state=3, **FAST)
+    got = assess(x, y, records=150, seed=3, **FAST)
     assert (got.records, got.n_original, got.n_released) == (150, 600, 600)
     # oracle: draw the rows by hand from the same seed, then assess those records alone
     rng = as_generator(3, secret=False)
     rows = sample_rows(600, 150, rng)
-    want = assess(x.iloc[rows], y.iloc[rows], random_state=rng, **FAST)
+    want = assess(x.iloc[rows], y.iloc[rows], seed=rng, **FAST)
     v, w = got.verification, want.verification
     assert (v.p_value, v.hellinger, v.replicates) == (w.p_value, w.hellinger, w.replicates)
     assert got.dataset_distance == want.dataset_distance
     assert got.linkage.correct == want.linkage.correct
     assert ("everything on a random sample of record pairs (the sub-release)", "150 of 600") in got.summary()
-    again = assess(x, y, records=150, random_state=3, **FAST)
+    again = assess(x, y, records=150, seed=3, **FAST)
     assert again.verification.p_value == v.p_value and again.linkage.correct == got.linkage.correct
 
 
 def test_assess_below_records_is_exact():
     x, y = pair(200)
-    got = assess(x, y, records=200, random_state=4, **FAST)
-    want = assess(x, y, random_state=4, **FAST)
+    got = assess(x, y, records=200, seed=4, **FAST)
+    want = assess(x, y, seed=4, **FAST)
     assert got.records is None
     assert got.verification.p_value == want.verification.p_value
     assert got.verification.hellinger == want.verification.hellinger
@@ -106,7 +106,7 @@ def small_threshold(monkeypatch):
 
 def test_report_on_large_data_states_the_sample_of_pairs(small_threshold):
     x, y = pair(400)
-    report = build_report(x, y, random_state=2, n_random=2_000)
+    report = build_report(x, y, seed=2, n_random=2_000)
     assert report.data["permutation_records"] == 150
     sections = {s.anchor: s for s in report.sections}
     for anchor in ("distances", "plausibility", "displacement"):
@@ -116,18 +116,18 @@ def test_report_on_large_data_states_the_sample_of_pairs(small_threshold):
         in sections["summary"].context["rows"]
     html = render_report(report)
     assert "150 of 400 record pairs" in html and "sub-release" in html
-    again = build_report(x, y, random_state=2, n_random=2_000)
+    again = build_report(x, y, seed=2, n_random=2_000)
     assert again.data["permutation"]["p_value"] == report.data["permutation"]["p_value"]
     assert again.data["permutation"]["hellinger"] == report.data["permutation"]["hellinger"]
 
 
 def test_report_below_the_threshold_is_exact_and_says_nothing_of_samples(small_threshold):
     x, y = pair(150)
-    report = build_report(x, y, random_state=2, n_random=2_000)
+    report = build_report(x, y, seed=2, n_random=2_000)
     assert report.data["permutation_records"] is None
     assert all(s.note is None or "record pairs" not in s.note for s in report.sections)
     # the same figures as the measure on every record, from the same seed
-    risk = permutation_risk(x, y, ["a", "b", "c"], n_random=2_000, random_state=as_generator(2, secret=False))
+    risk = permutation_risk(x, y, ["a", "b", "c"], n_random=2_000, seed=as_generator(2, secret=False))
     assert report.data["permutation"]["p_value"] == risk.p_value
     assert report.data["permutation"]["hellinger"] == risk.hellinger
     assert report.data["permutation"]["linkage"] == risk.linkage

@@ -26,7 +26,7 @@ def test_unchanged_numeric_quasi_identifiers_are_counted_and_not_deniable():
     # AGE and ZIP are left unchanged: noise on the income only (the release).
     release = protect(original, [AdditiveNoise(alpha=1.0, columns=["INCOME"])], schema=schema, seed=new_seed())
     report = build_report(original, release.data, schema=release.schema, manifest=release.manifest,
-                          n_random=400, n_null=5, random_state=2)
+                          n_random=400, n_null=5, seed=2)
     classes = report.data["classes"]
     assert classes["columns"] == ["AGE", "ZIP", "SEX"]
     # Brute force: records alone on (AGE, ZIP, SEX) in the release, released exactly as they were.
@@ -44,5 +44,5 @@ def test_perturbed_quasi_identifiers_leave_no_unchanged_unique():
     release = protect(original, [AdditiveNoise(alpha=0.5, columns=["AGE", "ZIP", "INCOME"])],
                       schema={"quasi": ["AGE", "ZIP"], "confidential": ["INCOME"]}, seed=new_seed())
     report = build_report(original.drop(columns="SEX"), release.data.drop(columns="SEX"), schema=release.schema.subset(["AGE", "ZIP", "INCOME"]),
-                          n_random=400, n_null=5, random_state=2)
+                          n_random=400, n_null=5, seed=2)
     assert report.data["classes"]["unchanged_uniques"] == 0

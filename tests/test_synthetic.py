@@ -39,7 +39,7 @@ def assert_moments_close(original: pd.DataFrame, synthetic: pd.DataFrame) -> Non
 # ----------------------------------------------------------------------------- normal
 def test_multivariate_normal_reproduces_means_and_covariances():
     original = correlated_frame(3000)
-    synthetic = MultivariateNormalSynthesizer().apply(original, rng=1)
+    synthetic = MultivariateNormalSynthesizer().apply(original, seed=1)
     assert synthetic.shape == original.shape and list(synthetic.index) == list(range(3000))
     assert_moments_close(original, synthetic)
     # no original record is carried over
@@ -48,7 +48,7 @@ def test_multivariate_normal_reproduces_means_and_covariances():
 
 def test_multivariate_normal_with_another_n_and_one_column():
     original = correlated_frame(500)[["b"]]
-    synthetic = MultivariateNormalSynthesizer(n=4000).apply(original, rng=2)
+    synthetic = MultivariateNormalSynthesizer(n=4000).apply(original, seed=2)
     assert len(synthetic) == 4000
     assert_moments_close(original, synthetic)
 
@@ -56,7 +56,7 @@ def test_multivariate_normal_with_another_n_and_one_column():
 def test_singular_covariance_draws_stay_in_the_subspace():
     frame = correlated_frame(400)
     frame["total"] = frame["a"] + frame["b"]
-    out = MultivariateNormalSynthesizer().apply(frame, rng=3)
+    out = MultivariateNormalSynthesizer().apply(frame, seed=3)
     np.testing.assert_allclose(out["total"], out["a"] + out["b"], atol=1e-6)
 
 
@@ -65,7 +65,7 @@ def test_copula_keeps_every_marginal_exactly_and_the_dependence():
     original = correlated_frame(3000)
     original["a"] = np.exp(original["a"] / 3)  # skewed marginal: kept exactly anyway
     original["k"] = np.random.default_rng(4).integers(0, 5, 3000)  # ties
-    out = GaussianCopulaSynthesizer().apply(original, rng=5)
+    out = GaussianCopulaSynthesizer().apply(original, seed=5)
     for c in original:
         np.testing.assert_array_equal(np.sort(out[c].to_numpy()), np.sort(original[c].to_numpy()))
     assert out["k"].dtype == original["k"].dtype
@@ -81,7 +81,7 @@ def test_copula_keeps_every_marginal_exactly_and_the_dependence():
 
 def test_copula_with_another_n_uses_original_quantiles():
     original = pd.DataFrame({"x": np.arange(1.0, 11.0), "y": np.arange(10.0, 0.0, -1.0)})
-    out = GaussianCopulaSynthesizer(n=20).apply(original, rng=6)
+    out = GaussianCopulaSynthesizer(n=20).apply(original, seed=6)
     # ranks 1..20 map to quantiles (r - 0.5)/20: positions ceil((r - 0.5)/2) - 1 = 0,0,1,1,...
     assert sorted(out["x"]) == sorted(list(np.arange(1.0, 11.0)) * 2)
     # perfect negative dependence survives: y = 11 - x in every synthetic record
@@ -104,7 +104,7 @@ def test_copula_on_ordinal_and_date_columns():
         }
     )
     schema = Schema.infer(frame, kinds={"level": "ordinal"}, orders={"level": levels})
-    out = GaussianCopulaSynthesizer().apply(frame, schema, rng=9)
+    out = GaussianCopulaSynthesizer().apply(frame, schema, seed=9)
     assert sorted(out["level"]) == sorted(frame["level"])
     assert (np.sort(out["when"].to_numpy()) == np.sort(frame["when"].to_numpy())).all()
 
@@ -121,7 +121,7 @@ def test_cart_reproduces_a_linear_dependence_and_a_categorical_one():
             "g": np.where(x > 0, "hi", "lo"),  # a function of x
         }
     )
-    out = CartSynthesizer(order=["x", "y", "g"]).apply(frame, rng=11)
+    out = CartSynthesizer(order=["x", "y", "g"]).apply(frame, seed=11)
     # The first column is a bootstrap: its mean is within 4 sd = 4 sqrt(1/n) of the original.
     assert abs(out["x"].mean() - frame["x"].mean()) <= 4 * np.sqrt(1 / n)
     # Sampling y from the leaf of x (>= 5 records, leaves about 0.01 wide in x) keeps the
@@ -143,7 +143,7 @@ def test_cart_with_a_nominal_predictor_keeps_conditional_means():
     group = rng.choice(["a", "b", "c"], n)
     shift = pd.Series(group).map({"a": 0.0, "b": 5.0, "c": -5.0}).to_numpy()
     frame = pd.DataFrame({"group": group, "value": shift + rng.normal(0, 1, n)})
-    out = CartSynthesizer().apply(frame, rng=13)
+    out = CartSynthesizer().apply(frame, seed=13)
     # conditional mean of value given group: sd of each estimate sqrt(1/n_g), n_g about 1000;
     # the synthetic one adds the same again: tolerance 4 * sqrt(2 / n_g)
     for g in "abc":
@@ -166,7 +166,7 @@ def test_sample_from_leaves_draws_only_from_the_same_leaf():
 
 def test_cart_order_and_n():
     frame = pd.DataFrame({"u": np.arange(50.0), "v": np.arange(50.0) * 2})
-    out = CartSynthesizer(order=["v"], n=120, min_samples_leaf=1).apply(frame, rng=14)
+    out = CartSynthesizer(order=["v"], n=120, min_samples_leaf=1).apply(frame, seed=14)
     assert list(out.columns) == ["u", "v"] and len(out) == 120
     # with leaves of one record and v drawn first, u is v / 2 exactly
     assert (out["u"] * 2 == out["v"]).all()
@@ -197,7 +197,7 @@ def test_every_synthesizer_reproduces_means_and_covariances(cls):
     # plus a small attenuation from leaves of >= 5 records (measured: within 0.65 of the
     # tolerance over 4 seeds when written).
     original = correlated_frame(3000)
-    assert_moments_close(original, cls().apply(original, rng=21))
+    assert_moments_close(original, cls().apply(original, seed=21))
 
 
 @pytest.mark.parametrize("cls", SYNTHESIZERS)
@@ -214,7 +214,7 @@ def test_untargeted_columns_are_dropped_and_reported(cls):
 @pytest.mark.parametrize("cls", SYNTHESIZERS)
 def test_reproducible_and_seed_dependent(cls):
     frame = correlated_frame(100)
-    first, again, other = (cls().apply(frame, rng=s) for s in (1, 1, 2))
+    first, again, other = (cls().apply(frame, seed=s) for s in (1, 1, 2))
     pd.testing.assert_frame_equal(first, again)
     assert not first.equals(other)
 

@@ -177,25 +177,25 @@ def test_controlled_rounding_is_deterministic():
 def test_random_rounding_is_unbiased_and_says_it_is_not_additive():
     t = table2([[1, 2, 3], [4, 6, 8], [9, 11, 13]])
     v = t.cells["value"].to_numpy()
-    runs = np.array([round_table(t, 5, method="random", random_state=np.random.default_rng(s)).cells["rounded"]
+    runs = np.array([round_table(t, 5, method="random", seed=np.random.default_rng(s)).cells["rounded"]
                      for s in range(150)])
     assert np.all(runs % 5 == 0) and np.all(np.abs(runs - v) < 5)
     # each cell is up with probability r/5: mean within 4.5 standard errors of the value
     se = 5 * np.sqrt((v % 5) / 5 * (1 - (v % 5) / 5) / 150)
     assert np.all(np.abs(runs.mean(axis=0) - v) <= 4.5 * se + 1e-12)
-    res = round_table(t, 5, method="random", random_state=np.random.default_rng(0))
+    res = round_table(t, 5, method="random", seed=np.random.default_rng(0))
     assert not res.optimal
     assert "not additive" in res.to_dict()["note"]
-    broken = [round_table(t, 5, method="random", random_state=np.random.default_rng(s)) for s in range(20)]
+    broken = [round_table(t, 5, method="random", seed=np.random.default_rng(s)) for s in range(20)]
     assert any(not r.additive and r.equations_violated > 0 for r in broken)
 
 
 def test_random_rounding_reproducible_from_its_seed():
     t = table2([[1, 2, 3], [4, 6, 8], [9, 11, 13]])
     with pytest.warns(Warning):
-        a = round_table(t, 5, method="random", random_state=7)
+        a = round_table(t, 5, method="random", seed=7)
     with pytest.warns(Warning):
-        b = round_table(t, 5, method="random", random_state=7)
+        b = round_table(t, 5, method="random", seed=7)
     np.testing.assert_array_equal(a.cells["rounded"], b.cells["rounded"])
 
 
@@ -257,7 +257,7 @@ def test_unknown_method_and_bad_parameters():
     with pytest.raises(ParameterError, match="'table'"):
         round_table(pd.DataFrame({"value": [1]}), 5)
     with pytest.raises(ParameterError, match="seed"):
-        round_table(t, 5, method="random", random_state=-1)
+        round_table(t, 5, method="random", seed=-1)
 
 
 def test_negative_values_round_to_the_multiples_around_them():

@@ -22,7 +22,7 @@ def data():
 
 @pytest.fixture(scope="module")
 def noise_result(data):
-    return tune(data, AdditiveNoise(alpha=0.01), steps=6, random_state=4, **FAST)
+    return tune(data, AdditiveNoise(alpha=0.01), steps=6, seed=4, **FAST)
 
 
 def test_bisection_brackets_the_chosen_value(noise_result):
@@ -42,7 +42,7 @@ def test_bisection_brackets_the_chosen_value(noise_result):
 
 
 def test_reproducible_under_the_seed(data, noise_result):
-    again = tune(data, AdditiveNoise(alpha=0.01), steps=6, random_state=4, **FAST)
+    again = tune(data, AdditiveNoise(alpha=0.01), steps=6, seed=4, **FAST)
     assert again.value == noise_result.value and again.curve == noise_result.curve
 
 
@@ -52,10 +52,10 @@ def test_weak_end_passing_is_chosen_and_no_value_gives_none(data):
     # is -0.003 +- 0.02 (max 0.044) at alpha = 1 and about 0.78 at alpha <= 1e-4, so a target
     # of 0.1 passes the whole range [1, 4] and fails the whole range [1e-5, 1e-4] with margin.
     criterion = {"criterion": "excess_hellinger", "target": 0.1}
-    strong_range = tune(data, AdditiveNoise(alpha=0.01), low=1.0, high=4.0, steps=2, random_state=4,
+    strong_range = tune(data, AdditiveNoise(alpha=0.01), low=1.0, high=4.0, steps=2, seed=4,
                         **criterion, **FAST)
     assert strong_range.value == 1.0 and len(strong_range.curve) == 1
-    hopeless = tune(data, AdditiveNoise(alpha=0.01), low=1e-5, high=1e-4, steps=2, random_state=4,
+    hopeless = tune(data, AdditiveNoise(alpha=0.01), low=1e-5, high=1e-4, steps=2, seed=4,
                     **criterion, **FAST)
     assert hopeless.value is None and len(hopeless.curve) == 2
     assert hopeless.to_dict()["found"] is False
@@ -63,7 +63,7 @@ def test_weak_end_passing_is_chosen_and_no_value_gives_none(data):
 
 def test_integer_parameter_and_excess_hellinger_criterion(data):
     r = tune(data, Microaggregation(k=3), low=2, high=32, criterion="excess_hellinger", target=0.05,
-             steps=4, random_state=2, **FAST)
+             steps=4, seed=2, **FAST)
     assert isinstance(r.value, int)
     assert all(isinstance(p["k"], int) for p in r.curve)
     chosen = next(p for p in r.curve if p["k"] == r.value)
@@ -79,7 +79,7 @@ def test_passes_rule():
 
 def test_chain_of_methods_tunes_one_step(data):
     chain = [AdditiveNoise(alpha=0.01), RankSwapping(p=1)]
-    r = tune(data, chain, step=1, low=1, high=80, steps=2, random_state=1, **FAST)
+    r = tune(data, chain, step=1, low=1, high=80, steps=2, seed=1, **FAST)
     assert r.method == "rank_swapping" and r.param == "p"
     with pytest.raises(ParameterError, match="say which to tune with step="):
         tune(data, chain)

@@ -437,7 +437,7 @@ def run_recipe(
 
         seed = None if recipe.seed is None else np.random.SeedSequence([parse_seed(recipe.seed), _REPORT_STREAM])
         model = build_report(frame, release.data, schema=release.schema, manifest=manifest,
-                             random_state=seed, progress=report_progress, **settings)
+                             seed=seed, progress=report_progress, **settings)
         html, verdict, report_path = render_report(model), model.verdict, report_file
     write(release.data, data_path, format=fmt, table=recipe.output_table, inputs=inputs)
     try:

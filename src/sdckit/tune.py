@@ -34,7 +34,7 @@ from sdckit.compare.core import check_settings, evaluate_release
 from sdckit.core.errors import ParameterError
 from sdckit.core.method import Method
 from sdckit.core.params import Interval, Options, check_param
-from sdckit.core.random import RandomState, as_generator, derive_seed
+from sdckit.core.random import RandomState, as_generator, derive_seed, renamed_seed
 from sdckit.pipeline import protect
 
 
@@ -132,6 +132,7 @@ def _spec(method: Method, param: str | None, low: float | None, high: float | No
     return spec
 
 
+@renamed_seed()
 def tune(
     data: pd.DataFrame,
     method: Method | Sequence[Method],
@@ -149,7 +150,7 @@ def tune(
     n_random: int = N_RANDOM,
     n_null: int = 50,
     utility: str = "il1",
-    random_state: RandomState = 0,
+    seed: RandomState = 0,
     progress: Progress | None = None,
 ) -> TuneResult:
     """Find the least-perturbing value of ``param`` whose release passes the verification.
@@ -170,7 +171,7 @@ def tune(
         Bisection steps after the two end points (the curve has at most ``steps + 2`` points).
     schema, columns, null, n_random, n_null, utility
         As in :func:`sdckit.compare.compare`.
-    random_state : int or Generator
+    seed : int or Generator
         One seed for every evaluation, so that values are compared on the same randomness.
     progress : callable, optional
         ``progress(done, total, label)`` after each evaluated value.
@@ -189,7 +190,7 @@ def tune(
     check_settings(null=null, n_random=n_random, n_null=n_null, alpha=0.05, utility=utility, seeds=1)
     target_method = chain[step]
     spec = _spec(target_method, param, low, high)
-    seed = derive_seed(as_generator(random_state, secret=False))
+    run_seed = derive_seed(as_generator(seed, secret=False))
     curve: dict[float, dict[str, Any]] = {}
     total = steps + 2
 
@@ -198,10 +199,10 @@ def tune(
         if value not in curve:
             candidate = dataclasses.replace(target_method, **{spec.param: value})
             methods = [*chain[:step], candidate, *chain[step + 1:]]
-            release = protect(data, methods, schema=schema, seed=seed)
+            release = protect(data, methods, schema=schema, seed=run_seed)
             point = evaluate_release(data, release.data, columns=columns, null=null, n_random=n_random,
                                      n_null=n_null, utility=utility, schema=release.schema,
-                                     alpha=target if criterion == "p_value" else 0.05, random_state=seed)
+                                     alpha=target if criterion == "p_value" else 0.05, seed=run_seed)
             curve[value] = {spec.param: value, **point, "passes": passes(point, criterion, target)}
             if progress is not None:
                 progress(len(curve), total, f"{spec.param}={value:g}")

@@ -71,7 +71,7 @@ def assess(
     recorded = _read_manifest(manifest) if manifest is not None else None
     with progress_bar("assessing", 1) as advance:
         result = assess_release(x, y, parse_columns(columns), null=null, n_random=n_random,
-                                schema=parse_orders(order), random_state=seed,
+                                schema=parse_orders(order), seed=seed,
                                 progress=advance)
     console.print(figures_table(f"Permutation assessment of {released.name}", result.summary(), show_header=False))
     if json_out is not None:
@@ -82,7 +82,7 @@ def assess(
         schema = schema_from_manifest(recorded, y) if recorded is not None else None
         with progress_bar("writing the report", 5) as advance:
             assess_report(x, y, html_out, schema=schema, manifest=recorded, columns=parse_columns(columns),
-                          null=null, n_random=n_random, random_state=seed, progress=advance,
+                          null=null, n_random=n_random, seed=seed, progress=advance,
                           inputs=(original, released), weight=weight, household=household)
         console.print(f"report: {html_out}  (open it in a browser)")
 
@@ -116,7 +116,7 @@ def verify_record(
     from sdckit.permutation.subject import parse_record, verify_subject
 
     result = verify_subject(parse_record(record), read(released), permutation=permutation,
-                            n_random=n_random, schema=parse_orders(order), random_state=seed)
+                            n_random=n_random, schema=parse_orders(order), seed=seed)
     shown = ", ".join(map(str, result.matches[:10])) + (", ..." if len(result.matches) > 10 else "")
     rows = [("permutation distance", str(result.distance)),
             ("matching released records (count)", f"{len(result.matches):,}"),

@@ -48,7 +48,7 @@ def compare(
         if example not in EXAMPLES:
             raise ParameterError(f"Unknown example {example!r}; the examples are: {', '.join(EXAMPLES)}.")
         with progress_bar("comparing", seeds * 4) as advance:
-            result = example_methods(n, seeds, random_state=seed, progress=advance,
+            result = example_methods(n, seeds, seed=seed, progress=advance,
                                      **({} if n_random is None else {"n_random": n_random}))
         inputs: tuple[Path, ...] = ()
     else:

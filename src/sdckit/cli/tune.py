@@ -43,7 +43,7 @@ def tune(
     with progress_bar("tuning", steps + 2) as advance:
         result = run_tune(frame, list(parsed.methods), step=None if step is None else step - 1, param=param, low=low,
                           high=high, criterion=criterion, target=target, steps=steps, schema=parsed.schema or None,
-                          n_random=n_random, random_state=fixed_seed, progress=advance)
+                          n_random=n_random, seed=fixed_seed, progress=advance)
     table = Table(title=f"Tuning {result.method}: {result.param} ({result.criterion}, target {result.target:g})")
     for name in (result.param, "Hellinger H", "null baseline", "p-value", "utility loss", "passes"):
         table.add_column(name, justify="right")

@@ -22,7 +22,7 @@ from sdckit.permutation.verify import ALPHA, MAX_REPLICATES, N_RANDOM
 from sdckit.core.errors import ParameterError
 from sdckit.core.method import Method
 from sdckit.core.params import Interval, Options, check_param
-from sdckit.core.random import RandomState, as_generator, derive_seed
+from sdckit.core.random import RandomState, as_generator, derive_seed, renamed_seed
 from sdckit.pipeline import protect
 from sdckit.report.settings import RULES as REPORT_RULES
 from sdckit.utility.summary import MEASURES, utility_loss
@@ -109,6 +109,7 @@ def check_settings(*, null: str, n_random: int, n_null: int, alpha: float, utili
     check_param("compare", "seeds", seeds, Interval(int, 1, None))
 
 
+@renamed_seed()
 def evaluate_release(
     original: pd.DataFrame,
     released: pd.DataFrame,
@@ -121,7 +122,7 @@ def evaluate_release(
     schema: Any = None,
     alpha: float = ALPHA,
     max_replicates: int = MAX_REPLICATES,
-    random_state: RandomState = None,
+    seed: RandomState = None,
 ) -> dict[str, Any]:
     """Risk (the verification) and utility loss of one release of ``original``.
 
@@ -137,7 +138,7 @@ def evaluate_release(
     cols = list(columns) if columns is not None else resolve_columns(original, released, None, schema)
     verification = verify_linkage(original, released, cols, null=null, n_random=n_random, n_null=n_null,
                                   alpha=alpha, max_replicates=max_replicates, schema=schema,
-                                  random_state=random_state)
+                                  seed=seed)
     return {
         "hellinger": float(verification.hellinger),
         "hellinger_null": float(verification.hellinger_null),
@@ -150,6 +151,7 @@ def evaluate_release(
     }
 
 
+@renamed_seed()
 def compare(
     data: pd.DataFrame | Callable[[np.random.Generator], pd.DataFrame],
     candidates: Sequence[Candidate],
@@ -162,7 +164,7 @@ def compare(
     n_null: int = 50,
     alpha: float = 0.05,
     utility: str = "il1",
-    random_state: RandomState = None,
+    seed: RandomState = None,
     progress: Progress | None = None,
 ) -> Comparison:
     """Run every candidate on the same data and seeds; measure risk and utility loss.
@@ -188,7 +190,7 @@ def compare(
         sequential verdict is kept in ``runs``).
     utility : str
         The utility-loss measure (:data:`sdckit.utility.MEASURES`).
-    random_state : int or Generator
+    seed : int or Generator
         Seeds everything: simulated data, methods and verification (never recorded).
     """
     check_settings(null=null, n_random=n_random, n_null=n_null, alpha=alpha, utility=utility, seeds=seeds)
@@ -198,7 +200,7 @@ def compare(
     if len(set(labels)) != len(labels):
         dup = next(x for x in labels if labels.count(x) > 1)
         raise ParameterError(f"Candidate labels must be distinct; {dup!r} is used twice.")
-    master = as_generator(random_state, secret=False)
+    master = as_generator(seed, secret=False)
     runs: dict[str, list[dict[str, float]]] = {c.label: [] for c in candidates}
     total, done, n_records = seeds * len(candidates), 0, 0
     for s in range(seeds):
@@ -210,7 +212,7 @@ def compare(
             runs[cand.label].append(evaluate_release(
                 original, release.data, columns=columns, null=null, n_random=n_random, n_null=n_null,
                 utility=utility, schema=release.schema, alpha=alpha, max_replicates=COMPARE_REPLICATES,
-                random_state=verify_seed,
+                seed=verify_seed,
             ))
             done += 1
             if progress is not None:

@@ -21,7 +21,7 @@ from sdckit.core.normal import normal_draws
 from sdckit.permutation.verify import N_RANDOM
 from sdckit.compare.core import Candidate, Comparison, Progress, compare
 from sdckit.core.params import Interval, check_param
-from sdckit.core.random import RandomState
+from sdckit.core.random import RandomState, renamed_seed
 
 
 def correlated_normal(
@@ -51,13 +51,14 @@ def seed001_candidates() -> list[Candidate]:
     ]
 
 
+@renamed_seed()
 def example_methods(
     n: int = 1000,
     seeds: int = 5,
     *,
     n_random: int = N_RANDOM,
     n_null: int = 50,
-    random_state: RandomState = 2015,
+    seed: RandomState = 2015,
     progress: Progress | None = None,
 ) -> Comparison:
     """Seed 001's comparison on ``n`` simulated records (4 normal attributes, correlation 0.5).
@@ -76,4 +77,4 @@ def example_methods(
     """
     check_param("example_methods", "n", n, Interval(int, 10, None))
     return compare(correlated_normal(n), seed001_candidates(), seeds=seeds, n_random=n_random,
-                   n_null=n_null, random_state=random_state, progress=progress)
+                   n_null=n_null, seed=seed, progress=progress)

@@ -166,4 +166,4 @@ def run_compare_recipe(recipe: CompareRecipe, progress=None) -> Comparison:
     settings = dict(recipe.settings)
     columns = settings.pop("columns", None)
     return compare(frame, recipe.candidates, seeds=recipe.seeds, schema=recipe.schema or None, columns=columns,
-                   random_state=recipe.seed, progress=progress, **settings)
+                   seed=recipe.seed, progress=progress, **settings)

@@ -32,7 +32,7 @@ import pandas as pd
 from sdckit.core.errors import DataError, ParameterError, SchemaError
 from sdckit.core.outcome import Outcome
 from sdckit.core.params import IsNone, Rule, StrList, to_tuple, validate_params
-from sdckit.core.random import RandomState, as_generator
+from sdckit.core.random import RandomState, as_generator, renamed_seed
 from sdckit.core.rowwise import run_rows
 from sdckit.core.schema import Kind, Role, Schema
 
@@ -100,24 +100,26 @@ class Method:
         return False
 
     # ----------------------------------------------------------------- application
+    @renamed_seed("rng")
     def apply(
-        self, frame: pd.DataFrame, schema: Schema | None = None, rng: RandomState = None
+        self, frame: pd.DataFrame, schema: Schema | None = None, seed: RandomState = None
     ) -> pd.DataFrame:
         """Return a protected copy of ``frame``; the input is never modified."""
-        return self.run(frame, schema, rng).data
+        return self.run(frame, schema, seed).data
 
+    @renamed_seed("rng")
     def run(
-        self, frame: pd.DataFrame, schema: Schema | None = None, rng: RandomState = None
+        self, frame: pd.DataFrame, schema: Schema | None = None, seed: RandomState = None
     ) -> Outcome:
         """Like :meth:`apply`, also returning the output schema and the method's report."""
         schema, columns = self.prepare(frame, schema)
         strata = getattr(self, "strata", None)
         if strata:
-            outcome = _run_by_stratum(self, frame, columns, schema, as_generator(rng), strata)
+            outcome = _run_by_stratum(self, frame, columns, schema, as_generator(seed), strata)
         elif self.streams:
-            outcome = run_rows(self, frame, columns, schema, as_generator(rng))
+            outcome = run_rows(self, frame, columns, schema, as_generator(seed))
         else:
-            result = self.transform(frame.copy(), columns, schema, as_generator(rng))
+            result = self.transform(frame.copy(), columns, schema, as_generator(seed))
             outcome = result if isinstance(result, Outcome) else Outcome(result, schema)
         if not self.suppresses:
             require_no_new_missing(frame, outcome.data, type(self).__name__)

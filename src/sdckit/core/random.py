@@ -20,9 +20,13 @@ No global random state is ever used.
 
 from __future__ import annotations
 
+import functools
+import inspect
 import numbers
 import secrets
 import warnings
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import numpy as np
 from randomgen import AESCounter
@@ -30,6 +34,8 @@ from randomgen import AESCounter
 from sdckit.core.errors import ParameterError, SecurityWarning
 
 RandomState = int | str | np.random.Generator | np.random.SeedSequence | None
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 #: Bits of entropy a seed must carry to be called strong.
 STRONG_SEED_BITS = 128
@@ -77,8 +83,41 @@ def crypto_generator(seed: np.random.SeedSequence) -> np.random.Generator:
     return np.random.Generator(AESCounter(seed))
 
 
-def as_generator(random_state: RandomState, *, secret: bool = True) -> np.random.Generator:
-    """Return a cryptographic Generator for ``random_state``.
+def renamed_seed(old: str = "random_state") -> Callable[[F], F]:
+    """Accept the old keyword ``old`` for ``seed`` for one release, with a :class:`FutureWarning`.
+
+    Randomness has one name at the public API, ``seed`` (DESIGN.md section 2); ``random_state=``
+    (and ``rng=`` on :meth:`Method.apply` / :meth:`Method.run`) still work until the next release.
+    The wrapped function keeps its signature (``inspect.signature`` shows ``seed``).
+
+    Raises
+    ------
+    ParameterError
+        Both ``seed=`` and the old keyword are given.
+    """
+    def decorate(function: F) -> F:
+        names = list(inspect.signature(function).parameters)
+        position = names.index("seed")  # the seed's place when passed by position
+
+        @functools.wraps(function)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            if old in kwargs:
+                if "seed" in kwargs or len(args) > position:
+                    raise ParameterError(
+                        f"Pass seed= only: {old}= is its old name; got both. Drop {old}=."
+                    )
+                warnings.warn(f"{old}= is now seed=; the old name goes in the next release.",
+                              FutureWarning, stacklevel=2)
+                kwargs["seed"] = kwargs.pop(old)
+            return function(*args, **kwargs)
+        wrapper.renamed_seed = old  # type: ignore[attr-defined]
+        return wrapper  # type: ignore[return-value]
+    return decorate
+
+
+@renamed_seed()
+def as_generator(seed: RandomState, *, secret: bool = True) -> np.random.Generator:
+    """Return a cryptographic Generator for ``seed``.
 
     ``None`` gives fresh OS entropy; an int, hex string or SeedSequence seeds a new AES-counter
     generator; a Generator is returned as is (so that one generator can be passed down a
@@ -87,18 +126,18 @@ def as_generator(random_state: RandomState, *, secret: bool = True) -> np.random
     assessment's random records, a tuning's evaluations), so that a small seed chosen for
     reproducibility does not warn.
     """
-    if isinstance(random_state, np.random.Generator):
-        return random_state
-    if random_state is None:
+    if isinstance(seed, np.random.Generator):
+        return seed
+    if seed is None:
         return crypto_generator(np.random.SeedSequence())
-    if isinstance(random_state, np.random.SeedSequence):
-        return crypto_generator(random_state)
-    value = parse_seed(random_state)
-    if secret and not is_strong_seed(random_state):
+    if isinstance(seed, np.random.SeedSequence):
+        return crypto_generator(seed)
+    value = parse_seed(seed)
+    if secret and not is_strong_seed(seed):
         warnings.warn(
             f"This seed has fewer than {STRONG_SEED_BITS} bits: anyone can try all such seeds and "
             "undo the noise. Pass no seed, or a strong one from `sdckit seed`.",
-            SecurityWarning, stacklevel=3,
+            SecurityWarning, stacklevel=4,
         )
     return crypto_generator(np.random.SeedSequence(value))
 

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from sdckit.core.errors import DataError, ParameterError, SchemaError
-from sdckit.core.random import RandomState, as_generator, derive_seed
+from sdckit.core.random import RandomState, as_generator, derive_seed, renamed_seed
 from sdckit.core.rowwise import chunk_bounds, chunk_generator
 from sdckit.core.schema import Column, Kind
 
@@ -90,8 +90,9 @@ def order_values(
     )
 
 
+@renamed_seed()
 def ranks(
-    values: np.ndarray, *, ties: str = "random", random_state: RandomState = None
+    values: np.ndarray, *, ties: str = "random", seed: RandomState = None
 ) -> np.ndarray:
     """Ranks ``1..n`` of ``values`` (1-D), ascending, ties broken by the ``ties`` rule.
 
@@ -103,11 +104,12 @@ def ranks(
     values = np.asarray(values, dtype=float)
     if values.ndim != 1:
         raise DataError(f"ranks() needs a 1-D array; got shape {values.shape}.")
-    return 1 + inverse_permutation(sort_order(values, ties=ties, random_state=random_state))
+    return 1 + inverse_permutation(sort_order(values, ties=ties, seed=seed))
 
 
+@renamed_seed()
 def sort_order(
-    values: np.ndarray, *, ties: str = "random", random_state: RandomState = None
+    values: np.ndarray, *, ties: str = "random", seed: RandomState = None
 ) -> np.ndarray:
     """Positions that sort ``values`` ascending; ``order[r]`` holds the record of rank ``r+1``."""
     check_ties(ties)
@@ -115,7 +117,7 @@ def sort_order(
     order = np.argsort(values, kind="stable")
     if ties == "first" or not np.any(values[order[1:]] == values[order[:-1]]):
         return order  # without ties every rule gives this one order, and no draw is needed
-    keys = tie_keys(len(values), derive_seed(as_generator(random_state)))
+    keys = tie_keys(len(values), derive_seed(as_generator(seed)))
     keys[np.isnan(values)] = 0  # missing values are not tied with each other: by position
     # by value, then key, then position (np.lexsort's last key is the primary one)
     return np.lexsort((np.arange(len(values)), keys, values))
@@ -146,15 +148,16 @@ def inverse_permutation(order: np.ndarray) -> np.ndarray:
     return inverse
 
 
+@renamed_seed()
 def rank_matrix(
-    values: np.ndarray, *, ties: str = "random", random_state: RandomState = None
+    values: np.ndarray, *, ties: str = "random", seed: RandomState = None
 ) -> np.ndarray:
     """Column-wise :func:`ranks` of an ``n x m`` array, with one generator for all columns."""
     values = np.asarray(values, dtype=float)
-    rng = as_generator(random_state)
+    rng = as_generator(seed)
     out = np.empty(values.shape, dtype=np.int64)
     for j in range(values.shape[1]):
-        out[:, j] = ranks(values[:, j], ties=ties, random_state=rng)
+        out[:, j] = ranks(values[:, j], ties=ties, seed=rng)
     return out
 
 

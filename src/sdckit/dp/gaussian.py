@@ -54,7 +54,7 @@ from scipy.special import log_ndtr, ndtri
 
 from sdckit.core.errors import ParameterError
 from sdckit.core.params import Interval, validate_params
-from sdckit.core.random import RandomState, as_generator
+from sdckit.core.random import RandomState, as_generator, renamed_seed
 from sdckit.dp.accountant import ACCOUNTANT
 from sdckit.dp.mechanisms import POSITIVE, Mechanism, as_finite_array, finite_scale, add_on_grid, dyadic_grid
 from sdckit.dp.exact_samplers import discrete_gaussian
@@ -186,7 +186,7 @@ class Gaussian(Mechanism):
     >>> mech = Gaussian(epsilon=1.0, delta=1e-6, sensitivity=1.0)
     >>> round(mech.analytic_sigma, 4), round(mech.sigma, 4)
     (4.2247, 4.2247)
-    >>> mech.randomise([10.0, 20.0], rng=0).shape
+    >>> mech.randomise([10.0, 20.0], seed=0).shape
     (2,)
     """
 
@@ -222,18 +222,20 @@ class Gaussian(Mechanism):
     def privacy(self) -> tuple[float, float]:
         return self.epsilon, self.delta
 
-    def noise(self, size: int, rng: RandomState = None) -> np.ndarray:
+    @renamed_seed("rng")
+    def noise(self, size: int, seed: RandomState = None) -> np.ndarray:
         """``size`` draws of the noise alone (exact, on the grid; no data, nothing charged)."""
         cal = self.calibration
-        return discrete_gaussian(int(size), cal.t, cal.c, as_generator(rng)) * cal.grid
+        return discrete_gaussian(int(size), cal.t, cal.c, as_generator(seed)) * cal.grid
 
-    def randomise(self, values: Any, rng: RandomState = None) -> np.ndarray:
+    @renamed_seed("rng")
+    def randomise(self, values: Any, seed: RandomState = None) -> np.ndarray:
         """Return ``values`` plus independent noise (float array of the same shape); charges
         the accountant first."""
         x = as_finite_array(values, type(self).__name__)
         self._charge()
         cal = self.calibration
-        steps = discrete_gaussian(x.size, cal.t, cal.c, as_generator(rng)).reshape(x.shape)
+        steps = discrete_gaussian(x.size, cal.t, cal.c, as_generator(seed)).reshape(x.shape)
         return add_on_grid(x, cal.grid, steps)
 
     def radius(self, alpha: float) -> float:

@@ -47,7 +47,7 @@ import numpy as np
 
 from sdckit.core.errors import DataError, ParameterError
 from sdckit.core.params import Interval, Satisfies, validate_params
-from sdckit.core.random import RandomState, as_generator
+from sdckit.core.random import RandomState, as_generator, renamed_seed
 from sdckit.dp.accountant import ACCOUNTANT, BudgetAccountant
 from sdckit.dp.exact_samplers import MAX_INT, discrete_laplace
 
@@ -241,7 +241,7 @@ class Laplace(Mechanism):
     >>> mech = Laplace(epsilon=1.0, sensitivity=2.0)
     >>> mech.scale
     2.0
-    >>> mech.randomise([10.0, 20.0], rng=0).shape
+    >>> mech.randomise([10.0, 20.0], seed=0).shape
     (2,)
     """
 
@@ -266,16 +266,18 @@ class Laplace(Mechanism):
         """The dyadic grid ``2**k <= scale * 2**-40`` on which the noise is exact."""
         return float(grid_scale(self.sensitivity, self.epsilon)[0])
 
-    def randomise(self, values: Any, rng: RandomState = None) -> np.ndarray:
+    @renamed_seed("rng")
+    def randomise(self, values: Any, seed: RandomState = None) -> np.ndarray:
         """Return ``values`` plus independent noise (float array of the same shape); charges
         the accountant first."""
         x = as_finite_array(values, type(self).__name__)
         self._charge()
-        return laplace_randomise(x, self.sensitivity, self.epsilon, as_generator(rng))
+        return laplace_randomise(x, self.sensitivity, self.epsilon, as_generator(seed))
 
-    def noise(self, size: int, rng: RandomState = None) -> np.ndarray:
+    @renamed_seed("rng")
+    def noise(self, size: int, seed: RandomState = None) -> np.ndarray:
         """``size`` draws of the noise alone (exact, on the grid; no data, nothing charged)."""
-        return laplace_randomise(np.zeros(int(size)), self.sensitivity, self.epsilon, as_generator(rng))
+        return laplace_randomise(np.zeros(int(size)), self.sensitivity, self.epsilon, as_generator(seed))
 
     def radius(self, alpha: float) -> float:
         """Half-width of the alpha-confidence interval around a released value."""
@@ -326,11 +328,13 @@ class Geometric(Mechanism):
     def _scale_numerator(self) -> int:
         return math.ceil(Fraction(self.sensitivity) * SCALE_DENOMINATOR / Fraction(self.epsilon))
 
-    def noise(self, size: int, rng: RandomState = None) -> np.ndarray:
+    @renamed_seed("rng")
+    def noise(self, size: int, seed: RandomState = None) -> np.ndarray:
         """``size`` exact draws of the integer noise."""
-        return discrete_laplace(int(size), self._scale_numerator(), SCALE_DENOMINATOR, as_generator(rng))
+        return discrete_laplace(int(size), self._scale_numerator(), SCALE_DENOMINATOR, as_generator(seed))
 
-    def randomise(self, values: Any, rng: RandomState = None) -> np.ndarray:
+    @renamed_seed("rng")
+    def randomise(self, values: Any, seed: RandomState = None) -> np.ndarray:
         """Return integer ``values`` plus integer noise (int64 array); charges the accountant
         first (one call is epsilon-DP when one record changes at most one value)."""
         x = as_finite_array(values, type(self).__name__)
@@ -340,7 +344,7 @@ class Geometric(Mechanism):
                 "value. Use Laplace for real values."
             )
         self._charge()
-        return x.astype(np.int64) + self.noise(x.size, rng).reshape(x.shape)
+        return x.astype(np.int64) + self.noise(x.size, seed).reshape(x.shape)
 
     def radius(self, alpha: float) -> float:
         """Half-width of the alpha-confidence interval (continuous approximation)."""

@@ -66,7 +66,7 @@ def reverse_map_file(
         Numeric columns to map.
     ties : {"first", "random"}
         Ties of ``Y`` broken by order of appearance, or at random from ``seed`` exactly as
-        :func:`sdckit.permutation.reverse_map` breaks them with ``random_state=seed`` (a column
+        :func:`sdckit.permutation.reverse_map` breaks them with ``seed=seed`` (a column
         with ties draws a 128-bit key from the seed's generator, in column order; its records'
         keys are drawn chunk by chunk and written to a temporary Parquet file the sort reads).
     seed : int, str or Generator, optional
@@ -282,7 +282,7 @@ def rank_swap_file(
     columns : list of str
         Numeric columns to swap (swapped independently, in this order).
     seed : int, str or Generator, optional
-        As ``RankSwapping(...).run(frame, rng=seed)``.
+        As ``RankSwapping(...).run(frame, seed=seed)``.
     memory : int, optional
         DuckDB's memory limit in bytes; the sorts spill to ``temp_directory`` past it.
     drop : list of str

@@ -26,7 +26,7 @@ def rank_swap_source(
     swaps (pairs) and fixed points; ``values[source]`` has the same multiset as ``values`` and
     every record's rank moves by at most ``window``.
     """
-    order = sort_order(values, ties=ties, random_state=rng)  # order[r]: record of rank r+1
+    order = sort_order(values, ties=ties, seed=rng)  # order[r]: record of rank r+1
     partner = swap_partners(len(values), int(window), swap_draws(len(values), derive_seed(rng)))
     source = np.empty(len(values), dtype=np.int64)
     source[order] = order[partner]

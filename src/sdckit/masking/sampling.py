@@ -50,7 +50,7 @@ class Sampling(Method):
     Examples
     --------
     >>> import pandas as pd
-    >>> len(Sampling(fraction=0.25).apply(pd.DataFrame({"x": range(10)}), rng=1))
+    >>> len(Sampling(fraction=0.25).apply(pd.DataFrame({"x": range(10)}), seed=1))
     3
     """
 

@@ -113,7 +113,7 @@ class DataShuffling(Method):
         if n < 2:
             return Outcome(frame, schema, info)
         orders = [
-            sort_order(column_order_values(frame, name, schema), random_state=rng)
+            sort_order(column_order_values(frame, name, schema), seed=rng)
             for name in (*columns, *conditioning)
         ]
         perturbed = conditional_normal_draw(ordered_normal_scores(orders), len(columns), rng)

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from sdckit.core.params import Interval, check_param
-from sdckit.core.random import RandomState
+from sdckit.core.random import RandomState, renamed_seed
 from sdckit.permutation.columns import SchemaLike, rank_space
 from sdckit.permutation.distance import Progress, nearest_distances
 from sdckit.permutation.intruder import Linkage, linkage_from
@@ -103,6 +103,7 @@ class Assessment(Result):
         return rows
 
 
+@renamed_seed()
 def assess(
     original: pd.DataFrame,
     released: pd.DataFrame,
@@ -121,7 +122,7 @@ def assess(
     records: int | None = None,
     schema: SchemaLike = None,
     ties: str = "random",
-    random_state: RandomState = None,
+    seed: RandomState = None,
     progress: Progress = None,
 ) -> Assessment:
     """Every permutation-paradigm measure of a release, computed on one ranking.
@@ -140,7 +141,7 @@ def assess(
     records : int, optional
         Bounded memory on large data (issue 28): when there are more than this many records,
         assess only a simple random sample of this many record pairs (row ``i`` of each; drawn
-        from ``random_state``'s generator, so reproducible), as the release of those records
+        from ``seed``'s generator, so reproducible), as the release of those records
         alone; ``sample`` then applies within it. Time and memory are those of ``records``
         records, whatever ``n``. Every figure is the sub-release's: ranks and distances are on
         its scale (about ``records / n`` of the whole's), and the p-value's Monte-Carlo error
@@ -159,10 +160,10 @@ def assess(
     n_original, n_released = len(original), len(released)
     kept = None
     if records is not None:
-        original, released, kept, random_state = sample_pairs(original, released, records, truth=truth,
-                                                              random_state=random_state)
+        original, released, kept, seed = sample_pairs(original, released, records, truth=truth,
+                                                              seed=seed)
     space = rank_space(original, released, columns, schema=schema, ties=ties,
-                       random_state=random_state)
+                       seed=seed)
     rows = None
     if sample is not None and sample < len(space.x):
         rows = np.sort(space.rng.choice(len(space.x), size=sample, replace=False))

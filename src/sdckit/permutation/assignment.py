@@ -27,7 +27,7 @@ from scipy.sparse.csgraph import min_weight_full_bipartite_matching
 from scipy.spatial import cKDTree
 
 from sdckit.core.params import Interval, check_param
-from sdckit.core.random import RandomState
+from sdckit.core.random import RandomState, renamed_seed
 from sdckit.permutation.columns import SchemaLike, check_same_size, check_truth, rank_space
 from sdckit.permutation.distance import Progress
 from sdckit.permutation.intruder import intruder_query
@@ -86,6 +86,7 @@ def _dense_assignment(query: np.ndarray, points: np.ndarray) -> np.ndarray:
     return out
 
 
+@renamed_seed()
 def assign_linkage(
     original: pd.DataFrame,
     released: pd.DataFrame,
@@ -95,7 +96,7 @@ def assign_linkage(
     k: int = 8,
     schema: SchemaLike = None,
     ties: str = "random",
-    random_state: RandomState = None,
+    seed: RandomState = None,
     progress: Progress = None,
 ) -> Assignment:
     """One-to-one linkage of minimum total Chebyshev rank distance (the intruder's refinement).
@@ -109,7 +110,7 @@ def assign_linkage(
         report the correct-link rate.
     k : int
         Candidate neighbours per record (``>= 1``); doubled until a perfect matching exists.
-    columns, schema, ties, random_state, progress
+    columns, schema, ties, seed, progress
         As in :func:`~sdckit.permutation.permutation_distances`.
 
     Returns
@@ -118,7 +119,7 @@ def assign_linkage(
     """
     check_param("assign_linkage", "k", k, Interval(int, 1, None))
     space = rank_space(original, released, columns, schema=schema, ties=ties,
-                       random_state=random_state)
+                       seed=seed)
     check_same_size(space, "assign_linkage")
     true_pos = check_truth(truth, len(space.x), len(space.y))
     query, points = intruder_query(space), space.rank_y

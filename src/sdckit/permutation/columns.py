@@ -24,7 +24,7 @@ import pandas as pd
 from scipy.spatial import cKDTree
 
 from sdckit.core.errors import DataError, ParameterError, SchemaError, SdcError
-from sdckit.core.random import RandomState, as_generator
+from sdckit.core.random import RandomState, as_generator, renamed_seed
 from sdckit.core.ranks import check_ties, nearest_rank, order_values, rank_matrix
 from sdckit.core.schema import Column, Kind, Schema
 
@@ -189,6 +189,7 @@ class RankSpace:
         return np.column_stack([self.z_sorted[j][self.rank_y[:, j] - 1] for j in range(self.m)])
 
 
+@renamed_seed()
 def rank_space(
     original: pd.DataFrame,
     released: pd.DataFrame,
@@ -196,19 +197,19 @@ def rank_space(
     *,
     schema: SchemaLike = None,
     ties: str = "random",
-    random_state: RandomState = None,
+    seed: RandomState = None,
     min_original: int = 2,
 ) -> RankSpace:
     """Check both frames and build their :class:`RankSpace` (the shared first step)."""
     check_ties(ties)
     check_frame(original, "original", min_original)
     check_frame(released, "released")
-    rng = as_generator(random_state, secret=False)
+    rng = as_generator(seed, secret=False)
     names = resolve_columns(original, released, columns, schema)
     specs = [column_spec(name, original[name], schema) for name in names]
     x = value_matrix(original, names, specs, "original")
     y = value_matrix(released, names, specs, "released")
-    rank_y = rank_matrix(y, ties=ties, random_state=rng)
+    rank_y = rank_matrix(y, ties=ties, seed=rng)
     x_sorted = [np.sort(x[:, j]) for j in range(len(names))]
     index = quantile_index(len(x), len(y))
     z_sorted = [s[index] for s in x_sorted]

@@ -13,12 +13,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from sdckit.core.random import RandomState
+from sdckit.core.random import RandomState, renamed_seed
 from sdckit.core.ranks import rank_matrix
 from sdckit.permutation.columns import SchemaLike, check_same_size, check_truth, rank_space
 from sdckit.permutation.privacy import window_variances
 
 
+@renamed_seed()
 def rank_displacement(
     original: pd.DataFrame,
     released: pd.DataFrame,
@@ -27,7 +28,7 @@ def rank_displacement(
     *,
     schema: SchemaLike = None,
     ties: str = "random",
-    random_state: RandomState = None,
+    seed: RandomState = None,
 ) -> pd.DataFrame:
     """Seed 001's record-level identity and attribute-disclosure measures.
 
@@ -37,7 +38,7 @@ def rank_displacement(
         ``X`` and ``Y`` with the same number of records.
     truth : array of int, optional
         The released position of each original record (default: the same row).
-    columns, schema, ties, random_state
+    columns, schema, ties, seed
         As in :func:`~sdckit.permutation.permutation_distances`; ties in ``X`` and ``Y``
         are broken by the same rule.
 
@@ -48,10 +49,10 @@ def rank_displacement(
         ``var_{c}`` (the attribute-disclosure variance; small means disclosive).
     """
     space = rank_space(original, released, columns, schema=schema, ties=ties,
-                       random_state=random_state)
+                       seed=seed)
     check_same_size(space, "rank_displacement")
     true_pos = check_truth(truth, len(space.x), len(space.y))
-    rank_x = rank_matrix(space.x, ties=ties, random_state=space.rng)
+    rank_x = rank_matrix(space.x, ties=ties, seed=space.rng)
     shift = np.abs(rank_x - space.rank_y[true_pos])
     displacement = shift.max(axis=1)
     out = pd.DataFrame({"displacement": displacement}, index=space.original_index)

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from sdckit.core.random import RandomState
+from sdckit.core.random import RandomState, renamed_seed
 from sdckit.permutation.columns import RankSpace, SchemaLike, rank_space
 
 Progress = Callable[[int, int, str], Any] | None
@@ -100,6 +100,7 @@ def distance_frame(space: RankSpace, query: np.ndarray, progress: Progress = Non
     )
 
 
+@renamed_seed()
 def permutation_distances(
     original: pd.DataFrame,
     released: pd.DataFrame,
@@ -107,7 +108,7 @@ def permutation_distances(
     *,
     schema: SchemaLike = None,
     ties: str = "random",
-    random_state: RandomState = None,
+    seed: RandomState = None,
     progress: Progress = None,
 ) -> pd.DataFrame:
     """Permutation distance of every original record against the released data (Algorithm 2).
@@ -129,7 +130,7 @@ def permutation_distances(
         Category orders of ordinal columns (a Schema, or ``{column: [categories...]}``).
     ties : {"random", "first"}
         How ties in ``Y`` are ranked: randomly (the paper's rule) or by order of appearance.
-    random_state : int or Generator, optional
+    seed : int or Generator, optional
         Seed for the random tie-breaking.
     progress : callable, optional
         Called as ``progress(done, total, label)`` while the records are processed.
@@ -141,5 +142,5 @@ def permutation_distances(
         positions in ``released``, ascending).
     """
     space = rank_space(original, released, columns, schema=schema, ties=ties,
-                       random_state=random_state)
+                       seed=seed)
     return distance_frame(space, space.ranks_in(space.y_sorted, space.x), progress)

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from sdckit.core.random import RandomState
+from sdckit.core.random import RandomState, renamed_seed
 from sdckit.permutation.columns import RankSpace, SchemaLike, check_truth, rank_space
 from sdckit.permutation.distance import Progress, distances_and_matches
 from sdckit.permutation.results import Result
@@ -94,6 +94,7 @@ def linkage_from(space: RankSpace, truth: Any, progress: Progress = None,
     )
 
 
+@renamed_seed()
 def intruder_linkage(
     original: pd.DataFrame,
     released: pd.DataFrame,
@@ -102,7 +103,7 @@ def intruder_linkage(
     truth: Any = None,
     schema: SchemaLike = None,
     ties: str = "random",
-    random_state: RandomState = None,
+    seed: RandomState = None,
     progress: Progress = None,
 ) -> Linkage:
     """Link every original record as the maximum-knowledge intruder does (seed 000 §5.1).
@@ -111,7 +112,7 @@ def intruder_linkage(
     ----------
     original, released : DataFrame
         ``X`` and ``Y``.
-    columns, schema, ties, random_state, progress
+    columns, schema, ties, seed, progress
         As in :func:`~sdckit.permutation.permutation_distances`.
     truth : array of int, optional
         The released position of each original record; default: row ``i`` is row ``i``.
@@ -121,5 +122,5 @@ def intruder_linkage(
     Linkage
     """
     space = rank_space(original, released, columns, schema=schema, ties=ties,
-                       random_state=random_state)
+                       seed=seed)
     return linkage_from(space, truth, progress)

@@ -21,7 +21,7 @@ import pandas as pd
 
 from sdckit.core.errors import ParameterError
 from sdckit.core.params import Interval, check_param
-from sdckit.core.random import RandomState
+from sdckit.core.random import RandomState, renamed_seed
 from sdckit.permutation.columns import RankSpace, SchemaLike, rank_space
 from sdckit.permutation.distance import Progress, distance_frame
 from sdckit.permutation.results import Result
@@ -126,6 +126,7 @@ def check_thresholds(v: Any, names: Sequence[str]) -> pd.Series:
     return pd.Series([float(x) for x in values], index=list(names), name="v")
 
 
+@renamed_seed()
 def permuted_privacy(
     original: pd.DataFrame,
     released: pd.DataFrame,
@@ -135,7 +136,7 @@ def permuted_privacy(
     *,
     schema: SchemaLike = None,
     ties: str = "random",
-    random_state: RandomState = None,
+    seed: RandomState = None,
     progress: Progress = None,
 ) -> PermutedPrivacy:
     """Check (d,v)-permuted privacy of a release (seed 000 section 4, Definitions 1-2, Table 4).
@@ -148,7 +149,7 @@ def permuted_privacy(
         Required permutation distance (``>= 0``).
     v : sequence or mapping
         Required variance per column (``>= 0``), in column order or by column name.
-    columns, schema, ties, random_state, progress
+    columns, schema, ties, seed, progress
         As in :func:`~sdckit.permutation.permutation_distances`.
 
     Returns
@@ -157,7 +158,7 @@ def permuted_privacy(
     """
     check_param("permuted_privacy", "d", d, Interval(int, 0, None))
     space = rank_space(original, released, columns, schema=schema, ties=ties,
-                       random_state=random_state)
+                       seed=seed)
     thresholds = check_thresholds(v, space.names)
     r = space.ranks_in(space.y_sorted, space.x)
     records = distance_frame(space, r, progress)

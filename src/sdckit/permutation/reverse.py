@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from sdckit.core.random import RandomState
+from sdckit.core.random import RandomState, renamed_seed
 from sdckit.core.ranks import average_ranks
 from sdckit.permutation.columns import (
     RankSpace, SchemaLike, check_same_size, quantile_index, rank_space,
@@ -34,6 +34,7 @@ def _z_frame(space: RankSpace, original: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out, index=space.released_index)
 
 
+@renamed_seed()
 def reverse_map(
     original: pd.DataFrame,
     released: pd.DataFrame,
@@ -41,7 +42,7 @@ def reverse_map(
     *,
     schema: SchemaLike = None,
     ties: str = "random",
-    random_state: RandomState = None,
+    seed: RandomState = None,
 ) -> pd.DataFrame:
     """Reverse-map the released data onto the original values (Algorithm 1 of seed 000).
 
@@ -55,7 +56,7 @@ def reverse_map(
         Category orders of ordinal columns.
     ties : {"random", "first"}
         Tie rule for the ranks of ``Y`` (and ``X``): random (the paper) or order of appearance.
-    random_state : int or Generator, optional
+    seed : int or Generator, optional
         Seed for random tie-breaking.
 
     Returns
@@ -72,10 +73,11 @@ def reverse_map(
     [30.0, 10.0, 20.0]
     """
     space = rank_space(original, released, columns, schema=schema, ties=ties,
-                       random_state=random_state)
+                       seed=seed)
     return _z_frame(space, original)
 
 
+@renamed_seed()
 def decompose(
     original: pd.DataFrame,
     released: pd.DataFrame,
@@ -83,7 +85,7 @@ def decompose(
     *,
     schema: SchemaLike = None,
     ties: str = "random",
-    random_state: RandomState = None,
+    seed: RandomState = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Split a release into its permutation part ``Z`` and residual noise ``E = Y - Z``.
 
@@ -97,12 +99,13 @@ def decompose(
         Both indexed like ``released``, with columns ``columns``.
     """
     space = rank_space(original, released, columns, schema=schema, ties=ties,
-                       random_state=random_state)
+                       seed=seed)
     z = _z_frame(space, original)
     e = pd.DataFrame(space.y - space.z_values(), index=space.released_index, columns=space.names)
     return z, e
 
 
+@renamed_seed()
 def rank_correlation(
     original: pd.DataFrame,
     released: pd.DataFrame,
@@ -110,7 +113,7 @@ def rank_correlation(
     *,
     schema: SchemaLike = None,
     ties: str = "random",
-    random_state: RandomState = None,
+    seed: RandomState = None,
 ) -> pd.Series:
     """Spearman rank correlation between each ``X_j`` and ``Z_j`` (the disclosure risk of §2).
 
@@ -118,7 +121,7 @@ def rank_correlation(
     attribute. Needs equal record counts (row ``i`` of ``X`` against row ``i`` of ``Z``).
     """
     space = rank_space(original, released, columns, schema=schema, ties=ties,
-                       random_state=random_state)
+                       seed=seed)
     check_same_size(space, "rank_correlation")
     return spearman_xz(space)
 

@@ -3,7 +3,7 @@
 The permutation measures rank every released record and search a KD-tree over all of them: at
 10^7 records x 5 that holds the values, ranks, sorted columns and the tree (about 4 GB beside the
 two frames) and takes many minutes. :func:`sample_pairs` draws the rows once, from the
-assessment's own generator, so that the same ``random_state`` gives the same sample; the measures
+assessment's own generator, so that the same ``seed`` gives the same sample; the measures
 are then those of the *sub-release* of the sampled records (as if only they had been published),
 computed exactly on it. DESIGN.md section 3 ("Scale") says what that does to the p-value.
 """
@@ -17,7 +17,7 @@ import pandas as pd
 
 from sdckit.core.errors import ParameterError
 from sdckit.core.params import Interval, check_param
-from sdckit.core.random import RandomState, as_generator
+from sdckit.core.random import RandomState, as_generator, renamed_seed
 
 #: Fewest record pairs a sample may have (the permutation measures need at least 2 records).
 MIN_RECORDS = 2
@@ -28,13 +28,14 @@ def sample_rows(n: int, records: int, rng: np.random.Generator) -> np.ndarray:
     return np.sort(rng.choice(n, size=records, replace=False))
 
 
+@renamed_seed()
 def sample_pairs(
     original: pd.DataFrame,
     released: pd.DataFrame,
     records: int,
     *,
     truth: Any = None,
-    random_state: RandomState = None,
+    seed: RandomState = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame, int | None, np.random.Generator | RandomState]:
     """The two data sets restricted to a simple random sample of ``records`` record pairs.
 
@@ -50,19 +51,19 @@ def sample_pairs(
     sampled : int or None
         The original records kept (the record pairs, with equal counts), or ``None`` when
         nothing was sampled.
-    random_state
+    seed
         What the assessment continues with: the generator the rows were drawn from (so that the
-        rest of it depends on the same ``random_state`` only), or ``random_state`` untouched when
+        rest of it depends on the same ``seed`` only), or ``seed`` untouched when
         nothing was drawn.
     """
     check_param("assess", "records", records, Interval(int, MIN_RECORDS, None))
     n_x, n_y = len(original), len(released)
     if max(n_x, n_y) <= records:
-        return original, released, None, random_state
+        return original, released, None, seed
     if truth is not None:
         raise ParameterError("assess samples record pairs only when row i of the release is row i of the "
                              "original; drop 'truth' or 'records' (or put the release in the original's order).")
-    rng = as_generator(random_state, secret=False)
+    rng = as_generator(seed, secret=False)
     if n_x == n_y:
         rows = sample_rows(n_x, records, rng)
         return original.iloc[rows], released.iloc[rows], records, rng

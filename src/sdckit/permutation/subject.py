@@ -18,7 +18,7 @@ import pandas as pd
 
 from sdckit.core.errors import DataError, SchemaError
 from sdckit.core.params import Boolean, check_param
-from sdckit.core.random import RandomState
+from sdckit.core.random import RandomState, renamed_seed
 from sdckit.permutation.columns import SchemaLike, check_frame, rank_space
 from sdckit.permutation.distance import distances_and_matches, nearest_distances
 from sdckit.permutation.privacy import window_variances
@@ -109,6 +109,7 @@ def _coerce(name: str, value: Any, dtype: Any) -> Any:
     return value
 
 
+@renamed_seed()
 def verify_subject(
     record: Mapping[str, Any] | pd.Series,
     released: pd.DataFrame,
@@ -120,7 +121,7 @@ def verify_subject(
     exhaustive_limit: int = 1_000_000,
     schema: SchemaLike = None,
     ties: str = "random",
-    random_state: RandomState = None,
+    seed: RandomState = None,
 ) -> SubjectVerification:
     """What a data subject can verify with her own record and the release (seed 000 §4, §5.2).
 
@@ -138,7 +139,7 @@ def verify_subject(
         :func:`~sdckit.permutation.verify_linkage`, fitted to ``Y``).
     n_random, exhaustive_limit, null
         As in :func:`~sdckit.permutation.verify_linkage`.
-    schema, ties, random_state
+    schema, ties, seed
         As in :func:`~sdckit.permutation.permutation_distances`.
 
     Returns
@@ -150,7 +151,7 @@ def verify_subject(
     check_frame(released, "released")
     frame = coerce_record(record, released, columns)
     space = rank_space(frame, released, list(frame.columns), schema=schema, ties=ties,
-                       random_state=random_state, min_original=1)
+                       seed=seed, min_original=1)
     r = space.ranks_in(space.y_sorted, space.x)
     dist, matches = distances_and_matches(space, r)
     variances = pd.Series({name[len("var_"):]: float(v[0]) for name, v in

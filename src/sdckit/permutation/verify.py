@@ -46,7 +46,7 @@ from scipy.special import ndtr
 
 from sdckit.core.defaults import N_RANDOM
 from sdckit.core.params import check_param
-from sdckit.core.random import RandomState
+from sdckit.core.random import RandomState, renamed_seed
 from sdckit.core.ranks import average_ranks, nearest_rank, normal_scores, ranks
 from sdckit.permutation.columns import RankSpace, SchemaLike, rank_space
 from sdckit.permutation.distance import Progress, nearest_distances
@@ -368,7 +368,7 @@ def _replicates(space: RankSpace, setup: _Setup, count: int, *, first: bool,
     if reranked:
         rank_y = space.rank_y.copy()
         for j in setup.tied:
-            rank_y[:, j] = ranks(space.y[:, j], ties="random", random_state=rng)
+            rank_y[:, j] = ranks(space.y[:, j], ties="random", seed=rng)
         space = replace(space, rank_y=rank_y, _tree=None)
     size, n_orig = setup.size, len(setup.original_distances)
     fixed_q = setup.exhaustive and not reranked and setup.exhaustive_distances is not None
@@ -447,6 +447,7 @@ def _p_random(q_set: np.ndarray, original_distances: np.ndarray) -> np.ndarray:
     return np.searchsorted(np.sort(q_set), original_distances, side="right") / len(q_set)
 
 
+@renamed_seed()
 def verify_linkage(
     original: pd.DataFrame,
     released: pd.DataFrame,
@@ -462,7 +463,7 @@ def verify_linkage(
     risk: float = RISK,
     schema: SchemaLike = None,
     ties: str = "random",
-    random_state: RandomState = None,
+    seed: RandomState = None,
     progress: Progress = None,
 ) -> Verification:
     """Can the intruder verify his linkages? (seed 000 section 5.2 with DESIGN.md's corrections).
@@ -493,7 +494,7 @@ def verify_linkage(
     n_null, max_batches : int, optional
         Accepted for compatibility with earlier versions (null samples per batch, and batches);
         not used: each replicate draws one null sample and the sequential test stops by itself.
-    random_state : int or Generator, optional
+    seed : int or Generator, optional
         Seed for ties, the random set and the null samples.
 
     Returns
@@ -503,7 +504,7 @@ def verify_linkage(
     check_verify_params(null, n_random, exhaustive_limit, n_null, max_batches, alpha=alpha,
                         max_replicates=max_replicates, risk=risk)
     space = rank_space(original, released, columns, schema=schema, ties=ties,
-                       random_state=random_state)
+                       seed=seed)
     return verification_from(space, null=null, n_random=n_random, exhaustive_limit=exhaustive_limit,
                              alpha=alpha, max_replicates=max_replicates, risk=risk, ties=ties,
                              progress=progress)

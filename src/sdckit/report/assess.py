@@ -28,7 +28,7 @@ def assess_report(
     """Build the report of ``released`` against ``original`` and write it to ``path``.
 
     ``settings`` are those of :func:`~sdckit.report.build_report` (columns, null, n_random,
-    n_null, alpha, interval_p, title, random_state, progress). Returns the report model, whose
+    n_null, alpha, interval_p, title, seed, progress). Returns the report model, whose
     ``data`` holds the figures as JSON-ready values.
     """
     report = build_report(original, released, schema=schema, manifest=manifest, **settings)

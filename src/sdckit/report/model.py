@@ -23,7 +23,7 @@ import pandas as pd
 from markupsafe import Markup
 
 from sdckit.core.errors import ParameterError, SdcError
-from sdckit.core.random import RandomState, as_generator
+from sdckit.core.random import RandomState, as_generator, renamed_seed
 from sdckit.core.schema import ORDERED_KINDS, Role, Schema
 from sdckit.permutation.sample import sample_pairs
 from sdckit.permutation.verify import MAX_REPLICATES
@@ -203,7 +203,7 @@ def _linkage_section(original: pd.DataFrame, released: pd.DataFrame, cols: list[
                      rng: np.random.Generator) -> tuple[Section, dict[str, Any]]:
     rows, data, notes = [], {}, []
     try:
-        dbrl = distance_linkage(original, released, cols, sample=DBRL_SAMPLE, random_state=rng)
+        dbrl = distance_linkage(original, released, cols, sample=DBRL_SAMPLE, seed=rng)
         value = f"{_fmt(100 * dbrl.rate, 3)}%"
         if dbrl.sampled is not None:
             value += (f" (estimated from {dbrl.sampled:,} of {len(released):,} released records, "
@@ -228,7 +228,7 @@ def _linkage_section(original: pd.DataFrame, released: pd.DataFrame, cols: list[
 def _utility_section(original: pd.DataFrame, released: pd.DataFrame, cols: list[str],
                      rng: np.random.Generator) -> tuple[Section, dict[str, Any]]:
     moments = moment_differences(original, released, cols)
-    summary = utility_summary(original, released, cols, moments=moments, pmse_sample=PMSE_SAMPLE, random_state=rng)
+    summary = utility_summary(original, released, cols, moments=moments, pmse_sample=PMSE_SAMPLE, seed=rng)
     pmse_label = "propensity pMSE (logistic)"
     if summary["pmse"]["sampled"] is not None:
         pmse_label += f", fitted on a random sample of {summary['pmse']['sampled']:,} records"
@@ -419,6 +419,7 @@ def on_release_scale(original: pd.DataFrame, released: pd.DataFrame, columns: Se
 
 
 # ----------------------------------------------------------------------------- build
+@renamed_seed()
 def build_report(
     original: pd.DataFrame,
     released: pd.DataFrame,
@@ -432,7 +433,7 @@ def build_report(
     alpha: float = DEFAULT_SETTINGS["alpha"],
     interval_p: float = DEFAULT_SETTINGS["interval_p"],
     title: str | None = None,
-    random_state: RandomState = None,
+    seed: RandomState = None,
     progress: Progress | None = None,
     weight: str | None = None,
     household: str | None = None,
@@ -456,7 +457,7 @@ def build_report(
         The verification's settings (:func:`sdckit.risk.permutation_risk`).
     interval_p : float
         Width of the interval-disclosure intervals, in percent.
-    random_state : int or Generator
+    seed : int or Generator
         Seeds the verification's random records (not shown anywhere in the report).
     progress : callable, optional
         ``progress(done, total, label)`` after each step.
@@ -465,7 +466,7 @@ def build_report(
         section (:mod:`sdckit.report.risk_section`).
     """
     check_settings({"null": null, "n_random": n_random, "n_null": n_null, "alpha": alpha, "interval_p": interval_p})
-    rng = as_generator(random_state, secret=False)
+    rng = as_generator(seed, secret=False)
     cols = list(columns) if columns is not None else assessed_columns(original, released, schema)
     shared_numeric = set(shared_numeric_columns(original, released))
     numeric = [c for c in cols if c in shared_numeric]
@@ -500,12 +501,12 @@ def build_report(
             raise SdcError("no numeric, ordinal or date column is shared by the original and the release")
         large = len(original) > LINKAGE_SAMPLE
         perm_original, perm_released, pairs, _ = sample_pairs(original, released, PERMUTATION_RECORDS,
-                                                              random_state=rng)
+                                                              seed=rng)
         risk = permutation_risk(on_release_scale(perm_original, perm_released, cols, schema, manifest),
                                 perm_released, cols,
                                 schema=schema, null=null, n_random=n_random,
                                 n_null=n_null, alpha=alpha, sample=LINKAGE_SAMPLE if large else None,
-                                max_replicates=LARGE_DATA_REPLICATES if large else MAX_REPLICATES, random_state=rng)
+                                max_replicates=LARGE_DATA_REPLICATES if large else MAX_REPLICATES, seed=rng)
         records = None if pairs is None else f"{pairs:,} of {len(original):,} record pairs"
         sections += _permutation_sections(risk, records)
         data["permutation_records"] = pairs

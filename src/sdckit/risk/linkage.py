@@ -28,7 +28,7 @@ from scipy.spatial import cKDTree
 from sdckit.core.arrays import standardize
 from sdckit.core.errors import ParameterError
 from sdckit.core.params import Interval, IsNone, Options, validated
-from sdckit.core.random import RandomState, as_generator
+from sdckit.core.random import RandomState, as_generator, renamed_seed
 from sdckit.risk.gower import gower_linkage
 from sdckit.risk.linkage_result import DistanceLinkage, true_originals
 from sdckit.utility.columns import numeric_pair
@@ -36,6 +36,7 @@ from sdckit.utility.columns import numeric_pair
 _TIE_RTOL = 1e-9
 
 
+@renamed_seed()
 @validated(metric=Options(("euclidean", "gower")), sample=[IsNone(), Interval(int, 1, None)])
 def distance_linkage(
     original: pd.DataFrame,
@@ -45,7 +46,7 @@ def distance_linkage(
     truth: Sequence[int] | np.ndarray | None = None,
     metric: str = "euclidean",
     sample: int | None = None,
-    random_state: RandomState = None,
+    seed: RandomState = None,
 ) -> DistanceLinkage:
     """Link every released record to its nearest original (see the module docstring).
 
@@ -66,7 +67,7 @@ def distance_linkage(
     sample : int, optional
         Euclidean metric: link only a simple random sample of this many released records (when
         the release has more) and report the estimate with its standard error.
-    random_state : int or Generator, optional
+    seed : int or Generator, optional
         Seeds the sample.
 
     Examples
@@ -88,7 +89,7 @@ def distance_linkage(
     n_released = len(ys)
     rows = np.arange(n_released)
     if sample is not None and sample < n_released:
-        rows = np.sort(as_generator(random_state, secret=False).choice(n_released, size=sample, replace=False))
+        rows = np.sort(as_generator(seed, secret=False).choice(n_released, size=sample, replace=False))
         ys, owner = ys[rows], owner[rows]
     tree = cKDTree(xs)
     # the nearest original, then every original tied with it (a ball of that radius): far cheaper

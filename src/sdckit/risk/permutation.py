@@ -20,7 +20,7 @@ import pandas as pd
 from sdckit.permutation.verify import MAX_REPLICATES, N_RANDOM
 from sdckit.core.params import Interval, IsNone, validated
 from sdckit.permutation.verify import VERIFY_RULES
-from sdckit.core.random import RandomState, as_generator
+from sdckit.core.random import RandomState, as_generator, renamed_seed
 
 
 @dataclass(frozen=True)
@@ -113,6 +113,7 @@ class PermutationRisk:
 LINKAGE_COUNTS = ("correct", "multiple", "wrong", "released_matched_by_several", "released_unmatched")
 
 
+@renamed_seed()
 @validated(null=VERIFY_RULES["null"], n_random=VERIFY_RULES["n_random"], n_null=VERIFY_RULES["n_null"],
            alpha=VERIFY_RULES["alpha"], sample=[IsNone(), Interval(int, 2, None)],
            max_batches=[IsNone(), VERIFY_RULES["max_batches"]], max_replicates=VERIFY_RULES["max_replicates"])
@@ -130,7 +131,7 @@ def permutation_risk(
     sample: int | None = None,
     max_batches: int | None = None,
     max_replicates: int = MAX_REPLICATES,
-    random_state: RandomState = None,
+    seed: RandomState = None,
     progress: Callable[[int, int, str], Any] | None = None,
 ) -> PermutationRisk:
     """Verification, intruder linkage and rank displacement of a release, summarised.
@@ -143,21 +144,21 @@ def permutation_risk(
         As in :func:`sdckit.permutation.assess`.
     alpha : float in (0, 1)
         Level for "not plausibly random" (per record) and of the verification's verdict.
-    random_state : int or Generator
+    seed : int or Generator
         Seeds ties and the random records.
     """
     from sdckit.permutation import assess, rank_displacement
 
-    rng = as_generator(random_state, secret=False)
+    rng = as_generator(seed, secret=False)
     result = assess(original, released, columns, truth=truth, null=null, n_random=n_random,
                     n_null=n_null, sample=sample, max_batches=max_batches, alpha=alpha,
                     max_replicates=max_replicates, schema=schema,
-                    random_state=rng, progress=progress)
+                    seed=rng, progress=progress)
     ver = result.verification
     linkage = displacement = None
     if result.linkage is not None:
         linkage = {name: int(getattr(result.linkage, name)) for name in LINKAGE_COUNTS}
-        disp = rank_displacement(original, released, truth, list(result.columns), schema=schema, random_state=rng)
+        disp = rank_displacement(original, released, truth, list(result.columns), schema=schema, seed=rng)
         displacement = disp["displacement"].astype(np.int64)
     return PermutationRisk(
         hellinger=float(ver.hellinger), hellinger_null=float(ver.hellinger_null),

@@ -76,12 +76,12 @@ class GaussianCopulaSynthesizer(Synthesizer):
         keys = np.column_stack([order_values(data[c], schema[c]) for c in data.columns])
         # one sort per column: its order gives the ranks of the scores and, later, the
         # original values by rank (tied keys are equal values, so their order does not matter)
-        orders = [sort_order(keys[:, j], ties="random", random_state=rng) for j in range(m)]
+        orders = [sort_order(keys[:, j], ties="random", seed=rng) for j in range(m)]
         scores = np.column_stack([ndtri((inverse_permutation(o) + 1) / (n + 1)) for o in orders])
         corr = np.atleast_2d(np.corrcoef(scores, rowvar=False))
         draws = normal_draws(rng, np.zeros(m), corr, size)
         out = {}
         for j, name in enumerate(data.columns):
-            position = quantile_positions(ranks(draws[:, j], ties="random", random_state=rng), n)
+            position = quantile_positions(ranks(draws[:, j], ties="random", seed=rng), n)
             out[name] = data[name].iloc[orders[j][position]].reset_index(drop=True)
         return pd.DataFrame(out)

@@ -408,7 +408,7 @@ def protect_tables(recipe: TableRecipe, table: Table) -> Any:
     if recipe.protection == "rounding":
         try:
             return round_table(table, o["base"], method=o.get("method", "controlled"), rules=rules or None,
-                               random_state=o.get("seed"), mip_gap=o.get("mip_gap", 0.01),
+                               seed=o.get("seed"), mip_gap=o.get("mip_gap", 0.01),
                                time_limit=o.get("time_limit"))
         except DataError as exc:
             if isinstance(table, LinkedTables) and str(exc).startswith("No zero-restricted"):

@@ -39,7 +39,7 @@ import scipy.sparse as sp
 import highspy
 
 from sdckit.core.errors import DataError, ParameterError
-from sdckit.core.random import RandomState, as_generator
+from sdckit.core.random import RandomState, as_generator, renamed_seed
 from sdckit.tabular.lp import LP
 from sdckit.tabular.precision import audit_tolerance, value_scale
 from sdckit.tabular.rules import sensitivity
@@ -208,8 +208,9 @@ def split(values: np.ndarray, base: float) -> tuple[np.ndarray, np.ndarray]:
 
 
 # ---------------------------------------------------------------------- rounding
+@renamed_seed()
 def round_table(table: Table, base: float, method: str = "controlled", rules: Any = None,
-                primary: Any = None, random_state: RandomState = None, mip_gap: float = 0.01,
+                primary: Any = None, seed: RandomState = None, mip_gap: float = 0.01,
                 time_limit: float | None = None) -> RoundingResult:
     """Round every cell of ``table`` to a multiple of ``base`` (zero-restricted).
 
@@ -225,7 +226,7 @@ def round_table(table: Table, base: float, method: str = "controlled", rules: An
     rules, primary : optional
         Sensitivity rules and/or further sensitive cells (as for :func:`sdckit.tabular.suppress`):
         when given, the result carries :func:`audit_rounding`'s intervals of those cells.
-    random_state : int, str, Generator or None
+    seed : int, str, Generator or None
         The randomness of ``method="random"`` (ignored by "controlled").
     mip_gap : float >= 0
         Stop when the rounding's total absolute change is proven within this relative distance of
@@ -263,7 +264,7 @@ def round_table(table: Table, base: float, method: str = "controlled", rules: An
     A = table.equations()
     optimal, gap = True, None
     if method == "random":
-        rng = as_generator(random_state)
+        rng = as_generator(seed)
         up = rng.random(len(values)) < r / base
         up &= r > 0
         optimal = False

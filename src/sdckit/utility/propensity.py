@@ -33,7 +33,7 @@ import pandas as pd
 from sdckit.core.arrays import standardize
 from sdckit.core.errors import DataError, SchemaError
 from sdckit.core.params import Boolean, Interval, IsNone, Options, validated
-from sdckit.core.random import RandomState, as_generator
+from sdckit.core.random import RandomState, as_generator, renamed_seed
 
 #: Inverse strength of the ridge penalty of the logistic model. On standardized features it is
 #: negligible, but it keeps the fit finite when original and release are (nearly) separable.
@@ -78,6 +78,7 @@ def _design(stacked: pd.DataFrame, interactions: bool) -> np.ndarray:
     return design[:, keep]
 
 
+@renamed_seed()
 @validated(model=Options(("logistic", "tree")), interactions=Boolean(), sample=[IsNone(), Interval(int, 2, None)])
 def pmse(
     original: pd.DataFrame,
@@ -87,7 +88,7 @@ def pmse(
     model: str = "logistic",
     interactions: bool = True,
     sample: int | None = None,
-    random_state: RandomState = None,
+    seed: RandomState = None,
 ) -> Propensity:
     """Propensity-score mean squared error of ``released`` against ``original``.
 
@@ -105,7 +106,7 @@ def pmse(
         Fit on a simple random sample of at most this many records of each data set (pMSE and
         its null expectation are then those of the samples; ``sampled`` says how many records
         were used in all). On large files the logistic fit dominates a report's time.
-    random_state : int or Generator
+    seed : int or Generator
         Seeds the samples and the tree's tie-breaking (logistic regression is deterministic).
 
     Examples
@@ -133,7 +134,7 @@ def pmse(
         if frame[cols].isna().to_numpy().any():
             bad = next(c for c in cols if frame[c].isna().any())
             raise DataError(f"pmse cannot handle missing values: column {bad!r} of the {name} data has some; impute or remove them first.")
-    rng = as_generator(random_state, secret=False)
+    rng = as_generator(seed, secret=False)
     sampled = None
     if sample is not None and max(len(original), len(released)) > sample:
         original, released = (frame.iloc[np.sort(rng.choice(len(frame), size=sample, replace=False))]
@@ -157,12 +158,12 @@ def pmse(
     else:
         from sklearn.tree import DecisionTreeClassifier
 
-        seed = int(rng.integers(2**31 - 1))
+        tree_seed = int(rng.integers(2**31 - 1))
         leaf = max(5, n_total // 100)
         if design.shape[1] == 0:
             p = np.full(n_total, c)
         else:
-            p = DecisionTreeClassifier(min_samples_leaf=leaf, random_state=seed).fit(design, labels).predict_proba(design)[:, 1]
+            p = DecisionTreeClassifier(min_samples_leaf=leaf, random_state=tree_seed).fit(design, labels).predict_proba(design)[:, 1]
         k, null = None, None
     value = float(np.mean((p - c) ** 2))
     ratio = value / null if null else None

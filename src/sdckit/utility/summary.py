@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from sdckit.core.params import Options, validated
-from sdckit.core.random import RandomState
+from sdckit.core.random import RandomState, renamed_seed
 from sdckit.utility.il1 import il1
 from sdckit.utility.moments import correlation_difference, mean_abs_correlation_difference, moment_differences
 from sdckit.utility.propensity import pmse
@@ -44,10 +44,11 @@ def utility_loss(
     return float(MEASURES[measure](original, released, columns))
 
 
+@renamed_seed()
 def utility_summary(
     original: pd.DataFrame, released: pd.DataFrame, columns: Sequence[str] | None = None,
     *, moments: pd.DataFrame | None = None, pmse_sample: int | None = None,
-    random_state: RandomState = None,
+    seed: RandomState = None,
 ) -> dict[str, Any]:
     """Every utility measure that applies, as a JSON-ready dict.
 
@@ -56,7 +57,7 @@ def utility_summary(
     (:class:`~sdckit.utility.propensity.Propensity` as a dict) and ``il1`` (``None`` when the
     release does not have the original's records one to one). ``moments``: the
     :func:`~sdckit.utility.moments.moment_differences` of the same columns, if already computed.
-    ``pmse_sample``, ``random_state``: fit pMSE on samples of at most that many records of each
+    ``pmse_sample``, ``seed``: fit pMSE on samples of at most that many records of each
     (see :func:`~sdckit.utility.propensity.pmse`).
     """
     if moments is None:
@@ -71,6 +72,6 @@ def utility_summary(
         "mean_abs_standardized_mean_difference": float(moments["standardized_mean_difference"].abs().mean()),
         "mean_abs_log_var_ratio": float(np.abs(np.log(ratio[finite])).mean()) if finite.any() else None,
         "correlation": _correlation(original, released, cols) if len(cols) > 1 else 0.0,
-        "pmse": pmse(original, released, cols, sample=pmse_sample, random_state=random_state).to_dict(),
+        "pmse": pmse(original, released, cols, sample=pmse_sample, seed=seed).to_dict(),
         "il1": il1(original, released, cols) if aligned else None,
     }
