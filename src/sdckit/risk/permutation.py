@@ -19,7 +19,7 @@ import pandas as pd
 
 from sdckit.permutation.verify import MAX_REPLICATES, N_RANDOM
 from sdckit.core.params import Interval, IsNone, validated
-from sdckit.permutation.verify import VERIFY_RULES
+from sdckit.permutation.rules import VERIFY_RULES
 from sdckit.core.random import RandomState, as_generator, renamed_seed
 
 
