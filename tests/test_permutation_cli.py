@@ -83,3 +83,19 @@ def test_ordinal_columns_with_order(cli, tmp_path):
     assert mine.returncode == 0, mine.stderr
     bad = cli("assess", o, r, "--order", "grade=low")
     assert bad.returncode == 2 and "Bad --order 'grade=low'" in bad.stderr
+
+
+def test_assess_on_a_sample_of_record_pairs(cli, files):
+    """``--records N`` (issue 28 item 6): the assessment runs on N record pairs drawn at random
+    and says so; a sample of one pair is refused in one line."""
+    path, _, _ = files
+    orig, rel = str(path / "orig.csv"), str(path / "rel.csv")
+    out = path / "sampled.json"
+    result = cli("assess", orig, rel, "--seed", "3", "--records", "120", "--json", str(out))
+    assert result.returncode == 0, result.stderr
+    assert "random sample of record pairs" in result.stdout and "120 of 300" in result.stdout
+    data = json.loads(out.read_text())
+    assert data["records"] == 120 and data["n_original"] == 300
+    assert data["linkage"]["correct"] + data["linkage"]["multiple"] + data["linkage"]["wrong"] == 120
+    bad = cli("assess", orig, rel, "--records", "1")
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and "records" in bad.stderr

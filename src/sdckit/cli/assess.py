@@ -62,6 +62,7 @@ def assess(
     manifest: Annotated[Optional[Path], typer.Option("--manifest", help="The release's <stem>.manifest.json: its schema and methods go into the HTML report.")] = None,
     weight: Annotated[Optional[str], typer.Option("--weight", help="Sampling-weight column of the release, for the HTML report's re-identification risk section.")] = None,
     household: Annotated[Optional[str], typer.Option("--household", help="Household-id column of the release, for the report's household risk.")] = None,
+    records: Annotated[Optional[int], typer.Option("--records", help="Assess a simple random sample of this many record pairs (large files; the summary states it).")] = None,
 ) -> None:
     """Verify a release as a maximum-knowledge intruder would (permutation paradigm)."""
     from sdckit.io import read
@@ -71,7 +72,7 @@ def assess(
     recorded = _read_manifest(manifest) if manifest is not None else None
     with progress_bar("assessing", 1) as advance:
         result = assess_release(x, y, parse_columns(columns), null=null, n_random=n_random,
-                                schema=parse_orders(order), seed=seed,
+                                schema=parse_orders(order), seed=seed, records=records,
                                 progress=advance)
     console.print(figures_table(f"Permutation assessment of {released.name}", result.summary(), show_header=False))
     if json_out is not None:
