@@ -23,7 +23,7 @@ app.add_typer(table_app, name="table")
 @table_app.command("protect")
 def protect(
     recipe: Annotated[Path, typer.Argument(help="The table recipe (TOML: [table] or several [[table]], [[rule]], [protection], "
-                                                "[suppression] / [rounding] / [adjustment], [output]).")],
+                                                "[suppression] / [rounding] / [adjustment] / [cell_key], [output]).")],
     out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Output folder (default: the recipe's [output] dir).")] = None,
     fail_unsafe: Annotated[Optional[bool], typer.Option("--fail-unsafe/--no-fail-unsafe", help="Exit with status 1 (after writing the outputs) when a sensitive cell is left unprotected (default: the recipe's fail_unsafe, else off).")] = None,
 ) -> None:
@@ -61,6 +61,14 @@ def protect(
         if result.audit is not None:
             a = result.audit
             t.add_row("sensitive cells protected", f"{a.sensitive - a.unprotected:,} of {a.sensitive:,}")
+    elif kind == "CellKeyTableResult":
+        t = figures_table(f"{recipe.name}: cell key method ({result.measure}s)")
+        t.add_row("cells", f"{len(result.cells):,}")
+        t.add_row("non-empty cells changed", f"{result.measures['changed']:.1%}")
+        if result.measure == "count":
+            t.add_row("mean absolute change", f"{result.measures['mean_abs']:.3g}")
+        else:
+            t.add_row("mean relative change", f"{result.measures['mean_rel']:.3%}")
     else:
         t = figures_table(f"{recipe.name}: controlled tabular adjustment ({result.method}){linked}")
         t.add_row("cells", f"{len(result.cells):,}")

@@ -23,7 +23,8 @@ __all__ = ["AdjustmentResult", "AuditResult", "RoundingAudit", "RoundingResult",
            "sensitivity", "suppress", "LinkedSuppressionResult", "LinkedTables", "audit_linked", "link_tables",
            "suppress_linked", "adjust_linked",
            "GroupDisclosure", "audit_primaries", "suppress_modular",
-           "ptable", "read_ptable", "write_ptable", "record_keys", "cell_key_counts", "cell_key_measures",
+           "ptable", "ptable_numeric", "cell_key_sums", "CellKeySumParams", "read_ptable", "write_ptable",
+           "record_keys", "cell_key_counts", "cell_key_measures",
            "CellKeyMeasures"]
 
 #: Where each public name lives; it is imported on first use (issue 28 item 4, start-up).
@@ -61,6 +62,9 @@ __getattr__, __dir__ = lazy_exports(__name__, {
     "audit_primaries": "sdckit.tabular.modular",
     "suppress_modular": "sdckit.tabular.modular",
     "ptable": "sdckit.tabular.ptable",
+    "ptable_numeric": "sdckit.tabular.ptable",
+    "cell_key_sums": "sdckit.tabular.cellkey_sums",
+    "CellKeySumParams": "sdckit.tabular.cellkey_sums",
     "read_ptable": "sdckit.tabular.ptable",
     "write_ptable": "sdckit.tabular.ptable",
     "record_keys": "sdckit.tabular.cellkey",

@@ -39,7 +39,7 @@ CHUNK = 1 << 20
 _SPLIT = 20  # keys < 10**12 < 2**40 are summed as two 20-bit halves, each exact in float64
 
 
-def _check_digits(digits: object) -> int:
+def check_digits(digits: object) -> int:
     if isinstance(digits, bool) or not isinstance(digits, (int, np.integer)) or not 5 <= digits <= 12:
         raise ParameterError(f"'digits' (decimals of the record keys) must be an integer from 5 to 12; got {digits!r}.")
     return int(digits)
@@ -57,7 +57,7 @@ def record_keys(n: int, seed: RandomState, digits: int = 8) -> np.ndarray:
     """
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
         raise ParameterError(f"'n' (the number of records) must be an integer >= 0; got {n!r}.")
-    digits = _check_digits(digits)
+    digits = check_digits(digits)
     rng = as_generator(seed)
     return rng.integers(0, 10 ** digits, size=int(n), dtype=np.int64) / 10.0 ** digits
 
@@ -86,7 +86,7 @@ def _sum_mod(index: np.ndarray, keys: np.ndarray, size: int, modulus: int) -> np
     return ((high % modulus) * (1 << _SPLIT) + low) % modulus
 
 
-def _roll_up(a: np.ndarray, rollups: list[np.ndarray], modulus: int | None = None) -> np.ndarray:
+def roll_up(a: np.ndarray, rollups: list[np.ndarray], modulus: int | None = None) -> np.ndarray:
     """Map each axis of the leaf array ``a`` to every code of its hierarchy: ``rollups[axis]`` is
     the 0/1 matrix (codes x observed leaves) of "code is the leaf or one of its ancestors"."""
     for axis, up in enumerate(rollups):
@@ -96,7 +96,7 @@ def _roll_up(a: np.ndarray, rollups: list[np.ndarray], modulus: int | None = Non
     return a
 
 
-def _rollup_matrix(h: Hierarchy, leaves: np.ndarray) -> np.ndarray:
+def rollup_matrix(h: Hierarchy, leaves: np.ndarray) -> np.ndarray:
     """Codes x leaves: 1 where the code is the leaf (position in ``h``) or one of its ancestors."""
     up = np.zeros((len(h), len(leaves)), dtype=np.int64)
     for col, pos in enumerate(leaves):
@@ -106,13 +106,52 @@ def _rollup_matrix(h: Hierarchy, leaves: np.ndarray) -> np.ndarray:
     return up
 
 
+def cell_grid(frame: pd.DataFrame, dimensions: Sequence[str], total: str = "Total",
+              hierarchies: Mapping[str, Any] | None = None
+              ) -> tuple[np.ndarray, list[Hierarchy], list[np.ndarray], list[int]]:
+    """The cells of a table over ``dimensions`` (as :func:`cell_key_counts` describes them):
+    each record's leaf cell (C order over the observed codes of each dimension), the dimensions'
+    hierarchies, their roll-up matrices (codes x observed leaves, for :func:`roll_up`) and the
+    leaf shape. Refuses missing codes, a ``total`` that is a code, and over :data:`MAX_CELLS` cells."""
+    dims = list(dimensions)
+    hierarchies = dict(hierarchies or {})
+    if not dims or len(set(dims)) != len(dims):
+        raise ParameterError("'dimensions' must name one or more distinct columns.")
+    missing = [c for c in dims if c not in frame.columns]
+    if missing:
+        raise DataError(f"The records lack the column(s) {missing}.")
+    unknown = sorted(set(hierarchies) - set(dims))
+    if unknown:
+        raise ParameterError(f"'hierarchies' names {unknown}, which are not among the dimensions {dims}.")
+    flat = np.zeros(len(frame), dtype=np.int64)
+    trees, rollups, shape = [], [], []
+    for d in dims:
+        col = frame[d]
+        if col.isna().any():
+            raise DataError(f"Column {d!r} has missing codes; code them (e.g. 'unknown') before tabulating.")
+        idx, uniques = pd.factorize(col, sort=True)
+        names = [str(u).strip() for u in uniques]
+        if d not in hierarchies and total in names:
+            raise ParameterError(f"{total!r} is a code of {d!r} and the code of its total: pass another total=.")
+        h = as_hierarchy(hierarchies.get(d), name=d, codes=names, total=total)
+        rollups.append(rollup_matrix(h, leaf_positions(d, names, h)))
+        trees.append(h)
+        flat *= len(names)
+        flat += idx
+        shape.append(len(names))
+    size = int(np.prod([len(h) for h in trees], dtype=float))
+    if size > MAX_CELLS:
+        raise ParameterError(f"The table has {size:,} cells (over {MAX_CELLS:,}): use fewer dimensions or codes.")
+    return flat, trees, rollups, shape
+
+
 class Lookup:
     """A p-table prepared for repeated lookups (the query service's table mode answers many
     tables from one p-table): :meth:`__call__` is :func:`lookup` without re-checking the table."""
 
     def __init__(self, ptable: pd.DataFrame, digits: int) -> None:
         t = check_ptable(ptable)
-        self.digits = _check_digits(digits)
+        self.digits = check_digits(digits)
         self._scale = max(self.digits, PTABLE_DIGITS)
         ub = np.rint(t["p_int_ub"].to_numpy() * 10.0 ** self._scale).astype(np.int64)
         i, v = t["i"].to_numpy(), t["v"].to_numpy()
@@ -193,38 +232,13 @@ def cell_key_counts(frame: pd.DataFrame, dimensions: Sequence[str], record_key: 
         publication: ``n``, ``cell_key`` and ``pert`` are confidential (the cell keys, with the
         p-table, tell the perturbation).
     """
-    digits = _check_digits(digits)
+    digits = check_digits(digits)
     dims = list(dimensions)
-    hierarchies = dict(hierarchies or {})
-    if not dims or len(set(dims)) != len(dims):
-        raise ParameterError("'dimensions' must name one or more distinct columns.")
-    missing = [c for c in [*dims, record_key, *([weight] if weight else [])] if c not in frame.columns]
+    missing = [c for c in [record_key, *([weight] if weight else [])] if c not in frame.columns]
     if missing:
         raise DataError(f"The records lack the column(s) {missing}.")
-    unknown = sorted(set(hierarchies) - set(dims))
-    if unknown:
-        raise ParameterError(f"'hierarchies' names {unknown}, which are not among the dimensions {dims}.")
     modulus = 10 ** digits
-    flat = np.zeros(len(frame), dtype=np.int64)
-    trees, rollups, shape = [], [], []
-    for d in dims:
-        col = frame[d]
-        if col.isna().any():
-            raise DataError(f"Column {d!r} has missing codes; code them (e.g. 'unknown') before tabulating.")
-        idx, uniques = pd.factorize(col, sort=True)
-        names = [str(u).strip() for u in uniques]
-        if d not in hierarchies and total in names:
-            raise ParameterError(f"{total!r} is a code of {d!r} and the code of its total: pass another total=.")
-        h = as_hierarchy(hierarchies.get(d), name=d, codes=names, total=total)
-        rollups.append(_rollup_matrix(h, leaf_positions(d, names, h)))
-        trees.append(h)
-        flat *= len(names)
-        flat += idx
-        shape.append(len(names))
-    del idx
-    size = int(np.prod([len(h) for h in trees], dtype=float))
-    if size > MAX_CELLS:
-        raise ParameterError(f"The table has {size:,} cells (over {MAX_CELLS:,}): use fewer dimensions or codes.")
+    flat, trees, rollups, shape = cell_grid(frame, dims, total, hierarchies)
     leaves = int(np.prod(shape, dtype=float))
     raw = frame[record_key].to_numpy()
     if weight is not None:
@@ -234,13 +248,13 @@ def cell_key_counts(frame: pd.DataFrame, dimensions: Sequence[str], record_key: 
                             f"{int(np.flatnonzero(~np.isfinite(w))[0])}.")
         wsum = np.bincount(flat, weights=w, minlength=leaves)
     counts, sums = leaf_sums(flat, raw, leaves, digits)  # bounded working memory beyond the codes
-    n = _roll_up(counts.reshape(shape), rollups).ravel()
-    ck = _roll_up(sums.reshape(shape), rollups, modulus).ravel()
+    n = roll_up(counts.reshape(shape), rollups).ravel()
+    ck = roll_up(sums.reshape(shape), rollups, modulus).ravel()
     pert = lookup(ptable, n, ck, digits)
     grid = pd.MultiIndex.from_product([list(h.codes) for h in trees], names=dims).to_frame(index=False)
     out = grid.assign(n=n, cell_key=ck / float(modulus), pert=pert, n_pert=n + pert)
     if weight is not None:
-        weighted = _roll_up(wsum.reshape(shape), [u.astype(float) for u in rollups]).ravel()
+        weighted = roll_up(wsum.reshape(shape), [u.astype(float) for u in rollups]).ravel()
         out["weighted"] = weighted
         out["weighted_pert"] = np.divide((n + pert) * weighted, n, out=np.zeros(len(n)), where=n > 0)
     out.attrs["parents"] = [tuple(h.parents) for h in trees]

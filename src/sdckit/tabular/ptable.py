@@ -58,6 +58,23 @@ def _per_row(value: object, ncat: int, name: str) -> list:
     return list(value)
 
 
+def _row_params(pstay: object, optim: object, mono: object, ncat: int) -> tuple[list, list, list]:
+    """pstay, optim and mono, one per row, checked."""
+    stays = _per_row(pstay, ncat, "pstay")
+    optims = _per_row(optim, ncat, "optim")
+    monos = _per_row(mono, ncat, "mono")
+    for s in stays:
+        if s is not None and not (isinstance(s, (int, float, np.number)) and 0 < s < 1):
+            raise ParameterError(f"'pstay' must be None or a probability with 0 < pstay < 1; got {s!r}.")
+    for o in optims:
+        if o not in (1, 2, 3, 4):
+            raise ParameterError(f"'optim' must be 1 (variance at most V) or 4 (variance equal to V); got {o!r}.")
+    for m in monos:
+        if not isinstance(m, (bool, np.bool_)):
+            raise ParameterError(f"'mono' must be true or false; got {m!r}.")
+    return stays, optims, monos
+
+
 def _solve_row(v: np.ndarray, variance: float, lower: np.ndarray, mono: bool, optim: int) -> np.ndarray:
     """The maximum-entropy probabilities of one row (ptable's ``pt_optim_entropy``)."""
     from scipy.optimize import minimize  # here: importing sdckit.tabular stays light
@@ -80,6 +97,35 @@ def _solve_row(v: np.ndarray, variance: float, lower: np.ndarray, mono: bool, op
                    method="SLSQP", bounds=list(zip(lower, np.ones(n))), constraints=cons,
                    options={"ftol": 1e-16, "maxiter": 2000})
     return np.clip(res.x, lower, 1.0)
+
+
+def _row(i: float, j: np.ndarray, V: float, stay: float | None, optim: int, mono: bool, blocked: bool,
+         label: str) -> pd.DataFrame:
+    """One row of a p-table (ptable's loop in ``pt_create_pTable``): the maximum-entropy
+    probabilities of the targets ``j`` of the original value ``i``, pstay lowered by 0.05 while
+    the variance rounded to 3 decimals is not ``V``, and the cumulative intervals (8 decimals)."""
+    v = np.round(j - i, 4).astype(float)
+    lower = np.full(len(v), EPSILON)
+    if stay is not None:
+        lower[v == 0] = max(float(stay), EPSILON)
+    for attempt in range(20):
+        if attempt:
+            if lower[v == 0].size == 0 or lower[v == 0][0] <= EPSILON:
+                break  # ptable re-solves the same problem here: the same answer
+            lower[v == 0] = np.maximum(lower[v == 0] - 0.05, EPSILON)
+        p = _solve_row(v, V, lower, mono, optim)
+        if blocked or round(float(p @ (v * v)), 3) == V:
+            break
+    var = float(p @ (v * v))
+    if (round(float(p.sum()), 10) != 1.0 or abs(float(p @ v)) > 1e-7 or var > V + 1e-7
+            or (optim == 4 and abs(var - V) > 1e-7)):
+        raise ParameterError(
+            f"No perturbation table meets the constraints for {label}: "
+            "try another V (usually enough), D, js or pstay, or mono=False.")
+    upper = np.cumsum(p)
+    return pd.DataFrame({"i": i, "j": j, "p": p, "v": v,
+                         "p_int_lb": np.round(upper - p, PTABLE_DIGITS),
+                         "p_int_ub": np.round(upper, PTABLE_DIGITS)})
 
 
 def ptable(D: int, V: float, js: int = 0, pstay: float | Sequence[float] | None = None,
@@ -122,50 +168,84 @@ def ptable(D: int, V: float, js: int = 0, pstay: float | Sequence[float] | None 
         raise ParameterError(f"'js' (counts 1..js are never produced) must be an integer >= 0; got {js!r}.")
     D, js, V = int(D), int(js), float(V)
     ncat = D if js == 0 else D + js + 1
-    stays = _per_row(pstay, ncat, "pstay")
-    optims = _per_row(optim, ncat, "optim")
-    monos = _per_row(mono, ncat, "mono")
-    for s in stays:
-        if s is not None and not (isinstance(s, (int, float, np.number)) and 0 < s < 1):
-            raise ParameterError(f"'pstay' must be None or a probability with 0 < pstay < 1; got {s!r}.")
-    for o in optims:
-        if o not in (1, 2, 3, 4):
-            raise ParameterError(f"'optim' must be 1 (variance at most V) or 4 (variance equal to V); got {o!r}.")
-    for m in monos:
-        if not isinstance(m, (bool, np.bool_)):
-            raise ParameterError(f"'mono' must be true or false; got {m!r}.")
+    stays, optims, monos = _row_params(pstay, optim, mono, ncat)
 
     rows = [pd.DataFrame({"i": [0], "j": [0], "p": [1.0], "v": [0], "p_int_lb": [0.0], "p_int_ub": [1.0]})]
+    label = f"D={D}, V={V}, js={js}, pstay={pstay}"
     for i in range(1, ncat + 1):
         j = np.arange(max(i - D, 0), i + D + 1)
         j = j[(j == 0) | (j > js)]
-        v = (j - i).astype(float)
-        lower = np.full(len(v), EPSILON)
-        stay = stays[i - 1]
-        if stay is not None:
-            lower[v == 0] = max(float(stay), EPSILON)
-        for attempt in range(20):
-            if attempt:
-                if lower[v == 0].size == 0 or lower[v == 0][0] <= EPSILON:
-                    break  # ptable re-solves the same problem here: the same answer
-                lower[v == 0] = np.maximum(lower[v == 0] - 0.05, EPSILON)
-            p = _solve_row(v, V, lower, bool(monos[i - 1]), int(optims[i - 1]))
-            if i <= js or round(float(p @ (v * v)), 3) == V:
-                break
-        var = float(p @ (v * v))
-        if (round(float(p.sum()), 10) != 1.0 or abs(float(p @ v)) > 1e-7 or var > V + 1e-7
-                or (int(optims[i - 1]) == 4 and abs(var - V) > 1e-7)):
-            raise ParameterError(
-                f"No perturbation table meets the constraints for D={D}, V={V}, js={js}, pstay={pstay}: "
-                "try another V (usually enough), D, js or pstay, or mono=False.")
-        upper = np.cumsum(p)
-        rows.append(pd.DataFrame({"i": i, "j": j, "p": p, "v": j - i,
-                                  "p_int_lb": np.round(upper - p, PTABLE_DIGITS),
-                                  "p_int_ub": np.round(upper, PTABLE_DIGITS)}))
+        rows.append(_row(i, j, V, stays[i - 1], int(optims[i - 1]), bool(monos[i - 1]), i <= js, label))
     out = pd.concat(rows, ignore_index=True)
     out["p"] = out["p_int_ub"] - out["p_int_lb"]
     out["type"] = "all"
     out[["i", "j", "v"]] = out[["i", "j", "v"]].astype(np.int64)
+    return out[COLUMNS]
+
+
+NUMERIC_TYPES = ("all", "even", "odd", "small_cells")
+
+
+def ptable_numeric(D: int, V: float, icat: Sequence[int], step: int = 2, optim: int | Sequence[int] = 1,
+                   mono: bool | Sequence[bool] = True, type: str = "all") -> pd.DataFrame:
+    """The perturbation table of ``ptable::create_num_ptable(D, V, icat, step, optim, mono, type)``.
+
+    A p-table for magnitude tables (the cell key method's flex function, :func:`sdckit.tabular.
+    cell_key_sums`): rows ``i = 0`` and every ``i`` of ``icat``; the perturbation values
+    ``v`` run from ``max(i - D, 0) - i`` to ``D`` in steps of ``1 / step`` (rounded to 4
+    decimals, as ptable), each row the maximum-entropy distribution with mean 0 and variance at
+    most ``V`` (``= V`` with ``optim = 4``), as :func:`ptable` solves it (``pstay`` and ``js``
+    do not apply: ptable ignores them for magnitude tables). A value ``a`` between two ``i`` is
+    looked up in both rows and the two ``v`` interpolated linearly (cellKey).
+
+    Parameters
+    ----------
+    D
+        Maximum perturbation (a positive int).
+    V
+        Variance of the perturbation (> 0).
+    icat
+        The rows (interpolation points): integers from 1 to ``D`` that include 1 and ``D``.
+    step
+        Perturbation values per unit (``D * step < 50``).
+    optim, mono
+        As :func:`ptable`, one value or one per entry of ``icat``.
+    type
+        ``"all"``, ``"even"``, ``"odd"`` (cells with an even / odd number of contributors) or
+        ``"small_cells"`` (cellKey's separation: cells below the separation point).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``i, j, p, v, p_int_lb, p_int_ub, type``, rows by ``i`` then ``j``.
+    """
+    if isinstance(D, bool) or not isinstance(D, (int, np.integer)) or D < 1:
+        raise ParameterError(f"'D' (the maximum perturbation) must be a positive integer; got {D!r}.")
+    if isinstance(V, bool) or not isinstance(V, (int, float, np.number)) or not V > 0 or not math.isfinite(V):
+        raise ParameterError(f"'V' (the perturbation variance) must be a positive number; got {V!r}.")
+    if isinstance(step, bool) or not isinstance(step, (int, np.integer)) or step < 1:
+        raise ParameterError(f"'step' (perturbation values per unit) must be a positive integer; got {step!r}.")
+    if D * step >= 50:
+        raise ParameterError(f"'D' times 'step' must be below 50 (ptable's limit); got {D} x {step}: reduce either.")
+    try:
+        cats = sorted({int(c) for c in icat if float(c) == int(c)})
+    except (TypeError, ValueError):
+        cats = []
+    if not cats or len(cats) != len(set(icat)) or 1 not in cats or D not in cats or max(cats) > D:
+        raise ParameterError(f"'icat' must be integers from 1 to D={D} including 1 and D, e.g. [1, {D}]; got {icat!r}.")
+    if type not in NUMERIC_TYPES:
+        raise ParameterError(f"'type' must be one of {list(NUMERIC_TYPES)}; got {type!r}.")
+    D, step, V = int(D), int(step), float(V)
+    _, optims, monos = _row_params(None, optim, mono, len(cats))
+    rows = [pd.DataFrame({"i": [0.0], "j": [0.0], "p": [1.0], "v": [0.0], "p_int_lb": [0.0], "p_int_ub": [1.0]})]
+    label = f"D={D}, V={V}, icat={cats}, step={step}"
+    for r, i in enumerate(cats):
+        lo = max(i - D, 0)
+        j = np.round(lo + np.arange(round((i + D - lo) * step) + 1) / step, 4)
+        rows.append(_row(float(i), j, V, None, int(optims[r]), bool(monos[r]), False, label))
+    out = pd.concat(rows, ignore_index=True)
+    out["p"] = out["p_int_ub"] - out["p_int_lb"]
+    out["type"] = type
     return out[COLUMNS]
 
 

@@ -22,7 +22,7 @@ A recipe::
     n = 3
 
     [protection]
-    method = "suppression"             # or "rounding", "adjustment" (default: suppression)
+    method = "suppression"             # or "rounding", "adjustment", "cell_key" (sdckit.tabular.recipe_ckm)
 
     [suppression]
     method = "optimal"                 # or "fast"
@@ -74,6 +74,7 @@ from sdckit.io import tauargus
 from sdckit.tabular.build_duckdb import file_codes
 from sdckit.tabular.cta import adjust_table
 from sdckit.tabular.hierarchy import Hierarchy
+from sdckit.tabular.recipe_ckm import CELL_KEY_KEYS, run_cell_key_recipe
 from sdckit.tabular.linked import LinkedTables, adjust_linked, link_tables, suppress_linked
 from sdckit.tabular.rounding import round_table
 from sdckit.tabular.rules import PQ, Dominance, Manual, MinFrequency, PPercent, Rule
@@ -90,15 +91,16 @@ _TABLE_KEYS = ("name", "input", "dimensions", "response", "weight", "holding", "
                "missing_codes", "missing_is_safe")
 #: The keys each section takes, and the values of its enumerated keys.
 _SECTIONS: dict[str, dict[str, tuple | None]] = {
-    "protection": {"method": ("suppression", "rounding", "adjustment")},
+    "protection": {"method": ("suppression", "rounding", "adjustment", "cell_key")},
     "suppression": {"method": ("optimal", "fast"), "cost": ("value", "freq", "unity"), "time_limit": None},
     "rounding": {"base": None, "method": ("controlled", "random"), "mip_gap": None, "time_limit": None,
                  "seed": None, "allow_weak_seed": None},
     "adjustment": {"method": ("milp", "fast"), "cost": ("unity", "inverse"), "mip_gap": None,
                    "time_limit": None, "integer": None},
+    "cell_key": CELL_KEY_KEYS,
     "output": {"dir": None, "cells": None},
 }
-PROTECTIONS = ("suppression", "rounding", "adjustment")
+PROTECTIONS = ("suppression", "rounding", "adjustment", "cell_key")
 
 
 @dataclass(frozen=True)
@@ -432,6 +434,8 @@ def protection_verdict(result: Any) -> tuple[bool, str]:
     its protection level, which :func:`~sdckit.tabular.cta.adjust_table` checks before it returns.
     """
     audit = getattr(result, "audit", None)
+    if hasattr(result, "verdict"):  # the cell key method: no sensitivity rule
+        return True, result.verdict
     if hasattr(result, "primaries"):  # suppression: its audit counts the unprotected primaries
         total, unprotected = int(result.primaries), int(audit.unprotected)
         what = "primary cells"
@@ -453,6 +457,8 @@ def run_table_recipe(path: str | Path, out_dir: str | Path | None = None) -> tup
     tables together), and write the cell file(s), the published view(s), the manifest and the HTML
     report into the output folder. Returns the result and the paths."""
     recipe = load_table_recipe(path, out_dir)
+    if recipe.protection == "cell_key":
+        return run_cell_key_recipe(recipe, recipe_hierarchy)
     t0 = time.perf_counter()
     table = build_tables(recipe)
     result = protect_tables(recipe, table)
