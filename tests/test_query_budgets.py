@@ -167,3 +167,26 @@ def test_zcdp_charges_are_exact_fractions_summing_to_what_was_asked(service):
 def test_a_budget_has_one_definition(tmp_path):
     with pytest.raises(ParameterError, match="one definition"):
         State(tmp_path / "s.db").add_analyst("x", "dp", "1", 0, None, "1")
+
+
+def test_analyst_add_cli_fixes_the_definition_and_budget_states_it(tmp_path, capsys):
+    from sdckit.cli import main
+
+    make_data(tmp_path)
+    config = write_config(tmp_path)
+
+    def cli(*args: str) -> tuple[int, str]:
+        try:
+            main(list(args))
+            code = 0
+        except SystemExit as exc:
+            code = exc.code or 0
+        return code, capsys.readouterr().out
+
+    assert cli("analyst", "add", str(config), "zed", "--mode", "dp", "--rho", "0.5")[0] == 0
+    assert cli("analyst", "add", str(config), "apx", "--mode", "dp", "--epsilon", "1", "--delta", "1e-6")[0] == 0
+    assert cli("analyst", "add", str(config), "bad", "--mode", "dp", "--epsilon", "1", "--rho", "1")[0] == 2
+    code, out = cli("analyst", "budget", str(config), "zed")
+    assert code == 0 and "rho-zCDP" in out and "rho total 0.5, spent 0, remaining 0.5" in out
+    code, out = cli("analyst", "budget", str(config), "apx")
+    assert "(epsilon, delta)-DP" in out and "delta total 0.000001" in out

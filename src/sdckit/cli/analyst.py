@@ -81,16 +81,23 @@ def list_(service: Service) -> None:
     """Every analyst with mode, tables and budget."""
     state, _ = _state(service)
     table = Table(title="analysts")
-    for column in ("name", "mode", "key", "tables", "definition", "epsilon total", "spent", "remaining", "rho total", "rho spent"):
+    for column in ("name", "mode", "key", "tables", "budget", "spent", "remaining"):
         table.add_column(column)
     for a in state.analysts():
         b = a.budget()
         exact = b.get("exact", {})
         table.add_row(a.name, a.mode, "revoked" if state.revoked(a.name) else "active",
                       ", ".join(a.tables) if a.tables else "all",
-                      b.get("definition", "-"), exact.get("epsilon_total", "-"), exact.get("epsilon_spent", "-"),
-                      exact.get("epsilon_remaining", "-"), exact.get("rho_total", "-"), exact.get("rho_spent", "-"))
+                      *(_amounts(exact, part) for part in ("total", "spent", "remaining")))
     console.print(table)
+
+
+def _amounts(exact: dict[str, str], part: str) -> str:
+    """``"1"`` (pure epsilon), ``"eps 1, delta 1e-6"`` or ``"rho 1"``: one part of a budget."""
+    names = [k[:-6] for k in exact if k.endswith("_total")]
+    if names == ["epsilon"]:
+        return exact["epsilon_" + part]
+    return ", ".join(f"{'eps' if n == 'epsilon' else n} {exact[n + '_' + part]}" for n in names) or "-"
 
 
 @analyst_app.command("budget")
@@ -102,7 +109,7 @@ def budget(service: Service, name: Annotated[str, typer.Argument(help="The analy
     if json_out:
         typer.echo(json.dumps(b))
         return
-    if b["epsilon_total"] is None:
+    if b["mode"] != "dp":
         typer.echo(f"{name}: restricted mode (exact answers), no epsilon budget")
         return
     e = b["exact"]
