@@ -12,6 +12,20 @@ and times the next ones (membership vectors from DuckDB + ``Auditor.check``).
 Goals: COUNT/SUM p50 < 25 ms at 1e6 rows; auditor < 50 ms per query after 1,000 queries.
 
     python benchmarks/bench_query.py [--rows 1000000 10000000] [--queries 10000] [--clients 8]
+
+Accuracy against Tumult Analytics (issue 32): ``--vs tumult`` answers COUNT(*), SUM(income) and
+AVG(income) (income clamped to [0, 200000]) on the first ``--rows`` table (default 1e6 rows, one row
+per person, add/remove-one-person neighbours) ``--reps`` times (200) and prints the median absolute
+errors, under pure epsilon-DP (epsilon 1 per query: sdckit's exact Laplace/geometric noise, the
+budget split equally over a query's measurements) and rho-zCDP (rho 1/2 = epsilon**2 / 2 per query:
+sdckit's discrete Gaussian), and Tumult's (``PureDPBudget(1)``, ``RhoZCDPBudget(0.5)``,
+``AddOneRow``) beside them when ``tmlt.analytics`` is importable; sdckit alone otherwise. sdckit's
+figures are computed in process from the true counts and sums (the noise the service adds; no
+HTTP). Tumult is not a dependency: it needs pyspark and Java and pins numpy < 2 and pandas < 2
+(``pip install --dry-run tmlt.analytics`` resolves to tmlt.analytics 0.21, pyspark 3.5, numpy
+1.26.4, pandas 1.5.3), so it is installed, if at all, in a separate environment.
+
+    python benchmarks/bench_query.py --vs tumult [--rows 1000000] [--reps 200]
 """
 
 from __future__ import annotations
@@ -160,8 +174,101 @@ def audit_timing(config: Path, answered: int, timed: int) -> tuple[float, float,
     return 1000 * total / timed, 1000 * check / timed, allowed, refused
 
 
+ACCURACY_SQL = {"COUNT": "SELECT COUNT(*) FROM census", "SUM": "SELECT SUM(income) FROM census",
+                "AVG": "SELECT AVG(income) FROM census"}
+DEFINITIONS = {"pure": "pure epsilon-DP, epsilon 1 per query", "zcdp": "rho-zCDP, rho 1/2 per query"}
+
+
+def sdckit_errors(table: Path, reps: int) -> dict[str, dict[str, float]]:
+    """Median absolute errors of sdckit's COUNT, SUM, AVG per definition (in process)."""
+    from fractions import Fraction
+
+    from sdckit.query import noisy, noisy_gaussian
+    from sdckit.query.config import load_config
+    from sdckit.query.data import Database
+    from sdckit.query.generate import aggregate_sql
+    from sdckit.query.sql import parse
+
+    config = write_config(table.parent, table)
+    db = Database(load_config(config))
+    t = db.config.tables["census"]
+    rng = np.random.default_rng()
+    frame = pd.read_parquet(table, columns=["income"])
+    clamped = frame["income"].clip(0, 200_000).to_numpy(dtype=float)
+    truth = {"COUNT": float(len(clamped)), "SUM": float(clamped.sum()), "AVG": float(clamped.mean())}
+    out: dict[str, dict[str, float]] = {d: {} for d in DEFINITIONS}
+    try:
+        for what, sql in ACCURACY_SQL.items():
+            q = parse(sql, db.config)
+            plans = {"pure": noisy.plan(q, t, Fraction(1)),
+                     "zcdp": noisy_gaussian.plan(q, t, "zcdp", rho=Fraction(1, 2))}
+            counts, sums = noisy.exact_cells(plans["pure"], t, db.aggregate(aggregate_sql(q, t, "dp")))
+            for d, p in plans.items():
+                errors = []
+                for _ in range(reps):
+                    if d == "pure":
+                        value = noisy.answer_cells(p, t, counts, sums, rng)["rows"][0][0]
+                    else:
+                        value = noisy_gaussian.answer_cells(p, counts, sums, rng)["rows"][0][0]
+                    errors.append(abs(value - truth[what]))
+                out[d][what] = float(np.median(errors))
+    finally:
+        db.close()
+    return out
+
+
+def tumult_errors(table: Path, reps: int) -> dict[str, dict[str, float]] | None:
+    """Tumult Analytics' median absolute errors, or ``None`` when it is not importable."""
+    try:
+        from pyspark.sql import SparkSession
+        from tmlt.analytics.privacy_budget import PureDPBudget, RhoZCDPBudget
+        from tmlt.analytics.protected_change import AddOneRow
+        from tmlt.analytics.query_builder import QueryBuilder
+        from tmlt.analytics.session import Session
+    except ImportError:
+        return None
+    spark = SparkSession.builder.getOrCreate()
+    frame = pd.read_parquet(table)
+    clamped = frame["income"].clip(0, 200_000).to_numpy(dtype=float)
+    truth = {"COUNT": float(len(clamped)), "SUM": float(clamped.sum()), "AVG": float(clamped.mean())}
+    sdf = spark.createDataFrame(frame)
+    queries = {"COUNT": QueryBuilder("census").count(),
+               "SUM": QueryBuilder("census").sum("income", low=0, high=200_000),
+               "AVG": QueryBuilder("census").average("income", low=0, high=200_000)}
+    out: dict[str, dict[str, float]] = {}
+    for d, (total, each) in {"pure": (PureDPBudget(float("inf")), PureDPBudget(1)),
+                             "zcdp": (RhoZCDPBudget(float("inf")), RhoZCDPBudget(0.5))}.items():
+        session = Session.from_dataframe(privacy_budget=total, source_id="census", dataframe=sdf,
+                                         protected_change=AddOneRow())
+        out[d] = {}
+        for what, query in queries.items():
+            errors = [abs(float(session.evaluate(query, each).toPandas().iloc[0, 0]) - truth[what]) for _ in range(reps)]
+            out[d][what] = float(np.median(errors))
+    return out
+
+
+def vs_tumult(rows: int, reps: int) -> None:
+    print(f"accuracy: {rows:,} rows (one per person), income clamped to [0, 200000], {reps} repetitions, "
+          "median absolute error")
+    with tempfile.TemporaryDirectory() as tmp:
+        table = make_table(Path(tmp), rows)
+        ours = sdckit_errors(table, reps)
+        theirs = tumult_errors(table, reps)
+    if theirs is None:
+        print("tmlt.analytics is not importable here (it needs pyspark and Java and pins numpy < 2, pandas < 2; "
+              "not a dependency of sdckit): sdckit alone")
+    for d, label in DEFINITIONS.items():
+        for what in ACCURACY_SQL:
+            line = f"{label:>38}  {what:>5}: sdckit {ours[d][what]:12.4f}"
+            if theirs is not None:
+                line += f"   Tumult {theirs[d][what]:12.4f}"
+            print(line)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
+    parser.add_argument("--vs", choices=["tumult"], help="compare accuracy with Tumult Analytics (issue 32)")
+    parser.add_argument("--reps", type=int, default=200, help="repetitions per query (--vs)")
     parser.add_argument("--rows", type=float, nargs="+", default=[1e6, 1e7])
     parser.add_argument("--queries", type=int, default=10_000)
     parser.add_argument("--clients", type=int, default=8)
@@ -171,6 +278,9 @@ def main() -> None:
     parser.add_argument("--no-audit", action="store_true", help="skip the restricted-mode timing")
     parser.add_argument("--single", type=int, default=200, help="queries from one client first (0: none)")
     args = parser.parse_args()
+    if args.vs:
+        vs_tumult(int(args.rows[0]), args.reps)
+        return
     print(f"cpus {os.cpu_count()}, load average {os.getloadavg()[0]:.1f}, {args.queries} queries from "
           f"{args.clients} clients per size, state database sync = {args.sync}")
     for rows in args.rows:

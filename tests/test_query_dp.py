@@ -65,9 +65,9 @@ def test_the_budget_split_is_stated_and_never_exceeds_epsilon(tmp_path):
     assert sum(Fraction(s) for s in p.shares.values()) <= Fraction(3, 10)
     assert p.shares["count"] == pytest.approx(0.15)
     assert p.count_scale == pytest.approx(1 / 0.15, rel=1e-6) and p.count_scale >= 1 / 0.15
-    assert p.sum_scales["v"] == pytest.approx(10 / 0.15, rel=1e-9) and p.sum_scales["v"] >= 10 / 0.15
+    assert p.sum_scales["v"] == pytest.approx(5 / 0.15, rel=1e-9) and p.sum_scales["v"] >= 5 / 0.15  # AVG: deviations from m = 5
     text = p.mechanism()
-    assert "split equally over 2 measurement(s)" in text and "AVG = noisy SUM / max(noisy COUNT, 1)" in text
+    assert "split equally over 2 measurement(s)" in text and "AVG = m + noisy SUM(x - m) / max(noisy COUNT, 1)" in text
 
 
 def test_an_epsilon_too_small_to_sample_is_refused_before_charging(tmp_path):

@@ -113,3 +113,18 @@ def test_readme_table_service_runs_as_written(tmp_path, monkeypatch, capsys):
         assert first[:2] == ["Total", "Total"] and abs(first[2] - 304) <= 3
     finally:
         server.stop()
+
+
+def test_readme_budget_definitions_run_as_written(tmp_path, monkeypatch, capsys):
+    """The budget definitions' example: a rho-zCDP analyst's query charges rho 1/8 of 1/2 exactly;
+    an (epsilon, delta) analyst's answer and budget state the definition and the delta left."""
+    bash, python = _blocks("query-budgets", "query-budgets-client")
+    (tmp_path / "src").symlink_to(ROOT / "src")
+    monkeypatch.chdir(tmp_path)
+    server, port_used, outputs = _run_bash(bash, tmp_path, capsys, 8002)
+    try:
+        assert "rho spent 0.125, remaining 0.375 (rho-zCDP)" in outputs[-1]
+        printed = _run_python(python, 8002, port_used)
+        assert printed == ["approx 0.0000009", "approximate (epsilon, delta)-DP, basic composition"]
+    finally:
+        server.stop()

@@ -308,7 +308,7 @@ def test_client_returns_a_dataframe(service):
         assert isinstance(frame, pd.DataFrame)
         assert list(frame.columns) == ["region", "mean_age"] and list(frame.region) == ["N", "S", "E", "W"]
         assert frame.mean_age.between(0, 120).all()
-        assert frame.attrs["epsilon_spent"] == 0.5 and "AVG = noisy SUM" in frame.attrs["mechanism"]
+        assert frame.attrs["epsilon_spent"] == 0.5 and "AVG = m + noisy SUM(x - m)" in frame.attrs["mechanism"]
         with pytest.raises(QueryError, match="400.*JOIN"):
             client.sql("SELECT COUNT(*) FROM census JOIN other", epsilon=0.1)
 

@@ -40,11 +40,13 @@ def add(
     name: Annotated[str, typer.Argument(help="The analyst's name.")],
     mode: Annotated[str, typer.Option("--mode", help="dp (noisy answers under a budget) or restricted (exact answers, audited).")],
     epsilon: Annotated[Optional[str], typer.Option("--epsilon", help="Total epsilon budget (dp mode), e.g. 1.0 or 1/3.")] = None,
-    delta: Annotated[Optional[str], typer.Option("--delta", help="Total delta (dp mode; the service's mechanisms are pure epsilon-DP).")] = None,
+    delta: Annotated[Optional[str], typer.Option("--delta", help="Total delta (dp mode): with --epsilon, an (epsilon, delta)-DP budget (Gaussian noise, basic composition).")] = None,
+    rho: Annotated[Optional[str], typer.Option("--rho", help="Total rho (dp mode, alone): a rho-zCDP budget (Gaussian noise).")] = None,
     tables: Annotated[Optional[str], typer.Option("--tables", help="Tables the analyst may query, comma-separated (default: all).")] = None,
 ) -> None:
     """Create an analyst and print its new API key, alone on stdout, once: only a salted scrypt
-    hash of it is stored."""
+    hash of it is stored. A dp budget has one definition, fixed now: --epsilon (pure epsilon-DP),
+    --epsilon and --delta ((epsilon, delta)-DP) or --rho (rho-zCDP)."""
     state, known = _state(service)
     chosen = None
     if tables is not None:
@@ -53,7 +55,7 @@ def add(
             if t not in known:
                 raise ParameterError(f"The '--tables' option names {t!r}, which the service does not serve "
                                      f"({', '.join(known)}).")
-    key = state.add_analyst(name, mode, epsilon, delta if delta is not None else 0, chosen)
+    key = state.add_analyst(name, mode, epsilon, delta if delta is not None else 0, chosen, rho)
     typer.echo(key)
 
 
@@ -79,15 +81,23 @@ def list_(service: Service) -> None:
     """Every analyst with mode, tables and budget."""
     state, _ = _state(service)
     table = Table(title="analysts")
-    for column in ("name", "mode", "key", "tables", "epsilon total", "spent", "remaining"):
+    for column in ("name", "mode", "key", "tables", "budget", "spent", "remaining"):
         table.add_column(column)
     for a in state.analysts():
         b = a.budget()
         exact = b.get("exact", {})
         table.add_row(a.name, a.mode, "revoked" if state.revoked(a.name) else "active",
                       ", ".join(a.tables) if a.tables else "all",
-                      exact.get("epsilon_total", "-"), exact.get("epsilon_spent", "-"), exact.get("epsilon_remaining", "-"))
+                      *(_amounts(exact, part) for part in ("total", "spent", "remaining")))
     console.print(table)
+
+
+def _amounts(exact: dict[str, str], part: str) -> str:
+    """``"1"`` (pure epsilon), ``"eps 1, delta 1e-6"`` or ``"rho 1"``: one part of a budget."""
+    names = [k[:-6] for k in exact if k.endswith("_total")]
+    if names == ["epsilon"]:
+        return exact["epsilon_" + part]
+    return ", ".join(f"{'eps' if n == 'epsilon' else n} {exact[n + '_' + part]}" for n in names) or "-"
 
 
 @analyst_app.command("budget")
@@ -99,11 +109,13 @@ def budget(service: Service, name: Annotated[str, typer.Argument(help="The analy
     if json_out:
         typer.echo(json.dumps(b))
         return
-    if b["epsilon_total"] is None:
+    if b["mode"] != "dp":
         typer.echo(f"{name}: restricted mode (exact answers), no epsilon budget")
         return
     e = b["exact"]
-    typer.echo(f"{name}: epsilon total {e['epsilon_total']}, spent {e['epsilon_spent']}, remaining {e['epsilon_remaining']}")
+    names = [k[:-6] for k in e if k.endswith("_total")]
+    typer.echo(f"{name}: {b['definition_text']}; " + "; ".join(
+        f"{n} total {e[n + '_total']}, spent {e[n + '_spent']}, remaining {e[n + '_remaining']}" for n in names))
 
 
 @analyst_app.command("log")

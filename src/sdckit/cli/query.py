@@ -20,6 +20,8 @@ def query(
     url: Annotated[str, typer.Option("--url", help="The service, e.g. http://127.0.0.1:8000.")],
     key_file: Annotated[Path, typer.Option("--key-file", help="File holding the API key (`sdckit analyst add` printed it).")],
     epsilon: Annotated[Optional[str], typer.Option("--epsilon", help="Budget this query spends (dp mode).")] = None,
+    delta: Annotated[Optional[str], typer.Option("--delta", help="Delta this query spends (an (epsilon, delta)-DP analyst).")] = None,
+    rho: Annotated[Optional[str], typer.Option("--rho", help="Rho this query spends (a rho-zCDP analyst).")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the service's JSON answer.")] = False,
 ) -> None:
     """Send SQL to the query service and print the answer with its budget and noise."""
@@ -29,14 +31,8 @@ def query(
         key = key_file.read_text(encoding="utf-8").strip()
     except OSError:
         raise ParameterError(f"The '--key-file' {key_file} cannot be read.") from None
-    eps = None
-    if epsilon is not None:
-        try:
-            eps = float(epsilon)
-        except ValueError:
-            eps = epsilon  # exact forms such as "1/3" are read by the service
-    with Client(url, key) as client:
-        payload = client.query(sql, eps)
+    with Client(url, key) as client:  # exact forms such as "0.1" or "1/3" are read by the service
+        payload = client.query(sql, epsilon, delta, rho)
     if json_out:
         typer.echo(json.dumps(payload))
         return
@@ -47,6 +43,9 @@ def query(
         table.add_row(*["" if v is None else (f"{v:.6g}" if isinstance(v, float) else str(v)) for v in row])
     console.print(table)
     console.print(f"mechanism: {payload.get('mechanism', '')}")
-    if payload.get("epsilon_remaining") is not None:
+    if payload.get("rho_remaining") is not None:
+        console.print(f"rho spent {payload['exact']['rho_spent']}, remaining {payload['exact']['rho_remaining']} (rho-zCDP)"
+                      + (" (cached answer)" if payload.get("cached") else ""))
+    elif payload.get("epsilon_remaining") is not None:
         console.print(f"epsilon spent {payload['epsilon_spent']:g}, remaining {payload['epsilon_remaining']:g}"
                       + (" (cached answer)" if payload.get("cached") else ""))

@@ -41,14 +41,17 @@ class BudgetExceeded(SdcError):
     the budget: the caller's memory, the command line's ledger file or the query service's state
     database. It is an :class:`SdcError` (the CLI prints one line and exits 2; the query service
     answers 403) but not a :class:`ParameterError` or :class:`ValueError`: every parameter may be
-    right, and the same request may pass against another budget. ``remaining`` and
-    ``remaining_delta`` are what was left of the budget when the charge was refused.
+    right, and the same request may pass against another budget. ``remaining``,
+    ``remaining_delta`` and (a rho-zCDP budget) ``remaining_rho`` are what was left of the budget
+    when the charge was refused.
     """
 
-    def __init__(self, message: str, remaining: Any = None, remaining_delta: Any = None) -> None:
+    def __init__(self, message: str, remaining: Any = None, remaining_delta: Any = None,
+                 remaining_rho: Any = None) -> None:
         super().__init__(message)
         self.remaining = remaining
         self.remaining_delta = remaining_delta
+        self.remaining_rho = remaining_rho
 
 
 class PrivacyWarning(UserWarning):

@@ -30,10 +30,19 @@ and :class:`sdckit.query.state.SqliteStore` (an analyst's row of the query servi
 database, in the group commit's transaction). A budget declared with an epsilon above
 :data:`UNUSUAL_EPSILON` (10) draws one :class:`~sdckit.core.errors.PrivacyWarning` per declaring
 call (:func:`budget_totals`), as OpenDP warns on an unusual privacy loss.
+
+**Budget definitions** (issue 32). A budget is in one definition: pure epsilon-DP (delta 0),
+approximate (epsilon, delta)-DP (basic composition, as above), or rho-zero-concentrated DP
+(Bun & Steinke 2016): a :class:`Budget` with ``rho`` set counts rho instead, and rho-zCDP
+mechanisms compose by adding their rhos exactly (Bun & Steinke 2016, Lemma 2.3), so the total
+is exact, not a bound. :func:`zcdp_delta` converts rho-zCDP to (epsilon, delta)-DP (Canonne,
+Kamath & Steinke 2020, Corollary 13) and :func:`rho_for` back (the largest rho whose conversion
+is within (epsilon, delta)); pure epsilon-DP is (epsilon**2 / 2)-zCDP exactly.
 """
 
 from __future__ import annotations
 
+import math
 import threading
 import warnings
 from collections.abc import Hashable, Iterator, Mapping
@@ -66,11 +75,19 @@ class Budget:
     delta: Fraction
     spent: Fraction
     spent_delta: Fraction
+    #: A rho-zCDP budget's total rho (then epsilon and delta are 0); ``None``: not a zCDP budget.
+    rho: Fraction | None = None
+    spent_rho: Fraction = Fraction(0)
 
     @property
     def remaining(self) -> Fraction:
         """Epsilon left."""
         return self.epsilon - self.spent
+
+    @property
+    def remaining_rho(self) -> Fraction | None:
+        """Rho left (a zCDP budget), else ``None``."""
+        return None if self.rho is None else self.rho - self.spent_rho
 
     @property
     def remaining_delta(self) -> Fraction:
@@ -143,13 +160,22 @@ class Accountant:
             return self.store.read()
 
     @staticmethod
-    def refusal(budget: Budget, epsilon: Fraction, delta: Fraction, label: str) -> BudgetExceeded | None:
-        """The refusal of charging ``(epsilon, delta)`` on ``label`` against ``budget``, or ``None``
-        if it fits (the one place the message is written)."""
+    def refusal(budget: Budget, epsilon: Fraction, delta: Fraction, label: str,
+                rho: Fraction = Fraction(0)) -> BudgetExceeded | None:
+        """The refusal of charging ``(epsilon, delta)`` (or ``rho``) on ``label`` against
+        ``budget``, or ``None`` if it fits (the one place the message is written)."""
         over_eps = budget.spent + epsilon > budget.epsilon
         over_delta = budget.spent_delta + delta > budget.delta
-        if not (over_eps or over_delta):
+        over_rho = budget.rho is not None and budget.spent_rho + rho > budget.rho
+        if not (over_eps or over_delta or over_rho):
             return None
+        if over_rho:
+            return BudgetExceeded(
+                f"Spending rho={exact_text(rho)} on {label!r} would exceed the rho-zCDP budget: "
+                f"{exact_text(budget.spent_rho)} of rho {exact_text(budget.rho)} is spent, "
+                f"{exact_text(budget.remaining_rho)} remains. Ask for a smaller rho, or for a fresh budget only "
+                "if the data protector's policy allows it.", budget.remaining, budget.remaining_delta,
+                budget.remaining_rho)
         if over_eps:
             what = f"epsilon={exact_text(epsilon)}"
             state = (f"{exact_text(budget.spent)} of epsilon {exact_text(budget.epsilon)} is spent, "
@@ -163,16 +189,64 @@ class Accountant:
             "epsilon/delta, or for a fresh budget only if the data protector's policy allows it.",
             budget.remaining, budget.remaining_delta)
 
-    def charge(self, epsilon: Fraction, delta: Fraction = Fraction(0), label: str = "query") -> Any:
-        """Charge ``(epsilon, delta)`` to the budget atomically and return the store's receipt, or
-        raise :class:`~sdckit.core.errors.BudgetExceeded` and charge nothing."""
+    def charge(self, epsilon: Fraction, delta: Fraction = Fraction(0), label: str = "query",
+               rho: Fraction = Fraction(0)) -> Any:
+        """Charge ``(epsilon, delta)`` (or, to a zCDP budget, ``rho``) to the budget atomically and
+        return the store's receipt, or raise :class:`~sdckit.core.errors.BudgetExceeded` and charge
+        nothing. A rho charged to a budget that is not zCDP is a :class:`ParameterError`."""
         with self.store.transaction():
             budget = self.store.read()
-            refused = self.refusal(budget, epsilon, delta, label)
+            if rho and budget.rho is None:
+                raise ParameterError(f"Spending rho={exact_text(rho)} on {label!r} needs a rho-zCDP budget; this "
+                                     "budget counts epsilon and delta.")
+            refused = self.refusal(budget, epsilon, delta, label, rho)
             if refused is not None:
                 self.store.refused(epsilon, delta, label, budget)
                 raise refused
+            if rho:
+                return self.store.add(epsilon, delta, label, rho=rho)
             return self.store.add(epsilon, delta, label)
+
+
+def zcdp_delta(rho: float, epsilon: float) -> float:
+    """The delta of (epsilon, delta)-DP that rho-zCDP implies (Canonne, Kamath & Steinke 2020,
+    Corollary 13): ``inf over alpha > 1`` of ``exp((alpha - 1)(alpha rho - epsilon)) / (alpha - 1)
+    * (1 - 1/alpha)**alpha``. Any alpha gives a valid bound; the infimum is found numerically in
+    logs (a minimiser that misses it only makes delta larger, i.e. conservative)."""
+    from scipy.optimize import minimize_scalar
+
+    if rho <= 0:
+        return 0.0
+
+    def log_delta(log_am1: float) -> float:
+        am1 = math.exp(log_am1)
+        alpha = am1 + 1.0
+        return am1 * (alpha * rho - epsilon) - log_am1 + alpha * math.log1p(-1.0 / alpha)
+
+    best = minimize_scalar(log_delta, bounds=(-20.0, 20.0), method="bounded", options={"xatol": 1e-10})
+    return min(1.0, math.exp(min(float(best.fun), log_delta(math.log((epsilon + rho) / (2 * rho))))))
+
+
+def rho_for(epsilon: float, delta: float) -> Fraction:
+    """The largest rho (a dyadic Fraction, rounded down) whose :func:`zcdp_delta` at ``epsilon``
+    is at most ``delta`` (less a relative margin of 1e-9 against float error): rho-zCDP noise
+    calibrated to it is (epsilon, delta)-DP."""
+    target = delta * (1.0 - 1e-9)
+    lo, hi = 0.0, max(epsilon, 1.0)
+    while zcdp_delta(hi, epsilon) <= target:
+        hi *= 2.0
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if zcdp_delta(mid, epsilon) <= target:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo <= 1e-13 * hi:
+            break
+    if lo <= 0.0:
+        raise ParameterError(f"No rho-zCDP noise is (epsilon={epsilon:.3g}, delta={delta:.3g})-DP here: ask with a "
+                             "larger epsilon or delta.")
+    return Fraction(lo)
 
 
 class MemoryStore:

@@ -71,18 +71,22 @@ class Client:
             raise ServiceUnreachable(f"The query service at {self._http.base_url} cannot be reached "
                                      f"({type(exc).__name__}): is `sdckit serve` running there?") from None
 
-    def query(self, sql: str, epsilon: float | str | None = None) -> dict[str, Any]:
-        """The raw JSON answer."""
+    def query(self, sql: str, epsilon: float | str | None = None, delta: float | str | None = None,
+              rho: float | str | None = None) -> dict[str, Any]:
+        """The raw JSON answer. Send the privacy loss in the analyst's budget definition:
+        ``epsilon`` (pure), ``epsilon`` and ``delta`` ((epsilon, delta)-DP) or ``rho`` (zCDP)."""
         body: dict[str, Any] = {"sql": sql}
-        if epsilon is not None:
-            body["epsilon"] = epsilon
+        for name, value in (("epsilon", epsilon), ("delta", delta), ("rho", rho)):
+            if value is not None:
+                body[name] = value
         return self._check(self._send("POST", "/v1/query", json=body))
 
-    def sql(self, sql: str, epsilon: float | str | None = None) -> pd.DataFrame:
+    def sql(self, sql: str, epsilon: float | str | None = None, delta: float | str | None = None,
+            rho: float | str | None = None) -> pd.DataFrame:
         """The answer as a DataFrame, its metadata in ``.attrs``; :class:`QueryError` if refused."""
         import pandas as pd  # only here: the client itself needs no numpy/pandas (issue 28 item 4)
 
-        payload = self.query(sql, epsilon)
+        payload = self.query(sql, epsilon, delta, rho)
         frame = pd.DataFrame(payload["rows"], columns=payload["columns"])
         frame.attrs.update({k: v for k, v in payload.items() if k not in ("rows", "columns")})
         return frame
@@ -103,5 +107,6 @@ class Client:
         return frame
 
     def budget(self) -> dict[str, Any]:
-        """``epsilon_total``, ``epsilon_spent``, ``epsilon_remaining``."""
+        """The budget in its ``definition``: ``epsilon_total``, ``epsilon_spent``, ``epsilon_remaining``
+        (and ``delta_*``), or ``rho_total``, ``rho_spent``, ``rho_remaining``."""
         return self._check(self._send("GET", "/v1/budget"))

@@ -16,15 +16,23 @@ How one query is answered with budget ``epsilon``:
 * **Noise**: COUNT gets the exact discrete Laplace (geometric) mechanism, SUM the exact Laplace
   mechanism on a dyadic grid (:mod:`sdckit.dp.mechanisms`): floating-point safe (Mironov 2012),
   drawn from a cryptographic generator.
-* **AVG** = noisy SUM / max(noisy COUNT, 1), clamped to ``[lo, hi]``: it costs the COUNT share
-  and the SUM share of its column (the split is stated in the answer).
+* **AVG** (as Tumult Analytics does it): the averaged column's measurement is the noisy sum of
+  the *deviations from the bounds' midpoint* ``D = SUM(clamp(x) - m)``, ``m = (lo + hi) / 2``,
+  whose sensitivity ``k (hi - lo) / 2`` is at most half of ``k max(|lo|, |hi|)``; then
+  ``AVG = m + noisy D / max(noisy COUNT, 1)``, clamped to ``[lo, hi]``, and a SUM of that column
+  in the same query is ``noisy D + m * noisy COUNT`` (post-processing; never more variance than
+  a direct SUM at the same share, since ``(|m| + r)**2 >= m**2 + r**2``). To first order
+  ``Var(AVG) = (2 b_D**2 + (avg - m)**2 Var(noisy COUNT)) / n**2`` with ``b_D`` the Laplace scale
+  of ``D`` and ``Var(noisy COUNT) = 2 p / (1 - p)**2``, ``p = exp(-1 / b_C)``, against
+  ``(2 b_S**2 + avg**2 Var(noisy COUNT)) / n**2`` with ``b_S = 2 b_D`` (``lo >= 0``) before. It
+  costs the COUNT share and the share of its column (the split is stated in the answer).
 * **Quantiles** (``MEDIAN``, ``QUANTILE_CONT(col, q)``): one more measurement each; the answer is
   a point of a public grid of 1025 points of the bounds, chosen by permute-and-flip (McKenna &
   Sheldon 2020) with exact coins (:func:`permute_and_flip`); no ci95 (value intervals would need
   the data's density), but a 95% bound on its rank error (:func:`quantile_rank_radius`).
 * **ci95** per value: COUNT ``[c - r, c + r]`` with ``r`` the exact 95% radius of the discrete
-  Laplace; SUM ``[s - b ln 20, s + b ln 20]``; AVG the range of ``(S +/- r_S)/(C -/+ r_C)`` with
-  97.5% radii (a union bound: coverage >= 95%), within the bounds. Released counts are not
+  Laplace; SUM ``[s - b ln 20, s + b ln 20]`` (of a midpoint column ``s +/- (r_D + |m| r_C)`` with
+  97.5% radii); AVG the range of ``m + (D +/- r_D)/(C -/+ r_C)`` with 97.5% radii (a union bound: coverage >= 95%), within the bounds. Released counts are not
   clamped at 0 (unbiased noise); their intervals are.
 """
 
@@ -138,13 +146,15 @@ class Plan:
     cells: tuple[tuple[Any, ...], ...]
     is_dp: bool
     data_bounded: tuple[str, ...] = field(default=())
+    #: Averaged columns -> the bounds' midpoint ``m``: their measurement is ``SUM(clamp(x) - m)``.
+    midpoints: dict[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {"query": self.query.to_dict(), "epsilon": exact_text(self.epsilon), "k": self.k,
                 "shares": dict(self.shares), "sensitivities": dict(self.sensitivities),
                 "count_scale": self.count_scale, "sum_scales": dict(self.sum_scales),
                 "bounds": {c: list(b) for c, b in self.bounds.items()}, "cells": len(self.cells),
-                "is_dp": self.is_dp, "data_bounded": list(self.data_bounded)}
+                "is_dp": self.is_dp, "data_bounded": list(self.data_bounded), "midpoints": dict(self.midpoints)}
 
     def mechanism(self) -> str:
         """A sentence stating the mechanisms, the sensitivities and the budget split."""
@@ -154,6 +164,12 @@ class Plan:
                          f"epsilon {self.shares['count']:.6g}, scale {self.count_scale:.6g}")
         for column, scale in self.sum_scales.items():
             lo, hi = self.bounds[column]
+            if column in self.midpoints:
+                m = self.midpoints[column]
+                parts.append(f"SUM({column} - {m:g}) of {column} clamped to [{lo:g}, {hi:g}] (deviations from the bounds' "
+                             f"midpoint): exact Laplace on a dyadic grid, sensitivity {self.sensitivities[column]:g}, "
+                             f"epsilon {self.shares[column]:.6g}, scale {scale:.6g}")
+                continue
             parts.append(f"SUM({column}) clamped to [{lo:g}, {hi:g}]: exact Laplace on a dyadic grid, "
                          f"sensitivity {self.sensitivities[column]:g}, epsilon {self.shares[column]:.6g}, scale {scale:.6g}")
         for o in self.query.outputs:
@@ -167,7 +183,9 @@ class Plan:
                              f"{quantile_rank_radius(self.shares[quantile_key(o)], self.k):.4g} records further from "
                              f"q times the count than the best grid point's (rank_radius95)")
         if any(o.kind == "avg" for o in self.query.outputs):
-            parts.append("AVG = noisy SUM / max(noisy COUNT, 1) clamped to the bounds (costs the COUNT and SUM shares)")
+            parts.append("AVG = m + noisy SUM(x - m) / max(noisy COUNT, 1) clamped to the bounds, m the bounds' midpoint "
+                         "(as Tumult Analytics; variance ~ (2 b_D^2 + (avg - m)^2 Var(noisy COUNT)) / n^2; costs the COUNT "
+                         "and SUM shares); a SUM of an averaged column = noisy SUM(x - m) + m noisy COUNT")
         split = f"epsilon {exact_text(self.epsilon)} split equally over {len(self.shares)} measurement(s)"
         groups = (f"; GROUP BY: all {len(self.cells)} groups of the declared domains, parallel composition"
                   if self.query.group_by else "")
@@ -201,9 +219,13 @@ def plan(query: Query, table: TableConfig, epsilon: Fraction) -> Plan:
         geometric = Geometric(epsilon=share, sensitivity=k)
         count_scale = geometric._scale_numerator() / 2**20
     sum_scales = {}
+    averaged = {o.column for o in query.outputs if o.kind == "avg"}
+    midpoints: dict[str, float] = {}
     for column in summed:
         lo, hi = table.bounds[column]
         sens = k * max(abs(lo), abs(hi))
+        if column in averaged:
+            midpoints[column], sens = midpoint_sensitivity(lo, hi, k)
         sensitivities[column] = float(sens)
         grid, steps = grid_scale(np.asarray(sens, dtype=float), share)
         sum_scales[column] = float(steps) * float(grid)  # the noise's actual scale (>= sens/epsilon)
@@ -211,7 +233,26 @@ def plan(query: Query, table: TableConfig, epsilon: Fraction) -> Plan:
     used = list(summed) + list(quantile_columns(query))
     data_bounded = tuple(c for c in dict.fromkeys(used) if c in table.data_bounds)
     return Plan(query, epsilon, k, shares, sensitivities, count_scale, sum_scales,
-                {c: table.bounds[c] for c in used}, cells, not data_bounded, data_bounded)
+                {c: table.bounds[c] for c in used}, cells, not data_bounded, data_bounded, midpoints)
+
+
+def midpoint_sensitivity(lo: float, hi: float, k: int) -> tuple[float, float]:
+    """``(m, sensitivity)`` of the sum of deviations ``clamp(x) - m`` from the midpoint
+    ``m = (lo + hi) / 2`` for ``k`` rows per person: ``k max(hi - m, m - lo)`` computed exactly
+    and rounded up to a double (``m`` is the double nearest the midpoint)."""
+    m = lo / 2 + hi / 2  # no overflow; exact unless an operand is subnormal
+    exact_sens = k * max(Fraction(hi) - Fraction(m), Fraction(m) - Fraction(lo))
+    sens = float(exact_sens)
+    if Fraction(sens) < exact_sens:
+        sens = math.nextafter(sens, math.inf)
+    return m, sens
+
+
+def deviation_sums(sums: np.ndarray, counts: np.ndarray, m: float) -> np.ndarray:
+    """``SUM(clamp(x) - m) = SUM(clamp(x)) - m COUNT`` per cell, computed exactly from the
+    (double) sums and the integer counts and rounded once to the nearest double."""
+    fm = Fraction(m)
+    return np.array([float(Fraction(float(s)) - fm * int(c)) for s, c in zip(sums, counts)], dtype=float)
 
 
 def exact_cells(plan_: Plan, table: TableConfig, result: dict[str, np.ndarray]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
@@ -277,7 +318,9 @@ def answer_cells(plan_: Plan, table: TableConfig, counts: np.ndarray, sums: dict
     if plan_.count_scale is not None:
         geometric = Geometric(epsilon=plan_.shares["count"], sensitivity=plan_.k)
         noisy_count = counts + geometric.noise(n, rng)
-    noisy_sum = {c: laplace_randomise(sums[c], plan_.sensitivities[c], plan_.shares[c], rng, noise_at_zero=True)
+    measured = {c: deviation_sums(sums[c], counts, plan_.midpoints[c]) if c in plan_.midpoints else sums[c]
+                for c in plan_.sum_scales}
+    noisy_sum = {c: laplace_randomise(measured[c], plan_.sensitivities[c], plan_.shares[c], rng, noise_at_zero=True)
                  for c in plan_.sum_scales}
     rc95 = rc975 = 0
     if plan_.count_scale is not None:
@@ -290,14 +333,15 @@ def answer_cells(plan_: Plan, table: TableConfig, counts: np.ndarray, sums: dict
             scales.append(None)
         elif o.kind == "count":
             scales.append(plan_.count_scale)
-        elif o.kind == "sum":
+        elif o.kind == "sum" and o.column not in plan_.midpoints:
             scales.append(plan_.sum_scales[o.column])
         elif o.kind == "quantile":
             lo, hi = plan_.bounds[o.column]
             scales.append({"grid_resolution": (hi - lo) / QUANTILE_BINS, "epsilon": plan_.shares[quantile_key(o)],
                            "rank_radius95": quantile_rank_radius(plan_.shares[quantile_key(o)], plan_.k)})
-        else:
-            scales.append({"sum": plan_.sum_scales[o.column], "count": plan_.count_scale})
+        else:  # AVG, or the SUM of an averaged column: the deviations' scale, the count's, the midpoint
+            scales.append({"sum": plan_.sum_scales[o.column], "count": plan_.count_scale,
+                           "midpoint": plan_.midpoints[o.column]})
     out_rows, ci = [], []
     for i, cell in enumerate(plan_.cells):
         group = dict(zip(plan_.query.group_by, cell))
@@ -310,6 +354,12 @@ def answer_cells(plan_: Plan, table: TableConfig, counts: np.ndarray, sums: dict
                 c = int(noisy_count[i])
                 row.append(c)
                 row_ci.append([max(0, c - rc95), max(0, c + rc95)])
+            elif o.kind == "sum" and o.column in plan_.midpoints:
+                m = plan_.midpoints[o.column]
+                s = float(noisy_sum[o.column][i]) + m * int(noisy_count[i])
+                r = laplace_radius(plan_.sum_scales[o.column], 0.975) + abs(m) * rc975
+                row.append(s)
+                row_ci.append([s - r, s + r])
             elif o.kind == "sum":
                 s = float(noisy_sum[o.column][i])
                 r = laplace_radius(plan_.sum_scales[o.column], 0.95)
@@ -320,12 +370,13 @@ def answer_cells(plan_: Plan, table: TableConfig, counts: np.ndarray, sums: dict
                 row_ci.append(None)
             else:
                 lo, hi = plan_.bounds[o.column]
-                s = float(noisy_sum[o.column][i])
+                m = plan_.midpoints[o.column]
+                s = float(noisy_sum[o.column][i])  # noisy SUM(x - m)
                 c = int(noisy_count[i])
-                row.append(min(max(s / max(c, 1), lo), hi))
+                row.append(min(max(m + s / max(c, 1), lo), hi))
                 rs = laplace_radius(plan_.sum_scales[o.column], 0.975)
                 if c - rc975 > 0:
-                    corners = [(s + a) / (c + b) for a in (-rs, rs) for b in (-rc975, rc975)]
+                    corners = [m + (s + a) / (c + b) for a in (-rs, rs) for b in (-rc975, rc975)]
                     row_ci.append([max(lo, min(corners)), min(hi, max(corners))])
                 else:
                     row_ci.append([lo, hi])

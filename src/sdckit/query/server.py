@@ -3,7 +3,8 @@
 Endpoints (JSON in and out; every refusal is ``{"error": "..."}``):
 
 * ``POST /v1/query`` with ``{"sql": "SELECT ...", "epsilon": 0.1}`` (``epsilon`` in dp mode only);
-* ``GET /v1/budget``: ``{"epsilon_total", "epsilon_spent", "epsilon_remaining"}``;
+* ``GET /v1/budget``: ``{"definition", "epsilon_total", "epsilon_spent", "epsilon_remaining"}`` (or the
+  rho or delta fields of the analyst's budget definition);
 * ``POST /v1/table`` with ``{"table": ..., "dimensions": [...], "where": {...}}``: a table served
   as tables, its counts perturbed by the cell key method (:mod:`sdckit.query.tables`).
 

@@ -27,20 +27,22 @@ from sdckit.core.atomic import make_private_dir, open_private
 from sdckit.core.errors import BudgetExceeded, ParameterError, SdcError
 from sdckit.core.random import as_generator
 from sdckit.dp.accountant import exact, exact_text
-from sdckit.query import noisy
+from sdckit.query import noisy, noisy_gaussian
 from sdckit.query.config import load_config
 from sdckit.query.data import Database
 from sdckit.query.generate import aggregate_sql, histogram_sql, quantile_columns
 from sdckit.query.restricted import Refused, Restricted, check_dimensions
 from sdckit.query.sql import UnsupportedQuery, parse
-from sdckit.query.state import Analyst, State
+from sdckit.query.state import DEFINITIONS, Analyst, State
 from sdckit.query.tables import TableService, table_of
 
 log = logging.getLogger("sdckit.query")
 
 UNAUTHORIZED = ("Missing or wrong API key: send the header 'Authorization: Bearer <key>' with the key "
                 "`sdckit analyst add` printed.")
-_BODY_KEYS = {"sql", "epsilon"}
+_BODY_KEYS = {"sql", "epsilon", "delta", "rho"}
+#: The privacy-loss fields a dp query sends, per budget definition (issue 32).
+_LOSS_FIELDS = {"pure": ("epsilon",), "approx": ("epsilon", "delta"), "zcdp": ("rho",)}
 
 Response = tuple[int, dict[str, Any]]
 
@@ -106,8 +108,12 @@ class Service:
         try:
             return self._query(analyst, body)
         except BudgetExceeded as exc:  # logged by the charge's own transaction
-            return _error(403, str(exc), epsilon_remaining=float(exc.remaining),
-                          exact={"epsilon_remaining": exact_text(exc.remaining)})
+            if exc.remaining_rho is not None:
+                return _error(403, str(exc), definition=analyst.definition, rho_remaining=float(exc.remaining_rho),
+                              exact={"rho_remaining": exact_text(exc.remaining_rho)})
+            extra = {"delta_remaining": float(exc.remaining_delta)} if analyst.definition == "approx" else {}
+            return _error(403, str(exc), definition=analyst.definition, epsilon_remaining=float(exc.remaining),
+                          exact={"epsilon_remaining": exact_text(exc.remaining)}, **extra)
         except Refused as exc:
             self.state.log(analyst.name, sql, "refused: " + _short(str(exc)), 403)
             return _error(403, str(exc))
@@ -127,7 +133,8 @@ class Service:
             raise UnsupportedQuery('The request body must be a JSON object: {"sql": "SELECT ...", "epsilon": 0.1}.')
         extra = sorted(set(body) - _BODY_KEYS)
         if extra:
-            raise UnsupportedQuery(f"Unknown field {extra[0]!r} in the request: send 'sql' and, in dp mode, 'epsilon'.")
+            raise UnsupportedQuery(f"Unknown field {extra[0]!r} in the request: send 'sql' and, in dp mode, "
+                                   "'epsilon' (pure), 'epsilon' and 'delta' (approximate DP) or 'rho' (zCDP).")
         if "sql" not in body:
             raise UnsupportedQuery("The request needs the field 'sql' holding one SELECT statement.")
         sql = body["sql"]
@@ -144,10 +151,15 @@ class Service:
             if any(o.kind == "quantile" for o in query.outputs):
                 raise UnsupportedQuery("Quantiles are answered in dp mode only: the restricted mode's auditor "
                                        "reasons over COUNT and SUM answers.")
-            if epsilon_given is not None:
-                raise UnsupportedQuery("A restricted analyst gets exact answers: leave out 'epsilon'.")
+            if epsilon_given is not None or "delta" in body or "rho" in body:
+                raise UnsupportedQuery("A restricted analyst gets exact answers: leave out 'epsilon' (and 'delta', 'rho').")
             check_dimensions(query, self.config.tables[query.table])
             return self._restricted(analyst, query, sql)
+        if analyst.definition != "pure":
+            return self._gaussian(analyst, query, sql, body)
+        if "delta" in body or "rho" in body:
+            raise UnsupportedQuery("This analyst's budget is pure epsilon-DP (fixed at `analyst add`): send 'epsilon' "
+                                   "only, not 'delta' or 'rho'.")
         if epsilon_given is None:
             raise UnsupportedQuery("A dp query needs 'epsilon' (a number > 0): the budget it spends.")
         if isinstance(epsilon_given, bool) or not isinstance(epsilon_given, int | float | str):
@@ -173,6 +185,44 @@ class Service:
         if self.config.cache:
             self.state.store(analyst.name, cache_key, result)
         return 200, {**result, **_budget_fields(epsilon, after), "cached": False}
+
+    def _gaussian(self, analyst: Analyst, query: Any, sql: str, body: dict[str, Any]) -> Response:
+        """A dp query of an analyst whose budget is (epsilon, delta)-DP or rho-zCDP: Gaussian noise
+        (:mod:`sdckit.query.noisy_gaussian`), charged in that definition."""
+        wanted = _LOSS_FIELDS[analyst.definition]
+        other = sorted({"epsilon", "delta", "rho"} - set(wanted) & set(body))
+        missing = [f for f in wanted if f not in body]
+        if other or missing:
+            raise UnsupportedQuery(f"This analyst's budget is {DEFINITIONS[analyst.definition]} (fixed at `analyst add`): "
+                                   f"send {' and '.join(repr(f) for f in wanted)}"
+                                   + (f", not {other[0]!r}." if other else "."))
+        for f in wanted:
+            if isinstance(body[f], bool) or not isinstance(body[f], int | float | str):
+                raise UnsupportedQuery(f"{f!r} must be a number (or a string such as \"0.1\" or \"1/3\").")
+        if analyst.definition == "zcdp":
+            loss = {"rho": exact(body["rho"], "the query", "rho")}
+        else:
+            loss = {"epsilon": exact(body["epsilon"], "the query", "epsilon"),
+                    "delta": exact(body["delta"], "the query", "delta", below_one=True)}
+        table = self.config.tables[query.table]
+        plan = noisy_gaussian.plan(query, table, analyst.definition, **loss)
+        cache_key = self._cache_key(analyst.definition, query, tuple(sorted(loss.items())))
+        if self.config.cache:
+            stored = self.state.cached(analyst.name, cache_key)
+            if stored is not None:
+                current = self.state.analyst(analyst.name)
+                self.state.log(analyst.name, sql, "answered from cache", 200)
+                return 200, {**stored, **_budget_fields(Fraction(0), current, (Fraction(0),) * 3), "cached": True}
+        eps, delta, rho = plan.cost
+        charge_id, after = self.state.charge(analyst.name, eps, sql, json.dumps(query.to_dict()), delta, rho)
+        fast = self.db.fast_cells(query, len(plan.cells))
+        if fast is None:
+            data = self.db.aggregate(aggregate_sql(query, table, "dp"))
+            fast = noisy.exact_cells(plan, table, data)
+        result = noisy_gaussian.answer_cells(plan, *fast, self._rng(charge_id))
+        if self.config.cache:
+            self.state.store(analyst.name, cache_key, result)
+        return 200, {**result, **_budget_fields(eps, after, plan.cost), "cached": False}
 
     def _restricted(self, analyst: Analyst, query: Any, sql: str) -> Response:
         cache_key = self._cache_key("restricted", query, None)
@@ -215,7 +265,7 @@ class Service:
         return 200, result
 
     @staticmethod
-    def _cache_key(mode: str, query: Any, epsilon: Fraction | None) -> str:
+    def _cache_key(mode: str, query: Any, epsilon: Any) -> str:
         text = json.dumps({"mode": mode, "query": query.to_dict(), "epsilon": str(epsilon)}, sort_keys=True)
         return hashlib.sha256(text.encode()).hexdigest()
 
@@ -244,10 +294,26 @@ def _not_allowed(analyst: Analyst, table: str) -> Refused:
     return Refused(f"The analyst {analyst.name!r} may not query table {table!r}; ask the data protector for access.")
 
 
-def _budget_fields(charged: Fraction, analyst: Analyst) -> dict[str, Any]:
+def _budget_fields(charged: Fraction, analyst: Analyst,
+                   cost: tuple[Fraction, Fraction, Fraction] | None = None) -> dict[str, Any]:
+    """What an answer says of the budget, in the analyst's definition: ``definition``, what this
+    answer charged (``epsilon_spent``; ``delta_spent``, ``rho_spent``) and what remains."""
+    definition = analyst.definition
+    out: dict[str, Any] = {"definition": definition, "definition_text": DEFINITIONS[definition]}
+    if definition == "zcdp":
+        rho = cost[2] if cost else Fraction(0)
+        out.update({"epsilon_spent": 0.0, "epsilon_remaining": None, "rho_spent": float(rho),
+                    "rho_remaining": float(analyst.rho_remaining),
+                    "exact": {"rho_spent": exact_text(rho), "rho_remaining": exact_text(analyst.rho_remaining)}})
+        return out
     remaining = analyst.epsilon_remaining
-    return {"epsilon_spent": float(charged), "epsilon_remaining": float(remaining),
-            "exact": {"epsilon_spent": exact_text(charged), "epsilon_remaining": exact_text(remaining)}}
+    out.update({"epsilon_spent": float(charged), "epsilon_remaining": float(remaining),
+                "exact": {"epsilon_spent": exact_text(charged), "epsilon_remaining": exact_text(remaining)}})
+    if definition == "approx":
+        delta = cost[1] if cost else Fraction(0)
+        out.update({"delta_spent": float(delta), "delta_remaining": float(analyst.delta_remaining)})
+        out["exact"].update({"delta_spent": exact_text(delta), "delta_remaining": exact_text(analyst.delta_remaining)})
+    return out
 
 
 def _sql_of(body: Any) -> str | None:

@@ -41,12 +41,21 @@ from typing import Any
 
 from sdckit.core.atomic import make_private_dir, open_private
 from sdckit.core.errors import BudgetExceeded, ParameterError
-from sdckit.dp.accountant import Accountant, Budget, budget_totals, exact_text
+from sdckit.dp.accountant import Accountant, Budget, budget_totals, exact, exact_text
 
 #: scrypt cost (RFC 7914): n = 2**14, r = 8, p = 1 (16 MiB, about 50 ms per check).
 SCRYPT = {"n": 2**14, "r": 8, "p": 1, "dklen": 32}
 NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 MODES = ("dp", "restricted")
+#: A dp analyst's budget definition, fixed at ``analyst add`` (issue 32): pure epsilon-DP,
+#: approximate (epsilon, delta)-DP (basic composition) or rho-zCDP.
+DEFINITIONS = {"pure": "pure epsilon-DP",
+               "approx": "approximate (epsilon, delta)-DP, basic composition",
+               "zcdp": "rho-zero-concentrated DP (rho-zCDP), rhos add exactly"}
+#: Columns added after the first schema (``ALTER TABLE`` on an older database; defaults: pure epsilon).
+_ADDED = {"analysts": {"definition": "TEXT NOT NULL DEFAULT 'pure'", "rho_total": "TEXT",
+                       "rho_spent": "TEXT NOT NULL DEFAULT '0'", "delta_spent": "TEXT NOT NULL DEFAULT '0'"},
+          "charges": {"delta": "TEXT NOT NULL DEFAULT '0'", "rho": "TEXT NOT NULL DEFAULT '0'"}}
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS analysts (
@@ -82,22 +91,44 @@ class Analyst:
     delta_total: Fraction | None
     epsilon_spent: Fraction
     tables: tuple[str, ...] | None  # None: every table
+    definition: str = "pure"  # "pure", "approx" or "zcdp" (DEFINITIONS); fixed at analyst add
+    delta_spent: Fraction = Fraction(0)
+    rho_total: Fraction | None = None
+    rho_spent: Fraction = Fraction(0)
 
     @property
     def epsilon_remaining(self) -> Fraction | None:
         return None if self.epsilon_total is None else self.epsilon_total - self.epsilon_spent
 
+    @property
+    def delta_remaining(self) -> Fraction | None:
+        return None if self.delta_total is None else self.delta_total - self.delta_spent
+
+    @property
+    def rho_remaining(self) -> Fraction | None:
+        return None if self.rho_total is None else self.rho_total - self.rho_spent
+
     def may_query(self, table: str) -> bool:
         return self.tables is None or table in self.tables
 
     def budget(self) -> dict[str, Any]:
-        """``epsilon_total``, ``epsilon_spent``, ``epsilon_remaining`` (floats) and exact texts."""
-        if self.epsilon_total is None:
+        """The budget in its definition: ``definition`` (and ``definition_text``), the totals,
+        spent and remaining amounts as floats, and exact texts under ``exact``."""
+        if self.mode != "dp":
             return {"mode": self.mode, "epsilon_total": None, "epsilon_spent": 0.0, "epsilon_remaining": None}
-        return {"mode": self.mode, "epsilon_total": float(self.epsilon_total),
-                "epsilon_spent": float(self.epsilon_spent), "epsilon_remaining": float(self.epsilon_remaining),
-                "exact": {"epsilon_total": exact_text(self.epsilon_total), "epsilon_spent": exact_text(self.epsilon_spent),
-                          "epsilon_remaining": exact_text(self.epsilon_remaining)}}
+        names = {"pure": ("epsilon",), "approx": ("epsilon", "delta"), "zcdp": ("rho",)}[self.definition]
+        out: dict[str, Any] = {"mode": self.mode, "definition": self.definition,
+                               "definition_text": DEFINITIONS[self.definition]}
+        if self.definition == "zcdp":  # no epsilon budget: the epsilon fields say so
+            out.update({"epsilon_total": None, "epsilon_spent": 0.0, "epsilon_remaining": None})
+        exact_out = {}
+        for name in names:
+            total, spent = getattr(self, f"{name}_total"), getattr(self, f"{name}_spent")
+            for part, value in (("total", total), ("spent", spent), ("remaining", total - spent)):
+                out[f"{name}_{part}"] = float(value)
+                exact_out[f"{name}_{part}"] = exact_text(value)
+        out["exact"] = exact_out
+        return out
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "mode": self.mode, "tables": list(self.tables) if self.tables else "all",
@@ -142,6 +173,11 @@ class State:
         con = self._con()
         con.execute("PRAGMA journal_mode = WAL")
         con.executescript(_SCHEMA)
+        for table, columns in _ADDED.items():  # an older database gets the new columns (issue 32)
+            have = {row[1] for row in con.execute(f"PRAGMA table_info({table})")}
+            for column, kind in columns.items():
+                if column not in have:
+                    con.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
 
     def _con(self) -> sqlite3.Connection:
         con = getattr(self._local, "con", None)
@@ -170,30 +206,44 @@ class State:
 
     # ------------------------------------------------------------------ analysts
     def add_analyst(self, name: str, mode: str, epsilon: Any = None, delta: Any = 0,
-                    tables: list[str] | None = None) -> str:
-        """Create an analyst and return the new API key (shown once; only its hash is kept)."""
+                    tables: list[str] | None = None, rho: Any = None) -> str:
+        """Create an analyst and return the new API key (shown once; only its hash is kept).
+
+        A dp analyst's budget is in one definition, fixed here: ``epsilon`` alone is pure
+        epsilon-DP, ``epsilon`` and ``delta > 0`` approximate (epsilon, delta)-DP (Gaussian noise,
+        basic composition), ``rho`` alone rho-zCDP (Gaussian noise).
+        """
         if not isinstance(name, str) or not NAME.match(name):
             raise ParameterError("The analyst NAME must be 1-64 letters, digits, '_', '.' or '-'.")
         if mode not in MODES:
             raise ParameterError(f"The '--mode' option must be 'dp' or 'restricted'. Got {mode!r} instead.")
-        if mode == "dp":
+        rho_text = None
+        definition = "pure"
+        if mode == "dp" and rho is not None:
+            if epsilon is not None or delta not in (None, 0, "0"):
+                raise ParameterError("A rho-zCDP budget is one number: give '--rho' alone, without '--epsilon' "
+                                     "and '--delta' (a budget has one definition).")
+            rho_text, eps_text, delta_text, definition = str(exact(rho, "analyst add", "rho")), "0", "0", "zcdp"
+        elif mode == "dp":
             if epsilon is None:
-                raise ParameterError("A dp analyst needs a budget: give '--epsilon' (a number > 0, e.g. 1.0).")
+                raise ParameterError("A dp analyst needs a budget: give '--epsilon' (a number > 0, e.g. 1.0), "
+                                     "'--epsilon' and '--delta', or '--rho'.")
             eps, dlt = budget_totals(epsilon, delta if delta is not None else 0, "analyst add", stacklevel=2)
             eps_text, delta_text = str(eps), str(dlt)
+            definition = "approx" if dlt > 0 else "pure"
         else:
-            if epsilon is not None or delta not in (None, 0):
-                raise ParameterError("A restricted analyst gets exact answers and has no epsilon budget: "
-                                     "leave out '--epsilon' and '--delta'.")
+            if epsilon is not None or rho is not None or delta not in (None, 0):
+                raise ParameterError("A restricted analyst gets exact answers and has no privacy budget: "
+                                     "leave out '--epsilon', '--delta' and '--rho'.")
             eps_text = delta_text = None
         key, key_id, salt, key_hash = _new_key()
         with self._transaction() as con:
             if con.execute("SELECT 1 FROM analysts WHERE name = ?", (name,)).fetchone():
                 raise ParameterError(f"The analyst {name!r} exists already; choose another name.")
             con.execute("INSERT INTO analysts (name, key_id, salt, key_hash, mode, epsilon_total, delta_total, "
-                        "tables, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        "tables, created, definition, rho_total) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                         (name, key_id, salt, key_hash, mode, eps_text, delta_text,
-                         json.dumps(tables) if tables else "*", time.time()))
+                         json.dumps(tables) if tables else "*", time.time(), definition, rho_text))
         return key
 
     def rekey(self, name: str) -> str:
@@ -231,11 +281,13 @@ class State:
         return row[0].startswith(REVOKED)
 
     def _analyst(self, row: tuple) -> Analyst:
-        name, mode, eps, dlt, spent, tables = row
+        name, mode, eps, dlt, spent, tables, definition, dspent, rho, rspent = row
         return Analyst(name, mode, _frac(eps), _frac(dlt), Fraction(spent),
-                       None if tables == "*" else tuple(json.loads(tables)))
+                       None if tables == "*" else tuple(json.loads(tables)), definition,
+                       Fraction(dspent), _frac(rho), Fraction(rspent))
 
-    _COLUMNS = "name, mode, epsilon_total, delta_total, epsilon_spent, tables"
+    _COLUMNS = ("name, mode, epsilon_total, delta_total, epsilon_spent, tables, definition, delta_spent, "
+                "rho_total, rho_spent")
 
     def analyst(self, name: str) -> Analyst:
         row = self._con().execute(f"SELECT {self._COLUMNS} FROM analysts WHERE name = ?", (name,)).fetchone()
@@ -273,8 +325,9 @@ class State:
         return self._analyst(row[2:])
 
     # ------------------------------------------------------------------ budget
-    def charge(self, name: str, epsilon: Fraction, sql: str, query: str) -> tuple[int, Analyst]:
-        """Charge ``epsilon`` to ``name`` in one transaction, or raise
+    def charge(self, name: str, epsilon: Fraction, sql: str, query: str, delta: Fraction = Fraction(0),
+               rho: Fraction = Fraction(0)) -> tuple[int, Analyst]:
+        """Charge ``epsilon`` (and ``delta``; or ``rho`` to a zCDP budget) to ``name`` in one transaction, or raise
         :class:`~sdckit.core.errors.BudgetExceeded` (through the one accountant, over a :class:`SqliteStore`).
 
         Returns the ledger row's id (it numbers the answer's random stream when the service is
@@ -288,7 +341,7 @@ class State:
         (on disk with ``sync = "full"``); a refusal or an error of one charge does not touch the
         others.
         """
-        request = _Charge(name, epsilon, sql, query)
+        request = _Charge(name, epsilon, sql, query, delta, rho)
         with self._group:
             self._pending.append(request)
             while not request.done:
@@ -335,7 +388,8 @@ class State:
             request.result, request.error, request.done = result, error, True
 
     def _charge_one(self, con: sqlite3.Connection, request: _Charge) -> tuple[int, Analyst]:
-        return Accountant(SqliteStore(self, con, request)).charge(request.epsilon, label="the query")
+        return Accountant(SqliteStore(self, con, request)).charge(request.epsilon, request.delta, "the query",
+                                                                  request.rho)
 
     def ledger(self, name: str) -> list[Fraction]:
         """Every charge of ``name``, in order."""
@@ -398,9 +452,10 @@ class SqliteStore:
 
     Its transaction is the one the group commit holds (``BEGIN IMMEDIATE``, one savepoint per
     charge: :meth:`State._commit_charges`), so the check and the charge are atomic across threads
-    and processes. A charge writes the new total, the ledger row and the audit row and returns
+    and processes. A charge writes the new totals, the ledger row and the audit row and returns
     ``(ledger id, the analyst after the charge)``; a refusal writes its audit row (kept, since a
-    refusal commits). The service charges epsilon only (``spent_delta`` is 0).
+    refusal commits). The budget is read in the analyst's definition: epsilon (and delta), or
+    rho (then the epsilon and delta totals are 0).
     """
 
     def __init__(self, state: State, con: sqlite3.Connection, request: _Charge) -> None:
@@ -419,34 +474,44 @@ class SqliteStore:
         analyst = self.analyst = self.state._analyst(row)
         if analyst.epsilon_total is None:
             raise ParameterError(f"The analyst {name!r} has no epsilon budget (restricted mode).")
-        return Budget(analyst.epsilon_total, analyst.delta_total or Fraction(0), analyst.epsilon_spent, Fraction(0))
+        return Budget(analyst.epsilon_total, analyst.delta_total or Fraction(0), analyst.epsilon_spent,
+                      analyst.delta_spent, analyst.rho_total, analyst.rho_spent)
 
-    def add(self, epsilon: Fraction, delta: Fraction, label: str) -> tuple[int, Analyst]:
+    def add(self, epsilon: Fraction, delta: Fraction, label: str, rho: Fraction = Fraction(0)) -> tuple[int, Analyst]:
         analyst, request, con = self.analyst, self.request, self.con
-        spent = analyst.epsilon_spent + epsilon
-        con.execute("UPDATE analysts SET epsilon_spent = ? WHERE name = ?", (str(spent), analyst.name))
-        cur = con.execute("INSERT INTO charges (analyst, time, epsilon, query) VALUES (?, ?, ?, ?)",
-                          (analyst.name, self.now, str(epsilon), request.query))
+        spent, dspent, rspent = analyst.epsilon_spent + epsilon, analyst.delta_spent + delta, analyst.rho_spent + rho
+        con.execute("UPDATE analysts SET epsilon_spent = ?, delta_spent = ?, rho_spent = ? WHERE name = ?",
+                    (str(spent), str(dspent), str(rspent), analyst.name))
+        cur = con.execute("INSERT INTO charges (analyst, time, epsilon, query, delta, rho) VALUES (?, ?, ?, ?, ?, ?)",
+                          (analyst.name, self.now, str(epsilon), request.query, str(delta), str(rho)))
         charge_id = int(cur.lastrowid)
         con.execute("INSERT INTO audit (analyst, time, sql, decision, status, epsilon, detail) "
                     "VALUES (?, ?, ?, 'charged', 200, ?, ?)",
-                    (analyst.name, self.now, request.sql, str(epsilon), f"charge {charge_id}"))
-        return charge_id, replace(analyst, epsilon_spent=spent)
+                    (analyst.name, self.now, request.sql, str(epsilon),
+                     f"charge {charge_id}" + (f", rho {exact_text(rho)}" if rho else "")
+                     + (f", delta {exact_text(delta)}" if delta else "")))
+        return charge_id, replace(analyst, epsilon_spent=spent, delta_spent=dspent, rho_spent=rspent)
 
     def refused(self, epsilon: Fraction, delta: Fraction, label: str, budget: Budget) -> None:
         self.con.execute("INSERT INTO audit (analyst, time, sql, decision, status, epsilon, detail) "
                          "VALUES (?, ?, ?, 'refused: budget', 403, '0', ?)",
                          (self.request.name, self.now, self.request.sql,
-                          f"asked {exact_text(epsilon)}, remaining {exact_text(budget.remaining)}"))
+                          f"asked rho {exact_text(self.request.rho)}, remaining {exact_text(budget.remaining_rho)}"
+                          if budget.rho is not None else
+                          f"asked {exact_text(epsilon)}, remaining {exact_text(budget.remaining)}"
+                          + (f"; delta asked {exact_text(delta)}, remaining {exact_text(budget.remaining_delta)}"
+                             if delta else "")))
 
 
 class _Charge:
     """One charge waiting for its group commit (:meth:`State.charge`)."""
 
-    __slots__ = ("name", "epsilon", "sql", "query", "done", "result", "error")
+    __slots__ = ("name", "epsilon", "sql", "query", "delta", "rho", "done", "result", "error")
 
-    def __init__(self, name: str, epsilon: Fraction, sql: str, query: str) -> None:
+    def __init__(self, name: str, epsilon: Fraction, sql: str, query: str, delta: Fraction = Fraction(0),
+                 rho: Fraction = Fraction(0)) -> None:
         self.name, self.epsilon, self.sql, self.query = name, epsilon, sql, query
+        self.delta, self.rho = delta, rho
         self.done = False
         self.result: Any = None
         self.error: BaseException | None = None

@@ -1,0 +1,270 @@
+"""Gaussian answers of the query service for (epsilon, delta)-DP and rho-zCDP budgets (issue 32).
+
+A dp analyst's budget has one definition, fixed at ``analyst add``
+(:data:`sdckit.query.state.DEFINITIONS`). Pure epsilon-DP budgets get the Laplace answers of
+:mod:`sdckit.query.noisy`; the two others get the *discrete Gaussian* (Canonne, Kamath & Steinke
+2020), sampled exactly (:func:`sdckit.dp.exact_samplers.discrete_gaussian`):
+
+* **Measurements** as for Laplace: one COUNT (when COUNT or AVG is asked) and one clamped SUM per
+  summed column, the SUM of an averaged column being the sum of deviations from the bounds'
+  midpoint (:func:`sdckit.query.noisy.midpoint_sensitivity`). The budget is split equally.
+* **Sensitivity** (L2, add/remove one person of at most ``k`` rows, every declared group):
+  COUNT ``k`` (integers: the noise is an integer, no grid); SUM ``k M`` with ``M`` the largest
+  magnitude of a clamped value (or of a deviation), put on a dyadic grid ``g`` about ``2**-20`` of
+  the noise's standard deviation, in grid steps ``ceil(k M / g) + k`` with GROUP BY (each of the
+  at most ``k`` cells a person touches loses one step to rounding) and ``ceil(k M / g) + 1``
+  without.
+* **rho-zCDP**: a measurement with rho share ``rho_i`` (exact) gets a discrete Gaussian of
+  variance ``V = t c >= Delta**2 / (2 rho_i)`` (integers ``t``, ``c``; ``V`` equal to it when that
+  is an integer with a divisor near its square root), which is ``Delta**2 / (2 V)``-zCDP for the
+  whole vector of groups (CKS20, Theorem 14; L2 sensitivity ``Delta`` in grid steps). The query
+  is *charged* the sum of these exact rhos (a :class:`~fractions.Fraction`), which is at most
+  the rho asked and equal to it whenever every ``V`` is exact: the budget holds the mechanisms'
+  true zCDP cost.
+* **(epsilon, delta)-DP**: basic composition (Dwork & Roth 2014, Theorem 3.16), exact: the query
+  is charged the ``(epsilon, delta)`` asked; each of its ``m`` measurements gets
+  ``(epsilon / m, delta / m)`` (floats rounded down) and, through :func:`sdckit.dp.accountant.rho_for`
+  (CKS20, Corollary 13), the largest rho whose conversion is within them, then the zCDP noise
+  above. (For one scalar this is about 7% more noise than Balle & Wang's analytic Gaussian at
+  epsilon 1, delta 1e-6, but it holds for the multivariate discrete Gaussian of a GROUP BY.)
+* **AVG** ``= m + noisy D / max(noisy COUNT, 1)`` clamped, a SUM of an averaged column
+  ``noisy D + m noisy COUNT`` (as in :mod:`sdckit.query.noisy`).
+* **ci95**: the discrete Gaussian of variance ``V`` is sub-Gaussian with ``P(|Y| >= r) <= 2
+  exp(-r**2 / (2 V))`` (CKS20, Proposition 25), so ``r = sqrt(2 V ln(2 / 0.05))``; AVG the corners
+  at 97.5% each; SUM of an averaged column ``+/- (r_D + |m| r_C)`` at 97.5% each.
+
+Quantiles are answered under pure epsilon-DP budgets only.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from sdckit.core.errors import ParameterError
+from sdckit.dp.accountant import exact_text, rho_for
+from sdckit.dp.exact_samplers import discrete_gaussian
+from sdckit.dp.mechanisms import add_on_grid, dyadic_grid
+from sdckit.query.config import TableConfig
+from sdckit.query.generate import summed_columns
+from sdckit.query.noisy import deviation_sums, midpoint_sensitivity
+from sdckit.query.sql import Query
+
+#: The grid of a Gaussian SUM is about this many binary orders finer than its standard deviation.
+GRID_BITS = 20
+#: Largest discrete variance the exact sampler takes (in grid steps squared).
+MAX_VARIANCE = 2**50
+
+
+def variance_for(steps: int, rho: Fraction) -> tuple[int, int]:
+    """Integers ``(t, c)`` with ``t c >= steps**2 / (2 rho)``, ``t`` near the standard deviation
+    (the sampler's rounds), and ``t c`` equal to it when that is an integer with a divisor in
+    ``[sqrt / 4, sqrt]`` (then the mechanism's rho is exactly ``rho``)."""
+    target = Fraction(steps * steps) / (2 * rho)
+    need = math.ceil(target)
+    if need > MAX_VARIANCE:
+        raise ParameterError(f"The Gaussian noise for rho {exact_text(rho)} is too large to sample exactly: ask "
+                             "with a larger rho (or epsilon and delta).")
+    root = max(1, math.isqrt(need))
+    if target.denominator == 1:
+        for t in range(root, max(0, root // 4), -1):
+            if need % t == 0:
+                return t, need // t
+    return root, -(-need // root)
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One Gaussian measurement: L2 sensitivity in grid ``steps``, the grid (1 for a count),
+    the discrete variance ``t c`` in steps, and its exact rho ``steps**2 / (2 t c)``."""
+
+    sensitivity: float
+    grid: float
+    steps: int
+    t: int
+    c: int
+
+    @property
+    def rho(self) -> Fraction:
+        return Fraction(self.steps * self.steps, 2 * self.t * self.c)
+
+    @property
+    def sigma(self) -> float:
+        """The standard deviation parameter of the noise, in data units."""
+        return self.grid * math.sqrt(self.t * self.c)
+
+    def radius(self, confidence: float) -> float:
+        """``r`` with ``P(|noise| >= r) <= 1 - confidence`` (sub-Gaussian tail, CKS20 Prop. 25)."""
+        return self.sigma * math.sqrt(2.0 * math.log(2.0 / (1.0 - confidence)))
+
+
+@dataclass(frozen=True)
+class GaussianPlan:
+    """The Gaussian mechanisms of one query and what it is charged, fixed before charging.
+
+    ``definition`` is ``"approx"`` or ``"zcdp"``; ``cost`` the exact ``(epsilon, delta, rho)``
+    charged; ``measurements`` maps ``"count"`` and each summed column to its
+    :class:`Measurement`; ``sum_scales`` (the SUMs' sigmas) and ``cells`` as in
+    :class:`sdckit.query.noisy.Plan`, so :func:`sdckit.query.noisy.exact_cells` reads it too.
+    """
+
+    query: Query
+    definition: str
+    asked: dict[str, Fraction]
+    cost: tuple[Fraction, Fraction, Fraction]
+    k: int
+    measurements: dict[str, Measurement]
+    sum_scales: dict[str, float]
+    bounds: dict[str, tuple[float, float]]
+    cells: tuple[tuple[Any, ...], ...]
+    is_dp: bool
+    midpoints: dict[str, float] = field(default_factory=dict)
+    data_bounded: tuple[str, ...] = field(default=())
+
+    def mechanism(self) -> str:
+        """A sentence stating the definition, the mechanisms, the sensitivities and the charge."""
+        parts = []
+        for name, m in self.measurements.items():
+            what = ("COUNT" if name == "count" else
+                    f"SUM({name} - {self.midpoints[name]:g}) (deviations from the bounds' midpoint)"
+                    if name in self.midpoints else f"SUM({name}) clamped to [{self.bounds[name][0]:g}, {self.bounds[name][1]:g}]")
+            grid = "integers" if name == "count" else f"grid {m.grid:.6g}"
+            parts.append(f"{what}: exact discrete Gaussian (Canonne, Kamath & Steinke 2020) on {grid}, L2 sensitivity "
+                         f"{m.sensitivity:g} ({m.steps} steps), variance {m.t * m.c} steps^2 (sigma {m.sigma:.6g}), "
+                         f"rho {exact_text(m.rho)}")
+        if any(o.kind == "avg" for o in self.query.outputs):
+            parts.append("AVG = m + noisy SUM(x - m) / max(noisy COUNT, 1) clamped to the bounds, m the bounds' midpoint")
+        eps, delta, rho = self.cost
+        if self.definition == "zcdp":
+            charge = (f"rho-zCDP: charged rho {exact_text(rho)} (the exact sum of the measurements' rhos; asked "
+                      f"{exact_text(self.asked['rho'])})")
+        else:
+            charge = (f"(epsilon, delta)-DP by basic composition: charged epsilon {exact_text(eps)}, delta "
+                      f"{exact_text(delta)}, split equally over {len(self.measurements)} measurement(s), each "
+                      "calibrated through rho-zCDP (CKS20 Corollary 13)")
+        groups = (f"; GROUP BY: all {len(self.cells)} groups of the declared domains (one vector, L2 sensitivity)"
+                  if self.query.group_by else "")
+        text = "; ".join(parts) + f"; {charge}{groups}; at most {self.k} row(s) per privacy unit"
+        if not self.is_dp:
+            text = "NOT differentially private: bounds of " + ", ".join(self.data_bounded) + " were read from the data. " + text
+        return text
+
+
+def plan(query: Query, table: TableConfig, definition: str, epsilon: Fraction | None = None,
+         delta: Fraction | None = None, rho: Fraction | None = None) -> GaussianPlan:
+    """Fix the Gaussian mechanisms of ``query`` for a ``"zcdp"`` (``rho``) or ``"approx"``
+    (``epsilon``, ``delta``) charge; :class:`ParameterError` before anything is charged when it
+    cannot be answered (a quantile, or noise too large to sample exactly)."""
+    if any(o.kind == "quantile" for o in query.outputs):
+        raise ParameterError("Quantiles are answered under a pure epsilon-DP budget only; this analyst's budget is "
+                             + ("rho-zCDP." if definition == "zcdp" else "(epsilon, delta)-DP."))
+    k = table.max_rows_per_unit if table.privacy_unit else 1
+    summed = summed_columns(query)
+    needs_count = any(o.kind in ("count", "avg") for o in query.outputs)
+    names = (["count"] if needs_count else []) + list(summed)
+    parts = len(names)
+    if definition == "zcdp":
+        shares = {n: rho / parts for n in names}
+        asked = {"rho": rho}
+    else:
+        eps_i, delta_i = float(epsilon / parts), float(delta / parts)
+        eps_i = eps_i if Fraction(eps_i) <= epsilon / parts else math.nextafter(eps_i, 0.0)
+        delta_i = delta_i if Fraction(delta_i) <= delta / parts else math.nextafter(delta_i, 0.0)
+        share = rho_for(eps_i, delta_i)
+        shares = {n: share for n in names}
+        asked = {"epsilon": epsilon, "delta": delta}
+    averaged = {o.column for o in query.outputs if o.kind == "avg"}
+    extra = k if query.group_by else 1  # grid steps lost to rounding, one per cell a person touches
+    measurements: dict[str, Measurement] = {}
+    midpoints: dict[str, float] = {}
+    if needs_count:
+        measurements["count"] = Measurement(float(k), 1.0, k, *variance_for(k, shares["count"]))
+    for column in summed:
+        lo, hi = table.bounds[column]
+        sens = k * max(abs(lo), abs(hi))
+        if column in averaged:
+            midpoints[column], sens = midpoint_sensitivity(lo, hi, k)
+        sigma = max(sens, 1e-300) / math.sqrt(2.0 * float(shares[column]))
+        grid = float(dyadic_grid(np.asarray(sigma), GRID_BITS))
+        steps = math.ceil(sens / grid) + extra
+        measurements[column] = Measurement(float(sens), grid, steps, *variance_for(steps, shares[column]))
+    total_rho = sum((m.rho for m in measurements.values()), Fraction(0))
+    cost = (Fraction(0), Fraction(0), total_rho) if definition == "zcdp" else (epsilon, delta, Fraction(0))
+    cells = tuple(itertools.product(*(table.domains[c] for c in query.group_by)))
+    data_bounded = tuple(c for c in summed if c in table.data_bounds)
+    return GaussianPlan(query, definition, asked, cost, k, measurements,
+                        {c: measurements[c].sigma for c in summed}, {c: table.bounds[c] for c in summed},
+                        cells, not data_bounded, midpoints, data_bounded)
+
+
+def answer_cells(plan_: GaussianPlan, counts: np.ndarray, sums: dict[str, np.ndarray],
+                 rng: np.random.Generator) -> dict[str, Any]:
+    """The noisy answer from the true counts and clamped sums per cell (as
+    :func:`sdckit.query.noisy.answer_cells`): ``columns``, ``rows``, ``mechanism``,
+    ``noise_scale`` (sigmas), ``ci95``, ``dp``."""
+    n = len(plan_.cells)
+    ms = plan_.measurements
+    noisy_count = None
+    if "count" in ms:
+        noisy_count = np.asarray(counts, dtype=np.int64) + discrete_gaussian(n, ms["count"].t, ms["count"].c, rng)
+    noisy_sum = {}
+    for column in plan_.sum_scales:
+        m = ms[column]
+        values = deviation_sums(sums[column], counts, plan_.midpoints[column]) if column in plan_.midpoints else sums[column]
+        noisy_sum[column] = add_on_grid(np.asarray(values, dtype=float), m.grid, discrete_gaussian(n, m.t, m.c, rng))
+    rc95 = ms["count"].radius(0.95) if "count" in ms else 0.0
+    rc975 = ms["count"].radius(0.975) if "count" in ms else 0.0
+    scales: list[Any] = []
+    for o in plan_.query.outputs:
+        if o.kind == "group":
+            scales.append(None)
+        elif o.kind == "count":
+            scales.append({"sigma": ms["count"].sigma})
+        elif o.kind == "sum" and o.column not in plan_.midpoints:
+            scales.append({"sigma": ms[o.column].sigma})
+        else:
+            scales.append({"sum_sigma": ms[o.column].sigma, "count_sigma": ms["count"].sigma,
+                           "midpoint": plan_.midpoints[o.column]})
+    rows, ci = [], []
+    for i, cell in enumerate(plan_.cells):
+        group = dict(zip(plan_.query.group_by, cell))
+        row, row_ci = [], []
+        for o in plan_.query.outputs:
+            if o.kind == "group":
+                row.append(group[o.column])
+                row_ci.append(None)
+            elif o.kind == "count":
+                c = int(noisy_count[i])
+                row.append(c)
+                row_ci.append([max(0.0, c - rc95), max(0.0, c + rc95)])
+            elif o.kind == "sum" and o.column in plan_.midpoints:
+                mid = plan_.midpoints[o.column]
+                s = float(noisy_sum[o.column][i]) + mid * int(noisy_count[i])
+                r = ms[o.column].radius(0.975) + abs(mid) * rc975
+                row.append(s)
+                row_ci.append([s - r, s + r])
+            elif o.kind == "sum":
+                s = float(noisy_sum[o.column][i])
+                r = ms[o.column].radius(0.95)
+                row.append(s)
+                row_ci.append([s - r, s + r])
+            else:
+                lo, hi = plan_.bounds[o.column]
+                mid = plan_.midpoints[o.column]
+                s, c = float(noisy_sum[o.column][i]), int(noisy_count[i])
+                row.append(min(max(mid + s / max(c, 1), lo), hi))
+                rs = ms[o.column].radius(0.975)
+                if c - rc975 > 0:
+                    corners = [mid + (s + a) / (c + b) for a in (-rs, rs) for b in (-rc975, rc975)]
+                    row_ci.append([max(lo, min(corners)), min(hi, max(corners))])
+                else:
+                    row_ci.append([lo, hi])
+        rows.append(row)
+        ci.append(row_ci)
+    return {"columns": [o.label for o in plan_.query.outputs], "rows": rows, "mechanism": plan_.mechanism(),
+            "noise_scale": scales, "ci95": ci, "dp": plan_.is_dp}
