@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import time
 from pathlib import Path
 
 import httpx
@@ -21,8 +22,9 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
+from sdckit.app import jobs
 from sdckit.app.server import Workbench
-from sdckit.app.session import open_path, suggest_roles
+from sdckit.app.session import Session, add_step, check_roles, open_path, release_plan, suggest_roles, write_release
 from sdckit.cli.app import app
 from sdckit.core.errors import ParameterError
 from sdckit.core.random import new_seed
@@ -496,3 +498,73 @@ def test_release_of_an_upload_needs_the_file_and_refuses_other_data(page, bench,
     page.click("#release")
     page.locator("#written").wait_for()
     assert (tmp_path / "out" / "survey_protected.csv").is_file()
+
+
+# --------------------------------------------------------------------------- long work: jobs
+def slow_job(job) -> None:
+    """A job that reports progress until it is cancelled (at most 30 s)."""
+    for i in range(3000):
+        job.update(i, 3000, "counting")
+        time.sleep(0.01)
+
+
+def session_in_server(bench, client: httpx.Client):
+    cookie = client.cookies.get(f"sdckit_app_{bench.port}")
+    return bench.app.state.sessions.get(cookie)
+
+
+def test_job_endpoints_refuse_without_session_host_or_csrf_and_hide_other_sessions_jobs(bench):
+    client, csrf = session_client(bench)
+    other, _ = session_client(bench)
+    try:
+        job = jobs.start(jobs.Job("counting", "/open"), slow_job)
+        session_in_server(bench, client).jobs[job.id] = job
+        assert httpx.get(f"{bench.base}/jobs/{job.id}/progress").status_code == 403  # no session
+        assert client.get(f"/jobs/{job.id}/progress", headers={"Host": "evil.example"}).status_code == 403
+        assert client.post(f"/jobs/{job.id}/cancel", follow_redirects=False).status_code == 403  # no CSRF
+        assert client.post(f"/jobs/{job.id}/cancel", data={"csrf": csrf}, headers={"Origin": "http://evil.example"},
+                           follow_redirects=False).status_code == 403
+        assert other.get(f"/jobs/{job.id}/progress").status_code == 404  # another session's job
+        progress = client.get(f"/jobs/{job.id}/progress").json()
+        assert progress["state"] == "running" and progress["done_url"] is None
+        assert client.post(f"/jobs/{job.id}/cancel", data={"csrf": csrf}).status_code == 200
+        job.join(10)
+        assert client.get(f"/jobs/{job.id}/progress").json()["state"] == "cancelled"
+    finally:
+        client.close()
+        other.close()
+
+
+def test_a_job_shows_progress_and_is_cancelled_in_the_browser(page, bench):
+    page.goto(bench.url)
+    cookie = next(c["value"] for c in page.context.cookies() if c["name"] == f"sdckit_app_{bench.port}")
+    job = jobs.start(jobs.Job("counting", "/open"), slow_job)
+    bench.app.state.sessions.get(cookie).jobs[job.id] = job
+    page.goto(page.url.rsplit("/", 1)[0] + f"/jobs/{job.id}")
+    page.locator("#job-state", has_text="counting").wait_for()  # polled by the page's script
+    first = float(page.get_attribute("#job-progress", "value") or 0)
+    page.wait_for_timeout(400)
+    assert unlabelled(page) == []
+    shot(page, "10-job")
+    page.click("#cancel")
+    page.locator("#job-state", has_text="cancelled").wait_for()
+    assert "was cancelled" in page.locator("#error").inner_text()
+    assert job.state == "cancelled" and job.done > first * 3000
+
+
+def test_a_cancelled_step_or_release_changes_nothing(tmp_path):
+    path = tmp_path / "s.csv"
+    survey(30).to_csv(path, index=False)
+    session = Session("s", "c")
+    session.open(open_path(path))
+    session.confirm(check_roles(session.data.frame, {"person_id": "identifier", "sex": "quasi", "region": "quasi"}))
+    add_step(session, LocalSuppression(k=2))
+    cancelled = jobs.Job("x", "/")
+    cancelled.cancel()
+    with pytest.raises(jobs.Cancelled):
+        add_step(session, LocalSuppression(k=3), cancelled)
+    assert len(session.steps) == 1
+    out = tmp_path / "out"
+    with pytest.raises(jobs.Cancelled):
+        write_release(session, release_plan(session, str(out), "csv"), cancelled)
+    assert list(out.iterdir()) == [] and session.released is None

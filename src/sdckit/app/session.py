@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from sdckit.app.jobs import Job
 from sdckit.core.errors import DataError, ParameterError, SchemaError, SdcError
 from sdckit.core.method import Method
 from sdckit.core.params import describe_rule
@@ -35,7 +36,7 @@ from sdckit.io import read
 from sdckit.io.files import WRITABLE
 from sdckit.methods import available, get_method
 from sdckit.permutation import assess
-from sdckit.pipeline import Release, protect
+from sdckit.pipeline import ProgressCallback, Release, protect
 from sdckit.recipe import load_recipe, run_recipe
 from sdckit.report.model import assessed_columns
 from sdckit.risk.summary import risk_summary
@@ -123,6 +124,12 @@ class Session:
     steps: list[Step] = field(default_factory=list)
     risk: dict[str, Any] | None = None  # risk_figures of the confirmed roles, computed once
     released: dict[str, str] | None = None  # the files the last release wrote, by kind
+    jobs: dict[str, Job] = field(default_factory=dict)  # its long computations, by id
+
+    @property
+    def busy(self) -> Job | None:
+        """The session's job still running, if any (one at a time: they change the session)."""
+        return next((j for j in self.jobs.values() if j.state == "running"), None)
 
     @property
     def step(self) -> Step | None:
@@ -382,12 +389,13 @@ def parameter_named(message: str, names: list[str]) -> str | None:
     return None
 
 
-def protect_steps(loaded: Loaded, roles: Mapping[str, str], methods: list[Method], seed: int | str) -> Release:
+def protect_steps(loaded: Loaded, roles: Mapping[str, str], methods: list[Method], seed: int | str,
+                  progress: ProgressCallback | None = None) -> Release:
     """The release of ``methods`` applied in order: :func:`sdckit.pipeline.protect` with the
     schema of the confirmed roles (identifiers dropped) and the session's seed — the very call
     a recipe of these steps makes, so that the screen shows what the release will be."""
     frame = loaded.frame
-    return protect(frame, methods, schema=schema_of(frame, roles), seed=seed)
+    return protect(frame, methods, schema=schema_of(frame, roles), seed=seed, progress=progress)
 
 
 def utility_figures(original: pd.DataFrame, released: pd.DataFrame) -> dict[str, float | None]:
@@ -429,18 +437,31 @@ def permutation_verdict(original: pd.DataFrame, release: Release, seed: int | st
     return {"verdict": v.verdict, "p_value": float(v.p_value), "note": None, "sample": sample, "records": n}
 
 
-def add_step(session: Session, method: Method) -> Step:
+def add_step(session: Session, method: Method, job: Job | None = None) -> Step:
     """Apply ``method`` on the result of the session's steps (the release of all steps so far
     plus this one, :func:`protect_steps`), measure the risk before and after, the utility and
-    the verdict, and append the step."""
+    the verdict, and append the step. ``job`` follows the progress (and may cancel it: the
+    session is then unchanged)."""
     loaded, roles = session.data, session.roles
     assert loaded is not None
     frame = loaded.frame
+    methods = [*(s.method for s in session.steps), method]
+    total = len(methods) + 3
+
+    def report(done: int, stage: str) -> None:
+        if job is not None:
+            job.update(done, total, stage)
+
     before = session.steps[-1].after if session.steps else risk_figures(frame, roles)
-    release = protect_steps(loaded, roles, [*(s.method for s in session.steps), method], session.seed)
+    release = protect_steps(loaded, roles, methods, session.seed,
+                            progress=lambda done, _total, m: report(done, f"applying {m.name}"))
+    report(len(methods), "measuring the risk")
     after = risk_figures(release.data, {n: r for n, r in roles.items() if n in release.data.columns})
-    step = Step(method, release, before, after, utility_figures(frame, release.data),
-                permutation_verdict(frame, release, session.seed))
+    report(len(methods) + 1, "measuring the utility")
+    utility = utility_figures(frame, release.data)
+    report(len(methods) + 2, "the permutation verdict")
+    step = Step(method, release, before, after, utility, permutation_verdict(frame, release, session.seed))
+    report(total, "done")
     session.steps.append(step)
     session.released = None
     return step
@@ -499,15 +520,26 @@ def write_secret(path: Path, text: str) -> None:
         out.write(text)
 
 
-def release_session(session: Session, folder: str, fmt: str, input_path: str | None = None) -> dict[str, str]:
-    """Write the session's release into ``folder``: the session saved as a recipe
-    (``<stem>.recipe.toml``) with its seed in ``<stem>.seed`` beside it (mode 0600), then the
-    recipe run by :func:`sdckit.recipe.run_recipe` — the call ``sdckit protect`` makes — which
-    writes the data (``fmt``), the manifest and the HTML report. Returns the paths by kind.
+@dataclass(frozen=True)
+class ReleasePlan:
+    """Where a release goes, checked: the folder (absolute), the data format, the input file."""
 
-    The recipe names the input by its path: ``input_path``, or the path the data set was
-    opened from; a file given for an uploaded data set must hold the same data. The folder
-    may not be the input's (nothing overwrites the original)."""
+    folder: Path
+    format: str
+    source: Path
+
+
+def release_session(session: Session, folder: str, fmt: str, input_path: str | None = None,
+                    job: Job | None = None) -> dict[str, str]:
+    """:func:`write_release` of :func:`release_plan`: the whole release in one call."""
+    return write_release(session, release_plan(session, folder, fmt, input_path), job)
+
+
+def release_plan(session: Session, folder: str, fmt: str, input_path: str | None = None) -> ReleasePlan:
+    """Check where the session's release would go, before anything is written (one-line
+    refusals): ``folder`` a full path, not a file, not the input's folder; ``fmt`` writable;
+    the input the path the data set was opened from, or ``input_path``, which must hold the
+    same data (an uploaded data set has no path on the machine)."""
     loaded = session.data
     if loaded is None or not session.confirmed:
         raise ParameterError("Open a data set and confirm its roles first.")
@@ -537,16 +569,39 @@ def release_session(session: Session, folder: str, fmt: str, input_path: str | N
     if source.parent == out:
         raise ParameterError(f"The folder {str(out)!r} holds the input file; choose another folder, "
                              "so that nothing overwrites the original.")
+    return ReleasePlan(out, fmt, source)
+
+
+def write_release(session: Session, plan: ReleasePlan, job: Job | None = None) -> dict[str, str]:
+    """Write the session's release as ``plan`` says: the session saved as a recipe
+    (``<stem>.recipe.toml``) with its seed in ``<stem>.seed`` beside it (mode 0600), then the
+    recipe run by :func:`sdckit.recipe.run_recipe` — the call ``sdckit protect`` makes — which
+    writes the data, the manifest and the HTML report. Returns the paths by kind. ``job``
+    follows the progress and may cancel the run: nothing is then left in the folder."""
+    out, fmt, source = plan.folder, plan.format, plan.source
     out.mkdir(parents=True, exist_ok=True)
     stem = source.name.split(".")[0] + "_protected"
     methods = [s.method for s in session.steps]
     recipe_path, seed_path = out / f"{stem}.recipe.toml", out / f"{stem}.seed"
-    write_secret(seed_path, f"{session.seed}\n")
-    recipe_path.write_text(recipe_text(source, session.roles, methods, seed_path.name, fmt, stem), encoding="utf-8")
-    recipe = load_recipe(recipe_path)
-    if list(recipe.methods) != methods:  # the recipe must say exactly what the session did
-        raise ParameterError("The steps could not be saved as a recipe exactly; write the recipe by hand.")
-    result = run_recipe(recipe)
+    text = recipe_text(source, session.roles, methods, seed_path.name, fmt, stem)  # refuses before writing
+    total = len(methods) + 4  # the steps, then the report's stages (as `sdckit protect` counts them)
+
+    def report(done: int, stage: str) -> None:
+        if job is not None:
+            job.update(done, total, stage)
+
+    try:
+        write_secret(seed_path, f"{session.seed}\n")
+        recipe_path.write_text(text, encoding="utf-8")
+        recipe = load_recipe(recipe_path)
+        if list(recipe.methods) != methods:  # the recipe must say exactly what the session did
+            raise ParameterError("The steps could not be saved as a recipe exactly; write the recipe by hand.")
+        result = run_recipe(recipe, progress=lambda done, _t, m: report(done, f"applying {m.name}"),
+                            report_progress=lambda done, _t, *rest: report(len(methods) + done, "the report"))
+    except BaseException:
+        recipe_path.unlink(missing_ok=True)
+        seed_path.unlink(missing_ok=True)
+        raise
     session.released = {"data": str(result.data_path), "manifest": str(result.manifest_path),
                         "report": "" if result.report_path is None else str(result.report_path),
                         "recipe": str(recipe_path), "seed": str(seed_path),

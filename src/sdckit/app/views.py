@@ -20,6 +20,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from starlette.concurrency import run_in_threadpool
 
 from sdckit import __version__
+from sdckit.app import jobs
 from sdckit.app import session as work
 from sdckit.app.session import Session
 from sdckit.core.errors import DataError, SdcError
@@ -234,11 +235,11 @@ def register(app: FastAPI) -> None:
         if method is None:
             return protect_page(request, form.get("method"), 400, None if name else message, typed(form),
                                 (name, message) if name else None)
-        try:
-            await run_in_threadpool(work.add_step, session, method)
-        except SdcError as exc:
-            return protect_page(request, form.get("method"), 400, " ".join(str(exc).split()), typed(form))
-        return RedirectResponse(f"/protect?method={method.name}", status_code=303)
+        if (busy := session.busy) is not None:
+            return protect_page(request, form.get("method"), 409, f"Wait for {busy.label} to end, or cancel it.", typed(form))
+        job = jobs.Job(f"applying {method.name}", f"/protect?method={method.name}")
+        session.jobs[job.id] = jobs.start(job, lambda j: work.add_step(session, method, j))
+        return RedirectResponse(f"/jobs/{job.id}", status_code=303)
 
     @app.post("/protect/undo")
     async def protect_undo(request: Request) -> Response:
@@ -275,11 +276,46 @@ def register(app: FastAPI) -> None:
             return redirect
         session: Session = request.state.session
         try:
-            await run_in_threadpool(work.release_session, session, form.get("folder", ""),
-                                    form.get("format", ""), form.get("input"))
+            if (busy := session.busy) is not None:
+                raise DataError(f"Wait for {busy.label} to end, or cancel it.")
+            plan = await run_in_threadpool(work.release_plan, session, form.get("folder", ""),
+                                           form.get("format", ""), form.get("input"))
         except SdcError as exc:
             return release_page(request, 400, " ".join(str(exc).split()), form)
-        return RedirectResponse("/release", status_code=303)
+        job = jobs.Job("the release", "/release")
+        session.jobs[job.id] = jobs.start(job, lambda j: work.write_release(session, plan, j))
+        return RedirectResponse(f"/jobs/{job.id}", status_code=303)
+
+    # ------------------------------------------------------------------ long work: jobs
+    def job_of(request: Request, job_id: str) -> jobs.Job | None:
+        return request.state.session.jobs.get(job_id)  # another session's job is not found
+
+    @app.get("/jobs/{job_id}")
+    def job_screen(request: Request, job_id: str) -> Response:
+        job = job_of(request, job_id)
+        if job is None:
+            return Response("Not found: no such job in this session.", status_code=404, media_type="text/plain")
+        if job.state == "done":
+            return RedirectResponse(job.done_url, status_code=303)
+        return page(request, "job.html", error=job.error, job=job)
+
+    @app.get("/jobs/{job_id}/progress")
+    def job_progress(request: Request, job_id: str) -> Response:
+        job = job_of(request, job_id)
+        if job is None:
+            return JSONResponse({"error": "no such job in this session"}, status_code=404)
+        return JSONResponse(job.to_dict())
+
+    @app.post("/jobs/{job_id}/cancel")
+    async def job_cancel(request: Request, job_id: str) -> Response:
+        form = await form_of(request)
+        if form is None:
+            return refused()
+        job = job_of(request, job_id)
+        if job is None:
+            return Response("Not found: no such job in this session.", status_code=404, media_type="text/plain")
+        job.cancel()
+        return RedirectResponse(f"/jobs/{job.id}", status_code=303)
 
     @app.post("/open/recipe")
     async def open_recipe(request: Request) -> Response:
