@@ -2,7 +2,10 @@
 
 The server runs in-process on 127.0.0.1 and a free port. The browser opens the address with its
 token, uploads a small file made here, confirms the suggested roles (changing one), and the risk
-screen must show what :func:`sdckit.risk.summary.risk_summary` computes on the same file. The
+screen must show what :func:`sdckit.risk.summary.risk_summary` computes on the same file. Protect
+applies steps with undo (risk, utility and verdict before/after); Release writes the data,
+manifest, report and the recipe + seed file, which ``sdckit protect`` reproduces byte for byte;
+long work runs as jobs whose progress the page polls and which it cancels. The
 security checks (no token, a foreign Origin, a missing CSRF token, a foreign Host) run with httpx.
 Chromium is Debian's ``chromium`` package, which ``.ci/run`` installs; without it the browser tests
 skip and say why. Set ``SDCKIT_APP_SCREENSHOTS`` to a folder to keep a screenshot of each screen.
@@ -415,7 +418,8 @@ def test_steps_with_undo_then_release_reproduced_by_sdckit_protect(page, bench, 
     assert unlabelled(page) == []
     shown = {m: page.inner_text(f"#after-{m}") for m in ("il1", "correlation", "pmse")}
     verdict = page.inner_text("#after-verdict")
-    assert "all 60 records" in page.inner_text("#verdict-note")
+    note = page.inner_text("#verdict-note")
+    assert "all 60 records" in note and "on the column income" in note
 
     page.click("nav >> text=Release")
     page.wait_for_url("**/release")

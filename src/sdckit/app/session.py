@@ -432,9 +432,11 @@ def permutation_verdict(original: pd.DataFrame, release: Release, seed: int | st
         result = assess(original[columns], released[columns], schema=release.schema,
                         records=PERMUTATION_RECORDS if n > PERMUTATION_RECORDS else None, random_state=state)
     except (SdcError, ValueError, TypeError) as exc:
-        return {"verdict": None, "note": " ".join(str(exc).split()), "sample": sample, "records": n}
+        return {"verdict": None, "note": " ".join(str(exc).split()), "sample": sample, "records": n,
+                "columns": columns}
     v = result.verification
-    return {"verdict": v.verdict, "p_value": float(v.p_value), "note": None, "sample": sample, "records": n}
+    return {"verdict": v.verdict, "p_value": float(v.p_value), "note": None, "sample": sample, "records": n,
+            "columns": columns}
 
 
 def add_step(session: Session, method: Method, job: Job | None = None) -> Step:
