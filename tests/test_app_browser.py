@@ -2,7 +2,10 @@
 
 The server runs in-process on 127.0.0.1 and a free port. The browser opens the address with its
 token, uploads a small file made here, confirms the suggested roles (changing one), and the risk
-screen must show what :func:`sdckit.risk.summary.risk_summary` computes on the same file. The
+screen must show what :func:`sdckit.risk.summary.risk_summary` computes on the same file. Protect
+applies steps with undo (risk, utility and verdict before/after); Release writes the data,
+manifest, report and the recipe + seed file, which ``sdckit protect`` reproduces byte for byte;
+long work runs as jobs whose progress the page polls and which it cancels. The
 security checks (no token, a foreign Origin, a missing CSRF token, a foreign Host) run with httpx.
 Chromium is Debian's ``chromium`` package, which ``.ci/run`` installs; without it the browser tests
 skip and say why. Set ``SDCKIT_APP_SCREENSHOTS`` to a folder to keep a screenshot of each screen.
@@ -13,6 +16,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import time
 from pathlib import Path
 
 import httpx
@@ -21,8 +25,9 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
+from sdckit.app import jobs
 from sdckit.app.server import Workbench
-from sdckit.app.session import open_path, suggest_roles
+from sdckit.app.session import Session, add_step, check_roles, open_path, release_plan, suggest_roles, write_release
 from sdckit.cli.app import app
 from sdckit.core.errors import ParameterError
 from sdckit.core.random import new_seed
@@ -343,3 +348,227 @@ def test_a_port_in_use_is_one_line(bench):
     result = CliRunner().invoke(app, ["app", "--no-browser", "--port", str(bench.port)])
     assert result.exit_code != 0 and isinstance(result.exception, ParameterError)
     assert f"Port {bench.port}" in str(result.exception) and "--port" in str(result.exception)
+
+
+# --------------------------------------------------------------------------- steps, undo, release
+def test_new_endpoints_refuse_without_session_origin_or_csrf(bench, tmp_path):
+    path = tmp_path / "s.csv"
+    survey(20).to_csv(path, index=False)
+    endpoints = {"/protect/undo": {}, "/release": {"folder": str(tmp_path / "out"), "format": "csv"},
+                 "/open/recipe": {"recipe": str(tmp_path / "r.toml")}}
+    for url, data in endpoints.items():  # no session at all
+        assert httpx.post(f"{bench.base}{url}", data=data).status_code == 403
+    client, csrf = session_client(bench)
+    try:
+        client.post("/open/path", data={"path": str(path), "csrf": csrf})
+        for url, data in endpoints.items():
+            assert client.post(url, data=data, follow_redirects=False).status_code == 403  # no CSRF token
+            foreign = client.post(url, data={**data, "csrf": csrf}, headers={"Origin": "http://evil.example"},
+                                  follow_redirects=False)
+            assert foreign.status_code == 403
+            wrong_host = client.post(url, data={**data, "csrf": csrf}, headers={"Host": "evil.example"},
+                                     follow_redirects=False)
+            assert wrong_host.status_code == 403
+        assert not (tmp_path / "out").exists()  # nothing of the refused posts happened
+    finally:
+        client.close()
+
+
+def apply_step(page, method: str, **params: str) -> None:
+    page.select_option("#method", method)
+    page.click("#method-form button[type=submit]")
+    page.wait_for_url(f"**/protect?method={method}")
+    for name, value in params.items():
+        page.fill(f"#p-{name}", value)
+    count = page.locator("#steps li").count()
+    page.click("#apply")
+    page.wait_for_url(f"**/protect?method={method}")
+    page.locator(f"#steps li >> nth={count}").wait_for()
+
+
+def test_steps_with_undo_then_release_reproduced_by_sdckit_protect(page, bench, tmp_path, monkeypatch):
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1700000000")  # the manifests' creation time, fixed
+    frame = survey()
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    path = data_dir / "survey.parquet"
+    frame.to_parquet(path, index=False)
+    page.goto(bench.url)
+    page.fill("#path", str(path))
+    page.click("#path-form button[type=submit]")
+    page.wait_for_url("**/data")
+    page.click("nav >> text=Roles")
+    page.select_option("select[data-column=hhid]", "")
+    page.click("#confirm-roles")
+    page.wait_for_url("**/risk")
+    page.click("nav >> text=Protect")
+    assert page.locator("#no-steps").count() == 1
+    apply_step(page, "local_suppression", k="3")
+    after_first = page.inner_text("#after-global-risk")
+    apply_step(page, "microaggregation", k="4")
+    assert page.locator("#steps li").count() == 2
+    assert page.inner_text("#before-global-risk") == after_first  # applied on the previous step's result
+    shot(page, "8-protect-steps")
+    page.click("#undo")  # undo microaggregation: back to one step
+    page.wait_for_url("**/protect")
+    assert page.locator("#steps li").count() == 1
+    assert page.inner_text("#steps li") == "local_suppression(k=3, missing=strict)"
+    apply_step(page, "additive_noise", alpha="0.1")
+    assert page.locator("#steps li").count() == 2
+    assert unlabelled(page) == []
+    shown = {m: page.inner_text(f"#after-{m}") for m in ("il1", "correlation", "pmse")}
+    verdict = page.inner_text("#after-verdict")
+    note = page.inner_text("#verdict-note")
+    assert "all 60 records" in note and "on the column income" in note
+
+    page.click("nav >> text=Release")
+    page.wait_for_url("**/release")
+    assert unlabelled(page) == []
+    page.fill("#folder", str(data_dir))  # the input's folder: refused, one line
+    page.click("#release")
+    assert "holds the input file" in page.locator("#error").inner_text()
+    out = tmp_path / "release"
+    page.fill("#folder", str(out))
+    page.select_option("#format", "parquet")
+    page.click("#release")
+    page.locator("#written").wait_for()
+    shot(page, "9-release")
+    files = {k: Path(page.inner_text(f"#out-{k}")) for k in ("data", "manifest", "report", "recipe", "seed")}
+    assert all(p.parent == out and p.is_file() for p in files.values())
+    seed = files["seed"].read_text().strip()
+    assert len(seed) >= 32 and (files["seed"].stat().st_mode & 0o777) == 0o600
+    assert seed not in page.content() and seed not in files["manifest"].read_text()
+    assert seed not in files["recipe"].read_text() and seed not in files["report"].read_text()
+
+    # the figures shown are those of the library on the release the steps make with that seed
+    from sdckit.masking import AdditiveNoise
+    from sdckit.utility import utility_loss
+    keys = ["sex", "age_group", "region"]
+    schema = Schema.infer(frame, identifier=["person_id"], quasi=keys, confidential=["income"])
+    release = protect(frame, [LocalSuppression(k=3), AdditiveNoise(alpha=0.1)], schema=schema, seed=seed)
+    pd.testing.assert_frame_equal(read(files["data"]), release.data.reset_index(drop=True), check_dtype=False)
+    numeric = [c for c in release.data.columns if pd.api.types.is_numeric_dtype(release.data[c])]
+    for m in shown:
+        assert shown[m] == f"{utility_loss(frame[numeric], release.data[numeric], None, m):.6f}"
+    assert verdict in ("deniable", "flagged", "borderline")
+
+    # `sdckit protect` on the saved recipe writes the same files, byte for byte
+    again = tmp_path / "again"
+    result = CliRunner().invoke(app, ["protect", str(files["recipe"]), "--out", str(again)])
+    assert result.exit_code == 0, result.output
+    for kind in ("data", "manifest", "report"):
+        assert (again / files[kind].name).read_bytes() == files[kind].read_bytes(), kind
+
+    # the recipe continues the session: its input, roles, seed and steps
+    page.goto(page.url.rsplit("/", 1)[0] + "/open")
+    page.fill("#recipe", str(files["recipe"]))
+    page.click("#recipe-form button[type=submit]")
+    page.wait_for_url("**/protect")
+    assert page.locator("#steps li").count() == 2
+    assert {m: page.inner_text(f"#after-{m}") for m in shown} == shown  # the same seed, the same release
+
+
+def test_release_of_an_upload_needs_the_file_and_refuses_other_data(page, bench, tmp_path):
+    path = tmp_path / "survey.csv"
+    survey(30).to_csv(path, index=False)
+    page.goto(bench.url)
+    page.set_input_files("#upload-file", str(path))
+    page.click("#upload-form button[type=submit]")
+    page.wait_for_url("**/data")
+    page.click("nav >> text=Release")
+    assert page.locator("#release-note").count() == 1  # no step yet
+    page.click("nav >> text=Roles")
+    page.click("#confirm-roles")
+    page.wait_for_url("**/risk")
+    page.click("nav >> text=Protect")
+    apply_step(page, "local_suppression", k="2")
+    page.click("nav >> text=Release")
+    assert page.input_value("#input") == ""  # uploaded: no path on the machine
+    page.fill("#folder", str(tmp_path / "out"))
+    page.click("#release")
+    message = page.locator("#error").inner_text()
+    assert "uploaded" in message and "\n" not in message
+    other = tmp_path / "other.csv"
+    survey(30).assign(income=1.0).to_csv(other, index=False)
+    page.fill("#input", str(other))
+    page.click("#release")
+    assert "does not hold the data set" in page.locator("#error").inner_text()
+    page.fill("#folder", "relative/folder")
+    page.fill("#input", str(path))
+    page.click("#release")
+    assert "not a full path" in page.locator("#error").inner_text()
+    assert not (tmp_path / "out").exists()
+    page.fill("#folder", str(tmp_path / "out"))
+    page.click("#release")
+    page.locator("#written").wait_for()
+    assert (tmp_path / "out" / "survey_protected.csv").is_file()
+
+
+# --------------------------------------------------------------------------- long work: jobs
+def slow_job(job) -> None:
+    """A job that reports progress until it is cancelled (at most 30 s)."""
+    for i in range(3000):
+        job.update(i, 3000, "counting")
+        time.sleep(0.01)
+
+
+def session_in_server(bench, client: httpx.Client):
+    cookie = client.cookies.get(f"sdckit_app_{bench.port}")
+    return bench.app.state.sessions.get(cookie)
+
+
+def test_job_endpoints_refuse_without_session_host_or_csrf_and_hide_other_sessions_jobs(bench):
+    client, csrf = session_client(bench)
+    other, _ = session_client(bench)
+    try:
+        job = jobs.start(jobs.Job("counting", "/open"), slow_job)
+        session_in_server(bench, client).jobs[job.id] = job
+        assert httpx.get(f"{bench.base}/jobs/{job.id}/progress").status_code == 403  # no session
+        assert client.get(f"/jobs/{job.id}/progress", headers={"Host": "evil.example"}).status_code == 403
+        assert client.post(f"/jobs/{job.id}/cancel", follow_redirects=False).status_code == 403  # no CSRF
+        assert client.post(f"/jobs/{job.id}/cancel", data={"csrf": csrf}, headers={"Origin": "http://evil.example"},
+                           follow_redirects=False).status_code == 403
+        assert other.get(f"/jobs/{job.id}/progress").status_code == 404  # another session's job
+        progress = client.get(f"/jobs/{job.id}/progress").json()
+        assert progress["state"] == "running" and progress["done_url"] is None
+        assert client.post(f"/jobs/{job.id}/cancel", data={"csrf": csrf}).status_code == 200
+        job.join(10)
+        assert client.get(f"/jobs/{job.id}/progress").json()["state"] == "cancelled"
+    finally:
+        client.close()
+        other.close()
+
+
+def test_a_job_shows_progress_and_is_cancelled_in_the_browser(page, bench):
+    page.goto(bench.url)
+    cookie = next(c["value"] for c in page.context.cookies() if c["name"] == f"sdckit_app_{bench.port}")
+    job = jobs.start(jobs.Job("counting", "/open"), slow_job)
+    bench.app.state.sessions.get(cookie).jobs[job.id] = job
+    page.goto(page.url.rsplit("/", 1)[0] + f"/jobs/{job.id}")
+    page.locator("#job-state", has_text="counting").wait_for()  # polled by the page's script
+    first = float(page.get_attribute("#job-progress", "value") or 0)
+    page.wait_for_timeout(400)
+    assert unlabelled(page) == []
+    shot(page, "10-job")
+    page.click("#cancel")
+    page.locator("#job-state", has_text="cancelled").wait_for()
+    assert "was cancelled" in page.locator("#error").inner_text()
+    assert job.state == "cancelled" and job.done > first * 3000
+
+
+def test_a_cancelled_step_or_release_changes_nothing(tmp_path):
+    path = tmp_path / "s.csv"
+    survey(30).to_csv(path, index=False)
+    session = Session("s", "c")
+    session.open(open_path(path))
+    session.confirm(check_roles(session.data.frame, {"person_id": "identifier", "sex": "quasi", "region": "quasi"}))
+    add_step(session, LocalSuppression(k=2))
+    cancelled = jobs.Job("x", "/")
+    cancelled.cancel()
+    with pytest.raises(jobs.Cancelled):
+        add_step(session, LocalSuppression(k=3), cancelled)
+    assert len(session.steps) == 1
+    out = tmp_path / "out"
+    with pytest.raises(jobs.Cancelled):
+        write_release(session, release_plan(session, str(out), "csv"), cancelled)
+    assert list(out.iterdir()) == [] and session.released is None

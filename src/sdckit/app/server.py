@@ -84,6 +84,7 @@ def create_app(port: int, token: str) -> FastAPI:
     guard = Guard(port, token)
     store = SessionStore()
     app = FastAPI(title="sdckit workbench", docs_url=None, redoc_url=None, openapi_url=None)
+    app.state.sessions = store  # for the embedding program (and the tests); never served
 
     @app.middleware("http")
     async def secure(request: Request, call_next: Any) -> Response:
@@ -159,7 +160,8 @@ class Workbench:
         token = secrets.token_urlsafe(32)
         self.url = f"http://{HOST}:{self.port}/?token={token}"
         self.base = f"http://{HOST}:{self.port}"
-        config = uvicorn.Config(create_app(self.port, token), log_level="warning", access_log=False,
+        self.app = create_app(self.port, token)
+        config = uvicorn.Config(self.app, log_level="warning", access_log=False,
                                 lifespan="off")
         self.server = uvicorn.Server(config)
         self._thread: threading.Thread | None = None

@@ -1,4 +1,4 @@
-"""The workbench's screens: Open, Data, Roles, Risk and Protect (issue 31, screens 1 to 4).
+"""The workbench's screens: Open, Data, Roles, Risk, Protect and Release (issue 31).
 
 Each screen is a server-rendered page (Jinja2, autoescape on) over the calls in
 :mod:`sdckit.app.session`. Forms post ``application/x-www-form-urlencoded`` bodies, parsed here
@@ -20,12 +20,14 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from starlette.concurrency import run_in_threadpool
 
 from sdckit import __version__
+from sdckit.app import jobs
 from sdckit.app import session as work
 from sdckit.app.session import Session
 from sdckit.core.errors import DataError, SdcError
 
 #: The screens in the order of the navigation bar: path, title.
-SCREENS = (("/open", "Open"), ("/data", "Data"), ("/roles", "Roles"), ("/risk", "Risk"), ("/protect", "Protect"))
+SCREENS = (("/open", "Open"), ("/data", "Data"), ("/roles", "Roles"), ("/risk", "Risk"), ("/protect", "Protect"),
+           ("/release", "Release"))
 #: The largest upload accepted (bytes); a bigger file is opened by its path on the machine.
 MAX_UPLOAD = 2 * 1024**3
 
@@ -180,12 +182,14 @@ def register(app: FastAPI) -> None:
                      texts: dict[str, str] | None = None, field_error: tuple[str, str] | None = None) -> Response:
         catalogue = work.methods()
         chosen = name if name in catalogue else None
-        step = request.state.session.step
+        session: Session = request.state.session
+        step = session.step
         if texts is None and step is not None and step.method.name == chosen:  # the values applied
             texts = {k: work.shown_value(v) for k, v in step.method.params(plain=False).items()}
         return page(request, "protect.html", status, error=error, methods=list(catalogue), chosen=chosen,
                     parameters=work.parameters(chosen) if chosen else [], texts=texts or {},
-                    field_error=field_error, step=step)
+                    field_error=field_error, step=step, steps=session.steps,
+                    sample_limit=work.PERMUTATION_RECORDS)
 
     def typed(form: dict[str, str]) -> dict[str, str]:
         return {k.removeprefix("p-"): v for k, v in form.items() if k.startswith("p-")}
@@ -231,9 +235,95 @@ def register(app: FastAPI) -> None:
         if method is None:
             return protect_page(request, form.get("method"), 400, None if name else message, typed(form),
                                 (name, message) if name else None)
+        if (busy := session.busy) is not None:
+            return protect_page(request, form.get("method"), 409, f"Wait for {busy.label} to end, or cancel it.", typed(form))
+        job = jobs.Job(f"applying {method.name}", f"/protect?method={method.name}")
+        session.jobs[job.id] = jobs.start(job, lambda j: work.add_step(session, method, j))
+        return RedirectResponse(f"/jobs/{job.id}", status_code=303)
+
+    @app.post("/protect/undo")
+    async def protect_undo(request: Request) -> Response:
+        form = await form_of(request)
+        if form is None:
+            return refused()
+        if request.state.session.data is not None:
+            work.undo_step(request.state.session)
+        return RedirectResponse("/protect", status_code=303)
+
+    # ------------------------------------------------------------------ 5. release
+    def release_page(request: Request, status: int = 200, error: str | None = None,
+                     form: dict[str, str] | None = None) -> Response:
+        session: Session = request.state.session
+        source = session.data.source if session.data is not None else None
+        form = form or {}
+        return page(request, "release.html", status, error=error, formats=work.WRITABLE,
+                    folder=form.get("folder", ""), fmt=form.get("format", "csv"),
+                    input_path=form.get("input", "" if source is None else str(source)),
+                    uploaded=source is None, released=session.released, steps=session.steps)
+
+    @app.get("/release")
+    def release_screen(request: Request) -> Response:
+        if (redirect := need_data(request)) is not None:
+            return redirect
+        return release_page(request)
+
+    @app.post("/release")
+    async def release_write(request: Request) -> Response:
+        form = await form_of(request)
+        if form is None:
+            return refused()
+        if (redirect := need_data(request)) is not None:
+            return redirect
+        session: Session = request.state.session
         try:
-            step = await run_in_threadpool(work.protect_step, session.data, session.roles, method, session.seed)
+            if (busy := session.busy) is not None:
+                raise DataError(f"Wait for {busy.label} to end, or cancel it.")
+            plan = await run_in_threadpool(work.release_plan, session, form.get("folder", ""),
+                                           form.get("format", ""), form.get("input"))
         except SdcError as exc:
-            return protect_page(request, form.get("method"), 400, " ".join(str(exc).split()), typed(form))
-        session.step = step
-        return RedirectResponse(f"/protect?method={method.name}", status_code=303)
+            return release_page(request, 400, " ".join(str(exc).split()), form)
+        job = jobs.Job("the release", "/release")
+        session.jobs[job.id] = jobs.start(job, lambda j: work.write_release(session, plan, j))
+        return RedirectResponse(f"/jobs/{job.id}", status_code=303)
+
+    # ------------------------------------------------------------------ long work: jobs
+    def job_of(request: Request, job_id: str) -> jobs.Job | None:
+        return request.state.session.jobs.get(job_id)  # another session's job is not found
+
+    @app.get("/jobs/{job_id}")
+    def job_screen(request: Request, job_id: str) -> Response:
+        job = job_of(request, job_id)
+        if job is None:
+            return Response("Not found: no such job in this session.", status_code=404, media_type="text/plain")
+        if job.state == "done":
+            return RedirectResponse(job.done_url, status_code=303)
+        return page(request, "job.html", error=job.error, job=job)
+
+    @app.get("/jobs/{job_id}/progress")
+    def job_progress(request: Request, job_id: str) -> Response:
+        job = job_of(request, job_id)
+        if job is None:
+            return JSONResponse({"error": "no such job in this session"}, status_code=404)
+        return JSONResponse(job.to_dict())
+
+    @app.post("/jobs/{job_id}/cancel")
+    async def job_cancel(request: Request, job_id: str) -> Response:
+        form = await form_of(request)
+        if form is None:
+            return refused()
+        job = job_of(request, job_id)
+        if job is None:
+            return Response("Not found: no such job in this session.", status_code=404, media_type="text/plain")
+        job.cancel()
+        return RedirectResponse(f"/jobs/{job.id}", status_code=303)
+
+    @app.post("/open/recipe")
+    async def open_recipe(request: Request) -> Response:
+        form = await form_of(request)
+        if form is None:
+            return refused()
+        try:
+            await run_in_threadpool(work.open_recipe, request.state.session, form.get("recipe", ""))
+        except SdcError as exc:
+            return page(request, "open.html", 400, error=" ".join(str(exc).split()), recipe=form.get("recipe", ""))
+        return RedirectResponse("/protect", status_code=303)

@@ -14,8 +14,9 @@ def workbench(
     port: Annotated[int, typer.Option("--port", help="Port on 127.0.0.1 (default: a free one).")] = 0,
     no_browser: Annotated[bool, typer.Option("--no-browser", help="Print the address only; do not open a browser.")] = False,
 ) -> None:
-    """Open the workbench in the browser: open a file, mark the columns' roles and see the risk,
-    on this machine only (127.0.0.1, a new secret address at each start)."""
+    """Open the workbench in the browser: open a file, mark the columns' roles, see the risk,
+    protect step by step and write the release with its recipe, on this machine only
+    (127.0.0.1, a new secret address at each start)."""
     import webbrowser
 
     from sdckit.app.server import Workbench

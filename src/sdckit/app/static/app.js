@@ -1,9 +1,12 @@
 // The workbench's only script. (1) Upload: sends the file as the request body (no multipart),
 // with the session's CSRF token in a header, and shows a refusal as one line on the page.
 // (2) Protect: checks the parameters with the method's own rules (POST /protect/check) as they
-// are typed, and shows a refusal beside the field it names.
+// are typed, and shows a refusal beside the field it names. (3) Jobs: polls a job's progress
+// (GET /jobs/<id>/progress) and goes on to its result when it is done.
 "use strict";
 document.addEventListener("DOMContentLoaded", function () {
+  var job = document.getElementById("job");
+  if (job) { followJob(job); }
   var params = document.getElementById("protect-form");
   if (params) { checkAsTyped(params); }
   var form = document.getElementById("upload-form");
@@ -68,4 +71,30 @@ function checkAsTyped(form) {
   form.addEventListener("submit", function () {
     document.getElementById("apply-status").textContent = "Applying and measuring…";
   });
+}
+
+function followJob(section) {
+  var url = section.getAttribute("data-progress-url");
+  var bar = document.getElementById("job-progress");
+  var state = document.getElementById("job-state");
+  var error = document.getElementById("error");
+  var cancel = document.getElementById("cancel-form");
+  function poll() {
+    fetch(url, { credentials: "same-origin" }).then(function (r) { return r.json(); }).then(function (answer) {
+      bar.value = answer.fraction;
+      if (answer.state === "done") { window.location.assign(answer.done_url); return; }
+      if (answer.state === "running") {
+        state.textContent = (answer.stage || "starting") + "…";
+        setTimeout(poll, 200);
+        return;
+      }
+      state.textContent = answer.state;
+      if (cancel) { cancel.hidden = true; }
+      if (answer.error) { error.textContent = answer.error; error.hidden = false; }
+    }).catch(function () {
+      error.textContent = "The workbench did not answer; is `sdckit app` still running?";
+      error.hidden = false;
+    });
+  }
+  poll();
 }
