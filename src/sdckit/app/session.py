@@ -430,7 +430,7 @@ def permutation_verdict(original: pd.DataFrame, release: Release, seed: int | st
             raise DataError("no numeric, ordinal or date quasi-identifier or confidential column is released")
         state = np.random.SeedSequence([parse_seed(seed), PERMUTATION_STREAM])
         result = assess(original[columns], released[columns], schema=release.schema,
-                        records=PERMUTATION_RECORDS if n > PERMUTATION_RECORDS else None, random_state=state)
+                        records=PERMUTATION_RECORDS if n > PERMUTATION_RECORDS else None, seed=state)
     except (SdcError, ValueError, TypeError) as exc:
         return {"verdict": None, "note": " ".join(str(exc).split()), "sample": sample, "records": n,
                 "columns": columns}
