@@ -1,0 +1,80 @@
+"""Time limits of cell suppression (issue 27, part 4): ``optimal`` has a default time limit and
+then returns its best audited pattern with the gap, warm-started from the heuristic's pattern
+(never costlier than it); ``fast``'s polish is capped in seconds as well as in work. Clocks are
+simulated (a clock that jumps an hour at each reading), never measured: no test here is timed."""
+
+import importlib
+import math
+
+import numpy as np
+import pytest
+
+from sdckit.tabular import MinFrequency, suppress
+
+from test_tabular_quality import heuristic_only, independently_safe, water_relat  # noqa: F401
+
+S = importlib.import_module("sdckit.tabular.suppress")
+RULES = [MinFrequency(3)]
+
+
+class RacingClock:
+    """A clock that jumps an hour at every reading: any step bounded by seconds stops at once."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        self.now += 3600.0
+        return self.now
+
+
+def test_optimal_stops_at_its_default_time_limit_with_a_gap(water_relat, monkeypatch):  # noqa: F811
+    proved = suppress(water_relat, RULES, method="optimal", time_limit=math.inf)
+    assert proved.optimal and proved.gap == 0.0
+    monkeypatch.setattr(S, "OPTIMAL_TIME_LIMIT", 1e-9)  # the default, reached at once
+    r = suppress(water_relat, RULES, method="optimal")
+    assert not r.optimal and r.audit.safe
+    assert r.gap is not None and 0 < r.gap <= 1 and r.lower_bound is not None
+    assert r.to_dict()["optimal"] is False and r.to_dict()["gap"] == r.gap
+    assert independently_safe(water_relat, r.cells["status"].to_numpy(), r.sensitivity)
+    assert r.secondary_cost >= proved.secondary_cost  # never below the proved optimum
+
+
+def test_optimal_search_starts_from_the_heuristic_pattern_without_redundancy(water_relat, monkeypatch):  # noqa: F811
+    """The master's first incumbent is the flow heuristic's pattern with its redundant cells
+    published again (fast without its polish): a search stopped at once returns no more than it
+    (the raw flow pattern costs 183 where this one costs 157, the optimum)."""
+    seen = {}
+    real = S.branch_and_cut
+
+    def stopped_at_once(prob, y0, best, limits, complete):
+        seen["incumbent"] = float(prob.w @ best) - float(prob.w[prob.prim].sum())
+        return best, False, 0.0, 0
+
+    monkeypatch.setattr(S, "branch_and_cut", stopped_at_once)
+    stopped = suppress(water_relat, RULES, method="optimal")
+    target = heuristic_only(water_relat, RULES)
+    assert seen["incumbent"] <= target + 1e-9
+    assert stopped.audit.safe and not stopped.optimal and stopped.secondary_cost <= target + 1e-9
+    monkeypatch.setattr(S, "branch_and_cut", real)
+    full = suppress(water_relat, RULES, method="optimal")
+    assert full.optimal and full.secondary_cost <= stopped.secondary_cost + 1e-9
+
+
+def test_fast_polish_is_capped_in_seconds(water_relat, monkeypatch):  # noqa: F811
+    """Without a time limit the polish stops at its work limits or at POLISH_SECONDS, whichever
+    comes first; when the cap stops it at once, fast returns the heuristic's audited pattern with
+    its redundant cells removed (by work, not time)."""
+    calm = suppress(water_relat, RULES, method="fast")
+    monkeypatch.setattr(S.time, "perf_counter", RacingClock())
+    racing = suppress(water_relat, RULES, method="fast")
+    assert racing.audit.safe
+    assert racing.secondary_cost == pytest.approx(heuristic_only(water_relat, RULES))
+    assert calm.secondary_cost < racing.secondary_cost  # so the cap is what stopped the polish
+    assert independently_safe(water_relat, racing.cells["status"].to_numpy(), racing.sensitivity)
+
+
+@pytest.mark.parametrize("bad", [0, -1, True, "60", float("nan")])
+def test_time_limit_checked(water_relat, bad):  # noqa: F811
+    with pytest.raises(S.ParameterError, match="'time_limit'"):
+        suppress(water_relat, RULES, time_limit=bad)
