@@ -107,7 +107,8 @@ class _Problem:
         self.table, self.sens = table, sens
         v = table.cells["value"].to_numpy(float)
         self.v = v
-        self.cand = np.flatnonzero(~table.empty)  # structural zeros are never suppressed
+        # structural zeros and cells given the status "protected" are never suppressed
+        self.cand = np.flatnonzero(~table.empty & ~table.protected)
         A = table.equations()[:, self.cand].tocsr()
         keep = np.flatnonzero(np.diff(A.indptr))
         self.A = A[keep].tocsr()
