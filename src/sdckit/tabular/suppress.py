@@ -17,7 +17,7 @@ suppressed alone in an equation" that every optimal pattern satisfies).
 network-flow heuristic of Kelly, Golden & Assad 1992 and Castro 2007 generalised to any table by
 LP), suppressing the cells it moves. On tables of up to ``POLISH_WHOLE`` non-empty cells the
 pattern is then polished by the optimal method's loop under work limits (a few integer rounds and
-branch-and-bound nodes: reproducible); on larger ones redundant secondaries are dropped while the
+branch-and-bound nodes: reproducible) and a cap of ``POLISH_SECONDS`` of CPU; on larger ones redundant secondaries are dropped while the
 pattern stays safe. The result is audited.
 
 Deviation bounds: LB_i = x_i when values are non-negative (else the table's total absolute
@@ -504,7 +504,8 @@ def suppress(table: Table, rules: Any = None, primary: Any = None, method: str =
     cost : {"value", "freq", "unity"}
         What a suppressed cell costs.
     time_limit : float, optional
-        Seconds (wall clock) for the MILP of ``optimal``; when it stops the search, the best
+        CPU seconds of this process (:func:`~sdckit.tabular.cutloop.cpu_time`, not wall-clock:
+        a busy machine searches as far as an idle one) for ``optimal``; when it stops the search, the best
         audited-safe pattern found is returned with ``optimal=False`` and ``gap``, its relative
         distance to the proven lower bound. Default ``OPTIMAL_TIME_LIMIT`` (50 s: with the final
         clean-up and audit, about a minute); ``math.inf`` searches until the optimum is proved.
@@ -512,7 +513,7 @@ def suppress(table: Table, rules: Any = None, primary: Any = None, method: str =
         are capped by ``POLISH_SECONDS`` on the few tables where they would take longer).
         Without it ``fast`` returns the same pattern on any machine, unless that cap stops it,
         and so does ``optimal`` when it proves its optimum within its limit; a limit that stops
-        the search makes the pattern depend on the machine's speed and load.
+        the search makes the pattern depend on the processor's speed (not on the machine's load).
 
     Returns
     -------
