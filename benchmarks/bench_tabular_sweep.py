@@ -20,12 +20,12 @@ case                                       cells  non-empty  method   secondarie
 urbrur x roof x walls x relat, Dominance     864        420  optimal  106 proved   33.5
 roof x water x relat x sex, MinFrequency   2,592      1,143  fast     366          52.6
 roof x water x relat x sex, Dominance      2,592      1,143  fast     388          <= 53.2
-walls x water x relat x sex, MinFrequency  2,592        (*)  fast     309          <= 47.9
+walls x water x relat x sex, MinFrequency  1,728        999  fast     309          <= 47.9
 every 2-D, 3-D table (38; 190 cases)       <= 952            both     all proved   <= 11.8
 4-D tables reached (urbrur x roof x ...)   <= 864            both     all proved   <= 5.5
 =========================================  =====  =========  =======  ===========  ==========
 
-Every case audited safe, none raised. (*) not printed by the single run. "<=": measured before
+Every case audited safe, none raised. "<=": measured before
 the LP first-solve fix (``tabular/lp.py``), which only made the LPs faster. Not run this round:
 the remaining 4-D tables and testdata's electcon and hhcivil (see DESIGN.md §6.p).
 
