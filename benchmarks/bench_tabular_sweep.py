@@ -9,6 +9,28 @@ Run: PYTHONPATH=src python benchmarks/bench_tabular_sweep.py [--data testdata|ei
      [--dims 2,3,4] [--rules freq,dom,p] [--methods optimal,fast] [--only SUBSTRING]
      [--vars a,b,c] [--limit N] [--time-limit S]
 
+Time limits are CPU seconds (``suppress``'s default: ``optimal`` 50 s, then its best pattern with
+the gap; ``fast``'s polish capped at 40 s), so the figures hold on a loaded machine.
+
+Measured 28 Nov 2026 (issue 27, round 3; load average 9-21 on 2 shared cores; CPU seconds):
+
+=========================================  =====  =========  =======  ===========  ==========
+case                                       cells  non-empty  method   secondaries  CPU s
+=========================================  =====  =========  =======  ===========  ==========
+urbrur x roof x walls x relat, Dominance     864        420  optimal  106 proved   33.5
+roof x water x relat x sex, MinFrequency   2,592      1,143  fast     366          52.6
+roof x water x relat x sex, Dominance      2,592      1,143  fast     388          <= 53.2
+walls x water x relat x sex, MinFrequency  1,728        999  fast     309          <= 47.9
+every 2-D, 3-D table (38; 228 cases)       <= 952            both     all proved   <= 11.8
+4-D, 26 cases of 6 tables (urbrur x ...)   <= 2,592          both     11/12 proved <= 50.9
+urbrur x roof x walls x relat, MinFrequency  864        420  optimal  107 gap 0.2% 50.9
+=========================================  =====  =========  =======  ===========  ==========
+
+Every case audited safe, none raised. "<=" on a single case: measured before the LP
+first-solve fix (``tabular/lp.py``), which only made the LPs faster; on a group: the longest.
+The 2-D/3-D testdata tables ran before that fix too. Not run this round:
+the remaining 4-D tables and testdata's electcon and hhcivil (see DESIGN.md §6.p).
+
 Tables: testdata over urbrur, roof, walls, water (3 groups), electcon, relat (2 groups), sex,
 hhcivil, response income; EIA over STATE (4 census regions), MONTH (4 quarters) and SIZE (the
 utility's annual total sales in quartiles, S1-S4), response TOTREVENUE, contributions per utility

@@ -5,6 +5,7 @@ whose cells carry the total's code), and ``Table.from_cells``'s ``top`` checked.
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 from pathlib import Path
 
@@ -12,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sdckit import ParameterError
+from sdckit import DataError, ParameterError
 from sdckit.io import tauargus as ta
 from sdckit.tabular import MinFrequency, PPercent, Table, link_tables, sensitivity
 from sdckit.tabular.recipe import build_table, load_table_recipe, run_table_recipe
@@ -140,3 +141,77 @@ def test_flat_hierarchy_from_rda_leaves_the_total_code_out():
     rda = ta.read_rda(TAU / "tableinput" / "pp.rda")
     h = ta.hierarchy(rda, "Size", ["Total", " 2", "4", "99"])
     assert h == {"2": "Total", "4": "Total", "99": "Total"}
+
+
+# ------------------------------------------------------------ the .tab's status column and levels
+# the 9 lines of pp.tab with status U (grep ';U;' pp.tab), with their protection levels
+PP_UNSAFE = {("2", "Nr"): 0.75, ("2", "1"): 0.75, ("2", "4"): 0.75, ("2", "6"): 0.75, ("4", "Nr"): 0.75,
+             ("4", "1"): 0.75, ("4", "Os"): 0.75, ("4", "6"): 0.75, ("9", "4"): 1288.15}
+
+
+def test_tab_status_column_and_levels_decide_the_primaries(tmp_path):
+    """tau-ARGUS takes a .tab's status codes (S safe, U unsafe, P protected) and protection levels
+    as given: the primaries are exactly the 9 U cells, with the file's levels, whatever the p% rule
+    says of the S cells (it would flag others: a cell of one contributor is p%-sensitive)."""
+    recipe = _pp_job(tmp_path)
+    t, _ = build_table(load_table_recipe(recipe))
+    s = sensitivity(t, PPercent(10))
+    got = {(a, b): (u, lo) for a, b, u, lo in zip(t.cells["Size"], t.cells["Region"], s.upper, s.lower)
+           if s.primary[t.locate([(a, b)])[0]]}
+    assert set(got) == set(PP_UNSAFE)
+    for key, level in PP_UNSAFE.items():
+        assert got[key] == pytest.approx((level, level))
+    plain = dataclasses.replace(t, apriori=None)
+    assert set(map(tuple, plain.cells.loc[sensitivity(plain, PPercent(10)).primary, ["Size", "Region"]].to_numpy())) \
+        != set(PP_UNSAFE)  # the rule alone decides otherwise
+    result, _ = run_table_recipe(recipe, tmp_path / "out")
+    assert result.audit.safe and result.primaries == 9
+
+
+def test_tab_status_codes_checked():
+    rda = ta.read_rda(TAU / "tableinput" / "pp.rda")
+    cells = ta.read_tab(TAU / "tableinput" / "pp.tab", rda)
+    status, lower, upper = ta.tab_status(cells, rda)
+    assert status.count("unsafe") == 9 and status.count("safe") == 110 and status.count(None) == 43  # E: empty
+    assert lower[24] == upper[24] == 0.75
+    cells.loc[0, rda.status] = "X"  # the grand total is not empty
+    with pytest.raises(DataError, match="row 1 of the .tab has status 'X'"):
+        ta.tab_status(cells, rda)
+
+
+def _cross():
+    """2 x 2 cells with margins: ax 3, ay 4, bx 50, by 60 (TT 117)."""
+    f = pd.DataFrame({"r": list("aabb"), "c": list("xyxy"), "y": [3.0, 4.0, 50.0, 60.0]})
+    return Table.from_microdata(f, ["r", "c"], response="y")
+
+
+def test_status_protected_is_never_suppressed_and_safe_overrides_the_rule():
+    from sdckit.tabular import suppress
+    t = _cross()
+    # ax primary (MinFrequency(2): one record each, so all four interior cells are flagged, unless
+    # their status says safe). Without protection the cheapest pattern is the rectangle ax ay bx by
+    # (4 + 50 + 60 = 114); with ay protected it is ax aT bx bT (7 + 50 + 110 = 167, hand-worked)
+    keys = [("a", "y"), ("b", "x"), ("b", "y")]
+    free = t.with_status(keys, ["safe"] * 3)
+    r = suppress(free, MinFrequency(2), method="optimal")
+    assert r.primaries == 1 and r.secondary_cost == pytest.approx(114.0) and r.audit.safe
+    held = t.with_status(keys, ["protected", "safe", "safe"])
+    r = suppress(held, MinFrequency(2), method="optimal")
+    status = dict(zip(zip(r.cells["r"], r.cells["c"]), r.cells["status"]))
+    assert status[("a", "y")] == "safe" and r.secondary_cost == pytest.approx(167.0) and r.audit.safe
+    assert suppress(held, MinFrequency(2), method="fast").cells["status"].to_numpy()[held.locate([("a", "y")])[0]] == "safe"
+    # unsafe with given levels: they replace the rule's
+    lv = t.with_status([("b", "x")], ["unsafe"], lower=[20.0], upper=[30.0])
+    s = sensitivity(lv, None)
+    i = lv.locate([("b", "x")])[0]
+    assert s.primary.sum() == 1 and (s.upper[i], s.lower[i]) == (30.0, 20.0)
+
+
+def test_with_status_checked():
+    t = _cross()
+    with pytest.raises(ParameterError, match="takes 'safe', 'unsafe', 'protected' or None"):
+        t.with_status([("a", "x")], ["S"])
+    with pytest.raises(ParameterError, match="one entry per cell key"):
+        t.with_status([("a", "x")], ["safe", "safe"])
+    with pytest.raises(ParameterError, match="is given as primary but has the status 'protected'"):
+        sensitivity(t.with_status([("a", "x")], ["protected"]), None, primary=[("a", "x")])

@@ -30,6 +30,13 @@ from sdckit.core.errors import DataError
 from sdckit.tabular.lp import new_highs
 
 
+def cpu_time() -> float:
+    """CPU seconds of this process (HiGHS runs single-threaded in it): the clock of every time
+    limit and deadline of suppression, so that a loaded machine searches as far as an idle one
+    (only a slower processor stops earlier) and a limit of 60 s is at most about 60 s of CPU."""
+    return time.process_time()
+
+
 class Master:
     """min w'y over the cuts so far, lb <= y <= 1 (lb_p = 1 for primaries), highspy."""
 
@@ -56,6 +63,7 @@ class Master:
         self.safe: list[np.ndarray] = []  # integer points no attacker refutes
         self.refuted: list[tuple[np.ndarray, list]] = []  # integer points with their cuts
         self.eager = True  # stop a MILP run at its first refuted point
+        self.deadline: float | None = None  # cpu_time() at which a MILP run is interrupted
 
     def add(self, cuts) -> int:
         """Add the cuts (columns, coefficients, rhs) not already in the master; returns how many."""
@@ -118,12 +126,15 @@ class Master:
             self._safe_keys.add(key)
 
     def _interrupt(self, e: Any) -> None:
-        e.interrupt(bool(self.eager and self.refuted))  # the flag outlives a run: always set it
+        late = self.deadline is not None and cpu_time() > self.deadline
+        e.interrupt(bool((self.eager and self.refuted) or late))  # the flag outlives a run: always set it
 
-    def solve(self, time_left: float | None, incumbent: np.ndarray | None = None, nodes: int | None = None):
+    def solve(self, deadline: float | None, incumbent: np.ndarray | None = None, nodes: int | None = None):
         """(x, objective, lower bound, finished) of the current master; the integer points met
-        on the way are left, separated, in ``self.safe`` and ``self.refuted``."""
-        self.h.setOptionValue("time_limit", float(time_left) if time_left is not None else self.hs.kHighsInf)
+        on the way are left, separated, in ``self.safe`` and ``self.refuted``. An integer run is
+        interrupted at ``deadline`` (:func:`cpu_time`) by HiGHS's interrupt callback, HiGHS's own
+        limit being wall-clock (it would stop early on a loaded machine); an LP run is not."""
+        self.deadline = deadline
         if nodes is not None:
             self.h.setOptionValue("mip_max_nodes", int(nodes))
         self.safe, self.refuted = [], []
@@ -151,7 +162,7 @@ COMPLETE_EVERY = 4
 
 @dataclass(frozen=True)
 class Limits:
-    """When the loop stops short of a proof: a wall-clock ``deadline`` (perf_counter seconds),
+    """When the loop stops short of a proof: a ``deadline`` (:func:`cpu_time` seconds),
     and, for a deterministic polish, a number of integer rounds and of branch-and-bound nodes per
     MILP run."""
 
@@ -168,7 +179,7 @@ def branch_and_cut(prob: Any, y0: np.ndarray, best: np.ndarray, limits: Limits,
     w = prob.w
 
     def left() -> float | None:
-        return None if limits.deadline is None else limits.deadline - time.perf_counter()
+        return None if limits.deadline is None else limits.deadline - cpu_time()
 
     master = Master(w, y0)
     master.add(prob.row_cuts())
@@ -188,7 +199,7 @@ def branch_and_cut(prob: Any, y0: np.ndarray, best: np.ndarray, limits: Limits,
         t = left()
         if t is not None and t <= 0:
             return best, False, lower, rounds
-        x, obj, _, ok = master.solve(t)
+        x, obj, _, ok = master.solve(limits.deadline)
         if not ok or x is None:
             break
         lower = max(lower, obj)
@@ -210,7 +221,7 @@ def branch_and_cut(prob: Any, y0: np.ndarray, best: np.ndarray, limits: Limits,
         if (t is not None and t <= 0) or (limits.int_rounds is not None and int_rounds >= limits.int_rounds):
             return best, False, lower, rounds
         int_rounds += 1
-        x, obj, bound, ok = master.solve(t, incumbent=best, nodes=limits.nodes)
+        x, obj, bound, ok = master.solve(limits.deadline, incumbent=best, nodes=limits.nodes)
         for y in master.safe:
             if float(w @ y) < best_cost - 1e-12:
                 best, best_cost = y.copy(), float(w @ y)

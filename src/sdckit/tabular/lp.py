@@ -56,8 +56,10 @@ class LP:
         h = new_highs()
         h.setOptionValue("threads", 1)
         h.setOptionValue("random_seed", 0)
-        if primal:  # re-solves after cost changes only: the basis stays primal feasible
-            h.setOptionValue("simplex_strategy", 4)
+        # re-solves after cost changes only: the basis stays primal feasible, so the primal simplex
+        # goes on from it; the first solve, from scratch, is left to HiGHS's choice (the primal
+        # simplex from scratch stalled for minutes on an audit LP of testdata's income table)
+        self._primal_after_first = primal
         lp = highspy.HighsLp()
         lp.num_col_ = n
         lp.num_row_ = m
@@ -97,6 +99,9 @@ class LP:
         crossover; the last status is returned when none ends optimal, unbounded or infeasible.
         The options are restored afterwards."""
         status = self._solve()
+        if self._primal_after_first:
+            self.h.setOptionValue("simplex_strategy", 4)
+            self._primal_after_first = False
         if status in _DECIDED:
             return status
         saved = {k: self.h.getOptionValue(k)[1] for k in ("presolve", "simplex_strategy", "solver")}

@@ -33,6 +33,7 @@ import pandas as pd
 
 from sdckit.core.errors import DataError, ParameterError
 from sdckit.tabular.audit import AuditResult, intervals, protected
+from sdckit.tabular.cutloop import cpu_time
 from sdckit.tabular.hierarchy import Hierarchy
 from sdckit.tabular.rules import Rule, Sensitivity, sensitivity
 from sdckit.tabular.suppress import STATUSES, SuppressionResult, cell_costs, suppress
@@ -137,7 +138,7 @@ def _protect(sub: Table, rule: Rule, method: str, cost: str, time_limit: float |
             y = np.zeros(len(prob.cand))
             y[prob.prim] = 1.0
             y = prob.flow_protect(y)
-            y = prob.drop_redundant(y, deadline=time.perf_counter() + 30.0)
+            y = prob.drop_redundant(y, deadline=cpu_time() + 30.0)
             mask = np.zeros(len(sub.cells), bool)
             mask[prob.cand[y > 0.5]] = True
             # each cell's carried level: the largest level of the primaries whose flow uses it

@@ -371,6 +371,10 @@ def _build_table(spec: TableSpec, rules: tuple[Rule, ...]) -> tuple[Table, pd.Da
         tops = [v.name for v in rda.variables if v.role == "top"]
         table = Table.from_cells(frame, spec.dimensions, hier, value=spec.response or "value",
                                  freq=freq, top=tops[:2], rtol=1e-6)
+        status, lower, upper = tauargus.tab_status(frame, rda)  # S/U/P and given levels decide those cells
+        if any(s is not None for s in status):
+            table = table.with_status(frame[list(spec.dimensions)].itertuples(index=False, name=None),
+                                      status, lower, upper)
     else:
         table = Table.from_microdata(frame, spec.dimensions, hier, response=spec.response,
                                      weight=spec.weight, holding=spec.holding, top=n_top)

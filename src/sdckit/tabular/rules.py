@@ -295,6 +295,9 @@ def sensitivity(table: "Table", rules: Any, primary: Any = None, floor: float | 
     reason = np.full(n, "", dtype=object)
     # tau-ARGUS's "missing is safe": no rule flags a cell with a declared missing code
     ruled = ~table.empty & ~table.missing_mask() if table.missing_is_safe else ~table.empty
+    given = table.apriori
+    if given is not None:  # a cell with a given status is decided by it, not by the rules
+        ruled &= given.status == ""
     for r in as_rules(rules):
         p, lv = r.evaluate(table)
         p = np.asarray(p, bool) & ruled
@@ -314,9 +317,22 @@ def sensitivity(table: "Table", rules: Any, primary: Any = None, floor: float | 
         reason[extra & ~prim] = "given"
         prim |= extra
     value = table.cells["value"].to_numpy(float)
+    if given is not None:
+        unsafe = given.status == "unsafe"
+        level = np.where(unsafe & ~prim, 0.1 * np.abs(value), level)
+        reason[unsafe & ~prim] = "status"
+        prim |= unsafe
+        clash = prim & table.protected
+        if clash.any():
+            raise ParameterError(f"Cell {table.cell_name(int(np.flatnonzero(clash)[0]))} is given as primary but "
+                                 "has the status 'protected' (never suppressed).")
     floor = LEVEL_FLOOR * value_scale(value) if floor is None else floor
     upper = np.where(prim, np.maximum(level, floor), 0.0)
     lower = upper.copy()
+    if given is not None:  # the given protection levels replace the rules' (tau-ARGUS's LOWERPL/UPPERPL)
+        unsafe = given.status == "unsafe"
+        upper = np.where(unsafe & ~np.isnan(given.upper), np.maximum(np.nan_to_num(given.upper), floor), upper)
+        lower = np.where(unsafe & ~np.isnan(given.lower), np.maximum(np.nan_to_num(given.lower), floor), lower)
     if not table.negative:
         lower = np.where(prim, np.minimum(lower, np.maximum(value, 0.0)), 0.0)
     return Sensitivity(prim, upper, lower, reason)

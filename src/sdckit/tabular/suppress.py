@@ -17,7 +17,7 @@ suppressed alone in an equation" that every optimal pattern satisfies).
 network-flow heuristic of Kelly, Golden & Assad 1992 and Castro 2007 generalised to any table by
 LP), suppressing the cells it moves. On tables of up to ``POLISH_WHOLE`` non-empty cells the
 pattern is then polished by the optimal method's loop under work limits (a few integer rounds and
-branch-and-bound nodes: reproducible); on larger ones redundant secondaries are dropped while the
+branch-and-bound nodes: reproducible) and a cap of ``POLISH_SECONDS`` of CPU; on larger ones redundant secondaries are dropped while the
 pattern stays safe. The result is audited.
 
 Deviation bounds: LB_i = x_i when values are non-negative (else the table's total absolute
@@ -38,7 +38,7 @@ import scipy.sparse as sp
 
 from sdckit.core.errors import DataError, ParameterError
 from sdckit.tabular.audit import AuditResult, audit_pattern, intervals, protected
-from sdckit.tabular.cutloop import Limits, branch_and_cut
+from sdckit.tabular.cutloop import Limits, branch_and_cut, cpu_time
 from sdckit.tabular.lp import LP
 from sdckit.tabular.precision import CLIP, audit_tolerance, value_scale
 from sdckit.tabular.rules import Sensitivity, sensitivity
@@ -107,7 +107,8 @@ class _Problem:
         self.table, self.sens = table, sens
         v = table.cells["value"].to_numpy(float)
         self.v = v
-        self.cand = np.flatnonzero(~table.empty)  # structural zeros are never suppressed
+        # structural zeros and cells given the status "protected" are never suppressed
+        self.cand = np.flatnonzero(~table.empty & ~table.protected)
         A = table.equations()[:, self.cand].tocsr()
         keep = np.flatnonzero(np.diff(A.indptr))
         self.A = A[keep].tocsr()
@@ -159,7 +160,7 @@ class _Problem:
         Salazar 2001, section 3); with ``first``, stop at the first one; with ``limit``, after
         that many, the next call going on from the primary where this one stopped; with ``hot``,
         the primaries violated by the last points are tried first and the others only when they
-        give no cut (cheap rounds on the LP relaxation); with ``deadline`` (perf_counter), the scan
+        give no cut (cheap rounds on the LP relaxation); with ``deadline`` (:func:`cpu_time`), the scan
         stops there, so an empty answer then proves nothing (LP rounds only)."""
         lp = self.attacker(y)
         if hot and self._hot:
@@ -185,7 +186,7 @@ class _Problem:
         dev_lo, dev_hi = self._att_bounds
         every = np.arange(len(dev_lo))
         for step, p in enumerate(order):
-            if (limit is not None and len(cuts) >= limit) or (deadline is not None and time.perf_counter() > deadline):
+            if (limit is not None and len(cuts) >= limit) or (deadline is not None and cpu_time() > deadline):
                 self._scanned = step
                 return cuts, bad
             # in units of the primary's level, deviations clipped at CLIP levels (precision.py)
@@ -435,7 +436,7 @@ class _Problem:
         protecting flow through the cells still suppressed (certificates are re-solved only for
         the primaries whose flow used the cell).
 
-        The pass stops at ``deadline`` (perf_counter seconds) or once ``lp_budget`` flow LPs have
+        The pass stops at ``deadline`` (:func:`cpu_time` seconds) or once ``lp_budget`` flow LPs have
         been solved; a work budget, unlike a deadline, gives the same pattern on any machine.
         """
         y = y.copy()
@@ -448,7 +449,7 @@ class _Problem:
         sec = np.setdiff1d(np.flatnonzero(y > 0.5), self.prim)
         order = sec[np.lexsort((sec, -self.w[sec]))]
         for j in order:
-            if (deadline is not None and time.perf_counter() > deadline) or (lp_budget is not None and lps >= lp_budget):
+            if (deadline is not None and cpu_time() > deadline) or (lp_budget is not None and lps >= lp_budget):
                 break
             y[j] = 0.0
             avail = y > 0.5
@@ -503,10 +504,16 @@ def suppress(table: Table, rules: Any = None, primary: Any = None, method: str =
     cost : {"value", "freq", "unity"}
         What a suppressed cell costs.
     time_limit : float, optional
-        Seconds for the MILP; when it stops the search, the best pattern is completed by the
-        heuristic, audited and returned with the gap to the proven lower bound. For ``fast``,
-        a deadline for its improvement steps instead of their work budgets. Without it both
-        methods return the same pattern on any machine; with it a slower machine may stop earlier.
+        CPU seconds of this process (:func:`~sdckit.tabular.cutloop.cpu_time`, not wall-clock:
+        a busy machine searches as far as an idle one) for ``optimal``; when it stops the search, the best
+        audited-safe pattern found is returned with ``optimal=False`` and ``gap``, its relative
+        distance to the proven lower bound. Default ``OPTIMAL_TIME_LIMIT`` (50 s: with the final
+        clean-up and audit, about a minute); ``math.inf`` searches until the optimum is proved.
+        For ``fast``, a deadline for its improvement steps instead of their work budgets (which
+        are capped by ``POLISH_SECONDS`` on the few tables where they would take longer).
+        Without it ``fast`` returns the same pattern on any machine, unless that cap stops it,
+        and so does ``optimal`` when it proves its optimum within its limit; a limit that stops
+        the search makes the pattern depend on the processor's speed (not on the machine's load).
 
     Returns
     -------
@@ -521,10 +528,11 @@ def suppress(table: Table, rules: Any = None, primary: Any = None, method: str =
     if isinstance(table, (list, tuple)):  # linked tables, one model over all cells (issue 14)
         from sdckit.tabular.linked import suppress_linked
         return suppress_linked(table, rules, primary, method, cost, time_limit)
-    start = time.perf_counter()
+    start, cpu0 = time.perf_counter(), cpu_time()
     if method not in ("optimal", "fast"):
         raise ParameterError(f"The 'method' parameter of suppress must be 'optimal' or 'fast'. Got {method!r} instead.")
-    if time_limit is not None and not (isinstance(time_limit, (int, float)) and time_limit > 0):
+    if time_limit is not None and not (isinstance(time_limit, (int, float)) and not isinstance(time_limit, bool)
+                                       and time_limit > 0):
         raise ParameterError(f"The 'time_limit' parameter of suppress must be a number > 0 or None. Got {time_limit!r} instead.")
     if not isinstance(table, Table):
         raise ParameterError(f"The 'table' parameter of suppress must be a Table. Got {type(table).__name__} instead.")
@@ -542,14 +550,15 @@ def suppress(table: Table, rules: Any = None, primary: Any = None, method: str =
         y = prob.flow_protect(y0)
         # improvement, bounded by work (the same pattern on any machine) unless a time limit is
         # given: then up to half of it for the redundancy removal on large tables, 3/4 for the
-        # polish on small ones
+        # polish on small ones; without one, the polish is capped by POLISH_SECONDS of CPU too
         if len(prob.cand) > POLISH_WHOLE:  # large tables: the heuristic, then redundancy removal
-            y = prob.drop_redundant(y, deadline=None if time_limit is None else start + 0.5 * time_limit,
+            y = prob.drop_redundant(y, deadline=None if time_limit is None else cpu0 + 0.5 * time_limit,
                                     lp_budget=REDUNDANCY_LPS if time_limit is None else None)
         else:  # small ones: branch-and-cut from the heuristic's pattern (it removes redundancy too)
-            y = _polish(prob, y0, y, deadline=None if time_limit is None else start + 0.75 * time_limit)
+            budget = POLISH_SECONDS if time_limit is None else time_limit
+            y = _polish(prob, y0, y, deadline=cpu0 + 0.75 * budget, end=cpu0 + budget, work=time_limit is None)
     else:
-        y, optimal, lower, rounds = _optimal(prob, y0, start, time_limit)
+        y, optimal, lower, rounds = _optimal(prob, y0, cpu0, OPTIMAL_TIME_LIMIT if time_limit is None else time_limit)
         optimal = optimal and not prob.undecided  # an undecided attacker LP leaves the proof open
     # audit; a primary still short (numerical slack) is protected again with a larger level
     for boost in (1.0, 1.01, 1.1, 1.5, None):
@@ -588,6 +597,16 @@ def suppress(table: Table, rules: Any = None, primary: Any = None, method: str =
 POLISH_ROUNDS = 20
 POLISH_NODES = 500
 POLISH_LP_ROUNDS = 200
+#: ... and a cap on its CPU seconds (:func:`cpu_time`, from the start of ``suppress``; the polish
+#: and the redundancy removal after it) when no time limit is given: the work limits alone let
+#: the integer masters run for minutes on a few 4-D tables (roof x water x relat x sex of
+#: testdata: > 690 s CPU). Most tables finish their work budget well within it and stay
+#: reproducible; on the others the heuristic's audited pattern, improved as far as the cap
+#: allowed, is returned (issue 27: fast within a minute of CPU up to 3,000 cells).
+POLISH_SECONDS = 40.0
+#: Default time limit of ``method="optimal"`` (CPU seconds, :func:`cpu_time`): a proof, or the
+#: best audited pattern with its gap, within about a minute; ``time_limit=math.inf`` lifts it.
+OPTIMAL_TIME_LIMIT = 50.0
 #: Flow LPs the redundancy removal of ``fast`` may solve on a large table when no time limit is
 #: given: a work budget, so that the pattern does not depend on the machine's speed or load.
 REDUNDANCY_LPS = 10000
@@ -596,16 +615,20 @@ REDUNDANCY_LPS = 10000
 POLISH_WHOLE = 3000
 
 
-def _optimal(prob: _Problem, y0: np.ndarray, start: float, time_limit: float | None):
+def _optimal(prob: _Problem, y0: np.ndarray, start: float, time_limit: float):
     """Branch-and-cut in the manner of Fischetti & Salazar (2001) (:mod:`sdckit.tabular.cutloop`)
-    from the heuristic's pattern; each integer point the attacker refutes is completed by the
-    flow heuristic into a safe pattern (upper bound)."""
-    deadline = None if time_limit is None else start + time_limit
-    best = prob.flow_protect(y0)  # an incumbent; redundancy is removed by the search itself
+    warm-started from the heuristic's pattern with its redundant secondaries removed (``fast``
+    without its polish: the master's first incumbent, so the search never returns a costlier
+    pattern and prunes from the start); each integer point the attacker refutes is completed by
+    the flow heuristic into a safe pattern (upper bound)."""
+    deadline = None if not np.isfinite(time_limit) else start + time_limit
+    best = prob.drop_redundant(prob.flow_protect(y0), lp_budget=REDUNDANCY_LPS,
+                               deadline=None if deadline is None else start + 0.5 * time_limit)
     y, proved, lower, rounds = branch_and_cut(prob, y0, best, Limits(deadline=deadline), lambda y: _complete(prob, y))
     if not proved:  # the best pattern may come from a completion: drop what it does not need
-        y = prob.drop_redundant(prob.flow_protect(y), deadline=None if time_limit is None
-                                else time.perf_counter() + 0.1 * time_limit)
+        cleaned = prob.drop_redundant(prob.flow_protect(y), deadline=None if deadline is None
+                                      else cpu_time() + 0.1 * time_limit)
+        y = min((cleaned, y), key=lambda p: float(prob.w @ p))
     return y, proved, lower, rounds
 
 
@@ -614,14 +637,16 @@ def _complete(prob: _Problem, y: np.ndarray) -> np.ndarray:
     return prob.flow_protect(y)
 
 
-def _polish(prob: _Problem, y0: np.ndarray, y: np.ndarray, deadline: float | None) -> np.ndarray:
+def _polish(prob: _Problem, y0: np.ndarray, y: np.ndarray, deadline: float, end: float,
+            work: bool = True) -> np.ndarray:
     """Improve the heuristic's safe pattern ``y`` by a few branch-and-cut rounds on the exact
-    model (Fischetti & Salazar 2001, the loop of ``method="optimal"`` with work limits), then
-    publish again what the best pattern does not need; never costlier than ``y``."""
-    best, proved, _, _ = branch_and_cut(prob, y0, y, Limits(deadline=deadline, int_rounds=POLISH_ROUNDS,
-                                                            nodes=POLISH_NODES, lp_rounds=POLISH_LP_ROUNDS),
-                                        lambda z: _complete(prob, z))
+    model (Fischetti & Salazar 2001, the loop of ``method="optimal"`` under work limits when
+    ``work``, and until ``deadline`` in any case), then publish again, until ``end``, what the
+    best pattern does not need; never costlier than ``y``. Deadlines in :func:`cpu_time`."""
+    limits = (Limits(deadline=deadline, int_rounds=POLISH_ROUNDS, nodes=POLISH_NODES, lp_rounds=POLISH_LP_ROUNDS)
+              if work else Limits(deadline=deadline))
+    best, proved, _, _ = branch_and_cut(prob, y0, y, limits, lambda z: _complete(prob, z))
     if proved:
         return best
-    cleaned = prob.drop_redundant(prob.flow_protect(best), deadline=deadline)
+    cleaned = prob.drop_redundant(prob.flow_protect(best), deadline=end, lp_budget=REDUNDANCY_LPS if work else None)
     return min((cleaned, best, y), key=lambda p: float(prob.w @ p))

@@ -26,6 +26,20 @@ from sdckit.tabular.hierarchy import Hierarchy, as_hierarchy
 VALUE, FREQ, NCONTRIB = "value", "freq", "contributors"
 
 
+#: The statuses a cell can be given (:meth:`Table.with_status`; tau-ARGUS's S, U and P).
+APRIORI = ("safe", "unsafe", "protected")
+
+
+@dataclass(frozen=True)
+class Apriori:
+    """Statuses given per cell (over ``Table.cells``): ``status`` is "", "safe", "unsafe" or
+    "protected"; ``lower``/``upper`` the given protection levels (NaN where none is given)."""
+
+    status: np.ndarray
+    lower: np.ndarray
+    upper: np.ndarray
+
+
 @dataclass(frozen=True)
 class Table:
     """A hierarchical table: ``cells`` holds one row per cell, in C order over the hierarchies'
@@ -48,6 +62,9 @@ class Table:
         tau-ARGUS's "missing is safe" option (``TableSet.missingIsSafe``, ``MIS(1)`` in a batch
         safety rule): no rule makes a cell primary whose code in some dimension is a declared
         missing code (cells given as primary stay so).
+    apriori : Apriori or None
+        Statuses and protection levels given per cell (:meth:`with_status`; a tau-ARGUS
+        ``.tab``'s status column): they decide those cells instead of the rules.
     """
 
     dimensions: tuple[str, ...]
@@ -57,6 +74,7 @@ class Table:
     negative: bool = False
     missing: Mapping[str, tuple[str, ...]] = field(default_factory=dict, kw_only=True, compare=False)
     missing_is_safe: bool = field(default=False, kw_only=True)
+    apriori: "Apriori | None" = field(default=None, kw_only=True, compare=False, repr=False)
 
     # ------------------------------------------------------------------ shape
     @property
@@ -124,6 +142,50 @@ class Table:
             c = [c] if isinstance(c, (str, int)) else list(c)
             out[d] = tuple(dict.fromkeys(str(x).strip() for x in c))
         return replace(self, missing=out, missing_is_safe=bool(missing_is_safe))
+
+    def with_status(self, keys: Any, status: Sequence[Any], lower: Sequence[float] | None = None,
+                    upper: Sequence[float] | None = None) -> "Table":
+        """This table with statuses given for the cells ``keys`` (as :meth:`locate` takes them),
+        as tau-ARGUS takes a tabular input's status column (manual 4.2, §3.4 and §4.2: cells
+        "safe", "unsafe" or "protected" by the user): ``"safe"`` — no rule makes it primary;
+        ``"unsafe"`` — primary, with the protection levels ``lower``/``upper`` given for it
+        (when positive; else the rules' level, or 10% of its value when no rule flags it);
+        ``"protected"`` — never primary and never suppressed (published whatever the pattern
+        costs); None — no status, the rules decide. Cells not listed have no status."""
+        idx = self.locate(keys)
+        status = list(status)
+        if len(status) != len(idx):
+            raise ParameterError(f"The 'status' parameter of Table.with_status must have one entry per cell "
+                                 f"key ({len(idx)}). Got {len(status)} instead.")
+        bad = [s for s in status if s is not None and s not in APRIORI]
+        if bad:
+            raise ParameterError(f"The 'status' parameter of Table.with_status takes {', '.join(map(repr, APRIORI))} "
+                                 f"or None. Got {bad[0]!r} instead.")
+        n = len(self.cells)
+        st = np.full(n, "", dtype=object)
+        st[idx] = [s or "" for s in status]
+        levels = []
+        for name, given in (("lower", lower), ("upper", upper)):
+            a = np.full(n, np.nan)
+            if given is not None:
+                g = np.asarray(given, float)
+                if g.shape != (len(idx),):
+                    raise ParameterError(f"The '{name}' parameter of Table.with_status must have one entry "
+                                         f"per cell key ({len(idx)}). Got shape {g.shape} instead.")
+                a[idx] = np.where(g > 0, g, np.nan)
+            levels.append(a)
+        unsafe_empty = (st == "unsafe") & self.empty
+        if unsafe_empty.any():
+            raise DataError(f"Cell {self.cell_name(int(np.flatnonzero(unsafe_empty)[0]))} is given as unsafe but "
+                            "is empty (a structural zero): it cannot be protected by suppression.")
+        return replace(self, apriori=Apriori(st, levels[0], levels[1]))
+
+    @property
+    def protected(self) -> np.ndarray:
+        """True for cells given the status "protected" (:meth:`with_status`): never suppressed."""
+        if self.apriori is None:
+            return np.zeros(len(self.cells), bool)
+        return self.apriori.status == "protected"
 
     def missing_mask(self) -> np.ndarray:
         """True for cells whose code in some dimension is a declared missing code."""

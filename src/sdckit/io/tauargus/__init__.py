@@ -11,7 +11,7 @@ Example::
 
 from sdckit.io.tauargus.hrc import hierarchy, levels_hierarchy, read_hrc
 from sdckit.io.tauargus.rda import Keyword, TauMetadata, TauVariable, read_rda
-from sdckit.io.tauargus.records import rda_beside, read_asc, read_tab
+from sdckit.io.tauargus.records import rda_beside, read_asc, read_tab, tab_status
 
 __all__ = ["Keyword", "TauMetadata", "TauVariable", "hierarchy", "levels_hierarchy", "rda_beside",
-           "read_asc", "read_hrc", "read_rda", "read_tab"]
+           "read_asc", "read_hrc", "read_rda", "read_tab", "tab_status"]

@@ -102,6 +102,39 @@ def read_tab(path: str | Path, rda: TauMetadata | str | Path) -> pd.DataFrame:
     return _frame(path, numbers, fields, meta, decimal_comma=meta.separator != ",")
 
 
+def tab_status(cells: pd.DataFrame, rda: TauMetadata) -> tuple[list[str | None], np.ndarray | None, np.ndarray | None]:
+    """The statuses and protection levels a ``.tab`` gives its cells (what :func:`read_tab`
+    returned), in tau-ARGUS's meaning (manual 4.2, tabular input): the ``.rda``'s ``<SAFE>``,
+    ``<UNSAFE>`` and ``<PROTECT>`` codes (S, U, P by default) become ``"safe"``, ``"unsafe"`` and
+    ``"protected"``; with no status column every status is None. Another code (tau-ARGUS writes
+    E for an empty cell) is no status, allowed only on a cell of frequency 0. Returns (statuses,
+    lower levels, upper levels), a level array None when the ``.rda`` has no such column.
+
+    Raises
+    ------
+    DataError
+        A non-empty cell (named by its row) with a status code that is none of the three.
+    """
+    n = len(cells)
+    levels = []
+    for role in ("lower_pl", "upper_pl"):
+        col = next((v.name for v in rda.variables if v.role == role), None)
+        levels.append(None if col is None else cells[col].to_numpy(float))
+    lower, upper = levels
+    if rda.status is None:
+        return [None] * n, lower, upper
+    meaning = {rda.safe: "safe", rda.unsafe: "unsafe", rda.protect: "protected"}
+    codes = cells[rda.status].astype(str).str.strip().to_numpy()
+    freq = cells[rda.frequency].to_numpy(float) if rda.frequency is not None else np.ones(n)
+    out: list[str | None] = []
+    for i, code in enumerate(codes):
+        if code not in meaning and freq[i] != 0:
+            raise DataError(f"Cell on row {i + 1} of the .tab has status {code!r}; tau-ARGUS's status codes "
+                            f"are {rda.safe!r} (safe), {rda.unsafe!r} (unsafe) and {rda.protect!r} (protected).")
+        out.append(meaning.get(code))
+    return out, lower, upper
+
+
 def rda_beside(path: str | Path) -> Path:
     """The ``.rda`` beside a data file: same name, extension ``.rda``, case ignored (tau-ARGUS
     jobs come from Windows, e.g. ``tau_testW.asc`` with ``Tau_TestW.rda``)."""
