@@ -1,9 +1,9 @@
-"""Small-support vectors of a subspace given by a reduced basis, modulo a prime (DESIGN.md §7).
+"""Small-support vectors of a subspace given by a basis, modulo a prime (DESIGN.md §7).
 
-The auditor's engine (:mod:`sdckit.query.audit_engine`) gives a basis u_1..u_d of W, the
-vectors of the answered sets' row space that vanish on every atom of k records or more, as values
-modulo a prime p at the small atoms, in reduced form: u_j is 1 at its own pivot atom and 0 at the
-other pivots. A derivable total over fewer than k records is a non-zero v in W whose support holds
+The auditor (:mod:`sdckit.query.audit_engine`, :mod:`sdckit.query.audit_wspace`) gives a basis
+u_1..u_d of W, the vectors of the answered sets' row space that vanish on every atom of k records
+or more, as values modulo a prime p at the small atoms, atoms with equal values making one class.
+A derivable total over fewer than k records is a non-zero v in W whose support holds
 fewer than k records in all (each atom weighing its number of records). This module lists every
 *elementary* vector of W (a minimal support, a circuit) of weight < k: any v of weight < k is a
 combination of elementary vectors with supports inside its own (Rockafellar 1969), so if all of
@@ -59,6 +59,50 @@ def _rref(a: np.ndarray, p: int) -> tuple[np.ndarray, list[int]]:
         pivots.append(c)
         r += 1
     return a[:r], pivots
+
+
+@numba.njit(cache=True)
+def _rref_inplace(a, p):  # pragma: no cover - compiled
+    """:func:`_rref` in place on ``a`` (entries in 0..p-1); returns the pivot columns."""
+    rows, cols = a.shape
+    pivots = np.empty(min(rows, cols), dtype=np.int64)
+    r = 0
+    for c in range(cols):
+        if r == rows:
+            break
+        h = -1
+        for i in range(r, rows):
+            if a[i, c] != 0:
+                h = i
+                break
+        if h < 0:
+            continue
+        if h != r:
+            for j in range(c, cols):
+                a[r, j], a[h, j] = a[h, j], a[r, j]
+        base, e, inv = a[r, c], p - 2, 1
+        while e:
+            if e & 1:
+                inv = inv * base % p
+            base = base * base % p
+            e >>= 1
+        for j in range(c, cols):  # row r is 0 before column c
+            a[r, j] = a[r, j] * inv % p
+        for i in range(rows):
+            f = a[i, c]
+            if i != r and f != 0:
+                for j in range(c, cols):
+                    a[i, j] = (a[i, j] - f * a[r, j] % p + p) % p
+        pivots[r] = c
+        r += 1
+    return pivots[:r]
+
+
+def _rref_large(a: np.ndarray, p: int) -> tuple[np.ndarray, list[int]]:
+    """:func:`_rref` (the same canonical form), compiled: for the basis of W over its classes."""
+    a = np.ascontiguousarray(a % p, dtype=np.int64)
+    pivots = _rref_inplace(a, np.int64(p))
+    return a[: pivots.size], pivots.tolist()
 
 
 @numba.njit(cache=True)
@@ -280,7 +324,7 @@ def small_vectors_of_classes(values: np.ndarray, classes: np.ndarray, weights: n
     label_of = np.full(values.shape[0], -1, dtype=np.int64)
     label_of[distinct] = np.arange(distinct.size)
     label = label_of[in_order]
-    u, pivot_labels = _rref(values[distinct].T, p)  # (d x distinct columns)
+    u, pivot_labels = _rref_large(values[distinct].T, p)  # (d x distinct columns)
     pivots = [int(first[c]) for c in pivot_labels]  # atom positions (first occurrences)
     d = u.shape[0]
     nonzero = u != 0
@@ -291,13 +335,10 @@ def small_vectors_of_classes(values: np.ndarray, classes: np.ndarray, weights: n
     other[pivots] = False
     # a pivot's column is a unit vector after the reduction: every shared column is an other one
     shared = nonzero.sum(axis=0) >= 2
-    adjacent: list[set[int]] = [set() for _ in range(d)]
-    for c in np.flatnonzero(shared):
-        rows = np.flatnonzero(nonzero[:, c]).tolist()
-        for i in rows:
-            adjacent[i].update(rows)
-    for i in range(d):
-        adjacent[i].discard(i)
+    together = nonzero[:, shared].astype(np.int64)
+    touching = (together @ together.T) > 0  # pivots j, j' both non-zero on some shared column
+    np.fill_diagonal(touching, False)
+    adjacent: list[set[int]] = [set(np.flatnonzero(row).tolist()) for row in touching]
     sets = _connected_sets(adjacent, weights[pivots], k, limit)
     if sets is None:
         return None

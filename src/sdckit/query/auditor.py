@@ -42,9 +42,12 @@ knowledge is audited alone).
 Algorithm: :mod:`sdckit.query.audit_atoms` (atoms, O(n) per set),
 :mod:`sdckit.query.audit_engine` (row space modulo a secret prime, O(r**2) per set for r answered
 independent sets; pivots kept on atoms of k records or more, so that the pivots left on small atoms
-give a basis of W, the row-space vectors supported on small atoms) and
-:mod:`sdckit.query.audit_support` (a certificate that W has no vector on fewer than k atoms, else
-an exact search of its small elementary vectors, with a work limit past which it refuses); two
+give a basis of W, the row-space vectors supported on small atoms),
+:mod:`sdckit.query.audit_wspace` (W's values on the small atoms kept from one check to the next, as
+classes of atoms with equal values: W only grows, so a check evaluates only the vectors its sets
+add to W) and :mod:`sdckit.query.audit_support` (a certificate that W has no vector on fewer than k
+atoms, else an exact search of its small elementary vectors, with a work limit past which it
+refuses; both run over the classes, with the results and work they have over the atoms); two
 independent engines, a refusal when either sees a disclosure.
 """
 
@@ -119,13 +122,14 @@ class _Knowledge:
                 engine.settle(big, self.atoms)
             if kept:
                 self.atoms.keep_row()
-        small = np.flatnonzero(self.atoms.sizes < self.k)
+        small = None
         for engine, space, before in zip(self.engines, self.spaces, settled):
             # the pivots settled by these sets: with the basis kept, a basis of the new W
             was = np.zeros(engine.settled.size, dtype=bool)
             was[: before.size] = before
             new = np.flatnonzero(engine.settled & ~was)
             if new.size:
+                small = np.flatnonzero(self.atoms.sizes < self.k) if small is None else small
                 tables = self.atoms.value_tables(engine.rows, engine.minv[new], engine.p)
                 space.grow(small, self.atoms.row_values(small, tables, engine.p))
         return origin
