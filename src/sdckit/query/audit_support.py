@@ -92,7 +92,7 @@ def _rref_inplace(a, p):  # pragma: no cover - compiled
             f = a[i, c]
             if i != r and f != 0:
                 for j in range(c, cols):
-                    a[i, j] = (a[i, j] - f * a[r, j] % p + p) % p
+                    a[i, j] = (a[i, j] - f * a[r, j]) % p
         pivots[r] = c
         r += 1
     return pivots[:r]
@@ -134,7 +134,7 @@ def _pack(classes, values, k, p):  # pragma: no cover - compiled
                 f = x[pivots[g, i]]
                 if f:
                     for j in range(d):
-                        x[j] = (x[j] - f * bases[g, i, j] % p + p) % p
+                        x[j] = (x[j] - f * bases[g, i, j]) % p  # > -2**62: one reduction
             lead = -1
             for j in range(d):
                 if x[j]:
