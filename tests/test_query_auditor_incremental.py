@@ -97,7 +97,7 @@ _batch = st.tuples(st.sampled_from(["count", "sum"]),
                    st.lists(st.lists(st.booleans(), min_size=9, max_size=9), min_size=1, max_size=3))
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(n=st.integers(5, 9), k=st.integers(2, 4), known=st.booleans(), batches=st.lists(_batch, min_size=1, max_size=9))
 def test_kept_w_equals_w_from_scratch_and_decisions_equal_brute_force(n, k, known, batches):
     auditor = Auditor(n, k, known_totals=known)
@@ -179,7 +179,7 @@ def test_a_check_that_does_not_grow_w_evaluates_nothing_on_the_small_atoms(monke
 _columns = st.lists(st.lists(st.integers(0, 4), min_size=2, max_size=2), min_size=1, max_size=5)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(distinct=_columns, picks=st.lists(st.integers(0, 4), min_size=1, max_size=24), k=st.integers(1, 4),
        d=st.integers(1, 2))
 def test_certificate_over_classes_is_the_first_fit_greedy(distinct, picks, k, d):
@@ -190,7 +190,7 @@ def test_certificate_over_classes_is_the_first_fit_greedy(distinct, picks, k, d)
     assert spanned_k_times(classes, values, k, p) == _first_fit(columns, k, d, p)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(basis=st.lists(st.lists(st.integers(0, 4), min_size=3, max_size=3), min_size=1, max_size=3),
        picks=st.lists(st.integers(0, 2), min_size=1, max_size=8), weights=st.lists(st.integers(1, 3), min_size=8,
                                                                                       max_size=8),

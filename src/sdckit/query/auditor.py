@@ -175,7 +175,8 @@ class Auditor:
     :mod:`sdckit.query.audit_modp`); a refusal too many happens with probability about
     ``2 r / 2**30`` per query (r: answered independent sets). Memory per knowledge (COUNT, or SUM of
     one column): about ``n * (4 + r/4)`` bytes (atom ids; the kept sets' bits, with room to grow)
-    plus 48 bytes per atom. See DESIGN.md section 7.
+    plus 64 bytes per atom (with W's class of each atom per engine) plus ``16 * dim W`` bytes per class
+    of W. See DESIGN.md section 7.
     """
 
     def __init__(self, n_records: int, min_query_set: int, *, known_totals: bool = True) -> None:
