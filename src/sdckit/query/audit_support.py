@@ -326,7 +326,6 @@ def small_vectors_of_classes(values: np.ndarray, classes: np.ndarray, weights: n
     label = label_of[in_order]
     u, pivot_labels = _rref_large(values[distinct].T, p)  # (d x distinct columns)
     pivots = [int(first[c]) for c in pivot_labels]  # atom positions (first occurrences)
-    d = u.shape[0]
     nonzero = u != 0
     total = np.rint(np.bincount(label, weights=weights, minlength=distinct.size)).astype(np.int64)  # per class
     other_weight = total.copy()  # without its pivot atom
