@@ -98,6 +98,29 @@ def _rref_inplace(a, p):  # pragma: no cover - compiled
     return pivots[:r]
 
 
+@numba.njit(cache=True)
+def _floors(nonzero, members, starts, pivot_weight, other_weight):  # pragma: no cover - compiled
+    """Per pivot set J (rows ``members[starts[i]:starts[i + 1]]``): the weight of its pivots plus
+    that of the columns where exactly one row of J is non-zero (``other_weight`` per column)."""
+    n_sets, cols = starts.size - 1, nonzero.shape[1]
+    out = np.zeros(n_sets, dtype=np.int64)
+    count = np.zeros(cols, dtype=np.int64)
+    for i in range(n_sets):
+        total = 0
+        count[:] = 0
+        for t in range(starts[i], starts[i + 1]):
+            j = members[t]
+            total += pivot_weight[j]
+            for c in range(cols):
+                if nonzero[j, c]:
+                    count[c] += 1
+        for c in range(cols):
+            if count[c] == 1:
+                total += other_weight[c]
+        out[i] = total
+    return out
+
+
 def _rref_large(a: np.ndarray, p: int) -> tuple[np.ndarray, list[int]]:
     """:func:`_rref` (the same canonical form), compiled: for the basis of W over its classes."""
     a = np.ascontiguousarray(a % p, dtype=np.int64)
@@ -345,15 +368,18 @@ def small_vectors_of_classes(values: np.ndarray, classes: np.ndarray, weights: n
     if work[0] > limit:
         return None
     found: list[np.ndarray] = []
-    for subset in sets:
+    # an atom where one u_j of J alone is non-zero stays in the support: with the pivots, a floor
+    # on the weight of every v with pivot support J (compiled, all sets at once)
+    members = np.array([j for subset in sets for j in subset], dtype=np.int64)
+    starts = np.cumsum([0] + [len(subset) for subset in sets]).astype(np.int64)
+    floors = _floors(np.ascontiguousarray(nonzero), members, starts,
+                     np.ascontiguousarray(weights[pivots], dtype=np.int64), other_weight.astype(np.int64))
+    for subset, floor in zip(sets, floors.tolist()):
+        if floor >= k:
+            continue
         rows = u[list(subset)]
         m = len(subset)
         count = (rows != 0).sum(axis=0)
-        # an atom where one u_j of J alone is non-zero stays in the support: with the pivots, a
-        # floor on the weight of every v with pivot support J
-        floor = int(weights[[pivots[j] for j in subset]].sum()) + int(other_weight[count == 1].sum())
-        if floor >= k:
-            continue
         if m == 1:
             lambdas: list[np.ndarray] | None = [np.ones(1, dtype=np.int64)]
         else:
