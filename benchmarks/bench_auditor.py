@@ -5,9 +5,11 @@ A synthetic table of 10**6 records (age 17-90, sex, 50 regions with Zipf-like fr
 range (BETWEEN), an IN-list on region, education or occupation, or sex = -- asked as COUNT
 (40 %), SUM(income) (30 %), AVG(income) (= SUM + COUNT, 20 %) or COUNT ... GROUP BY sex (10 %),
 with k = 10. Every query goes through ``check`` and, when allowed, ``record`` (as the server does)
-until 1,000 have been answered; then 100 further queries are timed.
+until 1,000 have been answered, printing at every 200 answered the median per query (wall and CPU
+time of this process) of the checks and of check + record over the queries asked since the last
+such line; then 100 further queries are timed.
 
-    PYTHONPATH=src python benchmarks/bench_auditor.py [--n 1000000] [--answered 1000]
+    PYTHONPATH=src python benchmarks/bench_auditor.py [--n 1000000] [--answered 1000] [--every 200]
 """
 
 from __future__ import annotations
@@ -61,14 +63,18 @@ def query(table: dict[str, np.ndarray], rng: np.random.Generator) -> tuple[str, 
     return "group", [where & (sex == 0), where & (sex == 1)]
 
 
-def ask(auditor: Auditor, kind: str, sets: list[np.ndarray]) -> bool:
+def ask(auditor: Auditor, kind: str, sets: list[np.ndarray]) -> tuple[bool, float, float]:
+    """Check (and record when allowed) one query; return whether it was answered and the wall and
+    CPU seconds of its checks alone."""
     calls = {"count": [("count", None)], "sum": [("sum", "income")], "avg": [("sum", "income"), ("count", None)],
              "group": [("count", None)]}[kind]
-    if not all(auditor.check(sets, k, c).allowed for k, c in calls):
-        return False
-    for k, c in calls:
-        auditor.record(sets, k, c)
-    return True
+    t0, c0 = time.perf_counter(), time.process_time()
+    allowed = all(auditor.check(sets, k, c).allowed for k, c in calls)
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    if allowed:
+        for k, c in calls:
+            auditor.record(sets, k, c)
+    return allowed, wall, cpu
 
 
 def main() -> None:
@@ -77,20 +83,27 @@ def main() -> None:
     parser.add_argument("--answered", type=int, default=1000)
     parser.add_argument("--timed", type=int, default=100)
     parser.add_argument("--k", type=int, default=10)
+    parser.add_argument("--every", type=int, default=200, help="print the medians at every this many answered")
     args = parser.parse_args()
     rng = np.random.default_rng(20261125)
     table = make_table(args.n, rng)
     auditor = Auditor(args.n, args.k)
     answered = refused = 0
     start = time.perf_counter()
+    window: list[tuple[float, float, float, float]] = []  # check wall, check CPU, total wall, total CPU
     while answered < args.answered:
         kind, sets = query(table, rng)
-        if ask(auditor, kind, sets):
-            answered += 1
-        else:
-            refused += 1
-        if (answered + refused) % 200 == 0:
-            print(f"  {answered} answered, {refused} refused, {time.perf_counter() - start:.1f} s", flush=True)
+        t0, c0 = time.perf_counter(), time.process_time()
+        allowed, wall, cpu = ask(auditor, kind, sets)
+        window.append((wall, cpu, time.perf_counter() - t0, time.process_time() - c0))
+        answered += allowed
+        refused += not allowed
+        if allowed and answered % args.every == 0:
+            ms = 1000 * np.median(np.array(window), axis=0)
+            print(f"  {answered} answered, {refused} refused, {time.perf_counter() - start:.1f} s: per query over the "
+                  f"last {len(window)}, check median {ms[0]:.1f} ms (CPU {ms[1]:.1f} ms), check + record median "
+                  f"{ms[2]:.1f} ms (CPU {ms[3]:.1f} ms); load {os.getloadavg()[0]:.1f}", flush=True)
+            window = []
     build = time.perf_counter() - start
     print(f"built: {answered} answered, {refused} refused in {build:.1f} s "
           f"({1000 * build / (answered + refused):.1f} ms per query including query generation)")

@@ -1,9 +1,9 @@
-"""Small-support vectors of a subspace given by a reduced basis, modulo a prime (DESIGN.md §7).
+"""Small-support vectors of a subspace given by a basis, modulo a prime (DESIGN.md §7).
 
-The auditor's engine (:mod:`sdckit.query.audit_engine`) gives a basis u_1..u_d of W, the
-vectors of the answered sets' row space that vanish on every atom of k records or more, as values
-modulo a prime p at the small atoms, in reduced form: u_j is 1 at its own pivot atom and 0 at the
-other pivots. A derivable total over fewer than k records is a non-zero v in W whose support holds
+The auditor (:mod:`sdckit.query.audit_engine`, :mod:`sdckit.query.audit_wspace`) gives a basis
+u_1..u_d of W, the vectors of the answered sets' row space that vanish on every atom of k records
+or more, as values modulo a prime p at the small atoms, atoms with equal values making one class.
+A derivable total over fewer than k records is a non-zero v in W whose support holds
 fewer than k records in all (each atom weighing its number of records). This module lists every
 *elementary* vector of W (a minimal support, a circuit) of weight < k: any v of weight < k is a
 combination of elementary vectors with supports inside its own (Rockafellar 1969), so if all of
@@ -62,32 +62,112 @@ def _rref(a: np.ndarray, p: int) -> tuple[np.ndarray, list[int]]:
 
 
 @numba.njit(cache=True)
-def _pack(columns, bases, pivots, counts, p):  # pragma: no cover - compiled
-    """Greedy disjoint spanning sets: each column (rows of ``columns``, in order) goes to the first
-    set it is independent of. ``bases[g, i]`` is set g's i-th vector (normalised at ``pivots[g,
-    i]``, zero at the set's earlier pivots); returns whether every set reached full rank."""
-    k, d = counts.size, columns.shape[1]
+def _rref_inplace(a, p):  # pragma: no cover - compiled
+    """:func:`_rref` in place on ``a`` (entries in 0..p-1); returns the pivot columns."""
+    rows, cols = a.shape
+    pivots = np.empty(min(rows, cols), dtype=np.int64)
+    r = 0
+    for c in range(cols):
+        if r == rows:
+            break
+        h = -1
+        for i in range(r, rows):
+            if a[i, c] != 0:
+                h = i
+                break
+        if h < 0:
+            continue
+        if h != r:
+            for j in range(c, cols):
+                a[r, j], a[h, j] = a[h, j], a[r, j]
+        base, e, inv = a[r, c], p - 2, 1
+        while e:
+            if e & 1:
+                inv = inv * base % p
+            base = base * base % p
+            e >>= 1
+        for j in range(c, cols):  # row r is 0 before column c
+            a[r, j] = a[r, j] * inv % p
+        for i in range(rows):
+            f = a[i, c]
+            if i != r and f != 0:
+                for j in range(c, cols):
+                    a[i, j] = (a[i, j] - f * a[r, j]) % p
+        pivots[r] = c
+        r += 1
+    return pivots[:r]
+
+
+@numba.njit(cache=True)
+def _floors(nonzero, members, starts, pivot_weight, other_weight):  # pragma: no cover - compiled
+    """Per pivot set J (rows ``members[starts[i]:starts[i + 1]]``): the weight of its pivots plus
+    that of the columns where exactly one row of J is non-zero (``other_weight`` per column)."""
+    n_sets, cols = starts.size - 1, nonzero.shape[1]
+    out = np.zeros(n_sets, dtype=np.int64)
+    count = np.zeros(cols, dtype=np.int64)
+    for i in range(n_sets):
+        total = 0
+        count[:] = 0
+        for t in range(starts[i], starts[i + 1]):
+            j = members[t]
+            total += pivot_weight[j]
+            for c in range(cols):
+                if nonzero[j, c]:
+                    count[c] += 1
+        for c in range(cols):
+            if count[c] == 1:
+                total += other_weight[c]
+        out[i] = total
+    return out
+
+
+def _rref_large(a: np.ndarray, p: int) -> tuple[np.ndarray, list[int]]:
+    """:func:`_rref` (the same canonical form), compiled: for the basis of W over its classes."""
+    a = np.ascontiguousarray(a % p, dtype=np.int64)
+    pivots = _rref_inplace(a, np.int64(p))
+    return a[: pivots.size], pivots.tolist()
+
+
+@numba.njit(cache=True)
+def _pack(classes, values, k, p):  # pragma: no cover - compiled
+    """Greedy disjoint spanning sets over atoms in order, atom t having the column
+    ``values[classes[t]]``: each atom goes to the first set it is independent of (a set of full rank
+    takes nothing). Returns whether every set reached full rank.
+
+    Atoms of one class share a column, and a set's span only grows, so once a column is dependent on
+    set g it stays so: ``tried[c]`` is the first set that class c's column may still be independent
+    of, and the work is O((placed + classes * k) * d**2) plus O(1) per atom, not O(atoms * k * d**2)."""
+    d = values.shape[1]
+    bases = np.zeros((k, d, d), dtype=np.int64)
+    pivots = np.zeros((k, d), dtype=np.int64)
+    counts = np.zeros(k, dtype=np.int64)
+    tried = np.zeros(values.shape[0], dtype=np.int64)
     x = np.empty(d, dtype=np.int64)
-    for t in range(columns.shape[0]):
-        for g in range(k):
+    full = 0
+    for t in range(classes.size):
+        c = classes[t]
+        g = tried[c]
+        while g < k:
             if counts[g] == d:
+                g += 1
                 continue
             for j in range(d):
-                x[j] = columns[t, j] % p
+                x[j] = values[c, j] % p
             for i in range(counts[g]):
                 f = x[pivots[g, i]]
                 if f:
                     for j in range(d):
-                        x[j] = (x[j] - f * bases[g, i, j] % p + p) % p
-            c = -1
+                        x[j] = (x[j] - f * bases[g, i, j]) % p  # > -2**62: one reduction
+            lead = -1
             for j in range(d):
                 if x[j]:
-                    c = j
+                    lead = j
                     break
-            if c < 0:
+            if lead < 0:
+                g += 1
                 continue
-            # inverse of x[c] mod p by Fermat (square and multiply)
-            a, e, inv = x[c], p - 2, 1
+            # inverse of x[lead] mod p by Fermat (square and multiply)
+            a, e, inv = x[lead], p - 2, 1
             while e:
                 if e & 1:
                     inv = inv * a % p
@@ -95,37 +175,31 @@ def _pack(columns, bases, pivots, counts, p):  # pragma: no cover - compiled
                 e >>= 1
             for j in range(d):
                 bases[g, counts[g], j] = x[j] * inv % p
-            pivots[g, counts[g]] = c
+            pivots[g, counts[g]] = lead
             counts[g] += 1
+            if counts[g] == d:
+                full += 1
+            g += 1
             break
-        done = True
-        for g in range(k):
-            if counts[g] < d:
-                done = False
-        if done:
+        tried[c] = g
+        if full == k:
             return True
     return False
 
 
-def spanned_k_times(values, n_atoms: int, d: int, k: int, p: int) -> bool:
+def spanned_k_times(classes: np.ndarray, values: np.ndarray, k: int, p: int) -> bool:
     """A certificate that W (dimension d) holds no non-zero vector on fewer than k atoms: k
-    disjoint sets of atoms whose columns each span all d dimensions (greedy, atoms in their fixed
-    order: each goes to the first set it is independent of). Every non-zero v = lambda U is
+    disjoint sets of atoms whose columns each span all d dimensions (greedy, atoms in the order
+    given: each goes to the first set it is independent of). Every non-zero v = lambda U is
     non-zero on some atom of each set (lambda is orthogonal to no spanning set), so it covers k
-    atoms or more, of k records or more. ``values(start, stop)`` gives the columns of atoms
-    start..stop-1 (d x (stop - start)), computed only as far as needed. False: no certificate
-    (the search decides)."""
-    bases = np.zeros((k, d, d), dtype=np.int64)
-    pivots = np.zeros((k, d), dtype=np.int64)
-    counts = np.zeros(k, dtype=np.int64)
-    start, block = 0, max(256, 2 * k * d)
-    while start < n_atoms:
-        columns = np.ascontiguousarray(values(start, min(n_atoms, start + block)).T)
-        if _pack(columns, bases, pivots, counts, np.int64(p)):
-            return True
-        start += block
-        block *= 2
-    return False
+    atoms or more, of k records or more. Atom t's column is ``values[classes[t]]`` (``values``:
+    one row of d values mod p per class of atoms with equal columns). False: no certificate (the
+    search decides). Whether the greedy succeeds depends only on the columns' linear
+    dependencies, so on W and the order, not on the basis of W in which they are given."""
+    values = np.ascontiguousarray(values, dtype=np.int64)
+    if not values.shape[1]:
+        return True
+    return bool(_pack(np.ascontiguousarray(classes, dtype=np.int64), values, np.int64(k), np.int64(p)))
 
 
 def _connected_sets(adjacent: list[set[int]], weight: np.ndarray, k: int, limit: int) -> list[tuple[int, ...]] | None:
@@ -149,16 +223,15 @@ def _connected_sets(adjacent: list[set[int]], weight: np.ndarray, k: int, limit:
     return [tuple(sorted(s)) for s in seen]
 
 
-def _hyperplane_normals(rows: np.ndarray, columns: list[int], weights: np.ndarray, budget: int, p: int,
+def _hyperplane_normals(m: int, vectors: list[np.ndarray], weights: list[int], budget: int, p: int,
                         work: list[int], limit: int) -> list[np.ndarray] | None:
-    """Every lambda (m entries) that is the normal of a rank m - 1 set of ``columns`` of ``rows``
-    (m x s) and keeps non-zero at most ``budget`` weight of them, found by a branching over the
-    columns in order: a column in the span of the ones chosen vanishes anyway; another one is
-    either chosen (it vanishes) or kept (it costs its weight). None past the work limit."""
-    m = rows.shape[0]
+    """Every lambda (m entries) that is the normal of a rank m - 1 set of the columns ``vectors``
+    (each m values mod p; column i weighs ``weights[i]``) and keeps non-zero at most ``budget``
+    weight of them, found by a branching over the columns in order: a column in the span of the
+    ones chosen vanishes anyway; another one is either chosen (it vanishes) or kept (it costs its
+    weight). None past the work limit."""
     out: list[np.ndarray] = []
     seen: set[bytes] = set()
-    vectors = [rows[:, c] % p for c in columns]
 
     def in_span(basis: np.ndarray, pivots: list[int], vector: np.ndarray) -> bool:
         v = vector.copy()
@@ -181,14 +254,14 @@ def _hyperplane_normals(rows: np.ndarray, columns: list[int], weights: np.ndarra
                 seen.add(lam.tobytes())
                 out.append(lam)
             return True
-        while position < len(columns) and in_span(basis, pivots, vectors[position]):
+        while position < len(vectors) and in_span(basis, pivots, vectors[position]):
             position += 1
-        if position == len(columns):
+        if position == len(vectors):
             return True
         grown, grown_pivots = _rref(np.vstack([basis, vectors[position][None, :]]), p)
         if not walk(grown, grown_pivots, position + 1, spent):
             return False
-        w = int(weights[columns[position]])
+        w = int(weights[position])
         if spent + w <= budget:
             return walk(basis, pivots, position + 1, spent + w)
         return True
@@ -196,6 +269,16 @@ def _hyperplane_normals(rows: np.ndarray, columns: list[int], weights: np.ndarra
     if not walk(np.zeros((0, m), dtype=np.int64), [], 0, 0):
         return None
     return out
+
+
+def heaviest_first(atoms: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """``atoms`` ordered by ``weights[atoms]`` descending, ties kept in the given order (a stable
+    sort; a radix sort when the weights are small, as atoms of fewer than k records are)."""
+    w = weights[atoms]
+    top = int(w.max()) if w.size else 0
+    if 0 <= int(w.min() if w.size else 0) and top < 2**16:
+        return atoms[np.argsort((top - w).astype(np.uint16), kind="stable")]
+    return atoms[np.argsort(-w, kind="stable")]
 
 
 def small_vectors(u: np.ndarray, weights: np.ndarray, k: int, p: int,
@@ -223,30 +306,61 @@ def small_vectors(u: np.ndarray, weights: np.ndarray, k: int, p: int,
 
     Notes
     -----
+    The search of :func:`small_vectors_of_classes`, the atoms with equal columns of ``u`` making
+    one class.
+    """
+    values, classes = np.unique(np.asarray(u, dtype=np.int64).T % p, axis=0, return_inverse=True)
+    return small_vectors_of_classes(values, classes.ravel(), weights, k, p, limit)
+
+
+def small_vectors_of_classes(values: np.ndarray, classes: np.ndarray, weights: np.ndarray, k: int, p: int,
+                             limit: int | None = None) -> list[np.ndarray] | None:
+    """:func:`small_vectors` of the space whose basis takes the values ``values[classes[t]]`` (d
+    values mod p) on atom t: W given by classes of atoms with equal columns, as
+    :class:`sdckit.query.audit_wspace.SmallSpace` keeps it.
+
+    The search runs over the atoms (its result and its work are those over the s columns), but
+    what depends on a column alone is computed once per class: the reduced echelon form (a
+    repeated column never holds a pivot, its first occurrence was reduced before it, and the row
+    operations transform it as its first occurrence), the adjacency of pivots, the weight floors,
+    the weight of a found vector.
+
+    Notes
+    -----
     The basis is put in reduced row echelon form over the support's atoms heaviest first (ties in
     the given order): its pivots are then a basis of greatest weight (the greedy basis of the
     matroid), so the pivot sets J weighing < k, which the search walks, are as few as can be.
     """
     limit = WORK_LIMIT if limit is None else limit
-    size = u.shape[1]
-    support = np.flatnonzero((u % p != 0).any(axis=0))
+    size = classes.size
+    values = np.asarray(values, dtype=np.int64) % p
+    support = np.flatnonzero((values != 0).any(axis=1)[classes])
     if not support.size:
         return []
-    order = support[np.argsort(-weights[support], kind="stable")]
-    u, pivots = _rref(u[:, order], p)
-    weights = weights[order]
-    d = u.shape[0]
+    order = heaviest_first(support, weights)
+    weights = np.asarray(weights)[order]
+    in_order = classes[order]
+    # distinct columns in order of first appearance, and each atom's label among them
+    distinct, first = np.unique(in_order, return_index=True)
+    by_first = np.argsort(first, kind="stable")
+    distinct, first = distinct[by_first], first[by_first]
+    label_of = np.full(values.shape[0], -1, dtype=np.int64)
+    label_of[distinct] = np.arange(distinct.size)
+    label = label_of[in_order]
+    u, pivot_labels = _rref_large(values[distinct].T, p)  # (d x distinct columns)
+    pivots = [int(first[c]) for c in pivot_labels]  # atom positions (first occurrences)
     nonzero = u != 0
-    other = np.ones(u.shape[1], dtype=bool)
+    total = np.rint(np.bincount(label, weights=weights, minlength=distinct.size)).astype(np.int64)  # per class
+    other_weight = total.copy()  # without its pivot atom
+    other_weight[pivot_labels] -= weights[pivots]
+    other = np.ones(order.size, dtype=bool)
     other[pivots] = False
-    shared = other & (nonzero.sum(axis=0) >= 2)
-    adjacent: list[set[int]] = [set() for _ in range(d)]
-    for c in np.flatnonzero(shared):
-        rows = np.flatnonzero(nonzero[:, c]).tolist()
-        for i in rows:
-            adjacent[i].update(rows)
-    for i in range(d):
-        adjacent[i].discard(i)
+    # a pivot's column is a unit vector after the reduction: every shared column is an other one
+    shared = nonzero.sum(axis=0) >= 2
+    together = nonzero[:, shared].astype(np.int64)
+    touching = (together @ together.T) > 0  # pivots j, j' both non-zero on some shared column
+    np.fill_diagonal(touching, False)
+    adjacent: list[set[int]] = [set(np.flatnonzero(row).tolist()) for row in touching]
     sets = _connected_sets(adjacent, weights[pivots], k, limit)
     if sets is None:
         return None
@@ -254,21 +368,25 @@ def small_vectors(u: np.ndarray, weights: np.ndarray, k: int, p: int,
     if work[0] > limit:
         return None
     found: list[np.ndarray] = []
-    for subset in sets:
+    # an atom where one u_j of J alone is non-zero stays in the support: with the pivots, a floor
+    # on the weight of every v with pivot support J (compiled, all sets at once)
+    members = np.array([j for subset in sets for j in subset], dtype=np.int64)
+    starts = np.cumsum([0] + [len(subset) for subset in sets]).astype(np.int64)
+    floors = _floors(np.ascontiguousarray(nonzero), members, starts,
+                     np.ascontiguousarray(weights[pivots], dtype=np.int64), other_weight.astype(np.int64))
+    for subset, floor in zip(sets, floors.tolist()):
+        if floor >= k:
+            continue
         rows = u[list(subset)]
         m = len(subset)
         count = (rows != 0).sum(axis=0)
-        # an atom where one u_j of J alone is non-zero stays in the support: with the pivots, a
-        # floor on the weight of every v with pivot support J
-        floor = int(weights[[pivots[j] for j in subset]].sum()) + int(weights[other & (count == 1)].sum())
-        if floor >= k:
-            continue
         if m == 1:
             lambdas: list[np.ndarray] | None = [np.ones(1, dtype=np.int64)]
         else:
             # lambda keeps non-zero a few of the atoms where two or more u_j are (weight <= budget)
             # and vanishes on the others, whose columns have rank m - 1
-            lambdas = _hyperplane_normals(rows, np.flatnonzero(other & (count >= 2)).tolist(), weights,
+            atoms = np.flatnonzero(other & (count >= 2)[label])
+            lambdas = _hyperplane_normals(m, [rows[:, c] for c in label[atoms]], weights[atoms].tolist(),
                                           k - 1 - floor, p, work, limit)
             if lambdas is None:
                 return None
@@ -276,8 +394,8 @@ def small_vectors(u: np.ndarray, weights: np.ndarray, k: int, p: int,
             v = np.zeros(u.shape[1], dtype=np.int64)
             for coefficient, row in zip(lam.tolist(), rows):
                 v = (v + coefficient * row % p) % p
-            if int(weights[v != 0].sum()) < k:
+            if int(total[v != 0].sum()) < k:
                 full = np.zeros(size, dtype=np.int64)
-                full[order] = v
+                full[order] = v[label]
                 found.append(full)
     return found

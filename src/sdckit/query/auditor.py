@@ -42,9 +42,12 @@ knowledge is audited alone).
 Algorithm: :mod:`sdckit.query.audit_atoms` (atoms, O(n) per set),
 :mod:`sdckit.query.audit_engine` (row space modulo a secret prime, O(r**2) per set for r answered
 independent sets; pivots kept on atoms of k records or more, so that the pivots left on small atoms
-give a basis of W, the row-space vectors supported on small atoms) and
-:mod:`sdckit.query.audit_support` (a certificate that W has no vector on fewer than k atoms, else
-an exact search of its small elementary vectors, with a work limit past which it refuses); two
+give a basis of W, the row-space vectors supported on small atoms),
+:mod:`sdckit.query.audit_wspace` (W's values on the small atoms kept from one check to the next, as
+classes of atoms with equal values: W only grows, so a check evaluates only the vectors its sets
+add to W) and :mod:`sdckit.query.audit_support` (a certificate that W has no vector on fewer than k
+atoms, else an exact search of its small elementary vectors, with a work limit past which it
+refuses; both run over the classes, with the results and work they have over the atoms); two
 independent engines, a refusal when either sees a disclosure.
 """
 
@@ -61,7 +64,8 @@ from sdckit.core.errors import DataError, ParameterError
 from sdckit.query.audit_atoms import Atoms
 from sdckit.query.audit_engine import Engine
 from sdckit.query.audit_modp import random_prime
-from sdckit.query.audit_support import small_vectors, spanned_k_times
+from sdckit.query.audit_support import small_vectors_of_classes, spanned_k_times
+from sdckit.query.audit_wspace import SmallSpace
 
 QueryKind = Literal["count", "sum"]
 
@@ -80,12 +84,14 @@ class Decision:
 
 
 class _Knowledge:
-    """What is known of one kind of unknown (COUNT, or SUM of one column): atoms and engines."""
+    """What is known of one kind of unknown (COUNT, or SUM of one column): atoms, engines and,
+    per engine, W's basis values on the small atoms kept across checks (:mod:`sdckit.query.audit_wspace`)."""
 
     def __init__(self, n: int, known_totals: bool, rng: np.random.Generator, k: int) -> None:
         self.k = k
         self.atoms = Atoms(n)
         self.engines = [Engine(random_prime(31), rng, 1) for _ in range(_N_ENGINES)]
+        self.spaces = [SmallSpace(1) for _ in range(_N_ENGINES)]
         if known_totals:
             self.add([np.ones(n, dtype=bool)])
             self.atoms.committed()
@@ -95,54 +101,52 @@ class _Knowledge:
         other.k = self.k
         other.atoms = self.atoms.copy()
         other.engines = [e.copy() for e in self.engines]
+        other.spaces = [s.copy() for s in self.spaces]
         return other
 
     def add(self, memberships: Sequence[np.ndarray]) -> np.ndarray:
         """Add the sets; return each atom's atom before (``origin[a]``: a itself, or the atom it
         was cut from)."""
         origin = np.arange(self.atoms.count, dtype=np.int64)
+        settled = [engine.settled for engine in self.engines]
         for member in memberships:
             split = self.atoms.refine(member)
             origin = np.concatenate([origin, origin[split.parents]])
             row_id = self.atoms.stage_row(split.members)
             big = self.atoms.sizes >= self.k
             kept = False
-            for engine in self.engines:
+            for engine, space in zip(self.engines, self.spaces):
                 engine.split(split.parents, split.children)
+                space.split(split.parents, split.children)
                 kept |= engine.add_row(row_id, split.inside, split.parents, split.children, self.atoms, big)
                 engine.settle(big, self.atoms)
             if kept:
                 self.atoms.keep_row()
+        small = None
+        for engine, space, before in zip(self.engines, self.spaces, settled):
+            # the pivots settled by these sets: with the basis kept, a basis of the new W
+            was = np.zeros(engine.settled.size, dtype=bool)
+            was[: before.size] = before
+            new = np.flatnonzero(engine.settled & ~was)
+            if new.size:
+                small = np.flatnonzero(self.atoms.sizes < self.k) if small is None else small
+                tables = self.atoms.value_tables(engine.rows, engine.minv[new], engine.p)
+                space.grow(small, self.atoms.row_values(small, tables, engine.p))
         return origin
 
     def small_vectors(self) -> list[tuple[int, np.ndarray, np.ndarray]] | None:
         """Per engine, the vectors of the row space supported on fewer than k records (elementary
         ones; :mod:`sdckit.query.audit_support`) as ``(engine, small atoms, values)``; None when the
         search is past its work limit."""
-        big = self.atoms.sizes >= self.k
-        small = np.flatnonzero(~big)
-        small = small[np.argsort(-self.atoms.sizes[small], kind="stable")]  # heaviest first, then by id
         out = []
-        for e, engine in enumerate(self.engines):
-            positions = engine.small_pivots(big)
-            if not positions.size:
+        for e, (engine, space) in enumerate(zip(self.engines, self.spaces)):
+            if not space.dim:
                 continue
-            # W's support: the atoms where a random combination of the basis is non-zero (an atom
-            # of the support is missed with probability 1/p: then it is left out of the certificate
-            # and the search, which can only make them refuse more)
-            p, minv = engine.p, engine.minv[positions]
-            rho = engine.rng.integers(0, p, size=positions.size)
-            combined = (rho[:, None] * minv % p).sum(axis=0) % p
-            probe = self.atoms.row_values(small, self.atoms.value_tables(engine.rows, combined[None, :], p), p)[0]
-            support = small[probe != 0]
-            atoms, tables = self.atoms, self.atoms.value_tables(engine.rows, minv, p)
-
-            def values(start: int, stop: int) -> np.ndarray:
-                return atoms.row_values(support[start:stop], tables, p)
-
-            if spanned_k_times(values, support.size, positions.size, self.k, p):
+            support = space.support(self.atoms.sizes)  # heaviest first, then by id
+            classes = space.classes[support]
+            if spanned_k_times(classes, space.values, self.k, engine.p):
                 continue
-            found = small_vectors(values(0, support.size), self.atoms.sizes[support], self.k, p)
+            found = small_vectors_of_classes(space.values, classes, self.atoms.sizes[support], self.k, engine.p)
             if found is None:
                 return None
             out.extend((e, support, v) for v in found)
@@ -171,7 +175,8 @@ class Auditor:
     :mod:`sdckit.query.audit_modp`); a refusal too many happens with probability about
     ``2 r / 2**30`` per query (r: answered independent sets). Memory per knowledge (COUNT, or SUM of
     one column): about ``n * (4 + r/4)`` bytes (atom ids; the kept sets' bits, with room to grow)
-    plus 48 bytes per atom. See DESIGN.md section 7.
+    plus 64 bytes per atom (with W's class of each atom per engine) plus ``16 * dim W`` bytes per class
+    of W. See DESIGN.md section 7.
     """
 
     def __init__(self, n_records: int, min_query_set: int, *, known_totals: bool = True) -> None:
