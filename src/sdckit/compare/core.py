@@ -79,6 +79,9 @@ class CandidateResult(Result):
             "runs": self.runs,
         })
 
+    #: Column headings of :meth:`summary` (a row of the comparison table).
+    summary_columns = ("candidate", "H", "H null", "p-value", "utility loss", "deniable")
+
     def summary(self) -> list[tuple[str, ...]]:
         """One row of the comparison table: label, H, H null, p-value, utility loss, deniable."""
         return [(self.label, f"{self.hellinger:.3f}", f"{self.hellinger_null:.3f}", f"{self.p_value:.3f}",
@@ -108,8 +111,7 @@ class Comparison(Result):
             "methods": {r.label: r for r in self.results},
         })
 
-    #: Column headings of :meth:`summary` (one row per candidate).
-    summary_columns = ("candidate", "H", "H null", "p-value", "utility loss", "deniable")
+    summary_columns = CandidateResult.summary_columns
 
     def summary(self) -> list[tuple[str, ...]]:
         """One row per candidate (:meth:`CandidateResult.summary`)."""

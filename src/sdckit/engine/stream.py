@@ -49,6 +49,11 @@ class StreamedRelease(Result):
         """The release's path, schema and manifest (the steps are in the manifest)."""
         return plain({"path": self.path, "schema": self.schema.to_dict(), "manifest": self.manifest})
 
+    def summary(self) -> list[tuple[str, str]]:
+        """The release file, its columns and the methods applied."""
+        return [("release", str(self.path)), ("columns", f"{len(self.schema.columns):,}"),
+                ("methods applied", str(len(self.steps)))]
+
 
 def check_engine(engine: str) -> str:
     """``engine`` if it is one of :data:`ENGINES`, else a :class:`ParameterError` naming them."""
