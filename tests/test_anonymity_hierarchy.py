@@ -10,7 +10,7 @@ import pytest
 
 from sdckit import DataError, ParameterError
 from sdckit.anonymity import FullDomainGeneralization, Hierarchy
-from sdckit.core.method import _plain
+from sdckit.core.result import plain as json_plain
 
 ADULT = Path(__file__).parent / "data" / "adult"
 
@@ -103,6 +103,6 @@ def test_gzip_and_paths_accepted_by_methods(tmp_path):
 
 def test_manifest_shows_a_compact_hierarchy():
     h = Hierarchy.intervals(range(0, 30000), widths=(10, 100))
-    plain = _plain(FullDomainGeneralization(2, {"age": h}).params()["hierarchies"])
+    plain = json_plain(FullDomainGeneralization(2, {"age": h}).params()["hierarchies"])
     assert plain["age"]["levels"] == 4 and plain["age"]["level_sizes"] == [30000, 3000, 300, 1]
     assert len(plain["age"]["sha256"]) == 64 and len(str(plain)) < 400

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from sdckit import DataError, ParameterError, Schema, protect
-from sdckit.core.method import _plain
+from sdckit.core.result import plain
 from sdckit.methods import available
 
 METHODS = sorted(available().items())
@@ -95,7 +95,7 @@ def test_every_parameter_in_the_manifest(name, cls):
     assert entry["name"] == name
     assert set(entry["params"]) == fields
     for field in fields:
-        assert entry["params"][field] == _plain(getattr(method, field)), field
+        assert entry["params"][field] == plain(getattr(method, field)), field
     assert "seed" not in entry["params"]
 
 

@@ -35,6 +35,7 @@ from sdckit.core.errors import ParameterError
 from sdckit.core.method import Method
 from sdckit.core.params import Interval, Options, check_param
 from sdckit.core.random import RandomState, as_generator, derive_seed, renamed_seed
+from sdckit.core.result import Result, plain
 from sdckit.pipeline import protect
 
 
@@ -69,7 +70,7 @@ CRITERIA = ("p_value", "excess_hellinger")
 
 
 @dataclass(frozen=True)
-class TuneResult:
+class TuneResult(Result):
     """The chosen value (``None`` if no value in the range passes) and the evaluated curve."""
 
     method: str
@@ -86,11 +87,12 @@ class TuneResult:
         return pd.DataFrame(list(self.curve))
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        """The fields, with the search range as ``range`` and whether a value was ``found``."""
+        return plain({
             "method": self.method, "param": self.param, "criterion": self.criterion,
             "target": self.target, "range": [self.low, self.high], "value": self.value,
-            "found": self.value is not None, "curve": list(self.curve),
-        }
+            "found": self.value is not None, "curve": self.curve,
+        })
 
 
 def passes(point: Mapping[str, float], criterion: str, target: float) -> bool:

@@ -22,14 +22,25 @@ from sdckit.anonymity.criteria import (
 from sdckit.core.arrays import class_labels, first_rows
 from sdckit.core.diversity import value_histogram
 from sdckit.core.errors import DataError, ParameterError
+from sdckit.core.result import Result, plain
 from sdckit.core.schema import Schema
 
 #: Criteria whose measure must stay below a bound (the worst class has the largest value).
 _UPPER = (RecursiveCLDiversity, TCloseness)
 
 
+class CriteriaSummary(list):
+    """The per-criterion dicts of :attr:`CheckReport.summary` (a list, as it has always been);
+    calling it gives the rows of the :class:`~sdckit.core.result.Result` protocol, one per
+    criterion: label, satisfied, violating classes, violating records, worst measure."""
+
+    def __call__(self) -> list[tuple[str, ...]]:
+        return [(s["criterion"], "yes" if s["satisfied"] else "NO", str(s["violating_classes"]),
+                 str(s["violating_records"]), f"{s['worst']:g}") for s in self]
+
+
 @dataclass(frozen=True)
-class CheckReport:
+class CheckReport(Result):
     """The verdict of :func:`check`.
 
     Attributes
@@ -46,6 +57,11 @@ class CheckReport:
     classes: pd.DataFrame
     summary: list[dict[str, Any]]
 
+    summary_columns = ("criterion", "satisfied", "violating classes", "violating records", "worst class")
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "summary", CriteriaSummary(self.summary))
+
     @property
     def satisfied(self) -> bool:
         return all(s["satisfied"] for s in self.summary)
@@ -59,18 +75,13 @@ class CheckReport:
     def to_dict(self, max_classes: int = 1000) -> dict[str, Any]:
         """JSON-friendly form (the violating classes, at most ``max_classes`` of them)."""
         v = self.violations.head(max_classes)
-        return {
+        return plain({
             "satisfied": self.satisfied,
-            "classes": int(len(self.classes)),
-            "records": int(self.classes["size"].sum()),
-            "criteria": self.summary,
-            "violating_classes": json_records(v),
-        }
-
-
-def json_records(frame: pd.DataFrame) -> list[dict[str, Any]]:
-    return [{k: (v.item() if isinstance(v, np.generic) else v) for k, v in row.items()}
-            for row in frame.to_dict(orient="records")]
+            "classes": len(self.classes),
+            "records": self.classes["size"].sum(),
+            "criteria": list(self.summary),
+            "violating_classes": v.to_dict(orient="records"),
+        })
 
 
 def check(frame: pd.DataFrame, quasi: Sequence[str], criteria: Criterion | Sequence[Criterion],

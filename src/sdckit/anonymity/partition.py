@@ -14,9 +14,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from sdckit.core.result import Result
+
 
 @dataclass(frozen=True)
-class Partition:
+class Partition(Result):
     """Equivalence classes of a generalized table.
 
     Attributes
@@ -30,9 +32,13 @@ class Partition:
         The report for the manifest (node or cuts, suppressed records, classes, loss, ...).
     """
 
-    data: pd.DataFrame
-    classes: np.ndarray
+    data: pd.DataFrame = field(metadata={"dict": False})
+    classes: np.ndarray = field(metadata={"dict": False})
     info: dict[str, Any] = field(default_factory=dict)
+
+    def summary(self) -> list[tuple[str, str]]:
+        """Records released and equivalence classes."""
+        return [("records", f"{len(self.data):,}"), ("equivalence classes", f"{self.n_classes:,}")]
 
     @property
     def sizes(self) -> np.ndarray:

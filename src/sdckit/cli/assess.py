@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from sdckit.cli.app import app
-from sdckit.cli.common import console, figures_table, progress_bar, write_json
+from sdckit.cli.common import console, print_result, progress_bar
 from sdckit.core.defaults import N_RANDOM
 from sdckit.core.errors import DataError
 
@@ -74,9 +74,7 @@ def assess(
         result = assess_release(x, y, parse_columns(columns), null=null, n_random=n_random,
                                 schema=parse_orders(order), seed=seed, records=records,
                                 progress=advance)
-    console.print(figures_table(f"Permutation assessment of {released.name}", result.summary(), show_header=False))
-    if json_out is not None:
-        write_json(json_out, result.to_dict())
+    print_result(result, f"Permutation assessment of {released.name}", json_out, show_header=False)
     if html_out is not None:
         from sdckit.report.assess import assess_report, schema_from_manifest
 
@@ -118,14 +116,4 @@ def verify_record(
 
     result = verify_subject(parse_record(record), read(released), permutation=permutation,
                             n_random=n_random, schema=parse_orders(order), seed=seed)
-    shown = ", ".join(map(str, result.matches[:10])) + (", ..." if len(result.matches) > 10 else "")
-    rows = [("permutation distance", str(result.distance)),
-            ("matching released records (count)", f"{len(result.matches):,}"),
-            ("their positions in the release (0-based)", shown)]
-    rows += [(f"variance of {c} within the distance", f"{v:.4g}") for c, v in result.variances.items()]
-    if result.p_random is not None:
-        verdict = "plausibly random" if result.plausibly_random else "NOT plausibly random"
-        rows.append(("share of random records matching as closely", f"{result.p_random:.4f} ({verdict})"))
-    console.print(figures_table("Your record against the release", rows, show_header=False))
-    if json_out is not None:
-        write_json(json_out, result.to_dict())
+    print_result(result, "Your record against the release", json_out, show_header=False)

@@ -6,10 +6,9 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from rich.table import Table
 
 from sdckit.cli.app import app
-from sdckit.cli.common import console, write_json
+from sdckit.cli.common import console, print_result
 from sdckit.core.errors import ParameterError
 
 
@@ -78,13 +77,5 @@ def check(
     frame = read(data)
     names = [q.strip() for q in quasi.split(",") if q.strip()]
     report = check_criteria(frame, names, criteria)
-    table = Table(title=f"{data.name}: {len(report.classes)} classes over {', '.join(names)}")
-    for col in ("criterion", "satisfied", "violating classes", "violating records", "worst class"):
-        table.add_column(col)
-    for s in report.summary:
-        table.add_row(s["criterion"], "yes" if s["satisfied"] else "NO", str(s["violating_classes"]),
-                      str(s["violating_records"]), f"{s['worst']:g}")
-    console.print(table)
+    print_result(report, f"{data.name}: {len(report.classes)} classes over {', '.join(names)}", json_out)
     console.print("All criteria hold." if report.satisfied else "Some criteria are violated.")
-    if json_out is not None:
-        write_json(json_out, report.to_dict())

@@ -1,4 +1,5 @@
-"""What the commands share: consoles, progress bars, tables of figures and JSON output."""
+"""What the commands share: consoles, progress bars, tables of figures, JSON output, and
+:func:`print_result`, the one way a command prints a :class:`~sdckit.core.result.Result`."""
 
 from __future__ import annotations
 
@@ -6,10 +7,13 @@ import json
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.table import Table
+
+if TYPE_CHECKING:
+    from sdckit.core.result import Result
 
 console = Console()
 err_console = Console(stderr=True)
@@ -52,4 +56,21 @@ def write_json(path: Path, payload: Any) -> None:
     """Write ``payload`` as indented JSON, atomically."""
     from sdckit.io import write_text_atomic
 
-    write_text_atomic(Path(path), json.dumps(payload, indent=2, default=str) + "\n")
+    from sdckit.core.result import plain
+
+    write_text_atomic(Path(path), json.dumps(plain(payload), indent=2) + "\n")
+
+
+def print_result(result: Result, title: str, json_out: Path | None = None, *, show_header: bool = True) -> None:
+    """Print ``result.summary()`` as a table titled ``title`` (its columns are the result's
+    ``summary_columns``) and, with ``json_out`` (the commands' ``--json``), write its ``to_dict()``
+    there as JSON."""
+    columns = result.summary_columns
+    table = Table(title=title, show_header=show_header)
+    for i, name in enumerate(columns):
+        table.add_column(name, justify="left" if i == 0 or len(columns) > 2 else "right")
+    for row in result.summary():
+        table.add_row(*row)
+    console.print(table)
+    if json_out is not None:
+        write_json(json_out, result.to_dict())

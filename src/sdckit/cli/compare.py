@@ -18,11 +18,10 @@ EXAMPLES = ("methods",)
 def comparison_table(comparison) -> Table:
     table = Table(title=f"Risk and utility ({comparison.records} records, {comparison.seeds} seed(s), "
                         f"{comparison.settings['null']} null)")
-    for name in ("candidate", "H", "H null", "p-value", "utility loss", "deniable"):
+    for name in comparison.summary_columns:
         table.add_column(name, justify="left" if name == "candidate" else "right", no_wrap=name == "candidate")
-    for r in comparison.results:
-        table.add_row(r.label, f"{r.hellinger:.3f}", f"{r.hellinger_null:.3f}", f"{r.p_value:.3f}",
-                      f"{r.utility_loss:.4f}", "yes" if r.plausibly_deniable else "NO")
+    for row in comparison.summary():
+        table.add_row(*row)
     return table
 
 

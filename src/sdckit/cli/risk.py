@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from sdckit.cli.app import app
-from sdckit.cli.common import console, figures_table, write_json
+from sdckit.cli.common import print_result
 
 
 def _names(text: Optional[str]) -> list[str] | None:
@@ -42,33 +42,4 @@ def risk(
     s = risk_summary(frame, _names(keys), weight, household, missing=missing, strata=_names(strata),
                      threshold=threshold, suda=suda, suda_max_size=suda_max_size, sensitive=_names(sensitive),
                      sampling_fraction=sampling_fraction, population_size=population_size)
-    d = s.to_dict()
-    table = figures_table(f"{data.name}: re-identification risk on {', '.join(d['keys'])}")
-    table.add_row("records", f"{d['records']:,}")
-    table.add_row("weight", str(weight or "none (every record weighs 1)"))
-    table.add_row("global risk (mean individual risk)", f"{d['global_risk']:.6f}")
-    table.add_row("expected re-identifications", f"{d['expected_reidentifications']:.2f}")
-    table.add_row(f"records with individual risk > {threshold:g}", f"{d['above_threshold']:,}")
-    if household:
-        table.add_row("household risk (mean)", f"{d['household_risk']:.6f}")
-        table.add_row("expected re-identifications (households)", f"{d['household_expected_reidentifications']:.2f}")
-    table.add_row("sample uniques (fk = 1)", f"{d['sample_uniques']:,}")
-    for k, v in d["k_anonymity_violations"].items():
-        table.add_row(f"records violating {k}-anonymity (fk < {k})", f"{v:,}")
-    if d["suda2"]:
-        table.add_row("records with a minimal sample unique (SUDA2)", f"{d['suda2']['records_with_msu']:,}")
-        table.add_row("largest SUDA score", f"{d['suda2']['max_score']:g}")
-    pop = d["population"]
-    if pop:
-        uniq = pop["population_uniqueness"]
-        table.add_row("population (estimated)", f"{pop['population']:,.0f}")
-        table.add_row(f"population uniqueness ({uniq['dankar_model']}, Dankar's rule)", f"{uniq['dankar']:.6f}")
-        for attacker in ("prosecutor", "journalist"):
-            table.add_row(f"{attacker} risk: average / highest", f"{pop[attacker]['average']:.6f} / {pop[attacker]['highest']:.6f}")
-        table.add_row("marketer risk", f"{pop['marketer']:.6f}")
-    for column, div in (d["l_diversity"] or {}).items():
-        table.add_row(f"records whose class has one value of {column}", f"{div['records_with_one_value']:,}")
-        table.add_row(f"smallest distinct / entropy l of {column}", f"{div['min_distinct_l']:g} / {div['min_entropy_l']:.3f}")
-    console.print(table)
-    if json_out is not None:
-        write_json(json_out, d)
+    print_result(s, f"{data.name}: re-identification risk on {', '.join(s.global_.keys)}", json_out)

@@ -23,6 +23,7 @@ from sdckit.core.errors import ParameterError
 from sdckit.core.method import Method
 from sdckit.core.params import Interval, Options, check_param
 from sdckit.core.random import RandomState, as_generator, derive_seed, renamed_seed
+from sdckit.core.result import Result, plain
 from sdckit.pipeline import protect
 from sdckit.report.settings import RULES as REPORT_RULES
 from sdckit.utility.summary import MEASURES, utility_loss
@@ -46,7 +47,7 @@ class Candidate:
 
 
 @dataclass(frozen=True)
-class CandidateResult:
+class CandidateResult(Result):
     """Risk and utility of one candidate: means over the seeds, and each seed's values."""
 
     label: str
@@ -64,7 +65,8 @@ class CandidateResult:
         return self.p_value > self.alpha
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        """The fields with the derived excess Hellinger, flagged share and verdict."""
+        return plain({
             "label": self.label,
             "methods": list(self.methods),
             "hellinger": self.hellinger,
@@ -74,12 +76,20 @@ class CandidateResult:
             "flagged_share": float(np.mean([r["p_value"] <= self.alpha for r in self.runs])) if self.runs else None,
             "utility_loss": self.utility_loss,
             "plausibly_deniable": self.plausibly_deniable,
-            "runs": list(self.runs),
-        }
+            "runs": self.runs,
+        })
+
+    #: Column headings of :meth:`summary` (a row of the comparison table).
+    summary_columns = ("candidate", "H", "H null", "p-value", "utility loss", "deniable")
+
+    def summary(self) -> list[tuple[str, ...]]:
+        """One row of the comparison table: label, H, H null, p-value, utility loss, deniable."""
+        return [(self.label, f"{self.hellinger:.3f}", f"{self.hellinger_null:.3f}", f"{self.p_value:.3f}",
+                 f"{self.utility_loss:.4f}", "yes" if self.plausibly_deniable else "NO")]
 
 
 @dataclass(frozen=True)
-class Comparison:
+class Comparison(Result):
     """The risk-utility table of a comparison."""
 
     results: tuple[CandidateResult, ...]
@@ -93,12 +103,19 @@ class Comparison:
         return pd.DataFrame(rows).drop(columns=["methods", "runs"]).set_index("label")
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        """Records, seeds, settings and each candidate's figures by label."""
+        return plain({
             "records": self.records,
             "seeds": self.seeds,
             "settings": self.settings,
-            "methods": {r.label: r.to_dict() for r in self.results},
-        }
+            "methods": {r.label: r for r in self.results},
+        })
+
+    summary_columns = CandidateResult.summary_columns
+
+    def summary(self) -> list[tuple[str, ...]]:
+        """One row per candidate (:meth:`CandidateResult.summary`)."""
+        return [row for r in self.results for row in r.summary()]
 
 
 def check_settings(*, null: str, n_random: int, n_null: int, alpha: float, utility: str, seeds: int) -> None:

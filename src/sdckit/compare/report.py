@@ -53,5 +53,5 @@ def write_comparison(comparison: Comparison, out_dir: str | Path, inputs: tuple[
     write_text_atomic(paths["csv"], comparison.table().to_csv(), inputs)
     write_text_atomic(paths["svg"], risk_utility_figure(comparison), inputs)
     write_text_atomic(paths["html"], render_report(comparison_report(comparison)), inputs)
-    write_text_atomic(paths["json"], json.dumps(comparison.to_dict(), indent=2, default=str) + "\n", inputs)
+    write_text_atomic(paths["json"], json.dumps(comparison.to_dict(), indent=2) + "\n", inputs)
     return paths

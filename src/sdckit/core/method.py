@@ -33,6 +33,7 @@ from sdckit.core.errors import DataError, ParameterError, SchemaError
 from sdckit.core.outcome import Outcome
 from sdckit.core.params import IsNone, Rule, StrList, to_tuple, validate_params
 from sdckit.core.random import RandomState, as_generator, renamed_seed
+from sdckit.core.result import plain as json_plain  # params(plain=...) is a parameter
 from sdckit.core.rowwise import run_rows
 from sdckit.core.schema import Kind, Role, Schema
 
@@ -88,7 +89,7 @@ class Method:
         """Every parameter with its value; ``plain`` makes them JSON-friendly. A field declared
         with ``compare=False`` (e.g. the ``accountant`` the caller holds) is not a parameter."""
         values = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.compare}
-        return {k: _plain(v) for k, v in values.items()} if plain else values
+        return {k: json_plain(v) for k, v in values.items()} if plain else values
 
     def to_manifest(self) -> dict[str, Any]:
         """The method as the manifest records it: registered name, class and all parameters."""
@@ -328,27 +329,6 @@ def require_no_nan(frame: pd.DataFrame, columns: tuple[str, ...], owner: str) ->
                 f"{owner} cannot handle missing values: column {name!r} is missing in "
                 f"{int(missing.sum())} record(s), first at row {row!r}. Impute or remove them first."
             )
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, tuple | list):
-        return [_plain(v) for v in value]
-    if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, np.ndarray):
-        return _plain(value.tolist())
-    if isinstance(value, np.generic):
-        return value.item()
-    if callable(getattr(value, "to_manifest", None)) and not isinstance(value, type):
-        # methods and parameter values that describe themselves compactly (e.g. hierarchies)
-        return _plain(value.to_manifest())
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {"class": type(value).__name__, **{
-            f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)
-        }}
-    if value is None or isinstance(value, bool | int | float | str):
-        return value
-    return repr(value)
 
 
 # --------------------------------------------------------------------------- registry

@@ -23,11 +23,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from sdckit.core.errors import ParameterError
 from sdckit.core.fingerprint import frame_fingerprint
+from sdckit.core.result import Result, plain
 from sdckit.core.schema import Schema
 from sdckit.core.version import __version__
 
@@ -84,7 +84,7 @@ def created_timestamp() -> str:
 
 
 @dataclass(frozen=True)
-class Step:
+class Step(Result):
     """One applied method: what it was, what it did, on what (immutable provenance)."""
 
     method: dict[str, Any]
@@ -96,15 +96,16 @@ class Step:
     warnings: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        """The method's manifest entry followed by the step's fingerprints, counts and info."""
+        return plain({
             **self.method,
             "input_fingerprint": self.input_fingerprint,
             "output_fingerprint": self.output_fingerprint,
             "records_in": self.records_in,
             "records_out": self.records_out,
             "info": self.info,
-            "warnings": list(self.warnings),
-        }
+            "warnings": self.warnings,
+        })
 
 
 def build_manifest(
@@ -144,14 +145,4 @@ def build_manifest(
 
 def manifest_json(manifest: dict[str, Any]) -> str:
     """The manifest as indented JSON text."""
-    return json.dumps(manifest, indent=2, ensure_ascii=False, default=_json_default) + "\n"
-
-
-def _json_default(value: Any) -> Any:
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    if isinstance(value, pd.Timestamp | _dt.date):
-        return value.isoformat()
-    return str(value)
+    return json.dumps(plain(manifest), indent=2, ensure_ascii=False) + "\n"

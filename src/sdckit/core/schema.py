@@ -20,10 +20,10 @@ from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from sdckit.core.errors import DataError, SchemaError
+from sdckit.core.result import plain
 
 
 class Role(str, Enum):
@@ -97,17 +97,8 @@ class Column:
         out: dict[str, Any] = {"name": self.name, "kind": self.kind.value}
         out["role"] = self.role.value if self.role else None
         if self.order is not None:
-            out["order"] = [_plain(v) for v in self.order]
+            out["order"] = plain(self.order)
         return out
-
-
-def _plain(value: Any) -> Any:
-    """A JSON-friendly version of a scalar (numpy scalars become Python ones)."""
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, pd.Timestamp):
-        return value.isoformat()
-    return value
 
 
 def infer_kind(series: pd.Series) -> tuple[Kind, tuple[Any, ...] | None]:

@@ -25,12 +25,13 @@ import numpy as np
 
 from sdckit.core.errors import DataError
 from sdckit.core.params import Boolean, Interval, check_param
+from sdckit.core.result import Result, plain
 from sdckit.dp.mechanisms import CONFIDENCE, confidence_radius
 from sdckit.dp.measures import as_matrix, class_codes, count_within, record_scales
 
 
 @dataclass(frozen=True)
-class ConfidenceSuppression:
+class ConfidenceSuppression(Result):
     """Which records alpha-confident k-anonymity suppresses, and why.
 
     ``suppressed`` (bool per record), ``counts`` (originals inside each record's alpha-box),
@@ -48,7 +49,13 @@ class ConfidenceSuppression:
         return int(self.suppressed.sum())
 
     def to_dict(self) -> dict[str, Any]:
-        return {"records": self.records, "classes": self.classes, "total": self.total}
+        """The counts of suppressed records (not the per-record arrays)."""
+        return plain({"records": self.records, "classes": self.classes, "total": self.total})
+
+    def summary(self) -> list[tuple[str, str]]:
+        """Records suppressed one by one, classes suppressed whole, and in all."""
+        return [("records suppressed (0 < c < k)", f"{self.records:,}"),
+                ("classes suppressed whole", f"{self.classes:,}"), ("records suppressed in all", f"{self.total:,}")]
 
 
 def confidence_suppression(

@@ -17,6 +17,7 @@ import pandas as pd
 
 from sdckit.core.errors import DataError
 from sdckit.core.params import check_param
+from sdckit.core.result import Result, plain
 from sdckit.dp.mechanisms import POSITIVE
 
 
@@ -76,7 +77,7 @@ def record_scales(values: Any, classes: Any, epsilon: float) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class ErrorPrediction:
+class ErrorPrediction(Result):
     """Expected average relative error (seed 004 eqs. 7-8).
 
     ``per_class`` has one row per class: ``size``, ``diameter``, ``harmonic_mean`` (of ``|x|``),
@@ -87,7 +88,12 @@ class ErrorPrediction:
     total: float
 
     def to_dict(self) -> dict[str, Any]:
-        return {"total": self.total, "classes": len(self.per_class)}
+        """The total error and the number of classes (not the per-class frame)."""
+        return plain({"total": self.total, "classes": len(self.per_class)})
+
+    def summary(self) -> list[tuple[str, str]]:
+        """The expected average relative error and the classes it is computed over."""
+        return [("expected average relative error", f"{self.total:.2%}"), ("classes", f"{len(self.per_class):,}")]
 
 
 def expected_relative_error(values: Any, classes: Any, epsilon: float, min_diameter: float = 0.0) -> ErrorPrediction:

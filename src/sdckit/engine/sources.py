@@ -25,6 +25,7 @@ import pyarrow.parquet as pq
 from sdckit.core.atomic import atomic_path, output_directory, refuse_input_overwrite
 from sdckit.core.errors import DataError, ParameterError
 from sdckit.core.fingerprint import ColumnDigest, combine
+from sdckit.core.result import Result
 from sdckit.core.rowwise import CHUNK_ROWS, rechunk
 from sdckit.io.files import check_columns, detect_format, sniff_delimiter
 
@@ -258,7 +259,7 @@ def finish_output(parts: Sequence[Path], target: Path, fmt: str, *, sep: str | N
 
 
 @dataclass(frozen=True)
-class WholeFileRelease:
+class WholeFileRelease(Result):
     """What a whole-file step wrote (rank swapping on the external sort, record swapping by
     households): the release, its record count, the method's report and the release's fingerprint."""
 
@@ -266,6 +267,3 @@ class WholeFileRelease:
     records: int
     info: dict[str, Any]
     fingerprint: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"path": str(self.path), "records": self.records, "info": self.info, "fingerprint": self.fingerprint}

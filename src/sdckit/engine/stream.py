@@ -23,6 +23,7 @@ from sdckit.core.errors import DataError, ParameterError
 from sdckit.core.method import Method
 from sdckit.core.provenance import UNPUBLISHED, Step, build_manifest, parse_fingerprint_key
 from sdckit.core.random import RandomState, as_generator, seed_provenance
+from sdckit.core.result import Result, plain
 from sdckit.core.rowwise import CHUNK_ROWS
 from sdckit.core.schema import Schema
 from sdckit.engine.plan import (PlannedStep, Progress, build_plan, chunk_statistics, prepare_schema,
@@ -36,7 +37,7 @@ ENGINES = ("memory", "duckdb", "dask")
 
 
 @dataclass(frozen=True)
-class StreamedRelease:
+class StreamedRelease(Result):
     """What a streamed run produced: the release file, its schema and its manifest."""
 
     path: Path
@@ -45,7 +46,13 @@ class StreamedRelease:
     steps: tuple[Step, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        return {"path": str(self.path), "schema": self.schema.to_dict(), "manifest": self.manifest}
+        """The release's path, schema and manifest (the steps are in the manifest)."""
+        return plain({"path": self.path, "schema": self.schema.to_dict(), "manifest": self.manifest})
+
+    def summary(self) -> list[tuple[str, str]]:
+        """The release file, its columns and the methods applied."""
+        return [("release", str(self.path)), ("columns", f"{len(self.schema.columns):,}"),
+                ("methods applied", str(len(self.steps)))]
 
 
 def check_engine(engine: str) -> str:

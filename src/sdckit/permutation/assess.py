@@ -20,7 +20,7 @@ from sdckit.permutation.columns import SchemaLike, rank_space
 from sdckit.permutation.distance import Progress, nearest_distances
 from sdckit.permutation.intruder import Linkage, linkage_from
 from sdckit.permutation.privacy import minimum_variances, window_variances
-from sdckit.permutation.results import Result
+from sdckit.core.result import Result
 from sdckit.permutation.sample import sample_pairs
 from sdckit.permutation.reverse import spearman_xz
 from sdckit.permutation.verify import (ALPHA, MAX_REPLICATES, N_RANDOM, RISK, Verification, check_verify_params,

@@ -31,7 +31,7 @@ from sdckit.core.random import RandomState, renamed_seed
 from sdckit.permutation.columns import SchemaLike, check_same_size, check_truth, rank_space
 from sdckit.permutation.distance import Progress
 from sdckit.permutation.intruder import intruder_query
-from sdckit.permutation.results import Result
+from sdckit.core.result import Result
 
 
 @dataclass(frozen=True)

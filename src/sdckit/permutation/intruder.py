@@ -18,7 +18,7 @@ import pandas as pd
 from sdckit.core.random import RandomState, renamed_seed
 from sdckit.permutation.columns import RankSpace, SchemaLike, check_truth, rank_space
 from sdckit.permutation.distance import Progress, distances_and_matches
-from sdckit.permutation.results import Result
+from sdckit.core.result import Result
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from sdckit.core.params import Interval, check_param
 from sdckit.core.random import RandomState, renamed_seed
 from sdckit.permutation.columns import RankSpace, SchemaLike, rank_space
 from sdckit.permutation.distance import Progress, distance_frame
-from sdckit.permutation.results import Result
+from sdckit.core.result import Result
 
 
 class WindowVariance:

@@ -22,7 +22,7 @@ from sdckit.core.random import RandomState, renamed_seed
 from sdckit.permutation.columns import SchemaLike, check_frame, rank_space
 from sdckit.permutation.distance import distances_and_matches, nearest_distances
 from sdckit.permutation.privacy import window_variances
-from sdckit.permutation.results import Result, plain
+from sdckit.core.result import Result, plain
 from sdckit.permutation.verify import ALPHA, check_verify_params, random_positions, random_query
 
 
@@ -53,6 +53,18 @@ class SubjectVerification(Result):
     variances: pd.Series
     p_random: float | None
     plausibly_random: bool | None
+
+    def summary(self) -> list[tuple[str, str]]:
+        """Label/value pairs of the distance, the matches and the variances (``verify-record``)."""
+        shown = ", ".join(map(str, self.matches[:10])) + (", ..." if len(self.matches) > 10 else "")
+        rows = [("permutation distance", str(self.distance)),
+                ("matching released records (count)", f"{len(self.matches):,}"),
+                ("their positions in the release (0-based)", shown)]
+        rows += [(f"variance of {c} within the distance", f"{v:.4g}") for c, v in self.variances.items()]
+        if self.p_random is not None:
+            verdict = "plausibly random" if self.plausibly_random else "NOT plausibly random"
+            rows.append(("share of random records matching as closely", f"{self.p_random:.4f} ({verdict})"))
+        return rows
 
 
 def coerce_record(record: Any, released: pd.DataFrame, columns: Any) -> pd.DataFrame:

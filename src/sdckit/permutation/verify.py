@@ -51,7 +51,7 @@ from sdckit.core.ranks import average_ranks, nearest_rank, normal_scores, ranks
 from sdckit.permutation.columns import RankSpace, SchemaLike, rank_space
 from sdckit.permutation.distance import Progress, nearest_distances
 from sdckit.permutation.intruder import intruder_query
-from sdckit.permutation.results import Result
+from sdckit.core.result import Result
 from sdckit.permutation.rules import VERIFY_RULES
 from sdckit.permutation.sequential import run_sequential
 

@@ -318,8 +318,8 @@ def transparency_section(manifest: Mapping[str, Any] | None, settings: Mapping[s
     for m in manifest.get("methods", []):
         methods.append({
             "name": m.get("name"), "cls": m.get("class"),
-            "params": [(k, _plain(v)) for k, v in (m.get("params") or {}).items()],
-            "info": [(k, _plain(v)) for k, v in (m.get("info") or {}).items()],
+            "params": [(k, _display(v)) for k, v in (m.get("params") or {}).items()],
+            "info": [(k, _display(v)) for k, v in (m.get("info") or {}).items()],
             "warnings": list(m.get("warnings") or []),
             "records": f"{m.get('records_in', '?')} -> {m.get('records_out', '?')}",
         })
@@ -336,11 +336,12 @@ def transparency_section(manifest: Mapping[str, Any] | None, settings: Mapping[s
     return Section("transparency.html", "Transparency: how the release was made", "transparency", ctx)
 
 
-def _plain(value: Any) -> str:
+def _display(value: Any) -> str:
+    """A manifest value as the transparency section shows it (text, not JSON)."""
     if isinstance(value, Mapping):
-        return ", ".join(f"{k}={_plain(v)}" for k, v in value.items()) or "{}"
+        return ", ".join(f"{k}={_display(v)}" for k, v in value.items()) or "{}"
     if isinstance(value, list | tuple):
-        return "[" + ", ".join(_plain(v) for v in value) + "]"
+        return "[" + ", ".join(_display(v) for v in value) + "]"
     if value is None:
         return "none (default)"
     return str(value)

@@ -7,6 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from sdckit.core.result import Result, plain
+
 if TYPE_CHECKING:
     from sdckit.risk.permutation import PermutationRisk
 
@@ -24,7 +26,7 @@ SAFE_STATES = frozenset({DENIABLE})
 
 
 @dataclass(frozen=True)
-class Verdict:
+class Verdict(Result):
     """What a report concludes about its release, as its summary states it.
 
     Attributes
@@ -45,7 +47,8 @@ class Verdict:
         return self.state in SAFE_STATES
 
     def to_dict(self) -> dict[str, Any]:
-        return {"state": self.state, "text": self.text, "safe": self.safe}
+        """The state, the text and whether the release is shown ``safe``."""
+        return plain({"state": self.state, "text": self.text, "safe": self.safe})
 
 
 def verification_state(risk: PermutationRisk) -> str:

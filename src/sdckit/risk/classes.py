@@ -15,11 +15,12 @@ import pandas as pd
 
 from sdckit.core.arrays import class_labels
 from sdckit.core.errors import DataError, SchemaError
+from sdckit.core.result import Result, plain
 from sdckit.core.schema import CATEGORICAL_KINDS, Role, Schema
 
 
 @dataclass(frozen=True)
-class ClassRisk:
+class ClassRisk(Result):
     """Equivalence-class sizes of a data set on its quasi-identifiers.
 
     Attributes
@@ -66,11 +67,18 @@ class ClassRisk:
         return int((self.sizes < k).sum())
 
     def to_dict(self) -> dict[str, object]:
-        return {
+        """Counts of the classes (never a record): sizes, uniques, k and classes per size."""
+        return plain({
             "quasi": list(self.quasi), "records": len(self.sizes), "classes": self.n_classes,
             "uniques": self.uniques, "share_unique": self.share_unique, "k": self.k,
             "size_counts": {int(s): int(c) for s, c in self.size_counts.items()},
-        }
+        })
+
+    def summary(self) -> list[tuple[str, str]]:
+        """Records, classes, sample uniques and k."""
+        return [("quasi-identifiers", ", ".join(self.quasi)), ("records", f"{len(self.sizes):,}"),
+                ("classes", f"{self.n_classes:,}"), ("sample uniques", f"{self.uniques:,}"),
+                ("share unique", f"{self.share_unique:.4f}"), ("k (smallest class)", str(self.k))]
 
 
 def categorical_quasi(schema: Schema) -> tuple[str, ...]:

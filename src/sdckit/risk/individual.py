@@ -30,6 +30,7 @@ import pandas as pd
 from sdckit.core.errors import SchemaError
 from sdckit.core.matching import MISSING_RULE
 from sdckit.core.params import Interval, validated
+from sdckit.core.result import Result, plain
 from sdckit.risk.frequencies import frequencies
 
 #: Default threshold of the share of records at high risk (sdcMicro's localSupp examples use 0.1).
@@ -83,7 +84,7 @@ def household_risk(risk: np.ndarray, household: pd.Series) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class GlobalRisk:
+class GlobalRisk(Result):
     """Headline figures of the re-identification risk of a file.
 
     Attributes
@@ -119,6 +120,8 @@ class GlobalRisk:
         return self.above_threshold / self.records
 
     def to_dict(self) -> dict[str, object]:
+        """The figures under their published names (``global_risk``; household ones only with a
+        household id), without the per-record frame."""
         out: dict[str, object] = {
             "keys": list(self.keys), "weight": self.weight, "records": self.records,
             "global_risk": self.risk, "expected_reidentifications": self.expected_reidentifications,
@@ -128,7 +131,20 @@ class GlobalRisk:
         if self.household_risk is not None:
             out["household_risk"] = self.household_risk
             out["household_expected_reidentifications"] = self.household_expected_reidentifications
-        return out
+        return plain(out)
+
+    def summary(self) -> list[tuple[str, str]]:
+        """Records, weight, global risk, expected re-identifications, records above the
+        threshold and the household figures (the first rows of ``sdckit risk``)."""
+        rows = [("records", f"{self.records:,}"),
+                ("weight", str(self.weight or "none (every record weighs 1)")),
+                ("global risk (mean individual risk)", f"{self.risk:.6f}"),
+                ("expected re-identifications", f"{self.expected_reidentifications:.2f}"),
+                (f"records with individual risk > {self.threshold:g}", f"{self.above_threshold:,}")]
+        if self.household_risk is not None:
+            rows += [("household risk (mean)", f"{self.household_risk:.6f}"),
+                     ("expected re-identifications (households)", f"{self.household_expected_reidentifications:.2f}")]
+        return rows
 
 
 @validated(missing=MISSING_RULE, threshold=Interval(float, 0, 1))

@@ -24,20 +24,18 @@ import numpy as np
 import pandas as pd
 
 from sdckit.core.params import Interval, Options, validated
+from sdckit.core.result import Result
 from sdckit.utility.columns import numeric_pair
 
 
 @dataclass(frozen=True)
-class IntervalDisclosure:
+class IntervalDisclosure(Result):
     """Share of original values inside the interval around their released value."""
 
     share: float
     by_column: pd.Series
     p: float
     method: str
-
-    def to_dict(self) -> dict[str, object]:
-        return {"share": self.share, "by_column": self.by_column.to_dict(), "p": self.p, "method": self.method}
 
 
 @validated(p=Interval(float, 0, 100, closed="right"), method=Options(("rank", "sd")))

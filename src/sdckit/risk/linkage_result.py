@@ -11,10 +11,11 @@ import numpy as np
 import pandas as pd
 
 from sdckit.core.errors import DataError
+from sdckit.core.result import Result, plain
 
 
 @dataclass(frozen=True)
-class DistanceLinkage:
+class DistanceLinkage(Result):
     """Result of distance-based record linkage.
 
     Attributes
@@ -41,8 +42,17 @@ class DistanceLinkage:
     standard_error: float = 0.0
 
     def to_dict(self) -> dict[str, float | int | None]:
-        return {"rate": self.rate, "correct": self.correct, "records": len(self.records),
-                "sampled": self.sampled, "standard_error": self.standard_error}
+        """The fields, with ``records`` as the number of linked records."""
+        return plain({"rate": self.rate, "correct": self.correct, "records": len(self.records),
+                      "sampled": self.sampled, "standard_error": self.standard_error})
+
+    def summary(self) -> list[tuple[str, str]]:
+        """The linkage rate, the correct links and the linked records."""
+        rows = [("linkage rate", f"{self.rate:.4f}"), ("correct links", f"{self.correct:g}"),
+                ("records linked", f"{len(self.records):,}")]
+        if self.sampled is not None:
+            rows.append(("standard error of the rate (sampled)", f"{self.standard_error:.4f}"))
+        return rows
 
 
 def true_originals(truth: Sequence[int] | np.ndarray | None, n_original: int, n_released: int) -> np.ndarray:

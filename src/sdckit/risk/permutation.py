@@ -21,10 +21,11 @@ from sdckit.permutation.verify import MAX_REPLICATES, N_RANDOM
 from sdckit.core.params import Interval, IsNone, validated
 from sdckit.permutation.rules import VERIFY_RULES
 from sdckit.core.random import RandomState, as_generator, renamed_seed
+from sdckit.core.result import Result, plain
 
 
 @dataclass(frozen=True)
-class PermutationRisk:
+class PermutationRisk(Result):
     """Summary of the permutation-paradigm assessment of a release.
 
     Attributes
@@ -95,7 +96,8 @@ class PermutationRisk:
         return self.verdict == "deniable"
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        """The headline figures and the two distance distributions (not the per-record series)."""
+        return plain({
             "hellinger": self.hellinger, "hellinger_null": self.hellinger_null,
             "excess_hellinger": self.excess_hellinger, "p_value": self.p_value,
             "p_value_se": self.p_value_se, "sampled": self.sampled, "null": self.null,
@@ -106,7 +108,17 @@ class PermutationRisk:
             "linkage": self.linkage,
             "original_distribution": {int(k): float(v) for k, v in self.original_distribution.items()},
             "random_distribution": {int(k): float(v) for k, v in self.random_distribution.items()},
-        }
+        })
+
+    def summary(self) -> list[tuple[str, str]]:
+        """The verification's figures and verdict."""
+        return [("Hellinger distance H(P, Q)", f"{self.hellinger:.3f}"),
+                ("null baseline of H", f"{self.hellinger_null:.3f}"),
+                ("p-value (99% interval; replicates)",
+                 f"{self.p_value:.3f} ({self.p_value_low:.3f}-{self.p_value_high:.3f}; {self.replicates})"),
+                (f"verdict at {self.alpha:g}", self.verdict),
+                ("records whose match is not plausibly random", f"{self.share_not_random:.1%}"),
+                ("data-set-level permutation distance", str(self.dataset_distance))]
 
 
 #: The linkage counts copied from :class:`sdckit.permutation.Linkage`.

@@ -47,6 +47,7 @@ from scipy import optimize, special, stats
 from sdckit.core.errors import ParameterError
 from sdckit.core.matching import check_keys, combine, key_codes
 from sdckit.core.params import Interval, IsNone, validated
+from sdckit.core.result import Result, plain
 from sdckit.risk.frequencies import require_frame, sampling_weights
 
 
@@ -139,7 +140,7 @@ def _valid(value: float) -> bool:
 
 
 @dataclass(frozen=True)
-class PopulationRisk:
+class PopulationRisk(Result):
     """Population uniqueness under each model, Dankar's choice, and the three attacker models."""
 
     records: int
@@ -156,13 +157,14 @@ class PopulationRisk:
     marketer: float
 
     def to_dict(self) -> dict[str, object]:
-        return {
+        """The fields, with the models' uniqueness grouped under ``population_uniqueness``."""
+        return plain({
             "records": self.records, "population": self.population, "sampling_fraction": self.sampling_fraction,
             "sample_uniqueness": self.sample_uniqueness,
             "population_uniqueness": {"pitman": self.pitman, "zayatz": self.zayatz, "snb": self.snb,
                                       "dankar": self.dankar, "dankar_model": self.dankar_model},
             "prosecutor": self.prosecutor, "journalist": self.journalist, "marketer": self.marketer,
-        }
+        })
 
 
 def _attacker(f: np.ndarray, F: np.ndarray, n: int, threshold: float) -> dict[str, float]:

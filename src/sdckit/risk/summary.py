@@ -16,6 +16,7 @@ import pandas as pd
 
 from sdckit.core.matching import MISSING_RULE, check_keys
 from sdckit.core.params import Interval, validated
+from sdckit.core.result import Result, plain
 from sdckit.risk.frequencies import frequencies
 from sdckit.risk.individual import DEFAULT_THRESHOLD, GlobalRisk, global_risk
 from sdckit.risk.ldiversity import l_diversity
@@ -42,7 +43,7 @@ def band_counts(values: np.ndarray, edges: Sequence[float]) -> dict[str, int]:
 
 
 @dataclass(frozen=True)
-class RiskSummary:
+class RiskSummary(Result):
     """Aggregated risk of a file; ``to_dict()`` is what ``sdckit risk --json`` writes."""
 
     global_: GlobalRisk
@@ -57,7 +58,8 @@ class RiskSummary:
     diversity: dict[str, dict[str, object]] | None = None
 
     def to_dict(self) -> dict[str, object]:
-        return {
+        """The global risk's figures followed by the aggregates under their published names."""
+        return plain({
             **self.global_.to_dict(), "missing": self.missing, "strata": list(self.strata),
             "risk_bands": self.risk_bands,
             "k_anonymity_violations": {str(k): v for k, v in self.k_violations.items()},
@@ -66,7 +68,30 @@ class RiskSummary:
             "suda2": self.suda,
             "population": self.population,
             "l_diversity": self.diversity,
-        }
+        })
+
+    def summary(self) -> list[tuple[str, str]]:
+        """The rows ``sdckit risk`` prints: counts and shares only, never a record."""
+        rows = self.global_.summary()
+        rows.append(("sample uniques (fk = 1)", f"{self.uniques:,}"))
+        rows += [(f"records violating {k}-anonymity (fk < {k})", f"{v:,}") for k, v in self.k_violations.items()]
+        if self.suda:
+            rows += [("records with a minimal sample unique (SUDA2)", f"{self.suda['records_with_msu']:,}"),
+                     ("largest SUDA score", f"{self.suda['max_score']:g}")]
+        pop = self.population
+        if pop:
+            uniq = pop["population_uniqueness"]
+            rows += [("population (estimated)", f"{pop['population']:,.0f}"),
+                     (f"population uniqueness ({uniq['dankar_model']}, Dankar's rule)", f"{uniq['dankar']:.6f}")]
+            rows += [(f"{attacker} risk: average / highest",
+                      f"{pop[attacker]['average']:.6f} / {pop[attacker]['highest']:.6f}")
+                     for attacker in ("prosecutor", "journalist")]
+            rows.append(("marketer risk", f"{pop['marketer']:.6f}"))
+        for column, div in (self.diversity or {}).items():
+            rows += [(f"records whose class has one value of {column}", f"{div['records_with_one_value']:,}"),
+                     (f"smallest distinct / entropy l of {column}",
+                      f"{div['min_distinct_l']:g} / {div['min_entropy_l']:.3f}")]
+        return rows
 
 
 def diversity_summary(frame: pd.DataFrame, keys: Sequence[str], sensitive: str, missing: str,

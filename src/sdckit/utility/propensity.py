@@ -34,6 +34,7 @@ from sdckit.core.arrays import standardize
 from sdckit.core.errors import DataError, SchemaError
 from sdckit.core.params import Boolean, Interval, IsNone, Options, validated
 from sdckit.core.random import RandomState, as_generator, renamed_seed
+from sdckit.core.result import Result
 
 #: Inverse strength of the ridge penalty of the logistic model. On standardized features it is
 #: negligible, but it keeps the fit finite when original and release are (nearly) separable.
@@ -41,7 +42,7 @@ RIDGE_C = 1e4
 
 
 @dataclass(frozen=True)
-class Propensity:
+class Propensity(Result):
     """The pMSE of a release and, for logistic regression, its null expectation and ratio."""
 
     pmse: float
@@ -50,10 +51,6 @@ class Propensity:
     model: str
     n_parameters: int | None
     sampled: int | None = None
-
-    def to_dict(self) -> dict[str, float | int | str | None]:
-        return {"pmse": self.pmse, "null_pmse": self.null_pmse, "ratio": self.ratio,
-                "model": self.model, "n_parameters": self.n_parameters, "sampled": self.sampled}
 
 
 def _design(stacked: pd.DataFrame, interactions: bool) -> np.ndarray:
