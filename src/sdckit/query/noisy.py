@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -298,6 +299,61 @@ def answer(plan_: Plan, table: TableConfig, result: dict[str, np.ndarray], rng: 
     return answer_cells(plan_, table, counts, sums, rng, hists)
 
 
+def answer_rows(plan_: Any, noisy_count: Any, noisy_sum: dict[str, np.ndarray], count_radius: tuple[Any, Any],
+                sum_radius: Callable[[str, float], float], chosen: dict[str, list[float]] | None = None
+                ) -> tuple[list[list[Any]], list[list[Any]]]:
+    """The rows and 95% intervals of a DP answer from its noisy measurements, for the Laplace
+    answers here and the Gaussian ones (:mod:`sdckit.query.noisy_gaussian`): ``count_radius`` is
+    the noisy COUNT's (95%, 97.5%) radius, ``sum_radius(column, level)`` a noisy sum's, ``chosen``
+    the quantiles' answers. COUNT +/- its 95% radius (clipped at 0); SUM +/- its 95% radius, or,
+    measured as deviations from the midpoint m, noisy SUM(x - m) + m COUNT with the union of the
+    two 97.5% radii; AVG = m + SUM(x - m) / COUNT clamped to the bounds, its interval the corners
+    of the two 97.5% intervals (the bounds when the count's may reach 0)."""
+    rc95, rc975 = count_radius
+    zero = rc95 - rc95  # 0 of the radius's type: an int for the discrete Laplace, a float for the Gaussian
+    rows, ci = [], []
+    for i, cell in enumerate(plan_.cells):
+        group = dict(zip(plan_.query.group_by, cell))
+        row, row_ci = [], []
+        for o in plan_.query.outputs:
+            if o.kind == "group":
+                row.append(group[o.column])
+                row_ci.append(None)
+            elif o.kind == "count":
+                c = int(noisy_count[i])
+                row.append(c)
+                row_ci.append([max(zero, c - rc95), max(zero, c + rc95)])
+            elif o.kind == "sum" and o.column in plan_.midpoints:
+                m = plan_.midpoints[o.column]
+                s = float(noisy_sum[o.column][i]) + m * int(noisy_count[i])
+                r = sum_radius(o.column, 0.975) + abs(m) * rc975
+                row.append(s)
+                row_ci.append([s - r, s + r])
+            elif o.kind == "sum":
+                s = float(noisy_sum[o.column][i])
+                r = sum_radius(o.column, 0.95)
+                row.append(s)
+                row_ci.append([s - r, s + r])
+            elif o.kind == "quantile":
+                row.append(chosen[quantile_key(o)][i])
+                row_ci.append(None)
+            else:
+                lo, hi = plan_.bounds[o.column]
+                m = plan_.midpoints[o.column]
+                s = float(noisy_sum[o.column][i])  # noisy SUM(x - m)
+                c = int(noisy_count[i])
+                row.append(min(max(m + s / max(c, 1), lo), hi))
+                rs = sum_radius(o.column, 0.975)
+                if c - rc975 > 0:
+                    corners = [m + (s + a) / (c + b) for a in (-rs, rs) for b in (-rc975, rc975)]
+                    row_ci.append([max(lo, min(corners)), min(hi, max(corners))])
+                else:
+                    row_ci.append([lo, hi])
+        rows.append(row)
+        ci.append(row_ci)
+    return rows, ci
+
+
 def answer_cells(plan_: Plan, table: TableConfig, counts: np.ndarray, sums: dict[str, np.ndarray],
                  rng: np.random.Generator, hists: dict[str, dict[str, np.ndarray]] | None = None) -> dict[str, Any]:
     """:func:`answer` from the true counts and clamped sums per cell (:func:`exact_cells`, or
@@ -342,45 +398,7 @@ def answer_cells(plan_: Plan, table: TableConfig, counts: np.ndarray, sums: dict
         else:  # AVG, or the SUM of an averaged column: the deviations' scale, the count's, the midpoint
             scales.append({"sum": plan_.sum_scales[o.column], "count": plan_.count_scale,
                            "midpoint": plan_.midpoints[o.column]})
-    out_rows, ci = [], []
-    for i, cell in enumerate(plan_.cells):
-        group = dict(zip(plan_.query.group_by, cell))
-        row, row_ci = [], []
-        for o in plan_.query.outputs:
-            if o.kind == "group":
-                row.append(group[o.column])
-                row_ci.append(None)
-            elif o.kind == "count":
-                c = int(noisy_count[i])
-                row.append(c)
-                row_ci.append([max(0, c - rc95), max(0, c + rc95)])
-            elif o.kind == "sum" and o.column in plan_.midpoints:
-                m = plan_.midpoints[o.column]
-                s = float(noisy_sum[o.column][i]) + m * int(noisy_count[i])
-                r = laplace_radius(plan_.sum_scales[o.column], 0.975) + abs(m) * rc975
-                row.append(s)
-                row_ci.append([s - r, s + r])
-            elif o.kind == "sum":
-                s = float(noisy_sum[o.column][i])
-                r = laplace_radius(plan_.sum_scales[o.column], 0.95)
-                row.append(s)
-                row_ci.append([s - r, s + r])
-            elif o.kind == "quantile":
-                row.append(chosen[quantile_key(o)][i])
-                row_ci.append(None)
-            else:
-                lo, hi = plan_.bounds[o.column]
-                m = plan_.midpoints[o.column]
-                s = float(noisy_sum[o.column][i])  # noisy SUM(x - m)
-                c = int(noisy_count[i])
-                row.append(min(max(m + s / max(c, 1), lo), hi))
-                rs = laplace_radius(plan_.sum_scales[o.column], 0.975)
-                if c - rc975 > 0:
-                    corners = [m + (s + a) / (c + b) for a in (-rs, rs) for b in (-rc975, rc975)]
-                    row_ci.append([max(lo, min(corners)), min(hi, max(corners))])
-                else:
-                    row_ci.append([lo, hi])
-        out_rows.append(row)
-        ci.append(row_ci)
+    out_rows, ci = answer_rows(plan_, noisy_count, noisy_sum, (rc95, rc975),
+                               lambda column, level: laplace_radius(plan_.sum_scales[column], level), chosen)
     return {"columns": columns, "rows": out_rows, "mechanism": plan_.mechanism(), "noise_scale": scales,
             "ci95": ci, "dp": plan_.is_dp}

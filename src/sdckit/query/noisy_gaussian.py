@@ -52,7 +52,7 @@ from sdckit.dp.exact_samplers import discrete_gaussian
 from sdckit.dp.mechanisms import add_on_grid, dyadic_grid
 from sdckit.query.config import TableConfig
 from sdckit.query.generate import summed_columns
-from sdckit.query.noisy import deviation_sums, midpoint_sensitivity
+from sdckit.query.noisy import answer_rows, deviation_sums, midpoint_sensitivity
 from sdckit.query.sql import Query
 
 #: The grid of a Gaussian SUM is about this many binary orders finer than its standard deviation.
@@ -230,41 +230,7 @@ def answer_cells(plan_: GaussianPlan, counts: np.ndarray, sums: dict[str, np.nda
         else:
             scales.append({"sum_sigma": ms[o.column].sigma, "count_sigma": ms["count"].sigma,
                            "midpoint": plan_.midpoints[o.column]})
-    rows, ci = [], []
-    for i, cell in enumerate(plan_.cells):
-        group = dict(zip(plan_.query.group_by, cell))
-        row, row_ci = [], []
-        for o in plan_.query.outputs:
-            if o.kind == "group":
-                row.append(group[o.column])
-                row_ci.append(None)
-            elif o.kind == "count":
-                c = int(noisy_count[i])
-                row.append(c)
-                row_ci.append([max(0.0, c - rc95), max(0.0, c + rc95)])
-            elif o.kind == "sum" and o.column in plan_.midpoints:
-                mid = plan_.midpoints[o.column]
-                s = float(noisy_sum[o.column][i]) + mid * int(noisy_count[i])
-                r = ms[o.column].radius(0.975) + abs(mid) * rc975
-                row.append(s)
-                row_ci.append([s - r, s + r])
-            elif o.kind == "sum":
-                s = float(noisy_sum[o.column][i])
-                r = ms[o.column].radius(0.95)
-                row.append(s)
-                row_ci.append([s - r, s + r])
-            else:
-                lo, hi = plan_.bounds[o.column]
-                mid = plan_.midpoints[o.column]
-                s, c = float(noisy_sum[o.column][i]), int(noisy_count[i])
-                row.append(min(max(mid + s / max(c, 1), lo), hi))
-                rs = ms[o.column].radius(0.975)
-                if c - rc975 > 0:
-                    corners = [mid + (s + a) / (c + b) for a in (-rs, rs) for b in (-rc975, rc975)]
-                    row_ci.append([max(lo, min(corners)), min(hi, max(corners))])
-                else:
-                    row_ci.append([lo, hi])
-        rows.append(row)
-        ci.append(row_ci)
+    rows, ci = answer_rows(plan_, noisy_count, noisy_sum, (rc95, rc975),
+                           lambda column, level: ms[column].radius(level))
     return {"columns": [o.label for o in plan_.query.outputs], "rows": rows, "mechanism": plan_.mechanism(),
             "noise_scale": scales, "ci95": ci, "dp": plan_.is_dp}
