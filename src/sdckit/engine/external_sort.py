@@ -36,8 +36,7 @@ from sdckit.core.random import RandomState, as_generator, derive_seed
 from sdckit.core.ranks import chunk_key_block
 from sdckit.core.rowwise import CHUNK_ROWS, chunk_bounds, chunk_generator, rechunk
 from sdckit.core.swapping import swap_partners_block
-from sdckit.engine.sources import (PartWriter, WholeFileRelease, csv_dtypes, finish_output, iter_chunks, open_parquet,
-                                   source_format, spool_beside, stream_fingerprint)
+from sdckit.engine.sources import WholeFileRelease, open_parquet, source_format, spool_beside, write_by_chunks
 
 _TIES = ("first", "random")
 
@@ -332,22 +331,17 @@ def rank_swap_file(
         swapped, moved = {}, {}
         for name in columns:
             swapped[name], moved[name] = _swap_column(con, records, name, n, window, rng, spool, batch_rows)
-        dtypes = csv_dtypes(source, fmt, sep=sep, encoding=encoding) if fmt != "parquet" else None
-        part = spool / "release.parquet"
-        writer = PartWriter(part)
-        try:
-            streams = {name: rechunk(b.to_pandas() for b in open_parquet(path).iter_batches(batch_size=batch_rows))
-                       for name, path in swapped.items()}
-            for chunk in iter_chunks(source, fmt, batch_rows=batch_rows, dtypes=dtypes, sep=sep, encoding=encoding):
-                chunk = chunk.drop(columns=list(drop)) if drop else chunk
-                for name, stream in streams.items():
-                    values = next(stream)["v"]
-                    chunk[name] = pd.Series(values.to_numpy(), index=chunk.index, name=name).astype(chunk[name].dtype)
-                writer.write(chunk)
-        finally:
-            writer.close()
-        fingerprint = stream_fingerprint([part], writer.dtypes)
-        finish_output([part], target, fmt_out, inputs=(source, *inputs))
+        streams = {name: rechunk(b.to_pandas() for b in open_parquet(path).iter_batches(batch_size=batch_rows))
+                   for name, path in swapped.items()}
+
+        def put_back(chunk: pd.DataFrame) -> pd.DataFrame:
+            for name, stream in streams.items():
+                values = next(stream)["v"]
+                chunk[name] = pd.Series(values.to_numpy(), index=chunk.index, name=name).astype(chunk[name].dtype)
+            return chunk
+
+        fingerprint = write_by_chunks(source, fmt, target, fmt_out, spool, put_back, batch_rows=batch_rows,
+                                      drop=drop, sep=sep, encoding=encoding, inputs=inputs)
     warnings = []
     if window == 0:
         warnings.append(f"RankSwapping with p={p} on {n} records allows a rank difference of 0, so nothing was "

@@ -23,8 +23,7 @@ from sdckit.core.household_swap import HouseholdTable, first_codes, swap_plan
 from sdckit.core.matching import combine
 from sdckit.core.random import RandomState, as_generator
 from sdckit.core.rowwise import CHUNK_ROWS
-from sdckit.engine.sources import (PartWriter, WholeFileRelease, csv_dtypes, finish_output, iter_chunks,
-                                   source_format, spool_beside, stream_fingerprint)
+from sdckit.engine.sources import WholeFileRelease, source_format, spool_beside, write_by_chunks
 
 ROW = "file_row_number"
 
@@ -124,21 +123,17 @@ def record_swap_file(
         partner = np.arange(len(households))
         partner[plan.pairs[:, 0]], partner[plan.pairs[:, 1]] = plan.pairs[:, 1], plan.pairs[:, 0]
         index = pd.Index(households["hid"])
-        dtypes = csv_dtypes(source, fmt, sep=sep, encoding=encoding) if fmt != "parquet" else None
-        part = spool / "release.parquet"
-        writer = PartWriter(part)
-        try:
-            for chunk in iter_chunks(source, fmt, batch_rows=batch_rows, dtypes=dtypes, sep=sep, encoding=encoding):
-                chunk = chunk.drop(columns=list(drop)) if drop else chunk
-                own = index.get_indexer(chunk[method.hid])
-                moved = partner[own] != own
-                for name in swapped_columns:
-                    values = chunk[name].to_numpy(copy=True)
-                    values[moved] = households[name].to_numpy()[partner[own[moved]]]
-                    chunk[name] = pd.Series(values, index=chunk.index, name=name).astype(chunk[name].dtype)
-                writer.write(chunk)
-        finally:
-            writer.close()
-        fingerprint = stream_fingerprint([part], writer.dtypes)
-        finish_output([part], target, fmt_out, inputs=(source, *inputs))
+        values_of = {name: households[name].to_numpy() for name in swapped_columns}
+
+        def take_partners(chunk: pd.DataFrame) -> pd.DataFrame:
+            own = index.get_indexer(chunk[method.hid])
+            moved = partner[own] != own
+            for name in swapped_columns:
+                values = chunk[name].to_numpy(copy=True)
+                values[moved] = values_of[name][partner[own[moved]]]
+                chunk[name] = pd.Series(values, index=chunk.index, name=name).astype(chunk[name].dtype)
+            return chunk
+
+        fingerprint = write_by_chunks(source, fmt, target, fmt_out, spool, take_partners, batch_rows=batch_rows,
+                                      drop=drop, sep=sep, encoding=encoding, inputs=inputs)
     return WholeFileRelease(target, int(table.size.sum()), plan.report(), fingerprint)

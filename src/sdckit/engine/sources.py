@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import shutil
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -267,3 +267,22 @@ class WholeFileRelease(Result):
     records: int
     info: dict[str, Any]
     fingerprint: str
+
+
+def write_by_chunks(source: Path, fmt: str, target: Path, fmt_out: str, spool: Path,
+                    change: Callable[[pd.DataFrame], pd.DataFrame], *, batch_rows: int, drop: Sequence[str] = (),
+                    sep: str | None = None, encoding: str = "utf-8", inputs: tuple[Path, ...] = ()) -> str:
+    """The release of a whole-file step: ``source`` read chunk by chunk (``drop`` left out), each
+    chunk passed through ``change`` and written to a Parquet part in ``spool``, then moved to
+    ``target`` in ``fmt_out`` (atomically; never over an input); returns the release's fingerprint."""
+    dtypes = csv_dtypes(source, fmt, sep=sep, encoding=encoding) if fmt != "parquet" else None
+    part = spool / "release.parquet"
+    writer = PartWriter(part)
+    try:
+        for chunk in iter_chunks(source, fmt, batch_rows=batch_rows, dtypes=dtypes, sep=sep, encoding=encoding):
+            writer.write(change(chunk.drop(columns=list(drop)) if drop else chunk))
+    finally:
+        writer.close()
+    fingerprint = stream_fingerprint([part], writer.dtypes)
+    finish_output([part], target, fmt_out, inputs=(source, *inputs))
+    return fingerprint
