@@ -170,8 +170,9 @@ class RecordSwapping(Method):
         for name in (self.hid, *self.risk_variables, *self.similar_columns):
             schema[name]  # noqa: B018 - raises SchemaError naming an unknown column
         households = household_index(frame, self.hid)
-        household_values(frame, households, (*self.hierarchy, *self.similar_columns, *self.carry_along))
-        plan = swap_plan(household_table(frame, households, self), self.threshold, self.swaprate, rng)
+        codes: dict[str, np.ndarray] = {}  # each column factorized once
+        household_values(frame, households, (*self.hierarchy, *self.similar_columns, *self.carry_along), codes)
+        plan = swap_plan(household_table(frame, households, self, codes), self.threshold, self.swaprate, rng)
         apply_swaps(frame, households, plan.pairs, columns)
         return Outcome(frame, schema, plan.report())
 
@@ -205,12 +206,22 @@ def household_index(frame: pd.DataFrame, hid: str) -> Households:
     return Households(of_record, first[order], np.bincount(of_record, minlength=len(order)))
 
 
-def household_values(frame: pd.DataFrame, households: Households, names: tuple[str, ...]) -> None:
-    """Refuse a column that holds more than one value in some household."""
+def column_codes(frame: pd.DataFrame, name: str, codes: dict[str, np.ndarray]) -> np.ndarray:
+    """The integer codes of column ``name``, factorized once and kept in ``codes``."""
+    if name not in codes:
+        codes[name] = factorize(frame[name])[0]
+    return codes[name]
+
+
+def household_values(frame: pd.DataFrame, households: Households, names: tuple[str, ...],
+                     codes: dict[str, np.ndarray] | None = None) -> None:
+    """Refuse a column that holds more than one value in some household (``codes``: the columns'
+    codes found so far, filled as a side effect for :func:`household_table`)."""
+    codes = {} if codes is None else codes
     for name in dict.fromkeys(names):
-        codes, _ = factorize(frame[name])
-        head = codes[households.first][households.of_record]
-        differ = head != codes
+        column = column_codes(frame, name, codes)
+        head = column[households.first][households.of_record]
+        differ = head != column
         if differ.any():
             bad = len(np.unique(households.of_record[differ]))
             raise DataError(
@@ -218,21 +229,23 @@ def household_values(frame: pd.DataFrame, households: Households, names: tuple[s
                 "hierarchy, similarity and carry_along columns must hold one value per household.")
 
 
-def household_table(frame: pd.DataFrame, households: Households, method: RecordSwapping) -> HouseholdTable:
-    """The :class:`HouseholdTable` of a person frame."""
+def household_table(frame: pd.DataFrame, households: Households, method: RecordSwapping,
+                    codes: dict[str, np.ndarray] | None = None) -> HouseholdTable:
+    """The :class:`HouseholdTable` of a person frame (``codes``: columns already factorized)."""
     first = households.first
+    codes = {} if codes is None else codes
 
     def at_first(names: tuple[str, ...]) -> np.ndarray:
         if not names:
             return np.zeros(households.count, dtype=np.int64)
-        return first_codes(combine(np.column_stack([factorize(frame[n])[0][first] for n in names])))
+        return first_codes(combine(np.column_stack([column_codes(frame, n, codes)[first] for n in names])))
 
     geography = np.column_stack([at_first((name,)) for name in method.hierarchy])
     levels = len(method.hierarchy)
     risk = np.zeros((households.count, levels))
     for level in range(levels):
         names = (*method.risk_variables, *method.hierarchy[: level + 1])
-        labels = combine(np.column_stack([factorize(frame[n])[0] for n in names]))
+        labels = combine(np.column_stack([column_codes(frame, n, codes) for n in names]))
         per_record = 1.0 / np.bincount(labels)[labels]
         np.maximum.at(risk[:, level], households.of_record, per_record)
     return HouseholdTable(households.size, geography, tuple(at_first(p) for p in method.profiles), risk)
