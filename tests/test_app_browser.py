@@ -27,7 +27,9 @@ from typer.testing import CliRunner
 
 from sdckit.app import jobs
 from sdckit.app.server import Workbench
-from sdckit.app.session import Session, add_step, check_roles, open_path, release_plan, suggest_roles, write_release
+from sdckit.app.protect import add_step
+from sdckit.app.release import release_plan, write_release
+from sdckit.app.session import Session, check_roles, open_path, suggest_roles
 from sdckit.cli.app import app
 from sdckit.core.errors import ParameterError
 from sdckit.core.random import new_seed
@@ -355,7 +357,8 @@ def test_new_endpoints_refuse_without_session_origin_or_csrf(bench, tmp_path):
     path = tmp_path / "s.csv"
     survey(20).to_csv(path, index=False)
     endpoints = {"/protect/undo": {}, "/release": {"folder": str(tmp_path / "out"), "format": "csv"},
-                 "/open/recipe": {"recipe": str(tmp_path / "r.toml")}}
+                 "/open/recipe": {"recipe": str(tmp_path / "r.toml")},
+                 "/tables": {"dimension": "sex", "min_frequency": "3", "protection": "suppression-optimal"}}
     for url, data in endpoints.items():  # no session at all
         assert httpx.post(f"{bench.base}{url}", data=data).status_code == 403
     client, csrf = session_client(bench)
@@ -370,6 +373,7 @@ def test_new_endpoints_refuse_without_session_origin_or_csrf(bench, tmp_path):
                                      follow_redirects=False)
             assert wrong_host.status_code == 403
         assert not (tmp_path / "out").exists()  # nothing of the refused posts happened
+        assert 'id="pattern"' not in client.get("/tables").text
     finally:
         client.close()
 
@@ -572,3 +576,118 @@ def test_a_cancelled_step_or_release_changes_nothing(tmp_path):
     with pytest.raises(jobs.Cancelled):
         write_release(session, release_plan(session, str(out), "csv"), cancelled)
     assert list(out.iterdir()) == [] and session.released is None
+
+
+# --------------------------------------------------------------------------- tables
+#: A 3 x 2 frequency table worked by hand: (A, p) holds one record, so MinFrequency(3) makes it
+#: primary; a suppressed cell of a 2-D table needs a suppressed partner in its row and in its
+#: column, so the cheapest pattern (cost: the cells' values) is a rectangle through (A, p):
+#: {(A,p), (A,q), (B,p), (B,q)} costs 1 + 5 + 4 + 6 = 16, {(A,p), (A,q), (C,p), (C,q)} 17; the
+#: margins (6, 10, 11, 12, 15, 27) cost more. Everything else is published.
+HAND_COUNTS = {("A", "p"): 1, ("A", "q"): 5, ("B", "p"): 4, ("B", "q"): 6, ("C", "p"): 7, ("C", "q"): 4}
+HAND_SHOWN = {"Total": ["27", "12", "15"], "A": ["6", "x", "x"], "B": ["10", "x", "x"], "C": ["11", "7", "4"]}
+HAND_STATUS = {("A", 1): "primary", ("A", 2): "secondary", ("B", 1): "secondary", ("B", 2): "secondary"}
+
+
+def hand_table() -> pd.DataFrame:
+    rows = [(a, b, 10 * i + 1) for i, ((a, b), n) in enumerate(HAND_COUNTS.items()) for _ in range(n)]
+    return pd.DataFrame(rows, columns=["region", "kind", "turnover"])
+
+
+def test_the_tables_screen_shows_the_hand_worked_pattern_and_verdict(page, bench, tmp_path):
+    path = tmp_path / "shops.csv"
+    hand_table().to_csv(path, index=False)
+    page.goto(bench.url)
+    page.fill("#path", str(path))
+    page.click("#path-form button[type=submit]")
+    page.wait_for_url("**/data")
+    page.click("nav >> text=Tables")
+    page.wait_for_url("**/tables")
+    assert unlabelled(page) == []
+    page.check("input[name=dimension][value=region]")
+    page.check("input[name=dimension][value=kind]")
+    page.fill("#min_frequency", "3")
+    page.select_option("#protection", "suppression-optimal")
+    page.click("#protect-table")
+    page.wait_for_url("**/tables")
+    page.locator("#pattern").wait_for()
+    shot(page, "5-tables")
+    rows = page.locator("#pattern tbody tr")
+    assert rows.count() == 4
+    for i, code in enumerate(HAND_SHOWN):
+        row = rows.nth(i)
+        assert row.locator("th").inner_text() == code
+        cells = row.locator("td")
+        assert [cells.nth(j).inner_text() for j in range(3)] == HAND_SHOWN[code]
+        for j in range(3):
+            assert cells.nth(j).get_attribute("data-status") == HAND_STATUS.get((code, j), "safe")
+    assert page.locator("#table-verdict").inner_text() == "safe: 1 of 1 primary cells protected"
+    assert page.locator("input[name=dimension][value=region]").is_checked()  # the form keeps what was asked
+
+
+def test_the_tables_screen_refuses_bad_input_in_one_line_and_keeps_the_form(page, bench, tmp_path):
+    path = tmp_path / "shops.csv"
+    hand_table().to_csv(path, index=False)
+    page.goto(bench.url)
+    page.fill("#path", str(path))
+    page.click("#path-form button[type=submit]")
+    page.wait_for_url("**/data")
+    page.goto(f"{bench.base}/tables")
+    page.check("input[name=dimension][value=region]")
+    page.fill("#min_frequency", "")
+    page.fill("#p_percent", "10")  # a rule on sums, on a table of counts
+    page.click("#protect-table")
+    error = page.locator("#error")
+    assert error.is_visible() and "choose a response column" in error.inner_text()
+    assert "\n" not in error.inner_text().strip()
+    assert page.locator("#p_percent").input_value() == "10"
+    assert page.locator("input[name=dimension][value=region]").is_checked()
+    page.select_option("#protection", "rounding")
+    page.fill("#p_percent", "")
+    page.fill("#base", "1")
+    page.click("#protect-table")
+    assert "rounding base must be a whole number >= 2" in page.locator("#error").inner_text()
+    assert page.locator("#pattern").count() == 0  # nothing was protected
+
+
+@pytest.mark.parametrize("form, dims, message", [
+    ({"protection": "suppression-fast", "min_frequency": "3"}, [], "at least one dimension"),
+    ({"protection": "suppression-fast", "min_frequency": "3", "response": "turnover"}, ["region", "turnover"],
+     "is a dimension"),
+    ({"protection": "suppression-fast", "min_frequency": "3"}, ["nope"], "cannot span"),
+    ({"protection": "magic", "min_frequency": "3"}, ["region"], "Unknown protection"),
+    ({"protection": "suppression-fast", "min_frequency": "three"}, ["region"], "whole number"),
+    ({"protection": "suppression-fast", "min_frequency": "0"}, ["region"], "'n' parameter"),
+    ({"protection": "suppression-fast"}, ["region"], "at least one sensitivity rule"),
+    ({"protection": "adjustment", "response": "turnover", "dominance_n": "2"}, ["region"], "both n and k"),
+    ({"protection": "adjustment", "response": "region", "min_frequency": "3"}, ["kind"], "cannot be summed"),
+    ({"protection": "adjustment", "response": "turnover", "min_frequency": "3"}, ["region"] * 5 + ["kind"], None),
+])
+def test_table_requests_are_checked_in_one_line(form, dims, message):
+    from sdckit.app.tables import table_request
+    from sdckit.core.errors import SdcError
+
+    frame = hand_table()
+    if message is None:
+        assert table_request(frame, {}, form, dims).dimensions == ("region", "kind")  # repeats dropped
+        return
+    with pytest.raises(SdcError, match=message) as caught:
+        table_request(frame, {}, form, dims)
+    assert "\n" not in str(caught.value)
+
+
+def test_rounding_and_adjustment_on_the_tables_screen_use_the_library():
+    from sdckit.app.tables import pattern, protect_table, table_request
+
+    frame = hand_table()
+    rounded = protect_table(frame, table_request(frame, {}, {"protection": "rounding", "base": "5"}, ["region", "kind"]))
+    shown = {code: [c.text for c in cells] for code, cells in pattern(rounded)["rows"]}
+    for code, cells in shown.items():  # every published count a multiple of 5 and additive
+        assert all(int(t) % 5 == 0 for t in cells)
+        assert int(cells[0]) == int(cells[1]) + int(cells[2])
+    assert [int(a) + int(b) + int(c) for a, b, c in zip(*(shown[k] for k in "ABC"))] == [int(t) for t in shown["Total"]]
+    adjusted = protect_table(frame, table_request(frame, {}, {"protection": "adjustment", "min_frequency": "3"},
+                                                  ["region", "kind"]))
+    cell = {(code, j): c for code, cells in pattern(adjusted)["rows"] for j, c in enumerate(cells)}
+    assert cell[("A", 1)].status == "primary" and cell[("A", 1)].text != "1"  # the sensitive count moved
+    assert adjusted.safe and adjusted.verdict.startswith("safe")

@@ -76,7 +76,7 @@ def forbidden(message: str) -> Response:
 def create_app(port: int, token: str) -> FastAPI:
     """The workbench application for a server on ``127.0.0.1:port`` whose start token is ``token``."""
     from sdckit.app import views
-    from sdckit.app.session import methods
+    from sdckit.app.protect import methods
 
     # The method packages (scikit-learn for the synthesizers, ...) load in the background, so that
     # the Protect screen opens at once.

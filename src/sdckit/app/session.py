@@ -1,6 +1,7 @@
 """What one browser session of the workbench holds, and the library calls each screen makes.
 
-State lives on the server (DESIGN.md section 11): a :class:`Session` holds the data set the user
+The screens' own calls are in :mod:`sdckit.app.protect` (Protect), :mod:`sdckit.app.tables`
+(Tables) and :mod:`sdckit.app.release` (Release). State lives on the server (DESIGN.md section 11): a :class:`Session` holds the data set the user
 opened (a DataFrame read by :func:`sdckit.io.read`), the roles they confirmed and the session's
 CSRF token. Every figure a screen shows comes from the library — :func:`sdckit.io.read`,
 :meth:`sdckit.core.schema.Schema.infer`, :func:`sdckit.risk.summary.risk_summary` — never from
@@ -11,36 +12,24 @@ confirms them.
 from __future__ import annotations
 
 import dataclasses
-import re
 import secrets
 import tempfile
 import threading
-import json
-import os
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from sdckit.app.jobs import Job
-from sdckit.core.errors import DataError, ParameterError, SchemaError, SdcError
+from sdckit.core.errors import DataError, SchemaError, SdcError
 from sdckit.core.method import Method
-from sdckit.core.params import describe_rule
-from sdckit.core.random import new_seed, parse_seed
+from sdckit.core.random import new_seed
 from sdckit.core.schema import Schema
 from sdckit.io import read
-from sdckit.io.files import WRITABLE
-from sdckit.methods import available, get_method
-from sdckit.permutation import assess
-from sdckit.pipeline import ProgressCallback, Release, protect
-from sdckit.recipe import load_recipe, run_recipe
-from sdckit.report.model import assessed_columns
+from sdckit.pipeline import Release
 from sdckit.risk.summary import risk_summary
-from sdckit.utility import utility_loss
 
 #: Rows shown in the preview of the data set (the first ones; the screen says it is a sample).
 PREVIEW_ROWS = 10
@@ -61,12 +50,6 @@ SINGLE_ROLES = ("weight", "household")
 #: Column names that suggest a weight or a household id (compared lower-cased).
 _WEIGHT_NAMES = frozenset({"weight", "weights", "wgt", "w", "sampling_weight", "weight_factor", "wt"})
 _HOUSEHOLD_NAMES = frozenset({"household", "household_id", "hh", "hhid", "hh_id", "hid", "ori_hid"})
-#: The information-loss measures shown after each step (:data:`sdckit.utility.summary.MEASURES`).
-UTILITY_MEASURES = ("il1", "correlation", "pmse")
-#: The permutation verdict is computed on at most this many record pairs (a stated sample).
-PERMUTATION_RECORDS = 2000
-#: Stream of the session's seed the verdict's randomness is drawn from (not the release's).
-PERMUTATION_STREAM = 0x5DC0A991
 #: A categorical column with at most this many distinct values is suggested as a key variable.
 QUASI_MAX_DISTINCT = 50
 
@@ -124,6 +107,7 @@ class Session:
     steps: list[Step] = field(default_factory=list)
     risk: dict[str, Any] | None = None  # risk_figures of the confirmed roles, computed once
     released: dict[str, str] | None = None  # the files the last release wrote, by kind
+    table: Any = None  # the Tables screen's last protected table (sdckit.app.tables.TableOutcome)
     jobs: dict[str, Job] = field(default_factory=dict)  # its long computations, by id
 
     @property
@@ -139,6 +123,7 @@ class Session:
     def confirm(self, roles: dict[str, str]) -> None:
         """Keep the checked roles; the risk and protection measured on the old ones are dropped."""
         self.roles, self.confirmed, self.risk, self.steps, self.released = roles, True, None, [], None
+        self.table = None
 
     def open(self, loaded: Loaded) -> None:
         """Make ``loaded`` the session's data set; roles and protection start again."""
@@ -148,6 +133,7 @@ class Session:
         self.steps = []
         self.risk = None
         self.released = None
+        self.table = None
 
 
 class SessionStore:
@@ -309,323 +295,3 @@ def risk_figures(frame: pd.DataFrame, roles: Mapping[str, str]) -> dict[str, Any
     household = next((n for n, r in roles.items() if r == "household"), None)
     strata = [n for n, r in roles.items() if r == "strata"] or None
     return risk_summary(frame, keys, weight, household, strata=strata, suda=False).to_dict()
-
-
-# --------------------------------------------------------------------------- screen 4: protect
-@dataclass(frozen=True)
-class Parameter:
-    """One parameter of a registered method as the Protect screen asks for it."""
-
-    name: str
-    rule: str
-    required: bool
-    default: str
-    listy: bool = False  # a list parameter: one name typed alone is a list of one
-
-
-def methods() -> dict[str, type[Method]]:
-    """Every registered method by its recipe name (:func:`sdckit.methods.available`), sorted."""
-    return dict(sorted(available().items()))
-
-
-def shown_value(value: Any) -> str:
-    """A parameter value as the form shows it (the text :func:`parse_value` reads back)."""
-    if value is None:
-        return ""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, tuple):
-        return ", ".join(map(str, value))
-    return str(value)
-
-
-def parameters(name: str) -> list[Parameter]:
-    """The parameters of method ``name`` (its dataclass fields), each with the phrase of its
-    rule from the method's ``constraints`` (:func:`~sdckit.core.params.describe_rule`)."""
-    cls = methods().get(name)
-    if cls is None:
-        raise ParameterError(f"Unknown method {name!r}; choose one of the list.")
-    out = []
-    for f in dataclasses.fields(cls):
-        if not f.compare:
-            continue
-        required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
-        default = "" if required else shown_value(f.default if f.default is not dataclasses.MISSING else f.default_factory())
-        rule = describe_rule(cls.constraints[f.name]) if f.name in cls.constraints else ""
-        if f.name in ("columns", "strata") and not rule:
-            rule = "None or column names, comma-separated"
-        out.append(Parameter(f.name, rule, required, default, str(f.type).startswith("tuple")))
-    return out
-
-
-def parse_value(text: str) -> Any:
-    """A parameter typed in the form, read as a TOML value (as in a recipe: ``3``, ``0.1``,
-    ``true``, ``"mdav"``, ``["age", "sex"]``); text that is not TOML is a string, or a list of
-    strings when it holds commas (``age, sex``)."""
-    try:
-        return tomllib.loads(f"v = {text}")["v"]
-    except tomllib.TOMLDecodeError:
-        if "," in text:
-            return [t.strip() for t in text.split(",") if t.strip()]
-        return text.strip()
-
-
-def build_method(name: str, texts: Mapping[str, str]) -> Method:
-    """The method ``name`` with the parameters the user typed (empty: the default), built by
-    :func:`sdckit.methods.get_method`, whose rules raise :class:`ParameterError`."""
-    known = {p.name: p for p in parameters(name)}
-    values = {k: parse_value(v) for k, v in texts.items() if k in known and v.strip()}
-    for k, v in values.items():
-        if known[k].listy and isinstance(v, str):
-            values[k] = [v]
-    return get_method(name, values)
-
-
-def parameter_named(message: str, names: list[str]) -> str | None:
-    """The parameter a :class:`ParameterError` message names, to show it beside its field."""
-    for quoted in re.findall(r"'([^']+)'", message):
-        if quoted in names:
-            return quoted
-    return None
-
-
-def protect_steps(loaded: Loaded, roles: Mapping[str, str], methods: list[Method], seed: int | str,
-                  progress: ProgressCallback | None = None) -> Release:
-    """The release of ``methods`` applied in order: :func:`sdckit.pipeline.protect` with the
-    schema of the confirmed roles (identifiers dropped) and the session's seed — the very call
-    a recipe of these steps makes, so that the screen shows what the release will be."""
-    frame = loaded.frame
-    return protect(frame, methods, schema=schema_of(frame, roles), seed=seed, progress=progress)
-
-
-def utility_figures(original: pd.DataFrame, released: pd.DataFrame) -> dict[str, float | None]:
-    """Information loss of a release, by :data:`UTILITY_MEASURES`: :func:`sdckit.utility.utility_loss`
-    on the numeric columns the release kept (None where a measure does not apply, e.g. IL1
-    when records were removed, or no numeric column)."""
-    columns = [c for c in released.columns if c in original.columns
-               and pd.api.types.is_numeric_dtype(released[c]) and pd.api.types.is_numeric_dtype(original[c])]
-    out: dict[str, float | None] = {}
-    for measure in UTILITY_MEASURES:
-        try:
-            out[measure] = utility_loss(original[columns], released[columns], None, measure) if columns else None
-        except (SdcError, ValueError):
-            out[measure] = None
-    if out["correlation"] is not None and len(columns) < 2:
-        out["correlation"] = None  # no pair of columns to correlate
-    return out
-
-
-def permutation_verdict(original: pd.DataFrame, release: Release, seed: int | str) -> dict[str, Any]:
-    """The permutation paradigm's verdict on a release (:func:`sdckit.permutation.assess`, seeds
-    000/001) on the columns the report assesses (:func:`sdckit.report.model.assessed_columns`:
-    the quasi-identifiers and confidential columns of an ordered kind), on a simple random
-    sample of :data:`PERMUTATION_RECORDS` record pairs when there are more (the sample is
-    stated). Its randomness is derived from the session's seed."""
-    released = release.data
-    columns = assessed_columns(original, released, release.schema)
-    n = len(original)
-    sample = n if n <= PERMUTATION_RECORDS else PERMUTATION_RECORDS
-    try:
-        if not columns:
-            raise DataError("no numeric, ordinal or date quasi-identifier or confidential column is released")
-        state = np.random.SeedSequence([parse_seed(seed), PERMUTATION_STREAM])
-        result = assess(original[columns], released[columns], schema=release.schema,
-                        records=PERMUTATION_RECORDS if n > PERMUTATION_RECORDS else None, seed=state)
-    except (SdcError, ValueError, TypeError) as exc:
-        return {"verdict": None, "note": " ".join(str(exc).split()), "sample": sample, "records": n,
-                "columns": columns}
-    v = result.verification
-    return {"verdict": v.verdict, "p_value": float(v.p_value), "note": None, "sample": sample, "records": n,
-            "columns": columns}
-
-
-def add_step(session: Session, method: Method, job: Job | None = None) -> Step:
-    """Apply ``method`` on the result of the session's steps (the release of all steps so far
-    plus this one, :func:`protect_steps`), measure the risk before and after, the utility and
-    the verdict, and append the step. ``job`` follows the progress (and may cancel it: the
-    session is then unchanged)."""
-    loaded, roles = session.data, session.roles
-    assert loaded is not None
-    frame = loaded.frame
-    methods = [*(s.method for s in session.steps), method]
-    total = len(methods) + 3
-
-    def report(done: int, stage: str) -> None:
-        if job is not None:
-            job.update(done, total, stage)
-
-    before = session.steps[-1].after if session.steps else risk_figures(frame, roles)
-    release = protect_steps(loaded, roles, methods, session.seed,
-                            progress=lambda done, _total, m: report(done, f"applying {m.name}"))
-    report(len(methods), "measuring the risk")
-    after = risk_figures(release.data, {n: r for n, r in roles.items() if n in release.data.columns})
-    report(len(methods) + 1, "measuring the utility")
-    utility = utility_figures(frame, release.data)
-    report(len(methods) + 2, "the permutation verdict")
-    step = Step(method, release, before, after, utility, permutation_verdict(frame, release, session.seed))
-    report(total, "done")
-    session.steps.append(step)
-    session.released = None
-    return step
-
-
-def undo_step(session: Session) -> Step | None:
-    """Remove the last step (the one before it is the current release again); None if none."""
-    session.released = None
-    return session.steps.pop() if session.steps else None
-
-
-# --------------------------------------------------------------------------- screen 5: release
-def toml_value(value: Any) -> str:
-    """A parameter value as TOML (strings, numbers, booleans and lists of them: what a recipe's
-    method parameters hold once plain)."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        if value != value:
-            return "nan"
-        if value in (float("inf"), float("-inf")):
-            return "inf" if value > 0 else "-inf"
-        return repr(value)
-    if isinstance(value, str):
-        return json.dumps(value)
-    if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(toml_value(v) for v in value) + "]"
-    raise ParameterError(f"A parameter value {type(value).__name__} cannot be saved in a recipe yet; "
-                         "write the recipe by hand for this method.")
-
-
-def recipe_text(input_path: Path, roles: Mapping[str, str], methods: list[Method], seed_file: str,
-                fmt: str, name: str) -> str:
-    """The session as a recipe TOML (:mod:`sdckit.recipe`): input, schema roles, the steps in
-    order, the output beside the recipe; the seed is in ``seed_file``, never in the recipe."""
-    lines = ["# Saved by the sdckit workbench: `sdckit protect` on this file reproduces its release.",
-             f"seed_file = {json.dumps(seed_file)}  # secret: keep it, never publish it", "",
-             "[input]", f"path = {json.dumps(str(input_path))}", "", "[schema]"]
-    for role in ("identifier", "quasi", "confidential", "non_confidential"):
-        names = [n for n, r in roles.items() if r == role]
-        if names:
-            lines.append(f"{role} = {toml_value(names)}")
-    for m in methods:
-        lines += ["", "[[method]]", f"name = {json.dumps(m.name)}"]
-        lines += [f"{k} = {toml_value(v)}" for k, v in m.params().items() if v is not None]
-    lines += ["", "[output]", 'dir = "."', f"format = {json.dumps(fmt)}", f"name = {json.dumps(name)}", ""]
-    return "\n".join(lines)
-
-
-def write_secret(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` readable by its owner only (mode 0600)."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as out:
-        out.write(text)
-
-
-@dataclass(frozen=True)
-class ReleasePlan:
-    """Where a release goes, checked: the folder (absolute), the data format, the input file."""
-
-    folder: Path
-    format: str
-    source: Path
-
-
-def release_session(session: Session, folder: str, fmt: str, input_path: str | None = None,
-                    job: Job | None = None) -> dict[str, str]:
-    """:func:`write_release` of :func:`release_plan`: the whole release in one call."""
-    return write_release(session, release_plan(session, folder, fmt, input_path), job)
-
-
-def release_plan(session: Session, folder: str, fmt: str, input_path: str | None = None) -> ReleasePlan:
-    """Check where the session's release would go, before anything is written (one-line
-    refusals): ``folder`` a full path, not a file, not the input's folder; ``fmt`` writable;
-    the input the path the data set was opened from, or ``input_path``, which must hold the
-    same data (an uploaded data set has no path on the machine)."""
-    loaded = session.data
-    if loaded is None or not session.confirmed:
-        raise ParameterError("Open a data set and confirm its roles first.")
-    if not session.steps:
-        raise ParameterError("Apply at least one step on the Protect screen before releasing.")
-    if fmt not in WRITABLE:
-        raise ParameterError(f"Output format {fmt!r} is not writable; choose one of {', '.join(WRITABLE)}.")
-    text = (folder or "").strip()
-    if not text:
-        raise ParameterError("Give the folder to write the release into (a full path on this machine).")
-    out = Path(text).expanduser()
-    if not out.is_absolute():
-        raise ParameterError(f"The folder {text!r} is not a full path; give one such as /home/me/release.")
-    if out.exists() and not out.is_dir():
-        raise ParameterError(f"{text!r} is a file, not a folder; give a folder for the release.")
-    given = (input_path or "").strip()
-    source = Path(given).expanduser().resolve() if given else loaded.source
-    if source is None:
-        raise ParameterError("The data set was uploaded: give the path of its file on this machine, "
-                             "which the recipe names as its input.")
-    if not source.is_file():
-        raise ParameterError(f"No file at {str(source)!r}; give the path of the data set's file.")
-    if source != loaded.source and not read(source).equals(loaded.frame):
-        raise DataError(f"The file {str(source)!r} does not hold the data set open in the workbench; "
-                        "give the path of the file you opened.")
-    out = out.resolve()
-    if source.parent == out:
-        raise ParameterError(f"The folder {str(out)!r} holds the input file; choose another folder, "
-                             "so that nothing overwrites the original.")
-    return ReleasePlan(out, fmt, source)
-
-
-def write_release(session: Session, plan: ReleasePlan, job: Job | None = None) -> dict[str, str]:
-    """Write the session's release as ``plan`` says: the session saved as a recipe
-    (``<stem>.recipe.toml``) with its seed in ``<stem>.seed`` beside it (mode 0600), then the
-    recipe run by :func:`sdckit.recipe.run_recipe` — the call ``sdckit protect`` makes — which
-    writes the data, the manifest and the HTML report. Returns the paths by kind. ``job``
-    follows the progress and may cancel the run: nothing is then left in the folder."""
-    out, fmt, source = plan.folder, plan.format, plan.source
-    out.mkdir(parents=True, exist_ok=True)
-    stem = source.name.split(".")[0] + "_protected"
-    methods = [s.method for s in session.steps]
-    recipe_path, seed_path = out / f"{stem}.recipe.toml", out / f"{stem}.seed"
-    text = recipe_text(source, session.roles, methods, seed_path.name, fmt, stem)  # refuses before writing
-    total = len(methods) + 4  # the steps, then the report's stages (as `sdckit protect` counts them)
-
-    def report(done: int, stage: str) -> None:
-        if job is not None:
-            job.update(done, total, stage)
-
-    try:
-        write_secret(seed_path, f"{session.seed}\n")
-        recipe_path.write_text(text, encoding="utf-8")
-        recipe = load_recipe(recipe_path)
-        if list(recipe.methods) != methods:  # the recipe must say exactly what the session did
-            raise ParameterError("The steps could not be saved as a recipe exactly; write the recipe by hand.")
-        result = run_recipe(recipe, progress=lambda done, _t, m: report(done, f"applying {m.name}"),
-                            report_progress=lambda done, _t, *rest: report(len(methods) + done, "the report"))
-    except BaseException:
-        recipe_path.unlink(missing_ok=True)
-        seed_path.unlink(missing_ok=True)
-        raise
-    session.released = {"data": str(result.data_path), "manifest": str(result.manifest_path),
-                        "report": "" if result.report_path is None else str(result.report_path),
-                        "recipe": str(recipe_path), "seed": str(seed_path),
-                        "verdict": "" if result.verdict is None else result.verdict.text}
-    return session.released
-
-
-def open_recipe(session: Session, path: str) -> None:
-    """Continue a session from a recipe: its input opened, its schema's roles confirmed, its
-    seed taken and its methods applied again as the steps (weight, household and strata roles
-    are not in a recipe: mark them again)."""
-    text = (path or "").strip()
-    if not text:
-        raise ParameterError("Give the path of a recipe (a .toml file) on this machine.")
-    recipe = load_recipe(Path(text).expanduser())
-    loaded = open_path(recipe.input_path)
-    roles = {str(n): r for r in ("identifier", "quasi", "confidential", "non_confidential")
-             for n in recipe.schema.get(r, ())}
-    clean = check_roles(loaded.frame, roles)
-    session.open(loaded)
-    session.confirm(clean)
-    if recipe.seed is not None:
-        session.seed = recipe.seed
-    for method in recipe.methods:
-        add_step(session, method)

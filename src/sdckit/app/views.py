@@ -1,4 +1,4 @@
-"""The workbench's screens: Open, Data, Roles, Risk, Protect and Release (issue 31).
+"""The workbench's screens: Open, Data, Roles, Risk, Protect, Tables and Release (issue 31).
 
 Each screen is a server-rendered page (Jinja2, autoescape on) over the calls in
 :mod:`sdckit.app.session`. Forms post ``application/x-www-form-urlencoded`` bodies, parsed here
@@ -21,13 +21,16 @@ from starlette.concurrency import run_in_threadpool
 
 from sdckit import __version__
 from sdckit.app import jobs
+from sdckit.app import protect as protecting
+from sdckit.app import release as releasing
 from sdckit.app import session as work
+from sdckit.app import tables as tabulating
 from sdckit.app.session import Session
 from sdckit.core.errors import DataError, SdcError
 
 #: The screens in the order of the navigation bar: path, title.
 SCREENS = (("/open", "Open"), ("/data", "Data"), ("/roles", "Roles"), ("/risk", "Risk"), ("/protect", "Protect"),
-           ("/release", "Release"))
+           ("/tables", "Tables"), ("/release", "Release"))
 #: The largest upload accepted (bytes); a bigger file is opened by its path on the machine.
 MAX_UPLOAD = 2 * 1024**3
 
@@ -51,11 +54,23 @@ def csrf_ok(session: Session, value: str | None) -> bool:
     return value is not None and hmac.compare_digest(value.encode(), session.csrf.encode())
 
 
+async def posted(request: Request) -> dict[str, list[str]] | None:
+    """The posted form, every value of each field (a field may repeat: checkboxes), or None when
+    its CSRF token is wrong."""
+    body = (await request.body()).decode("utf-8", errors="replace")
+    fields = parse_qs(body, keep_blank_values=True)
+    return fields if csrf_ok(request.state.session, (fields.get("csrf") or [None])[-1]) else None
+
+
+def last_values(fields: dict[str, list[str]]) -> dict[str, str]:
+    """A form with the last value of each field."""
+    return {k: v[-1] for k, v in fields.items()}
+
+
 async def form_of(request: Request) -> dict[str, str] | None:
     """The posted form (last value of each field), or None when its CSRF token is wrong."""
-    body = (await request.body()).decode("utf-8", errors="replace")
-    form = {k: v[-1] for k, v in parse_qs(body, keep_blank_values=True).items()}
-    return form if csrf_ok(request.state.session, form.get("csrf")) else None
+    fields = await posted(request)
+    return None if fields is None else last_values(fields)
 
 
 def refused() -> Response:
@@ -180,16 +195,16 @@ def register(app: FastAPI) -> None:
     # ------------------------------------------------------------------ 4. protect
     def protect_page(request: Request, name: str | None, status: int = 200, error: str | None = None,
                      texts: dict[str, str] | None = None, field_error: tuple[str, str] | None = None) -> Response:
-        catalogue = work.methods()
+        catalogue = protecting.methods()
         chosen = name if name in catalogue else None
         session: Session = request.state.session
         step = session.step
         if texts is None and step is not None and step.method.name == chosen:  # the values applied
-            texts = {k: work.shown_value(v) for k, v in step.method.params(plain=False).items()}
+            texts = {k: protecting.shown_value(v) for k, v in step.method.params(plain=False).items()}
         return page(request, "protect.html", status, error=error, methods=list(catalogue), chosen=chosen,
-                    parameters=work.parameters(chosen) if chosen else [], texts=texts or {},
+                    parameters=protecting.parameters(chosen) if chosen else [], texts=texts or {},
                     field_error=field_error, step=step, steps=session.steps,
-                    sample_limit=work.PERMUTATION_RECORDS)
+                    sample_limit=protecting.PERMUTATION_RECORDS)
 
     def typed(form: dict[str, str]) -> dict[str, str]:
         return {k.removeprefix("p-"): v for k, v in form.items() if k.startswith("p-")}
@@ -198,11 +213,11 @@ def register(app: FastAPI) -> None:
         """(method, None, None), or (None, parameter or None, message) when it is refused."""
         name = form.get("method", "")
         try:
-            return work.build_method(name, typed(form)), None, None
+            return protecting.build_method(name, typed(form)), None, None
         except SdcError as exc:
-            names = [p.name for p in work.parameters(name)] if name in work.methods() else []
+            names = [p.name for p in protecting.parameters(name)] if name in protecting.methods() else []
             message = " ".join(str(exc).split())
-            return None, work.parameter_named(message, names), message
+            return None, protecting.parameter_named(message, names), message
 
     @app.get("/protect")
     def protect_screen(request: Request, method: str | None = None) -> Response:
@@ -238,7 +253,7 @@ def register(app: FastAPI) -> None:
         if (busy := session.busy) is not None:
             return protect_page(request, form.get("method"), 409, f"Wait for {busy.label} to end, or cancel it.", typed(form))
         job = jobs.Job(f"applying {method.name}", f"/protect?method={method.name}")
-        session.jobs[job.id] = jobs.start(job, lambda j: work.add_step(session, method, j))
+        session.jobs[job.id] = jobs.start(job, lambda j: protecting.add_step(session, method, j))
         return RedirectResponse(f"/jobs/{job.id}", status_code=303)
 
     @app.post("/protect/undo")
@@ -247,16 +262,68 @@ def register(app: FastAPI) -> None:
         if form is None:
             return refused()
         if request.state.session.data is not None:
-            work.undo_step(request.state.session)
+            protecting.undo_step(request.state.session)
         return RedirectResponse("/protect", status_code=303)
 
-    # ------------------------------------------------------------------ 5. release
+    # ------------------------------------------------------------------ 5. tables
+    def tables_page(request: Request, status: int = 200, error: str | None = None,
+                    form: dict[str, str] | None = None, dimensions: list[str] | None = None) -> Response:
+        session: Session = request.state.session
+        frame, roles = session.data.frame, session.roles
+        outcome = session.table
+        if form is None and outcome is not None:  # the form shows what was asked last
+            r = outcome.request
+            form = {"response": r.response or "", "protection": r.protection, "base": str(r.base)}
+            for rule in r.rules:
+                form.update({"min_frequency": str(rule.n)} if isinstance(rule, tabulating.MinFrequency) else
+                            {"dominance_n": str(rule.n), "dominance_k": f"{rule.k:g}"} if isinstance(rule, tabulating.Dominance)
+                            else {"p_percent": f"{rule.p:g}"})
+            dimensions = list(r.dimensions)
+        form = form if form is not None else {"min_frequency": "3", "protection": "suppression-optimal", "base": "3"}
+        return page(request, "tables.html", status, error=error, form=form, chosen=dimensions or [],
+                    dimension_choices=tabulating.dimension_choices(frame, roles),
+                    response_choices=tabulating.response_choices(frame, roles),
+                    protections=tabulating.PROTECTIONS, max_dimensions=tabulating.MAX_DIMENSIONS,
+                    outcome=outcome, pattern=tabulating.pattern(outcome) if outcome is not None else None)
+
+    @app.get("/tables")
+    def tables_screen(request: Request) -> Response:
+        if (redirect := need_data(request)) is not None:
+            return redirect
+        return tables_page(request)
+
+    @app.post("/tables")
+    async def tables_protect(request: Request) -> Response:
+        fields = await posted(request)
+        if fields is None:
+            return refused()
+        form = last_values(fields)
+        if (redirect := need_data(request)) is not None:
+            return redirect
+        session: Session = request.state.session
+        dimensions = [d for d in fields.get("dimension", []) if d]
+        try:
+            if (busy := session.busy) is not None:
+                raise DataError(f"Wait for {busy.label} to end, or cancel it.")
+            wanted = tabulating.table_request(session.data.frame, session.roles, form, dimensions)
+        except SdcError as exc:
+            return tables_page(request, 400, " ".join(str(exc).split()), form, dimensions)
+        frame = session.data.frame
+
+        def work_on(job: jobs.Job) -> None:
+            session.table = tabulating.protect_table(frame, wanted, job)
+
+        job = jobs.Job("the table", "/tables")
+        session.jobs[job.id] = jobs.start(job, work_on)
+        return RedirectResponse(f"/jobs/{job.id}", status_code=303)
+
+    # ------------------------------------------------------------------ 6. release
     def release_page(request: Request, status: int = 200, error: str | None = None,
                      form: dict[str, str] | None = None) -> Response:
         session: Session = request.state.session
         source = session.data.source if session.data is not None else None
         form = form or {}
-        return page(request, "release.html", status, error=error, formats=work.WRITABLE,
+        return page(request, "release.html", status, error=error, formats=releasing.WRITABLE,
                     folder=form.get("folder", ""), fmt=form.get("format", "csv"),
                     input_path=form.get("input", "" if source is None else str(source)),
                     uploaded=source is None, released=session.released, steps=session.steps)
@@ -278,12 +345,12 @@ def register(app: FastAPI) -> None:
         try:
             if (busy := session.busy) is not None:
                 raise DataError(f"Wait for {busy.label} to end, or cancel it.")
-            plan = await run_in_threadpool(work.release_plan, session, form.get("folder", ""),
+            plan = await run_in_threadpool(releasing.release_plan, session, form.get("folder", ""),
                                            form.get("format", ""), form.get("input"))
         except SdcError as exc:
             return release_page(request, 400, " ".join(str(exc).split()), form)
         job = jobs.Job("the release", "/release")
-        session.jobs[job.id] = jobs.start(job, lambda j: work.write_release(session, plan, j))
+        session.jobs[job.id] = jobs.start(job, lambda j: releasing.write_release(session, plan, j))
         return RedirectResponse(f"/jobs/{job.id}", status_code=303)
 
     # ------------------------------------------------------------------ long work: jobs
@@ -323,7 +390,7 @@ def register(app: FastAPI) -> None:
         if form is None:
             return refused()
         try:
-            await run_in_threadpool(work.open_recipe, request.state.session, form.get("recipe", ""))
+            await run_in_threadpool(releasing.open_recipe, request.state.session, form.get("recipe", ""))
         except SdcError as exc:
             return page(request, "open.html", 400, error=" ".join(str(exc).split()), recipe=form.get("recipe", ""))
         return RedirectResponse("/protect", status_code=303)

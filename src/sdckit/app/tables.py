@@ -1,0 +1,243 @@
+"""The Tables screen's calls: a table built from the session's microdata, its sensitive cells by
+the rules the user chose, protected by suppression, controlled rounding or controlled tabular
+adjustment, and the pattern with the protection's verdict (issue 31, screen 5).
+
+Every figure comes from :mod:`sdckit.tabular` — :meth:`~sdckit.tabular.Table.from_microdata`,
+the rules, the protection functions and :func:`~sdckit.tabular.recipe.protection_verdict`, the
+line ``sdckit table protect`` prints — never from code of the app's own. A table is
+tabulated data: its cells are counts and sums, the very values a published table carries, so the
+pattern shows them, with the suppressed ones marked; no record is shown.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from sdckit.app.jobs import Job
+from sdckit.core.errors import ParameterError
+from sdckit.tabular import Dominance, MinFrequency, PPercent, Table, adjust_table, round_table, suppress
+
+__all__ = ["Dominance", "MinFrequency", "PPercent", "PROTECTIONS", "TableOutcome", "TableRequest", "dimension_choices",
+           "pattern", "protect_table", "response_choices", "table_request"]
+from sdckit.tabular.recipe import protection_verdict
+
+#: A table has at most this many dimensions on the screen (more: write a table recipe).
+MAX_DIMENSIONS = 3
+#: A column with 2 to this many distinct codes can span a table.
+MAX_CODES = 60
+#: The protections the screen offers, by form value: label.
+PROTECTIONS: dict[str, str] = {
+    "suppression-optimal": "cell suppression, optimal (MILP with the audit's cuts)",
+    "suppression-fast": "cell suppression, fast (heuristic, audited)",
+    "rounding": "controlled rounding",
+    "adjustment": "controlled tabular adjustment",
+}
+#: Status of a cell as the pattern colours it, by the protection's own status names.
+STATUS_CLASS = {"safe": "safe", "primary": "primary", "secondary": "secondary", "sensitive": "primary",
+                "adjusted": "secondary", "changed": "changed"}
+
+
+@dataclass(frozen=True)
+class TableRequest:
+    """What the user asked for, checked: the dimensions, the response (None: a frequency
+    table), the sensitivity rules and the protection (with its rounding base)."""
+
+    dimensions: tuple[str, ...]
+    response: str | None
+    rules: tuple[Any, ...]
+    protection: str
+    base: int = 3
+
+    def describe(self) -> str:
+        """One line: the table and what protects it."""
+        what = f"sum of {self.response}" if self.response else "counts"
+        rules = ", ".join(map(str, self.rules)) or "no rule"
+        extra = f" to base {self.base}" if self.protection == "rounding" else ""
+        return f"{what} by {' x '.join(self.dimensions)}; rules {rules}; {PROTECTIONS[self.protection]}{extra}"
+
+
+@dataclass(frozen=True)
+class TableOutcome:
+    """A protected table as the screen shows it: the request, the library's result and verdict."""
+
+    request: TableRequest
+    result: Any = field(repr=False)
+    safe: bool
+    verdict: str
+
+    @property
+    def figures(self) -> list[tuple[str, str]]:
+        """The result's headline figures (its ``to_dict()``'s scalars), as (label, text)."""
+        rows = []
+        for key, value in self.result.to_dict().items():
+            if isinstance(value, bool):
+                rows.append((key.replace("_", " "), "yes" if value else "no"))
+            elif isinstance(value, int):
+                rows.append((key.replace("_", " "), f"{value:,}"))
+            elif isinstance(value, float):
+                rows.append((key.replace("_", " "), f"{value:.6g}"))
+            elif isinstance(value, str):
+                rows.append((key.replace("_", " "), value))
+        return rows
+
+
+def dimension_choices(frame: pd.DataFrame, roles: Mapping[str, str]) -> list[str]:
+    """Columns that can span a table: not an identifier, household id or weight, not a float
+    column, with 2 to :data:`MAX_CODES` distinct codes."""
+    out = []
+    for name in frame.columns:
+        if roles.get(str(name)) in ("identifier", "household", "weight"):
+            continue
+        series = frame[name]
+        if pd.api.types.is_float_dtype(series.dtype):
+            continue
+        if 2 <= series.nunique(dropna=True) <= MAX_CODES:
+            out.append(str(name))
+    return out
+
+
+def response_choices(frame: pd.DataFrame, roles: Mapping[str, str]) -> list[str]:
+    """Numeric columns a table can sum (not identifiers, household ids or weights)."""
+    return [str(n) for n in frame.columns if pd.api.types.is_numeric_dtype(frame[n].dtype)
+            and not pd.api.types.is_bool_dtype(frame[n].dtype)
+            and roles.get(str(n)) not in ("identifier", "household", "weight")]
+
+
+def _number(form: Mapping[str, str], key: str, label: str, kind: type) -> Any:
+    text = form.get(key, "").strip()
+    if not text:
+        return None
+    try:
+        return kind(text)
+    except ValueError:
+        noun = "a whole number" if kind is int else "a number"
+        raise ParameterError(f"{label} must be {noun}; got {text!r}.") from None
+
+
+def table_request(frame: pd.DataFrame, roles: Mapping[str, str], form: Mapping[str, str],
+                  dimensions: Sequence[str]) -> TableRequest:
+    """The form's table, checked (one-line :class:`ParameterError` for anything wrong): 1 to
+    :data:`MAX_DIMENSIONS` distinct dimensions of :func:`dimension_choices`, a response of
+    :func:`response_choices` or none, the rules (their own parameter checks), a protection of
+    :data:`PROTECTIONS`; a rule on sums (dominance, p%) needs a response."""
+    allowed = dimension_choices(frame, roles)
+    dims = tuple(dict.fromkeys(d for d in dimensions if d))
+    if not dims:
+        raise ParameterError("Choose at least one dimension (a column whose codes span the table).")
+    if len(dims) > MAX_DIMENSIONS:
+        raise ParameterError(f"Choose at most {MAX_DIMENSIONS} dimensions here; a larger table is a table recipe's work "
+                             "(`sdckit table protect`).")
+    for d in dims:
+        if d not in allowed:
+            raise ParameterError(f"Column {d!r} cannot span a table; choose among: {', '.join(allowed)}.")
+    response = form.get("response", "").strip() or None
+    if response is not None and response not in response_choices(frame, roles):
+        raise ParameterError(f"Column {response!r} cannot be summed; choose a numeric column or counts.")
+    if response is not None and response in dims:
+        raise ParameterError(f"Column {response!r} is a dimension; it cannot be the response too.")
+    protection = form.get("protection", "")
+    if protection not in PROTECTIONS:
+        raise ParameterError(f"Unknown protection {protection!r}; choose one of the list.")
+    rules: list[Any] = []
+    n = _number(form, "min_frequency", "The minimum frequency", int)
+    if n is not None:
+        rules.append(MinFrequency(n))
+    dom_n, dom_k = (_number(form, "dominance_n", "The dominance rule's n", int),
+                    _number(form, "dominance_k", "The dominance rule's k", float))
+    if (dom_n is None) != (dom_k is None):
+        raise ParameterError("Give both n and k of the dominance rule, or neither.")
+    p = _number(form, "p_percent", "The p% rule's p", float)
+    if response is None and (dom_n is not None or p is not None):
+        raise ParameterError("The dominance and p% rules look at contributions to sums: choose a response "
+                             "column, or use the minimum frequency on counts.")
+    if dom_n is not None:
+        rules.append(Dominance(dom_n, dom_k))
+    if p is not None:
+        rules.append(PPercent(p))
+    if not rules and protection != "rounding":
+        raise ParameterError("Give at least one sensitivity rule: without one no cell is sensitive, "
+                             "and there is nothing to suppress or adjust.")
+    base = _number(form, "base", "The rounding base", int)
+    if protection == "rounding" and (base is None or base < 2):
+        raise ParameterError("The rounding base must be a whole number >= 2 (e.g. 3 or 5).")
+    return TableRequest(dims, response, tuple(rules), protection, 3 if base is None else base)
+
+
+def protect_table(frame: pd.DataFrame, request: TableRequest, job: Job | None = None) -> TableOutcome:
+    """Build the table, protect it as ``request`` says, and the verdict of
+    :func:`~sdckit.tabular.recipe.protection_verdict`. ``job`` follows the stages (a cancel is
+    honoured between them)."""
+
+    def stage(done: int, text: str) -> None:
+        if job is not None:
+            job.update(done, 3, text)
+
+    stage(0, "building the table")
+    table = Table.from_microdata(frame, list(request.dimensions), response=request.response)
+    stage(1, "protecting it")
+    rules = list(request.rules)
+    if request.protection.startswith("suppression"):
+        result = suppress(table, rules, method=request.protection.split("-")[1])
+    elif request.protection == "rounding":
+        result = round_table(table, request.base, rules=rules or None)
+    else:
+        result = adjust_table(table, rules)
+    stage(2, "the verdict")
+    safe, verdict = protection_verdict(result)
+    stage(3, "done")
+    return TableOutcome(request, result, safe, verdict)
+
+
+@dataclass(frozen=True)
+class PatternCell:
+    """One cell of the pattern: its text (the published value, or ``x`` when suppressed), its
+    status (the colour) and the original value in a tooltip when the protection changed it."""
+
+    text: str
+    status: str
+    title: str
+
+
+def _published(row: pd.Series, protection: str) -> tuple[str, str, str]:
+    value = row["value"]
+    original = f"{value:,.10g}"
+    if protection.startswith("suppression"):
+        status = str(row["status"])
+        return ("x" if status in ("primary", "secondary") else original), status, f"{status}; value {original}"
+    shown = row["rounded" if protection == "rounding" else "adjusted"]
+    status = str(row["status"]) if "status" in row.index else "safe"
+    if status == "safe" and shown != value:
+        status = "changed"
+    return f"{shown:,.10g}", STATUS_CLASS.get(status, "safe"), f"{status}; original {original}"
+
+
+def pattern(outcome: TableOutcome) -> dict[str, Any]:
+    """The protected table for the screen: with two dimensions a cross table (rows the first
+    dimension's codes, columns the second's, totals included), else one row per cell."""
+    cells: pd.DataFrame = outcome.result.cells
+    dims = list(outcome.request.dimensions)
+    protection = outcome.request.protection
+    shown = [PatternCell(*_published(row, protection)) for _, row in cells.iterrows()]
+    statuses = sorted({c.status for c in shown} & set(STATUS_CLASS))
+    if len(dims) != 2:
+        rows = [([str(cells.iloc[i][d]) for d in dims], c) for i, c in enumerate(shown)]
+        return {"kind": "list", "dimensions": dims, "rows": rows, "statuses": statuses}
+    first = list(dict.fromkeys(map(str, cells[dims[0]])))
+    second = list(dict.fromkeys(map(str, cells[dims[1]])))
+    grid = {(str(a), str(b)): c for a, b, c in zip(cells[dims[0]], cells[dims[1]], shown)}
+    empty = PatternCell("", "empty", "no such cell")
+    return {"kind": "cross", "dimensions": dims, "columns": second, "statuses": statuses,
+            "rows": [(code, [grid.get((code, col), empty) for col in second]) for code in first]}
+
+
+def sensitive_count(outcome: TableOutcome) -> int:
+    """How many cells the rules made sensitive (primary)."""
+    cells = outcome.result.cells
+    if "status" in cells.columns:
+        return int(np.sum(cells["status"].isin(["primary", "sensitive"])))
+    return 0
