@@ -108,6 +108,8 @@ class Session:
     risk: dict[str, Any] | None = None  # risk_figures of the confirmed roles, computed once
     released: dict[str, str] | None = None  # the files the last release wrote, by kind
     table: Any = None  # the Tables screen's last protected table (sdckit.app.tables.TableOutcome)
+    candidates: list[Any] = field(default_factory=list)  # steps kept for comparison (sdckit.compare.Candidate)
+    compared: Any = None  # the Compare screen's last comparison or tuning (sdckit.app.compare.Shown)
     jobs: dict[str, Job] = field(default_factory=dict)  # its long computations, by id
 
     @property
@@ -123,7 +125,7 @@ class Session:
     def confirm(self, roles: dict[str, str]) -> None:
         """Keep the checked roles; the risk and protection measured on the old ones are dropped."""
         self.roles, self.confirmed, self.risk, self.steps, self.released = roles, True, None, [], None
-        self.table = None
+        self.table, self.candidates, self.compared = None, [], None
 
     def open(self, loaded: Loaded) -> None:
         """Make ``loaded`` the session's data set; roles and protection start again."""
@@ -133,7 +135,7 @@ class Session:
         self.steps = []
         self.risk = None
         self.released = None
-        self.table = None
+        self.table, self.candidates, self.compared = None, [], None
 
 
 class SessionStore:

@@ -1,4 +1,4 @@
-"""The workbench's screens: Open, Data, Roles, Risk, Protect, Tables and Release (issue 31).
+"""The workbench's screens: Open, Data, Roles, Risk, Protect, Compare, Tables and Release (issue 31).
 
 Each screen is a server-rendered page (Jinja2, autoescape on) over the calls in
 :mod:`sdckit.app.session`. Forms post ``application/x-www-form-urlencoded`` bodies, parsed here
@@ -21,6 +21,7 @@ from starlette.concurrency import run_in_threadpool
 
 from sdckit import __version__
 from sdckit.app import jobs
+from sdckit.app import compare as comparing
 from sdckit.app import protect as protecting
 from sdckit.app import release as releasing
 from sdckit.app import session as work
@@ -30,7 +31,7 @@ from sdckit.core.errors import DataError, SdcError
 
 #: The screens in the order of the navigation bar: path, title.
 SCREENS = (("/open", "Open"), ("/data", "Data"), ("/roles", "Roles"), ("/risk", "Risk"), ("/protect", "Protect"),
-           ("/tables", "Tables"), ("/release", "Release"))
+           ("/compare", "Compare"), ("/tables", "Tables"), ("/release", "Release"))
 #: The largest upload accepted (bytes); a bigger file is opened by its path on the machine.
 MAX_UPLOAD = 2 * 1024**3
 
@@ -81,6 +82,32 @@ def refused() -> Response:
 def need_data(request: Request) -> Response | None:
     """A redirect to the Open screen when the session has no data set yet."""
     return None if request.state.session.data is not None else RedirectResponse("/open", status_code=303)
+
+
+def guard(request: Request, form: Any, roles: bool = False) -> Response | None:
+    """What a POST of a screen answers instead of its work: 403 when the form's CSRF token was
+    wrong (``form`` None), the Open screen without a data set, the Roles screen when ``roles``
+    are needed and not confirmed; None when the work may go on."""
+    if form is None:
+        return refused()
+    if (redirect := need_data(request)) is not None:
+        return redirect
+    if roles and not request.state.session.confirmed:
+        return RedirectResponse("/roles", status_code=303)
+    return None
+
+
+def busy_line(session: Session) -> str | None:
+    """The one line that refuses new work while a job of the session runs (one at a time)."""
+    busy = session.busy
+    return None if busy is None else f"Wait for {busy.label} to end, or cancel it."
+
+
+def start_job(session: Session, label: str, done_url: str, work: Any) -> Response:
+    """Run ``work(job)`` as a job of the session and send the browser to its progress page."""
+    job = jobs.Job(label, done_url)
+    session.jobs[job.id] = jobs.start(job, work)
+    return RedirectResponse(f"/jobs/{job.id}", status_code=303)
 
 
 def register(app: FastAPI) -> None:
@@ -162,10 +189,8 @@ def register(app: FastAPI) -> None:
     @app.post("/roles")
     async def roles_save(request: Request) -> Response:
         form = await form_of(request)
-        if form is None:
-            return refused()
-        if (redirect := need_data(request)) is not None:
-            return redirect
+        if (stop := guard(request, form)) is not None:
+            return stop
         session: Session = request.state.session
         columns = [str(c) for c in session.data.frame.columns]
         chosen = {name: form.get(f"role-{i}", "") for i, name in enumerate(columns)}
@@ -239,22 +264,17 @@ def register(app: FastAPI) -> None:
     @app.post("/protect")
     async def protect_apply(request: Request) -> Response:
         form = await form_of(request)
-        if form is None:
-            return refused()
-        if (redirect := need_data(request)) is not None:
-            return redirect
+        if (stop := guard(request, form, roles=True)) is not None:
+            return stop
         session: Session = request.state.session
-        if not session.confirmed:
-            return RedirectResponse("/roles", status_code=303)
         method, name, message = method_or_error(form)
         if method is None:
             return protect_page(request, form.get("method"), 400, None if name else message, typed(form),
                                 (name, message) if name else None)
-        if (busy := session.busy) is not None:
-            return protect_page(request, form.get("method"), 409, f"Wait for {busy.label} to end, or cancel it.", typed(form))
-        job = jobs.Job(f"applying {method.name}", f"/protect?method={method.name}")
-        session.jobs[job.id] = jobs.start(job, lambda j: protecting.add_step(session, method, j))
-        return RedirectResponse(f"/jobs/{job.id}", status_code=303)
+        if (busy := busy_line(session)) is not None:
+            return protect_page(request, form.get("method"), 409, busy, typed(form))
+        return start_job(session, f"applying {method.name}", f"/protect?method={method.name}",
+                         lambda j: protecting.add_step(session, method, j))
 
     @app.post("/protect/undo")
     async def protect_undo(request: Request) -> Response:
@@ -264,6 +284,77 @@ def register(app: FastAPI) -> None:
         if request.state.session.data is not None:
             protecting.undo_step(request.state.session)
         return RedirectResponse("/protect", status_code=303)
+
+    # ------------------------------------------------------------------ 4b. compare and tune
+    def compare_page(request: Request, status: int = 200, error: str | None = None,
+                     form: dict[str, str] | None = None) -> Response:
+        session: Session = request.state.session
+        return page(request, "compare.html", status, error=error, form=form or {},
+                    candidates=session.candidates, steps=session.steps, shown=session.compared,
+                    tunable=comparing.tunable_steps(session), sample_limit=comparing.COMPARE_RECORDS)
+
+    @app.get("/compare")
+    def compare_screen(request: Request) -> Response:
+        if (redirect := need_data(request)) is not None:
+            return redirect
+        if not request.state.session.confirmed:
+            return page(request, "risk.html", figures=None,
+                        note="Confirm the roles first: candidates are steps on the columns by their roles.")
+        return compare_page(request)
+
+    @app.post("/compare/keep")
+    async def compare_keep(request: Request) -> Response:
+        form = await form_of(request)
+        if (stop := guard(request, form, roles=True)) is not None:
+            return stop
+        try:
+            comparing.keep_candidate(request.state.session, form.get("label", ""))
+        except SdcError as exc:
+            return compare_page(request, 400, " ".join(str(exc).split()), form)
+        return RedirectResponse("/compare", status_code=303)
+
+    @app.post("/compare/drop")
+    async def compare_drop(request: Request) -> Response:
+        form = await form_of(request)
+        if (stop := guard(request, form, roles=True)) is not None:
+            return stop
+        comparing.drop_candidate(request.state.session, form.get("label", ""))
+        return RedirectResponse("/compare", status_code=303)
+
+    async def compare_job(request: Request, label: str, done_url: str, check: Any, work: Any) -> Response:
+        """The common path of the Compare screen's jobs: guard, one-line refusals, the job."""
+        form = await form_of(request)
+        if (stop := guard(request, form, roles=True)) is not None:
+            return stop
+        session: Session = request.state.session
+        try:
+            if (busy := busy_line(session)) is not None:
+                raise DataError(busy)
+            checked = check(session, form)
+        except SdcError as exc:
+            return compare_page(request, 400, " ".join(str(exc).split()), form)
+        return start_job(session, label, done_url, lambda j: work(session, checked, j))
+
+    def set_compared(session: Session, shown: Any) -> None:
+        session.compared = shown
+
+    @app.post("/compare/run")
+    async def compare_run(request: Request) -> Response:
+        return await compare_job(request, "the comparison", "/compare", lambda session, _: comparing.check_comparable(session),
+                                 lambda session, _, j: set_compared(session, comparing.run_comparison(session, j)))
+
+    @app.post("/compare/tune")
+    async def compare_tune(request: Request) -> Response:
+        def check(session: Session, form: dict[str, str]) -> tuple[int, float]:
+            return comparing.tuning_request(session, form.get("step", ""), form.get("target", ""))
+
+        return await compare_job(request, "the tuning", "/compare", check,
+                                 lambda session, wanted, j: set_compared(session, comparing.run_tuning(session, *wanted, j)))
+
+    @app.post("/compare/apply")
+    async def compare_apply(request: Request) -> Response:
+        return await compare_job(request, "applying the tuned value", "/protect", lambda session, _: comparing.tuned(session),
+                                 lambda session, shown, j: comparing.apply_tuned(session, shown, j))
 
     # ------------------------------------------------------------------ 5. tables
     def tables_page(request: Request, status: int = 200, error: str | None = None,
@@ -295,16 +386,14 @@ def register(app: FastAPI) -> None:
     @app.post("/tables")
     async def tables_protect(request: Request) -> Response:
         fields = await posted(request)
-        if fields is None:
-            return refused()
-        form = last_values(fields)
-        if (redirect := need_data(request)) is not None:
-            return redirect
+        form = None if fields is None else last_values(fields)
+        if (stop := guard(request, form)) is not None:
+            return stop
         session: Session = request.state.session
         dimensions = [d for d in fields.get("dimension", []) if d]
         try:
-            if (busy := session.busy) is not None:
-                raise DataError(f"Wait for {busy.label} to end, or cancel it.")
+            if (busy := busy_line(session)) is not None:
+                raise DataError(busy)
             wanted = tabulating.table_request(session.data.frame, session.roles, form, dimensions)
         except SdcError as exc:
             return tables_page(request, 400, " ".join(str(exc).split()), form, dimensions)
@@ -313,9 +402,7 @@ def register(app: FastAPI) -> None:
         def work_on(job: jobs.Job) -> None:
             session.table = tabulating.protect_table(frame, wanted, job)
 
-        job = jobs.Job("the table", "/tables")
-        session.jobs[job.id] = jobs.start(job, work_on)
-        return RedirectResponse(f"/jobs/{job.id}", status_code=303)
+        return start_job(session, "the table", "/tables", work_on)
 
     # ------------------------------------------------------------------ 6. release
     def release_page(request: Request, status: int = 200, error: str | None = None,
@@ -337,21 +424,17 @@ def register(app: FastAPI) -> None:
     @app.post("/release")
     async def release_write(request: Request) -> Response:
         form = await form_of(request)
-        if form is None:
-            return refused()
-        if (redirect := need_data(request)) is not None:
-            return redirect
+        if (stop := guard(request, form)) is not None:
+            return stop
         session: Session = request.state.session
         try:
-            if (busy := session.busy) is not None:
-                raise DataError(f"Wait for {busy.label} to end, or cancel it.")
+            if (busy := busy_line(session)) is not None:
+                raise DataError(busy)
             plan = await run_in_threadpool(releasing.release_plan, session, form.get("folder", ""),
                                            form.get("format", ""), form.get("input"))
         except SdcError as exc:
             return release_page(request, 400, " ".join(str(exc).split()), form)
-        job = jobs.Job("the release", "/release")
-        session.jobs[job.id] = jobs.start(job, lambda j: releasing.write_release(session, plan, j))
-        return RedirectResponse(f"/jobs/{job.id}", status_code=303)
+        return start_job(session, "the release", "/release", lambda j: releasing.write_release(session, plan, j))
 
     # ------------------------------------------------------------------ long work: jobs
     def job_of(request: Request, job_id: str) -> jobs.Job | None:
