@@ -43,3 +43,13 @@ def test_methods_are_frozen_values():
     with pytest.raises(Exception):
         m.alpha = 0.2  # type: ignore[misc]
     assert m.to_manifest() == {"name": "additive_noise", "class": "AdditiveNoise", "params": {"alpha": 0.1, "columns": None}}
+
+
+def test_the_parameter_rule_is_named_apart_from_the_sensitivity_rule():
+    """Issue 29 item 7: ``sdckit.core.params.ParamRule`` (one constraint or alternatives) and the
+    tabular sensitivity ``Rule`` no longer share a name; no alias is left behind."""
+    import sdckit.core.params as params
+    from sdckit.tabular.rules import Rule
+
+    assert not hasattr(params, "Rule")
+    assert params.ParamRule is not Rule

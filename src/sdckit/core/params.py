@@ -139,10 +139,12 @@ class Satisfies(Constraint):
         return self.description
 
 
-Rule = Constraint | Sequence[Constraint]
+#: A parameter rule: one constraint or a list of alternatives (named apart from the
+#: sensitivity rules of :mod:`sdckit.tabular.rules`).
+ParamRule = Constraint | Sequence[Constraint]
 
 
-def describe_rule(rule: Rule) -> str:
+def describe_rule(rule: ParamRule) -> str:
     rules = [rule] if isinstance(rule, Constraint) else list(rule)
     phrases = [r.describe() for r in rules]
     if len(phrases) == 1:
@@ -150,7 +152,7 @@ def describe_rule(rule: Rule) -> str:
     return ", ".join(phrases[:-1]) + " or " + phrases[-1]
 
 
-def check_param(owner: str, name: str, value: Any, rule: Rule) -> None:
+def check_param(owner: str, name: str, value: Any, rule: ParamRule) -> None:
     """Raise :class:`ParameterError` unless ``value`` satisfies ``rule`` (or one alternative)."""
     rules = [rule] if isinstance(rule, Constraint) else list(rule)
     if not any(r.is_satisfied_by(value) for r in rules):
@@ -160,7 +162,7 @@ def check_param(owner: str, name: str, value: Any, rule: Rule) -> None:
         )
 
 
-def validate_params(owner: str, values: Mapping[str, Any], constraints: Mapping[str, Rule]) -> None:
+def validate_params(owner: str, values: Mapping[str, Any], constraints: Mapping[str, ParamRule]) -> None:
     """Check every declared parameter of ``owner`` (a class name) against its rule."""
     for name, rule in constraints.items():
         check_param(owner, name, values[name], rule)
@@ -176,7 +178,7 @@ def to_tuple(value: Any) -> Any:
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def validated(**constraints: Rule) -> Callable[[F], F]:
+def validated(**constraints: ParamRule) -> Callable[[F], F]:
     """Decorate a public function with its parameter rules: every call checks them (in the
     order given, before the function runs) and raises :class:`ParameterError` in the one
     template naming the function; the rules stay on the function as ``constraints`` and its
