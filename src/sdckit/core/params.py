@@ -39,21 +39,25 @@ class Constraint:
 class Interval(Constraint):
     """A real or integer number in an interval; ``None`` bounds are open-ended.
 
-    ``closed`` is one of "both", "left", "right", "neither".
+    ``closed`` is one of "both", "left", "right", "neither"; ``finite=True`` refuses the
+    infinities an open-ended bound would let through (a base, a variance, a flex point).
     """
 
     kind: type  # int or float
     low: float | None = None
     high: float | None = None
     closed: str = "both"
+    finite: bool = False
 
     def is_satisfied_by(self, value: Any) -> bool:
         if isinstance(value, bool) or not isinstance(value, numbers.Real):
             return False
         if self.kind is int and not isinstance(value, numbers.Integral):
             return False
-        if isinstance(value, float) and math.isnan(value):
-            return False
+        if not isinstance(value, numbers.Integral):  # an int is never NaN nor infinite
+            number = float(value)
+            if math.isnan(number) or (self.finite and math.isinf(number)):
+                return False
         lo_ok = self.low is None or (
             value >= self.low if self.closed in ("both", "left") else value > self.low
         )
@@ -63,7 +67,7 @@ class Interval(Constraint):
         return lo_ok and hi_ok
 
     def describe(self) -> str:
-        name = "an int" if self.kind is int else "a float"
+        name = "an int" if self.kind is int else ("a finite float" if self.finite else "a float")
         left = self.closed in ("both", "left")
         right = self.closed in ("both", "right")
         if self.low is not None and self.high is not None:
@@ -123,6 +127,24 @@ class StrList(Constraint):
 
 
 @dataclass(frozen=True)
+class InstanceOf(Constraint):
+    """An instance of a class (a Table, a parameter object), described by ``name`` or by the
+    class's name with an article."""
+
+    cls: type
+    name: str | None = None
+
+    def is_satisfied_by(self, value: Any) -> bool:
+        return isinstance(value, self.cls)
+
+    def describe(self) -> str:
+        if self.name is not None:
+            return self.name
+        word = self.cls.__name__
+        return f"{'an' if word[0].upper() in 'AEIOU' else 'a'} {word}"
+
+
+@dataclass(frozen=True)
 class Satisfies(Constraint):
     """Any rule given as a predicate with its description."""
 
@@ -158,8 +180,15 @@ def check_param(owner: str, name: str, value: Any, rule: ParamRule) -> None:
     if not any(r.is_satisfied_by(value) for r in rules):
         raise ParameterError(
             f"The {name!r} parameter of {owner} must be {describe_rule(rule)}. "
-            f"Got {value!r} instead."
+            f"Got {shown(value)} instead."
         )
+
+
+def shown(value: Any) -> str:
+    """A value as a one-line message shows it: its ``repr``, or its type's name when the repr
+    spans lines or is long (a DataFrame given for a Table)."""
+    text = repr(value)
+    return type(value).__name__ if "\n" in text or len(text) > 120 else text
 
 
 def validate_params(owner: str, values: Mapping[str, Any], constraints: Mapping[str, ParamRule]) -> None:
