@@ -66,8 +66,8 @@ def test_random_rounding_says_it_is_not_additive():
 
 
 def test_the_adjustment_result_keeps_its_keys_and_writes_no_nan():
-    """One sensitive cell (a,x) = 3 under MinFrequency(6) x share 1 ... here PPercent is not
-    applicable (no top contributions): the fast method's gap is NaN, written as null."""
+    """One sensitive cell, (a,x) = 3, given as primary: the fast method proves no bound, so its
+    gap is NaN, which the JSON writes as null."""
     res = adjust_table(HAND, primary=[("a", "x")], method="fast")
     d = res.to_dict()
     assert list(d)[:4] == ["method", "cost", "cells", "sensitive"] and d["cells"] == 16 and d["sensitive"] == 1
