@@ -2,10 +2,13 @@
 methods: every public function of a family that declares parameter rules with
 :func:`sdckit.core.params.validated` has a rule for each of its scalar options, accepts its own
 defaults, refuses a value of the wrong type in the one template, and is tried at the boundaries
-of every interval (a closed bound accepted, an open bound and a value just outside refused)."""
+of every interval (a closed bound accepted, an open bound and a value just outside refused).
+The parameter classes of tabular (the sensitivity rules, the cell-key sum parameters) declare a
+``constraints`` table the same way and pass the same checks on construction."""
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import inspect
 import math
@@ -13,10 +16,10 @@ import math
 import pytest
 
 from sdckit.core.errors import ParameterError
-from sdckit.core.params import Boolean, Interval, IsNone, Options, Satisfies
+from sdckit.core.params import Boolean, InstanceOf, Interval, IsNone, Options, Satisfies
 
 #: Packages whose public functions are validated by declared rules (more join as they are redone).
-PACKAGES = ("sdckit.risk", "sdckit.utility")
+PACKAGES = ("sdckit.risk", "sdckit.utility", "sdckit.tabular")
 
 
 def validated_functions() -> list[tuple[str, object]]:
@@ -50,6 +53,8 @@ def a_valid_value(rule, default=inspect.Parameter.empty):
             return True
         if isinstance(r, IsNone):
             return None
+        if isinstance(r, InstanceOf):  # an instance the check accepts; the function never runs
+            return r.cls.__new__(r.cls)
     assert default is not inspect.Parameter.empty, f"no value known to satisfy {rule!r}"
     return default
 
@@ -67,6 +72,9 @@ def call_arguments(func) -> dict:
 
 def test_some_functions_are_covered():
     assert len(FUNCTIONS) >= 15
+    tabular = {n.rsplit(".", 1)[1] for n, _ in FUNCTIONS if n.startswith("sdckit.tabular.")}
+    assert tabular >= {"round_table", "audit_rounding", "adjust_table", "ptable", "ptable_numeric", "write_ptable",
+                       "record_keys", "cell_key_counts", "cell_key_sums", "cell_key_measures", "sensitivity"}
 
 
 @pytest.mark.parametrize(("name", "func"), FUNCTIONS, ids=[n for n, _ in FUNCTIONS])
@@ -126,3 +134,62 @@ def test_a_rule_for_a_missing_parameter_is_caught_at_import():
 
     with pytest.raises(TypeError, match="no parameter 'kk'"):
         validated(kk=Interval(int, 1, None))(lambda frame, k: k)
+
+
+# ----------------------------------------------------------------- parameter classes of tabular
+def _parameter_classes() -> list[type]:
+    from sdckit.tabular import PQ, CellKeySumParams, Dominance, GroupDisclosure, Manual, MinFrequency, PPercent
+
+    return [MinFrequency, Dominance, PQ, PPercent, Manual, GroupDisclosure, CellKeySumParams]
+
+
+CLASSES = _parameter_classes()
+#: Those whose every rule can be tried alone (CellKeySumParams needs a p-table and ties p_large to p_small).
+RULE_CLASSES = CLASSES[:-1]
+
+
+def _init_fields(cls) -> dict[str, dataclasses.Field]:
+    return {f.name: f for f in dataclasses.fields(cls) if f.init}
+
+
+@pytest.mark.parametrize("cls", CLASSES, ids=lambda c: c.__name__)
+def test_a_class_declares_a_rule_for_each_scalar_option_and_only_for_its_fields(cls):
+    """The constraint keys are fields of the class, and every scalar option has one."""
+    fields = {f.name for f in dataclasses.fields(cls)}
+    assert set(cls.constraints) <= fields, set(cls.constraints) - fields
+    for name, f in _init_fields(cls).items():
+        if isinstance(f.default, bool | int | float | str):
+            assert name in cls.constraints, f"{cls.__name__}: option {name!r} has no parameter rule"
+
+
+def _arguments(cls) -> dict:
+    """The class's defaults, and a value its rule accepts for each required parameter."""
+    out = {}
+    for name, f in _init_fields(cls).items():
+        if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            out[name] = a_valid_value(cls.constraints[name])
+    return out
+
+
+@pytest.mark.parametrize("cls", RULE_CLASSES, ids=lambda c: c.__name__)
+def test_a_class_refuses_a_wrong_type_and_is_tried_at_its_bounds(cls):
+    owner = cls.__name__
+    for param, rule in cls.constraints.items():
+        if param not in _init_fields(cls):
+            continue  # PPercent's q is fixed at 100
+        with pytest.raises(ParameterError, match=rf"The '{param}' parameter of {owner} must be .+\. Got .+ instead\."):
+            cls(**{**_arguments(cls), param: "not a valid value"})
+        for r in alternatives(rule):
+            step = 1 if r.kind is int else 1e-9
+            for bound, closed in ((r.low, r.closed in ("both", "left")), (r.high, r.closed in ("both", "right"))):
+                if bound is None:
+                    continue
+                value = int(bound) if r.kind is int else float(bound)
+                if closed:
+                    cls(**{**_arguments(cls), param: value})
+                else:
+                    with pytest.raises(ParameterError, match=f"'{param}' parameter of {owner}"):
+                        cls(**{**_arguments(cls), param: value})
+                outside = value - step if bound == r.low else value + step
+                with pytest.raises(ParameterError, match=f"'{param}' parameter of {owner}"):
+                    cls(**{**_arguments(cls), param: outside})

@@ -69,3 +69,15 @@ def test_dates_hierarchy_and_search_on_the_repeated_hour():
     assert check(out.data, ["t"], [KAnonymity(2)]).satisfied
     out = FullDomainGeneralization(3, {"t": h}).run(data)  # classes of 2 at level 0: the month
     assert out.info["node"] == {"t": 1} and set(out.data["t"]) == {"2021-10"}
+
+
+def test_the_keys_module_split_off_keeps_the_hierarchy_imports_working():
+    """core/hierarchy.py was split (issue 29 item 7, files under 500 lines): the keys and codes
+    live in core/hierarchy_keys.py and are still importable from core.hierarchy, the same objects."""
+    import sdckit.core.hierarchy as hierarchy
+    import sdckit.core.hierarchy_keys as keys
+
+    assert hierarchy.value_keys is keys.value_keys and hierarchy.factorize is keys.factorize
+    assert set(hierarchy.__all__) >= {"Hierarchy", "value_keys", "factorize", "as_hierarchy", "TOP"}
+    for module in (hierarchy, keys):
+        assert len(open(module.__file__, encoding="utf-8").read().splitlines()) < 500

@@ -43,3 +43,30 @@ def test_methods_are_frozen_values():
     with pytest.raises(Exception):
         m.alpha = 0.2  # type: ignore[misc]
     assert m.to_manifest() == {"name": "additive_noise", "class": "AdditiveNoise", "params": {"alpha": 0.1, "columns": None}}
+
+
+def test_the_parameter_rule_is_named_apart_from_the_sensitivity_rule():
+    """Issue 29 item 7: ``sdckit.core.params.ParamRule`` (one constraint or alternatives) and the
+    tabular sensitivity ``Rule`` no longer share a name; no alias is left behind."""
+    import sdckit.core.params as params
+    from sdckit.tabular.rules import Rule
+
+    assert not hasattr(params, "Rule")
+    assert params.ParamRule is not Rule
+
+
+def test_finite_intervals_instances_and_long_values_in_the_template():
+    """Issue 29: ``Interval(..., finite=True)`` refuses the infinities an open-ended bound lets
+    through; ``InstanceOf`` names its class; a value whose repr spans lines is shown by its type."""
+    import numpy as np
+    import pandas as pd
+
+    from sdckit.core.params import InstanceOf
+
+    positive = Interval(float, 0, None, closed="neither", finite=True)
+    assert positive.describe() == "a finite float > 0"
+    assert not positive.is_satisfied_by(float("inf")) and not positive.is_satisfied_by(np.float32("nan"))
+    assert positive.is_satisfied_by(10**400) and Interval(float, 0, None).is_satisfied_by(float("inf"))
+    assert InstanceOf(dict).describe() == "a dict" and InstanceOf(object).describe() == "an object"
+    with pytest.raises(ParameterError, match=r"^The 'table' parameter of f must be a dict\. Got DataFrame instead\.$"):
+        check_param("f", "table", pd.DataFrame({"a": range(40)}), InstanceOf(dict))

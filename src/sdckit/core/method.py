@@ -31,7 +31,7 @@ import pandas as pd
 
 from sdckit.core.errors import DataError, ParameterError, SchemaError
 from sdckit.core.outcome import Outcome
-from sdckit.core.params import IsNone, Rule, StrList, to_tuple, validate_params
+from sdckit.core.params import IsNone, ParamRule, StrList, to_tuple, validate_params
 from sdckit.core.random import RandomState, as_generator, renamed_seed
 from sdckit.core.result import plain as json_plain  # params(plain=...) is a parameter
 from sdckit.core.rowwise import run_rows
@@ -47,7 +47,7 @@ class Method:
     columns: tuple[str, ...] | None = field(default=None, kw_only=True)
 
     name: ClassVar[str] = ""
-    constraints: ClassVar[Mapping[str, Rule]] = {}
+    constraints: ClassVar[Mapping[str, ParamRule]] = {}
     kinds: ClassVar[frozenset[Kind]] = frozenset({Kind.NUMERIC})
     roles: ClassVar[frozenset[Role]] = frozenset({Role.QUASI, Role.CONFIDENTIAL})
     nan_policy: ClassVar[str] = "error"
@@ -248,11 +248,11 @@ class StratifiedMethod(Method):
     strata: tuple[str, ...] | None = field(default=None, kw_only=True)
 
 
-def parameter_rules(cls: type[Method]) -> dict[str, Rule]:
+def parameter_rules(cls: type[Method]) -> dict[str, ParamRule]:
     """The rule of every validated parameter of ``cls``: ``columns`` (and ``strata`` for a
     :class:`StratifiedMethod`) and the class's own ``constraints``; the reference's Methods page
     describes them with :func:`sdckit.core.params.describe_rule`."""
-    rules: dict[str, Rule] = {"columns": [IsNone(), StrList()], **cls.constraints}
+    rules: dict[str, ParamRule] = {"columns": [IsNone(), StrList()], **cls.constraints}
     if issubclass(cls, StratifiedMethod):
         rules["strata"] = [IsNone(), StrList()]
     return rules

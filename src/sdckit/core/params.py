@@ -39,21 +39,25 @@ class Constraint:
 class Interval(Constraint):
     """A real or integer number in an interval; ``None`` bounds are open-ended.
 
-    ``closed`` is one of "both", "left", "right", "neither".
+    ``closed`` is one of "both", "left", "right", "neither"; ``finite=True`` refuses the
+    infinities an open-ended bound would let through (a base, a variance, a flex point).
     """
 
     kind: type  # int or float
     low: float | None = None
     high: float | None = None
     closed: str = "both"
+    finite: bool = False
 
     def is_satisfied_by(self, value: Any) -> bool:
         if isinstance(value, bool) or not isinstance(value, numbers.Real):
             return False
         if self.kind is int and not isinstance(value, numbers.Integral):
             return False
-        if isinstance(value, float) and math.isnan(value):
-            return False
+        if not isinstance(value, numbers.Integral):  # an int is never NaN nor infinite
+            number = float(value)
+            if math.isnan(number) or (self.finite and math.isinf(number)):
+                return False
         lo_ok = self.low is None or (
             value >= self.low if self.closed in ("both", "left") else value > self.low
         )
@@ -63,7 +67,7 @@ class Interval(Constraint):
         return lo_ok and hi_ok
 
     def describe(self) -> str:
-        name = "an int" if self.kind is int else "a float"
+        name = "an int" if self.kind is int else ("a finite float" if self.finite else "a float")
         left = self.closed in ("both", "left")
         right = self.closed in ("both", "right")
         if self.low is not None and self.high is not None:
@@ -123,6 +127,24 @@ class StrList(Constraint):
 
 
 @dataclass(frozen=True)
+class InstanceOf(Constraint):
+    """An instance of a class (a Table, a parameter object), described by ``name`` or by the
+    class's name with an article."""
+
+    cls: type
+    name: str | None = None
+
+    def is_satisfied_by(self, value: Any) -> bool:
+        return isinstance(value, self.cls)
+
+    def describe(self) -> str:
+        if self.name is not None:
+            return self.name
+        word = self.cls.__name__
+        return f"{'an' if word[0].upper() in 'AEIOU' else 'a'} {word}"
+
+
+@dataclass(frozen=True)
 class Satisfies(Constraint):
     """Any rule given as a predicate with its description."""
 
@@ -139,10 +161,12 @@ class Satisfies(Constraint):
         return self.description
 
 
-Rule = Constraint | Sequence[Constraint]
+#: A parameter rule: one constraint or a list of alternatives (named apart from the
+#: sensitivity rules of :mod:`sdckit.tabular.rules`).
+ParamRule = Constraint | Sequence[Constraint]
 
 
-def describe_rule(rule: Rule) -> str:
+def describe_rule(rule: ParamRule) -> str:
     rules = [rule] if isinstance(rule, Constraint) else list(rule)
     phrases = [r.describe() for r in rules]
     if len(phrases) == 1:
@@ -150,17 +174,24 @@ def describe_rule(rule: Rule) -> str:
     return ", ".join(phrases[:-1]) + " or " + phrases[-1]
 
 
-def check_param(owner: str, name: str, value: Any, rule: Rule) -> None:
+def check_param(owner: str, name: str, value: Any, rule: ParamRule) -> None:
     """Raise :class:`ParameterError` unless ``value`` satisfies ``rule`` (or one alternative)."""
     rules = [rule] if isinstance(rule, Constraint) else list(rule)
     if not any(r.is_satisfied_by(value) for r in rules):
         raise ParameterError(
             f"The {name!r} parameter of {owner} must be {describe_rule(rule)}. "
-            f"Got {value!r} instead."
+            f"Got {shown(value)} instead."
         )
 
 
-def validate_params(owner: str, values: Mapping[str, Any], constraints: Mapping[str, Rule]) -> None:
+def shown(value: Any) -> str:
+    """A value as a one-line message shows it: its ``repr``, or its type's name when the repr
+    spans lines or is long (a DataFrame given for a Table)."""
+    text = repr(value)
+    return type(value).__name__ if "\n" in text or len(text) > 120 else text
+
+
+def validate_params(owner: str, values: Mapping[str, Any], constraints: Mapping[str, ParamRule]) -> None:
     """Check every declared parameter of ``owner`` (a class name) against its rule."""
     for name, rule in constraints.items():
         check_param(owner, name, values[name], rule)
@@ -176,7 +207,7 @@ def to_tuple(value: Any) -> Any:
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def validated(**constraints: Rule) -> Callable[[F], F]:
+def validated(**constraints: ParamRule) -> Callable[[F], F]:
     """Decorate a public function with its parameter rules: every call checks them (in the
     order given, before the function runs) and raises :class:`ParameterError` in the one
     template naming the function; the rules stay on the function as ``constraints`` and its

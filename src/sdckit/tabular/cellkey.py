@@ -27,7 +27,9 @@ import numpy as np
 import pandas as pd
 
 from sdckit.core.errors import DataError, ParameterError
+from sdckit.core.params import Interval, IsNone, Satisfies, check_param, validated
 from sdckit.core.random import RandomState, as_generator
+from sdckit.core.result import Result, plain
 from sdckit.tabular.hierarchy import Hierarchy, as_hierarchy
 from sdckit.tabular.ptable import PTABLE_DIGITS, check_ptable
 from sdckit.tabular.table import leaf_positions
@@ -39,12 +41,13 @@ CHUNK = 1 << 20
 _SPLIT = 20  # keys < 10**12 < 2**40 are summed as two 20-bit halves, each exact in float64
 
 
-def check_digits(digits: object) -> int:
-    if isinstance(digits, bool) or not isinstance(digits, (int, np.integer)) or not 5 <= digits <= 12:
-        raise ParameterError(f"'digits' (decimals of the record keys) must be an integer from 5 to 12; got {digits!r}.")
-    return int(digits)
+#: The rule of ``digits``, the decimals of the record keys (cellKey's and tau-ARGUS's default 8).
+DIGITS_RULE = Interval(int, 5, 12)
+#: The rule of ``total``, the code of a flat dimension's grand total.
+TOTAL_RULE = Satisfies(lambda v: isinstance(v, str) and v.strip() != "", "a non-empty str (a code)")
 
 
+@validated(n=Interval(int, 0, None), digits=DIGITS_RULE)
 def record_keys(n: int, seed: RandomState, digits: int = 8) -> np.ndarray:
     """``n`` record keys, uniform on {0, 1/10**digits, ..., 1 - 1/10**digits}.
 
@@ -55,9 +58,7 @@ def record_keys(n: int, seed: RandomState, digits: int = 8) -> np.ndarray:
     cellKey's ``ck_generate_rkeys`` rounds ``runif`` to ``nr_digits``; here the integer numerator
     is drawn, so every key has exactly ``digits`` decimals.
     """
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
-        raise ParameterError(f"'n' (the number of records) must be an integer >= 0; got {n!r}.")
-    digits = check_digits(digits)
+    digits = int(digits)
     rng = as_generator(seed)
     return rng.integers(0, 10 ** digits, size=int(n), dtype=np.int64) / 10.0 ** digits
 
@@ -151,7 +152,8 @@ class Lookup:
 
     def __init__(self, ptable: pd.DataFrame, digits: int) -> None:
         t = check_ptable(ptable)
-        self.digits = check_digits(digits)
+        check_param("Lookup", "digits", digits, DIGITS_RULE)
+        self.digits = int(digits)
         self._scale = max(self.digits, PTABLE_DIGITS)
         ub = np.rint(t["p_int_ub"].to_numpy() * 10.0 ** self._scale).astype(np.int64)
         i, v = t["i"].to_numpy(), t["v"].to_numpy()
@@ -194,6 +196,7 @@ def leaf_sums(index: np.ndarray, keys: Any, size: int, digits: int) -> tuple[np.
     return counts, sums
 
 
+@validated(total=TOTAL_RULE, digits=DIGITS_RULE)
 def cell_key_counts(frame: pd.DataFrame, dimensions: Sequence[str], record_key: str, ptable: pd.DataFrame,
                     total: str = "Total", digits: int = 8,
                     hierarchies: Mapping[str, Any] | None = None, weight: str | None = None) -> pd.DataFrame:
@@ -232,7 +235,7 @@ def cell_key_counts(frame: pd.DataFrame, dimensions: Sequence[str], record_key: 
         publication: ``n``, ``cell_key`` and ``pert`` are confidential (the cell keys, with the
         p-table, tell the perturbation).
     """
-    digits = check_digits(digits)
+    digits = int(digits)
     dims = list(dimensions)
     missing = [c for c in [record_key, *([weight] if weight else [])] if c not in frame.columns]
     if missing:
@@ -262,8 +265,10 @@ def cell_key_counts(frame: pd.DataFrame, dimensions: Sequence[str], record_key: 
 
 
 @dataclass(frozen=True)
-class CellKeyMeasures:
-    """What a cell-key perturbation changed, and the disclosure it leaves (see :func:`cell_key_measures`)."""
+class CellKeyMeasures(Result):
+    """What a cell-key perturbation changed, and the disclosure it leaves (see :func:`cell_key_measures`).
+
+    ``to_dict()`` has every field, the disclosure table as a list of rows (NaN as None)."""
 
     cells: int
     nonempty: int
@@ -273,13 +278,20 @@ class CellKeyMeasures:
     max_abs: int
     false_zero: int
     additivity: dict[str, float]
-    disclosure: pd.DataFrame = field(repr=False)
+    disclosure: pd.DataFrame = field(repr=False, metadata={"dict": False})
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain values (the disclosure table as a list of rows), e.g. for a manifest."""
-        return {"cells": self.cells, "nonempty": self.nonempty, "changed": self.changed, "mean_abs": self.mean_abs,
-                "mean_rel": self.mean_rel, "max_abs": self.max_abs, "false_zero": self.false_zero,
-                "additivity": dict(self.additivity), "disclosure": self.disclosure.to_dict("records")}
+        """Plain values (the disclosure table as a list of rows, without an index), e.g. for a manifest."""
+        return plain({**super().to_dict(), "disclosure": self.disclosure.to_dict("records")})
+
+    def summary(self) -> list[tuple[str, str]]:
+        """What the perturbation changed, as rows of text."""
+        return [("cells", f"{self.cells:,}"), ("non-empty cells", f"{self.nonempty:,}"),
+                ("non-empty cells changed", f"{self.changed:.1%}"),
+                ("mean absolute change", f"{self.mean_abs:.3g}"),
+                ("mean relative change", f"{self.mean_rel:.3%}"),
+                ("largest absolute change", f"{self.max_abs:,}"),
+                ("non-empty cells published as 0", f"{self.false_zero:,}")]
 
 
 def transition_matrix(ptable: pd.DataFrame, counts: np.ndarray, j_max: int) -> np.ndarray:
@@ -296,6 +308,7 @@ def transition_matrix(ptable: pd.DataFrame, counts: np.ndarray, j_max: int) -> n
     return m
 
 
+@validated(small=[IsNone(), Interval(int, 1, None)])
 def cell_key_measures(cells: pd.DataFrame, ptable: pd.DataFrame, small: int | None = None) -> CellKeyMeasures:
     """Utility lost and disclosure left by a cell-key perturbation (:func:`cell_key_counts`' output).
 

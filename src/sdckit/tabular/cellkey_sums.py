@@ -39,16 +39,29 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import product
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
 
 from sdckit.core.errors import DataError, ParameterError
-from sdckit.tabular.cellkey import cell_grid, check_digits, leaf_sums, roll_up
+from sdckit.core.params import (Boolean, InstanceOf, Interval, IsNone, Options, ParamRule, Satisfies, check_param,
+                                validate_params, validated)
+from sdckit.core.result import plain
+from sdckit.tabular.cellkey import DIGITS_RULE, TOTAL_RULE, cell_grid, leaf_sums, roll_up
 from sdckit.tabular.ptable import NUMERIC_TYPES, PTABLE_DIGITS
 
 TYPES = ("top_contr", "mean", "range", "sum")
+
+
+def _epsilons(value: Any) -> list[float]:
+    return [float(e) for e in np.atleast_1d(np.asarray(value, dtype=float))]
+
+
+def _is_epsilon(value: Any) -> bool:
+    """Descending numbers in [0, 1] starting with 1 (cellKey's ``ck_flexparams`` epsilon)."""
+    eps = _epsilons(value)
+    return bool(eps) and eps[0] == 1 and all(0 <= e <= 1 for e in eps) and not any(np.diff(eps) > 0)
 
 
 def _as_ptab(ptab: Any) -> pd.DataFrame:
@@ -104,37 +117,31 @@ class CellKeySumParams:
     use_zero_rkeys: bool = False
     table: pd.DataFrame = field(init=False, repr=False)
 
+    #: The parameter rules, checked on construction (:mod:`sdckit.core.params`); ``top_k`` is
+    #: checked only with ``type="top_contr"`` (otherwise it is 1, as cellKey).
+    constraints: ClassVar[dict[str, ParamRule]] = {
+        "fp": Interval(float, 0, None, closed="neither", finite=True),
+        "p_small": Interval(float, 0, 1), "p_large": Interval(float, 0, 1), "q": Interval(float, 1, None),
+        "epsilon": Satisfies(_is_epsilon, "descending numbers in [0, 1] starting with 1"),
+        "type": Options(TYPES), "mu_c": Interval(float, 0, None),
+        "same_key": Boolean(), "use_zero_rkeys": Boolean()}
+    #: The rule of ``top_k`` with ``type="top_contr"``: cellKey's 1 to 6 largest contributions.
+    TOP_K_RULE: ClassVar[Interval] = Interval(int, 1, 6)
+
     def __post_init__(self) -> None:
-        num = (int, float, np.integer, np.floating)
-        if isinstance(self.fp, bool) or not isinstance(self.fp, num) or not self.fp > 0 or not math.isfinite(self.fp):
-            raise ParameterError(f"'fp' (the flex point) must be a positive number; got {self.fp!r}.")
-        for name in ("p_small", "p_large"):
-            val = getattr(self, name)
-            if isinstance(val, bool) or not isinstance(val, num) or not 0 <= val <= 1:
-                raise ParameterError(f"'{name}' must be a share from 0 to 1; got {val!r}.")
+        owner = type(self).__name__
+        validate_params(owner, {k: getattr(self, k) for k in self.constraints}, self.constraints)
         if self.p_large > self.p_small:
-            raise ParameterError(f"'p_large' ({self.p_large}) must not exceed 'p_small' ({self.p_small}) "
-                                 "(cellKey's p in descending order).")
-        if isinstance(self.q, bool) or not isinstance(self.q, num) or not self.q >= 1:
-            raise ParameterError(f"'q' (the flex function's exponent) must be a number >= 1; got {self.q!r}.")
-        eps = [float(e) for e in np.atleast_1d(np.asarray(self.epsilon, dtype=float))]
-        if not eps or eps[0] != 1 or any(not 0 <= e <= 1 for e in eps) or any(np.diff(eps) > 0):
-            raise ParameterError(f"'epsilon' must be descending numbers in [0, 1] starting with 1; got {self.epsilon!r}.")
-        if self.type not in TYPES:
-            raise ParameterError(f"'type' must be one of {list(TYPES)}; got {self.type!r}.")
+            raise ParameterError(f"The 'p_large' parameter of {owner} must be at most p_small={self.p_small} "
+                                 f"(cellKey's p in descending order). Got {self.p_large!r} instead.")
+        eps = _epsilons(self.epsilon)
         top_k = self.top_k
         if self.type == "top_contr":
-            if isinstance(top_k, bool) or not isinstance(top_k, (int, np.integer)) or not 1 <= top_k <= 6:
-                raise ParameterError(f"'top_k' must be an integer from 1 to 6 with type='top_contr'; got {top_k!r}.")
+            check_param(owner, "top_k", top_k, self.TOP_K_RULE)
         else:
             top_k = 1
         if len(eps) != top_k:
             raise ParameterError(f"'epsilon' has {len(eps)} values but top_k is {top_k}: give one per contribution.")
-        if isinstance(self.mu_c, bool) or not isinstance(self.mu_c, num) or not self.mu_c >= 0:
-            raise ParameterError(f"'mu_c' (extra protection of sensitive cells) must be a number >= 0; got {self.mu_c!r}.")
-        for name in ("same_key", "use_zero_rkeys"):
-            if not isinstance(getattr(self, name), (bool, np.bool_)):
-                raise ParameterError(f"'{name}' must be true or false; got {getattr(self, name)!r}.")
         table = _as_ptab(self.ptab)
         if "even" in set(table["type"]) and top_k > 1:
             raise ParameterError("Even/odd p-tables need top_k = 1 (as cellKey).")
@@ -173,10 +180,10 @@ class CellKeySumParams:
 
     def to_dict(self) -> dict[str, Any]:
         """The parameters (not the p-table's rows), e.g. for a manifest."""
-        return {"type": self.type, "top_k": self.top_k, "fp": self.fp, "p_small": self.p_small,
+        return plain({"type": self.type, "top_k": self.top_k, "fp": self.fp, "p_small": self.p_small,
                 "p_large": self.p_large, "q": self.q, "epsilon": list(self.epsilon), "mu_c": self.mu_c,
                 "same_key": self.same_key, "use_zero_rkeys": self.use_zero_rkeys,
-                "separation": self.separation, "even_odd": self.even_odd, "zs": self.zs, "E": self.E}
+                "separation": self.separation, "even_odd": self.even_odd, "zs": self.zs, "E": self.E})
 
 
 def flex_m(x: float, p_small: float, p_large: float, fp: float, q: float) -> float:
@@ -294,6 +301,8 @@ def _roll_extreme(a: np.ndarray, rollups: list[np.ndarray], largest: bool) -> np
     return a
 
 
+@validated(params=InstanceOf(CellKeySumParams, "CellKeySumParams(ptab=..., fp=..., ...)"), total=TOTAL_RULE,
+           digits=DIGITS_RULE, supp_freq=[IsNone(), Interval(int, 0, None)])
 def cell_key_sums(frame: pd.DataFrame, dimensions: Sequence[str], record_key: str, value: str,
                   params: CellKeySumParams, total: str = "Total", digits: int = 8,
                   hierarchies: Mapping[str, Any] | None = None, weight: str | None = None,
@@ -326,14 +335,10 @@ def cell_key_sums(frame: pd.DataFrame, dimensions: Sequence[str], record_key: st
         interpolated perturbation value) and ``x_hat_j`` (its noise). Only the codes and
         ``sum_pert`` are for publication.
     """
-    if not isinstance(params, CellKeySumParams):
-        raise ParameterError("'params' must be CellKeySumParams(ptab=..., fp=..., ...).")
-    digits = check_digits(digits)
+    digits = int(digits)
     missing = [c for c in [record_key, value, *([weight] if weight else [])] if c not in frame.columns]
     if missing:
         raise DataError(f"The records lack the column(s) {missing}.")
-    if supp_freq is not None and (isinstance(supp_freq, bool) or not isinstance(supp_freq, (int, np.integer))):
-        raise ParameterError(f"'supp_freq' must be an integer or None; got {supp_freq!r}.")
     dims = list(dimensions)
     flat, trees, rollups, shape = cell_grid(frame, dims, total, hierarchies)
     leaves = int(np.prod(shape, dtype=float))

@@ -30,8 +30,10 @@ import pandas as pd
 import scipy.sparse as sp
 
 from sdckit.core.errors import DataError, ParameterError
+from sdckit.core.params import Boolean, InstanceOf, IsNone, Options, validated
+from sdckit.core.result import Result, plain
 from sdckit.tabular.lp import LP
-from sdckit.tabular.rounding import _check_time_limit, check_gap, is_integer_data, solve_milp
+from sdckit.tabular.rounding import MIP_GAP_RULE, TIME_LIMIT_RULE, is_integer_data, solve_milp
 from sdckit.tabular.rules import Sensitivity, sensitivity
 from sdckit.tabular.table import Table
 
@@ -40,7 +42,7 @@ METHODS = ("milp", "fast")
 
 
 @dataclass(frozen=True)
-class AdjustmentResult:
+class AdjustmentResult(Result):
     """An adjusted table.
 
     Attributes
@@ -68,11 +70,14 @@ class AdjustmentResult:
     gap : float
         HiGHS's relative gap of the objective (NaN for ``method="fast"``: no bound; None in
         ``to_dict()``).
+
+    ``to_dict()`` (the manifest's ``result``) has the scalar fields, ``cells`` as the number of
+    cells and ``seconds`` to the millisecond.
     """
 
-    table: Table = field(repr=False)
-    sensitivity: Sensitivity = field(repr=False)
-    cells: pd.DataFrame = field(repr=False)
+    table: Table = field(repr=False, metadata={"dict": False})
+    sensitivity: Sensitivity = field(repr=False, metadata={"dict": False})
+    cells: pd.DataFrame = field(repr=False, metadata={"dict": False})
     method: str
     cost: str
     sensitive: int
@@ -92,30 +97,31 @@ class AdjustmentResult:
     seconds: float
 
     def to_dict(self) -> dict[str, Any]:
-        return {"method": self.method, "cost": self.cost, "cells": len(self.cells), "sensitive": self.sensitive,
-                "cells_adjusted": self.cells_adjusted,
-                "total_abs_adjustment": self.total_abs_adjustment,
-                "max_abs_adjustment": self.max_abs_adjustment,
-                "mean_abs_adjustment": self.mean_abs_adjustment,
-                "max_relative_adjustment": self.max_relative_adjustment,
-                "mean_relative_adjustment": self.mean_relative_adjustment,
-                "margins_changed": self.margins_changed,
-                "margin_abs_adjustment": self.margin_abs_adjustment,
-                "max_margin_adjustment": self.max_margin_adjustment,
-                "grand_total_change": self.grand_total_change, "objective": self.objective,
-                "optimal": self.optimal, "gap": None if np.isnan(self.gap) else self.gap,
-                "seconds": round(self.seconds, 3)}
+        """The fields through :func:`~sdckit.core.result.plain` (a NaN gap is None), ``cells``
+        counted and ``seconds`` rounded."""
+        return plain({"method": self.method, "cost": self.cost, "cells": len(self.cells), **super().to_dict(),
+                      "seconds": round(self.seconds, 3)})
+
+    def summary(self) -> list[tuple[str, str]]:
+        """The rows ``sdckit table protect`` prints for an adjustment."""
+        return [("cells", f"{len(self.cells):,}"), ("sensitive cells", f"{self.sensitive:,}"),
+                ("cells adjusted", f"{self.cells_adjusted:,}"),
+                ("total absolute adjustment", f"{self.total_abs_adjustment:g}"),
+                ("largest relative adjustment", f"{self.max_relative_adjustment:.3%}"),
+                ("optimality", "proved" if self.optimal else "not proved"),
+                ("time", f"{self.seconds:.2f} s")]
 
 
 def cta_weights(table: Table, cost: str) -> np.ndarray:
-    """Weight of a unit change of each cell: 1, or 1/max(|value|, 1)."""
+    """Weight of a unit change of each cell: 1 (``cost="unity"``), or 1/max(|value|, 1)
+    (``"inverse"``)."""
     if cost == "unity":
         return np.ones(len(table.cells))
-    if cost == "inverse":
-        return 1.0 / np.maximum(np.abs(table.cells["value"].to_numpy(float)), 1.0)
-    raise ParameterError(f"The 'cost' parameter of adjust_table must be 'unity' or 'inverse'. Got {cost!r} instead.")
+    return 1.0 / np.maximum(np.abs(table.cells["value"].to_numpy(float)), 1.0)
 
 
+@validated(table=InstanceOf(Table), method=Options(METHODS), cost=Options(COSTS), integer=[IsNone(), Boolean()],
+           mip_gap=MIP_GAP_RULE, time_limit=TIME_LIMIT_RULE)
 def adjust_table(table: Table, rules: Any = None, primary: Any = None, method: str = "milp",
                  cost: str = "unity", fixed: Any = None, integer: bool | None = None,
                  mip_gap: float = 0.0, time_limit: float | None = None) -> AdjustmentResult:
@@ -157,15 +163,9 @@ def adjust_table(table: Table, rules: Any = None, primary: Any = None, method: s
         none was found within ``time_limit``.
     """
     start = time.perf_counter()
-    if not isinstance(table, Table):
-        raise ParameterError(f"The 'table' parameter of adjust_table must be a Table. Got {type(table).__name__} instead.")
-    if method not in METHODS:
-        raise ParameterError(f"The 'method' parameter of adjust_table must be 'milp' or 'fast'. Got {method!r} instead.")
     w = cta_weights(table, cost)
-    if integer is not None and not isinstance(integer, (bool, np.bool_)):
-        raise ParameterError(f"The 'integer' parameter of adjust_table must be True, False or None. Got {integer!r} instead.")
-    mip_gap = check_gap(mip_gap, "adjust_table")
-    time_limit = _check_time_limit(time_limit, "adjust_table")
+    mip_gap = float(mip_gap)
+    time_limit = None if time_limit is None else float(time_limit)
     v = table.cells["value"].to_numpy(float)
     if not np.all(np.isfinite(v)):
         raise DataError("The table has a missing or infinite cell value; adjust_table needs finite values.")

@@ -40,12 +40,32 @@ import numpy as np
 import pandas as pd
 
 from sdckit.core.errors import DataError, ParameterError
+from sdckit.core.params import Boolean, Constraint, Interval, IsNone, Options, ParamRule, Satisfies, validated
 
 #: Decimals of the p-table's intervals (ptable's ``ndigits``).
 PTABLE_DIGITS = 8
 #: The smallest probability a perturbation value gets (ptable's ``epsilon``).
 EPSILON = 10.0 ** -PTABLE_DIGITS
 COLUMNS = ["i", "j", "p", "v", "p_int_lb", "p_int_ub", "type"]
+
+
+def per_row(*rules: Constraint) -> ParamRule:
+    """The rule of a parameter given once for every row or as a list, one per row: ``rules``'
+    alternatives, or a non-empty list of values each of which satisfies one of them."""
+    def each(value: object) -> bool:
+        return (isinstance(value, Sequence) and not isinstance(value, str | bytes) and len(value) > 0
+                and all(any(r.is_satisfied_by(v) for r in rules) for v in value))
+
+    return [*rules, Satisfies(each, "a list of such values, one per row")]
+
+
+#: The rules of ptable's per-row parameters.
+PSTAY_RULE = per_row(IsNone(), Interval(float, 0, 1, closed="neither"))
+OPTIM_RULE = per_row(Options((1, 2, 3, 4)))
+MONO_RULE = per_row(Boolean())
+#: D, the maximum perturbation, and V, the perturbation variance.
+D_RULE = Interval(int, 1, None)
+V_RULE = Interval(float, 0, None, closed="neither", finite=True)
 
 
 def _per_row(value: object, ncat: int, name: str) -> list:
@@ -59,20 +79,8 @@ def _per_row(value: object, ncat: int, name: str) -> list:
 
 
 def _row_params(pstay: object, optim: object, mono: object, ncat: int) -> tuple[list, list, list]:
-    """pstay, optim and mono, one per row, checked."""
-    stays = _per_row(pstay, ncat, "pstay")
-    optims = _per_row(optim, ncat, "optim")
-    monos = _per_row(mono, ncat, "mono")
-    for s in stays:
-        if s is not None and not (isinstance(s, (int, float, np.number)) and 0 < s < 1):
-            raise ParameterError(f"'pstay' must be None or a probability with 0 < pstay < 1; got {s!r}.")
-    for o in optims:
-        if o not in (1, 2, 3, 4):
-            raise ParameterError(f"'optim' must be 1 (variance at most V) or 4 (variance equal to V); got {o!r}.")
-    for m in monos:
-        if not isinstance(m, (bool, np.bool_)):
-            raise ParameterError(f"'mono' must be true or false; got {m!r}.")
-    return stays, optims, monos
+    """pstay, optim and mono, one per row (their values are checked by the functions' rules)."""
+    return _per_row(pstay, ncat, "pstay"), _per_row(optim, ncat, "optim"), _per_row(mono, ncat, "mono")
 
 
 def _solve_row(v: np.ndarray, variance: float, lower: np.ndarray, mono: bool, optim: int) -> np.ndarray:
@@ -128,6 +136,7 @@ def _row(i: float, j: np.ndarray, V: float, stay: float | None, optim: int, mono
                          "p_int_ub": np.round(upper, PTABLE_DIGITS)})
 
 
+@validated(D=D_RULE, V=V_RULE, js=Interval(int, 0, None), pstay=PSTAY_RULE, optim=OPTIM_RULE, mono=MONO_RULE)
 def ptable(D: int, V: float, js: int = 0, pstay: float | Sequence[float] | None = None,
            optim: int | Sequence[int] = 1, mono: bool | Sequence[bool] = True) -> pd.DataFrame:
     """The perturbation table of ``ptable::create_cnt_ptable(D, V, js, pstay, optim, mono)``.
@@ -160,12 +169,6 @@ def ptable(D: int, V: float, js: int = 0, pstay: float | Sequence[float] | None 
     ParameterError
         A parameter is out of range, or no table meets the constraints (as ptable, which stops).
     """
-    if isinstance(D, bool) or not isinstance(D, (int, np.integer)) or D < 1:
-        raise ParameterError(f"'D' (the maximum perturbation) must be a positive integer; got {D!r}.")
-    if isinstance(V, bool) or not isinstance(V, (int, float, np.number)) or not V > 0 or not math.isfinite(V):
-        raise ParameterError(f"'V' (the perturbation variance) must be a positive number; got {V!r}.")
-    if isinstance(js, bool) or not isinstance(js, (int, np.integer)) or js < 0:
-        raise ParameterError(f"'js' (counts 1..js are never produced) must be an integer >= 0; got {js!r}.")
     D, js, V = int(D), int(js), float(V)
     ncat = D if js == 0 else D + js + 1
     stays, optims, monos = _row_params(pstay, optim, mono, ncat)
@@ -186,6 +189,8 @@ def ptable(D: int, V: float, js: int = 0, pstay: float | Sequence[float] | None 
 NUMERIC_TYPES = ("all", "even", "odd", "small_cells")
 
 
+@validated(D=D_RULE, V=V_RULE, step=Interval(int, 1, None), optim=OPTIM_RULE, mono=MONO_RULE,
+           type=Options(NUMERIC_TYPES))
 def ptable_numeric(D: int, V: float, icat: Sequence[int], step: int = 2, optim: int | Sequence[int] = 1,
                    mono: bool | Sequence[bool] = True, type: str = "all") -> pd.DataFrame:
     """The perturbation table of ``ptable::create_num_ptable(D, V, icat, step, optim, mono, type)``.
@@ -219,12 +224,6 @@ def ptable_numeric(D: int, V: float, icat: Sequence[int], step: int = 2, optim: 
     pandas.DataFrame
         Columns ``i, j, p, v, p_int_lb, p_int_ub, type``, rows by ``i`` then ``j``.
     """
-    if isinstance(D, bool) or not isinstance(D, (int, np.integer)) or D < 1:
-        raise ParameterError(f"'D' (the maximum perturbation) must be a positive integer; got {D!r}.")
-    if isinstance(V, bool) or not isinstance(V, (int, float, np.number)) or not V > 0 or not math.isfinite(V):
-        raise ParameterError(f"'V' (the perturbation variance) must be a positive number; got {V!r}.")
-    if isinstance(step, bool) or not isinstance(step, (int, np.integer)) or step < 1:
-        raise ParameterError(f"'step' (perturbation values per unit) must be a positive integer; got {step!r}.")
     if D * step >= 50:
         raise ParameterError(f"'D' times 'step' must be below 50 (ptable's limit); got {D} x {step}: reduce either.")
     try:
@@ -233,8 +232,6 @@ def ptable_numeric(D: int, V: float, icat: Sequence[int], step: int = 2, optim: 
         cats = []
     if not cats or len(cats) != len(set(icat)) or 1 not in cats or D not in cats or max(cats) > D:
         raise ParameterError(f"'icat' must be integers from 1 to D={D} including 1 and D, e.g. [1, {D}]; got {icat!r}.")
-    if type not in NUMERIC_TYPES:
-        raise ParameterError(f"'type' must be one of {list(NUMERIC_TYPES)}; got {type!r}.")
     D, step, V = int(D), int(step), float(V)
     _, optims, monos = _row_params(None, optim, mono, len(cats))
     rows = [pd.DataFrame({"i": [0.0], "j": [0.0], "p": [1.0], "v": [0.0], "p_int_lb": [0.0], "p_int_ub": [1.0]})]
@@ -331,14 +328,13 @@ def _r_format(values: np.ndarray, digits: int = PTABLE_DIGITS) -> list[str]:
     return [s.rjust(width) for s in text]
 
 
+@validated(sdctool=Options(("TauArgus", "SAS")))
 def write_ptable(table: pd.DataFrame, path: str | Path, sdctool: str = "SAS") -> Path:
     """Write a p-table as ``ptable::pt_export`` does: ``;``-separated, R's 8-digit format.
 
     ``sdctool="TauArgus"`` writes ``i;j;p;v;p_int_ub`` (what tau-ARGUS reads), ``"SAS"`` adds
     ``p_int_lb`` before ``p_int_ub``. Returns the path written.
     """
-    if sdctool not in ("TauArgus", "SAS"):
-        raise ParameterError(f"'sdctool' must be 'TauArgus' or 'SAS' (as ptable::pt_export); got {sdctool!r}.")
     t = check_ptable(table)
     cols = ["i", "j", "p", "v", "p_int_ub"] if sdctool == "TauArgus" else ["i", "j", "p", "v", "p_int_lb", "p_int_ub"]
     formatted = {c: _r_format(t[c].to_numpy()) for c in cols}

@@ -39,7 +39,9 @@ import scipy.sparse as sp
 import highspy
 
 from sdckit.core.errors import DataError, ParameterError
+from sdckit.core.params import InstanceOf, Interval, IsNone, Options, validated
 from sdckit.core.random import RandomState, as_generator, renamed_seed
+from sdckit.core.result import Result, plain
 from sdckit.tabular.lp import LP
 from sdckit.tabular.precision import audit_tolerance, value_scale
 from sdckit.tabular.rules import sensitivity
@@ -49,27 +51,34 @@ METHODS = ("controlled", "random")
 
 
 @dataclass(frozen=True)
-class RoundingAudit:
+class RoundingAudit(Result):
     """Feasible intervals of the sensitive cells after rounding.
 
     ``cells`` has, for each sensitive cell, the dimension codes, ``value``, ``rounded``, ``lo``
     and ``hi`` (the smallest and largest value an intruder can deduce; an open bound is reported
     as its limit), ``upper``/``lower`` (the required protection levels) and ``protected``.
+    ``to_dict()`` gives the counts under their published names (``sensitive_cells``,
+    ``unprotected_cells``, ``lps_solved``), not the cells.
     """
 
-    cells: pd.DataFrame
+    cells: pd.DataFrame = field(metadata={"dict": False})
     safe: bool
     sensitive: int
     unprotected: int
     lp_solved: int
 
     def to_dict(self) -> dict[str, Any]:
-        return {"safe": self.safe, "sensitive_cells": self.sensitive,
-                "unprotected_cells": self.unprotected, "lps_solved": self.lp_solved}
+        """``safe`` and the counts under their published names."""
+        return plain({"safe": self.safe, "sensitive_cells": self.sensitive,
+                      "unprotected_cells": self.unprotected, "lps_solved": self.lp_solved})
+
+    def summary(self) -> list[tuple[str, str]]:
+        """The row ``sdckit table protect`` prints for the audit of a rounding."""
+        return [("sensitive cells protected", f"{self.sensitive - self.unprotected:,} of {self.sensitive:,}")]
 
 
 @dataclass(frozen=True)
-class RoundingResult:
+class RoundingResult(Result):
     """A rounded table.
 
     Attributes
@@ -91,10 +100,14 @@ class RoundingResult:
         HiGHS's relative MIP gap when a time limit stopped it.
     audit : RoundingAudit or None
         Intervals of the sensitive cells, when rules or primary cells were given.
+
+    ``to_dict()`` (the manifest's ``result``) has the scalar fields, ``cells`` as the number of
+    cells, ``seconds`` to the millisecond, a ``note`` for random rounding and the ``audit``'s
+    counts when there is one.
     """
 
-    table: Table = field(repr=False)
-    cells: pd.DataFrame = field(repr=False)
+    table: Table = field(repr=False, metadata={"dict": False})
+    cells: pd.DataFrame = field(repr=False, metadata={"dict": False})
     base: float
     method: str
     additive: bool
@@ -106,19 +119,27 @@ class RoundingResult:
     optimal: bool
     gap: float | None
     seconds: float
-    audit: RoundingAudit | None = field(default=None, repr=False)
+    audit: RoundingAudit | None = field(default=None, repr=False, metadata={"dict": False})
 
     def to_dict(self) -> dict[str, Any]:
-        d = {"method": self.method, "base": self.base, "cells": len(self.cells),
-             "additive": self.additive, "equations_violated": self.equations_violated,
-             "cells_moved": self.cells_moved, "max_abs_change": self.max_abs_change,
-             "mean_abs_change": self.mean_abs_change, "total_abs_change": self.total_abs_change,
-             "optimal": self.optimal, "gap": self.gap, "seconds": round(self.seconds, 3)}
+        """The fields through :func:`~sdckit.core.result.plain`, with the derived keys above."""
+        d = {"method": self.method, "base": self.base, "cells": len(self.cells), **super().to_dict(),
+             "seconds": round(self.seconds, 3)}
         if self.method == "random":
             d["note"] = "random rounding is unbiased but not additive"
         if self.audit is not None:
             d["audit"] = self.audit.to_dict()
-        return d
+        return plain(d)
+
+    def summary(self) -> list[tuple[str, str]]:
+        """The rows ``sdckit table protect`` prints for a rounding."""
+        rows = [("cells", f"{len(self.cells):,}"), ("cells moved", f"{self.cells_moved:,}"),
+                ("largest absolute change", f"{self.max_abs_change:g}"),
+                ("mean absolute change", f"{self.mean_abs_change:.3g}"),
+                ("additive", "yes" if self.additive else f"no ({self.equations_violated} equations broken)")]
+        if self.audit is not None:
+            rows += self.audit.summary()
+        return rows + [("time", f"{self.seconds:.2f} s")]
 
 
 # ---------------------------------------------------------------------- checks
@@ -128,31 +149,11 @@ def is_integer_data(values: np.ndarray) -> bool:
     return bool(np.all(np.abs(v - np.rint(v)) <= 1e-9 * np.maximum(1.0, np.abs(v))))
 
 
-def _check_base(base: Any, integer: bool) -> float:
-    ok = isinstance(base, (int, float, np.integer, np.floating)) and not isinstance(base, bool)
-    if not ok or not np.isfinite(base) or base <= 0:
-        raise ParameterError(f"The 'base' parameter of round_table must be a number > 0. Got {base!r} instead.")
-    if integer and float(base) != int(base):
-        raise ParameterError("The 'base' parameter of round_table must be a whole number for a table of "
-                             f"whole numbers (counts). Got {base!r} instead.")
-    return float(base)
-
-
-def _check_time_limit(time_limit: Any, where: str) -> float | None:
-    if time_limit is None:
-        return None
-    ok = isinstance(time_limit, (int, float, np.integer, np.floating)) and not isinstance(time_limit, bool)
-    if not ok or not time_limit > 0:
-        raise ParameterError(f"The 'time_limit' parameter of {where} must be a number > 0 or None. "
-                             f"Got {time_limit!r} instead.")
-    return float(time_limit)
-
-
-def check_gap(mip_gap: Any, where: str) -> float:
-    ok = isinstance(mip_gap, (int, float, np.integer, np.floating)) and not isinstance(mip_gap, bool)
-    if not ok or not (0 <= mip_gap < 1):
-        raise ParameterError(f"The 'mip_gap' parameter of {where} must be a number >= 0 and < 1. Got {mip_gap!r} instead.")
-    return float(mip_gap)
+#: The rule of ``mip_gap`` of the MILPs (:func:`round_table`, :func:`sdckit.tabular.adjust_table`):
+#: HiGHS's relative gap, 0 (proven closest) up to but not including 1.
+MIP_GAP_RULE = Interval(float, 0, 1, closed="left")
+#: The rule of ``time_limit`` of the MILPs: None (no limit) or seconds > 0.
+TIME_LIMIT_RULE = [IsNone(), Interval(float, 0, None, closed="neither")]
 
 
 def solve_milp(A: sp.spmatrix, row_lo: np.ndarray, row_hi: np.ndarray, col_lo: np.ndarray,
@@ -209,6 +210,8 @@ def split(values: np.ndarray, base: float) -> tuple[np.ndarray, np.ndarray]:
 
 # ---------------------------------------------------------------------- rounding
 @renamed_seed()
+@validated(table=InstanceOf(Table), base=Interval(float, 0, None, closed="neither", finite=True),
+           method=Options(METHODS), mip_gap=MIP_GAP_RULE, time_limit=TIME_LIMIT_RULE)
 def round_table(table: Table, base: float, method: str = "controlled", rules: Any = None,
                 primary: Any = None, seed: RandomState = None, mip_gap: float = 0.01,
                 time_limit: float | None = None) -> RoundingResult:
@@ -250,16 +253,14 @@ def round_table(table: Table, base: float, method: str = "controlled", rules: An
         A bad base, method or time limit.
     """
     start = time.perf_counter()
-    if not isinstance(table, Table):
-        raise ParameterError(f"The 'table' parameter of round_table must be a Table. Got {type(table).__name__} instead.")
-    if method not in METHODS:
-        raise ParameterError(f"The 'method' parameter of round_table must be 'controlled' or 'random'. Got {method!r} instead.")
     values = table.cells["value"].to_numpy(float)
     if not np.all(np.isfinite(values)):
         raise DataError("The table has a missing or infinite cell value; round_table needs finite values.")
-    base = _check_base(base, is_integer_data(values))
-    time_limit = _check_time_limit(time_limit, "round_table")
-    mip_gap = check_gap(mip_gap, "round_table")
+    if is_integer_data(values) and float(base) != int(base):
+        raise ParameterError("The 'base' parameter of round_table must be a whole number for a table of "
+                             f"whole numbers (counts). Got {base!r} instead.")
+    base, mip_gap = float(base), float(mip_gap)
+    time_limit = None if time_limit is None else float(time_limit)
     f, r = split(values, base)
     A = table.equations()
     optimal, gap = True, None
@@ -332,6 +333,7 @@ def _no_rounding(table: Table, base: float) -> str:
 
 
 # ---------------------------------------------------------------------- audit
+@validated(result=InstanceOf(RoundingResult))
 def audit_rounding(result: RoundingResult, rules: Any = None, primary: Any = None) -> RoundingAudit:
     """The interval an intruder can deduce for each sensitive cell from the rounded table.
 

@@ -22,13 +22,14 @@ lower bound allows (X when values are non-negative; Fischetti & Salazar 2001, se
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
 from sdckit.core.errors import ParameterError
+from sdckit.core.params import Interval, IsNone, ParamRule, validate_params, validated
 from sdckit.tabular.precision import LEVEL_FLOOR, value_scale
 
 if TYPE_CHECKING:
@@ -46,10 +47,26 @@ class Sensitivity:
     reason: np.ndarray
 
 
+#: A protection share of the cell value: above 0, at most 1.
+SHARE = Interval(float, 0, 1, closed="right")
+#: A number of largest contributions or of contributors: an int >= 1.
+COUNT = Interval(int, 1, None)
+
+
 class Rule:
-    """Base of the sensitivity rules; ``rule | other`` combines them."""
+    """Base of the sensitivity rules; ``rule | other`` combines them.
+
+    A rule declares its parameters' rules once in :attr:`constraints` (as the methods do,
+    :mod:`sdckit.core.params`); they are checked when the rule is built, with the one message
+    template (``The 'n' parameter of MinFrequency must be an int >= 1. Got 0 instead.``).
+    """
 
     name = "rule"
+    #: The parameter rule of each numeric parameter, checked on construction.
+    constraints: ClassVar[Mapping[str, ParamRule]] = {}
+
+    def __post_init__(self) -> None:
+        validate_params(type(self).__name__, {k: getattr(self, k) for k in self.constraints}, self.constraints)
 
     def evaluate(self, table: "Table") -> tuple[np.ndarray, np.ndarray]:
         """(primary mask, protection level) over ``table.cells``."""
@@ -85,19 +102,6 @@ def _top(table: "Table", n: int, rule: str) -> np.ndarray:
     return table.cells[[f"top{j + 1}" for j in range(n)]].to_numpy(float)
 
 
-def _num(value: Any, name: str, rule: str, low: float, high: float | None = None,
-         integer: bool = False, open_low: bool = False) -> None:
-    ok = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
-    if ok and integer:
-        ok = float(value) == int(value)
-    if ok:
-        ok = (value > low if open_low else value >= low) and (high is None or value <= high)
-    if not ok:
-        rng = f"{'>' if open_low else '>='} {low}" + (f" and <= {high}" if high is not None else "")
-        kind = "an int" if integer else "a number"
-        raise ParameterError(f"The '{name}' parameter of {rule} must be {kind} {rng}. Got {value!r} instead.")
-
-
 @dataclass(frozen=True)
 class MinFrequency(Rule):
     """Threshold rule: a cell with fewer than ``n`` contributors (but at least one) is primary.
@@ -108,10 +112,7 @@ class MinFrequency(Rule):
     n: int
     share: float = 0.1
     name = "frequency"
-
-    def __post_init__(self) -> None:
-        _num(self.n, "n", "MinFrequency", 1, integer=True)
-        _num(self.share, "share", "MinFrequency", 0, 1, open_low=True)
+    constraints = {"n": COUNT, "share": SHARE}
 
     def evaluate(self, table: "Table") -> tuple[np.ndarray, np.ndarray]:
         c = table.cells["contributors"].to_numpy()
@@ -127,10 +128,7 @@ class Dominance(Rule):
     n: int
     k: float
     name = "dominance"
-
-    def __post_init__(self) -> None:
-        _num(self.n, "n", "Dominance", 1, integer=True)
-        _num(self.k, "k", "Dominance", 0, 100, open_low=True)
+    constraints = {"n": COUNT, "k": Interval(float, 0, 100, closed="right")}
 
     def evaluate(self, table: "Table") -> tuple[np.ndarray, np.ndarray]:
         s = _top(table, int(self.n), "Dominance").sum(axis=1)
@@ -148,11 +146,11 @@ class PQ(Rule):
     p: float
     q: float = 100.0
     name = "pq"
+    constraints = {"p": Interval(float, 0, None, closed="neither"), "q": Interval(float, 0, 100, closed="right")}
 
     def __post_init__(self) -> None:
-        _num(self.p, "p", type(self).__name__, 0, open_low=True)
-        _num(self.q, "q", type(self).__name__, 0, 100, open_low=True)
-        if self.p >= self.q:
+        super().__post_init__()
+        if self.p >= self.q:  # a rule between two parameters: its own message
             raise ParameterError(f"The 'p' parameter of {type(self).__name__} must be below q={self.q}. Got {self.p!r} instead.")
 
     def evaluate(self, table: "Table") -> tuple[np.ndarray, np.ndarray]:
@@ -184,11 +182,12 @@ class Manual(Rule):
     cells: tuple = ()
     share: float = 0.1
     name = "manual"
+    constraints = {"share": SHARE}
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "cells", tuple(tuple(c.items()) if isinstance(c, dict) else tuple(c)
                                                  if not isinstance(c, str) else (c,) for c in self.cells))
-        _num(self.share, "share", "Manual", 0, 1, open_low=True)
+        super().__post_init__()
 
     def evaluate(self, table: "Table") -> tuple[np.ndarray, np.ndarray]:
         keys = [dict(c) if c and isinstance(c[0], tuple) else c for c in self.cells]
@@ -217,6 +216,7 @@ class GroupDisclosure(Rule):
     attributes: tuple = ()
     share: float = 0.1
     name = "group"
+    constraints = {"share": SHARE}
 
     def __post_init__(self) -> None:
         attrs = self.attributes
@@ -225,7 +225,7 @@ class GroupDisclosure(Rule):
         if isinstance(attrs, str):
             attrs = (attrs,)
         object.__setattr__(self, "attributes", tuple(attrs))
-        _num(self.share, "share", "GroupDisclosure", 0, 1, open_low=True)
+        super().__post_init__()
 
     def evaluate(self, table: "Table") -> tuple[np.ndarray, np.ndarray]:
         dims = list(table.dimensions)
@@ -277,6 +277,7 @@ def as_rules(rules: Any) -> tuple[Rule, ...]:
     raise ParameterError(f"The 'rules' parameter must be a Rule or a list of rules. Got {type(rules).__name__} instead.")
 
 
+@validated(floor=[IsNone(), Interval(float, 0, None, finite=True)])
 def sensitivity(table: "Table", rules: Any, primary: Any = None, floor: float | None = None) -> Sensitivity:
     """Primary cells and protection levels of ``table`` under ``rules`` plus cells ``primary``
     (a boolean mask or a list of cell keys; level 10% of |value| unless a rule gives more).
