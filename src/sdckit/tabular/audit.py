@@ -18,6 +18,7 @@ import pandas as pd
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
+from sdckit.core.result import Result
 from sdckit.tabular.lp import LP
 from sdckit.tabular.precision import CLIP, COARSE_BAND, EQUATION_SLACK, audit_tolerance, value_scale
 from sdckit.tabular.rules import Sensitivity
@@ -25,7 +26,7 @@ from sdckit.tabular.table import Table
 
 
 @dataclass(frozen=True)
-class AuditResult:
+class AuditResult(Result):
     """Intervals of the suppressed cells and whether each primary cell is protected.
 
     ``cells`` has the dimension codes, ``value``, ``status``, ``lo``, ``hi`` (NaN for published
@@ -39,6 +40,7 @@ class AuditResult:
     lp_solved: int
 
     def to_dict(self) -> dict[str, Any]:
+        """The verdict and its counts under their published names, without the per-cell frame."""
         return {"safe": self.safe, "unprotected_primaries": self.unprotected,
                 "suppressed_cells": self.suppressed, "lps_solved": self.lp_solved}
 
