@@ -36,7 +36,7 @@ def suppress(table: Table, rules: Any = None, primary: Any = None, method: str =
         CPU seconds of this process (:func:`~sdckit.tabular.cutloop.cpu_time`, not wall-clock:
         a busy machine searches as far as an idle one) for ``optimal``; when it stops the search, the best
         audited-safe pattern found is returned with ``optimal=False`` and ``gap``, its relative
-        distance to the proven lower bound. Default ``OPTIMAL_TIME_LIMIT`` (50 s: with the final
+        distance to the proven lower bound. Default :data:`.limits.OPTIMAL_TIME_LIMIT` (50 s: with the final
         clean-up and audit, about a minute); ``math.inf`` searches until the optimum is proved.
         For ``fast``, a deadline for its improvement steps instead of their work budgets (which
         are capped by ``POLISH_SECONDS`` on the few tables where they would take longer).

@@ -68,7 +68,7 @@ def suppress_linked(tables: Sequence[Table] | LinkedTables, rules: Any = None, p
     linked = tables if isinstance(tables, LinkedTables) else link_tables(tables, names)
     joint = suppress_table(linked, rules, primary=primary, method=method, cost=cost, time_limit=time_limit)
     if len(linked.tables) > 1 and not joint.optimal:
-        joint = table_by_table(linked, joint, rules, cost, start, time_limit)
+        joint = _table_by_table(linked, joint, rules, cost, start, time_limit)
     owners = linked.owners()
     cells = joint.cells.copy()
     cells["tables"] = [", ".join(n for n, o in zip(linked.names, row) if o) for row in owners]
@@ -99,7 +99,7 @@ def suppress_linked(tables: Sequence[Table] | LinkedTables, rules: Any = None, p
     return LinkedSuppressionResult(**fields, tables=tuple(per))
 
 
-def table_by_table(linked: LinkedTables, joint: SuppressionResult, rules: Any, cost: str,
+def _table_by_table(linked: LinkedTables, joint: SuppressionResult, rules: Any, cost: str,
                     start: float, time_limit: float | None = None) -> SuppressionResult:
     """The joint heuristic's pattern, or a cheaper one built table by table when the joint audit
     passes it.
