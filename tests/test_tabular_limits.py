@@ -5,15 +5,19 @@ simulated (a clock that jumps an hour at each reading), never measured: no test 
 
 import importlib
 import math
+import time
 
 import numpy as np
 import pytest
 
-from sdckit.tabular import MinFrequency, suppress
+from sdckit.core.errors import ParameterError
+from sdckit.tabular import MinFrequency, sensitivity, suppress
+from sdckit.tabular.suppress import SuppressionProblem, cell_costs
 
 from test_tabular_quality import heuristic_only, independently_safe, water_relat  # noqa: F401
 
-S = importlib.import_module("sdckit.tabular.suppress")
+L = importlib.import_module("sdckit.tabular.suppress.limits")
+O = importlib.import_module("sdckit.tabular.suppress.optimal")
 RULES = [MinFrequency(3)]
 
 
@@ -31,7 +35,7 @@ class RacingClock:
 def test_optimal_stops_at_its_default_time_limit_with_a_gap(water_relat, monkeypatch):  # noqa: F811
     proved = suppress(water_relat, RULES, method="optimal", time_limit=math.inf)
     assert proved.optimal and proved.gap == 0.0
-    monkeypatch.setattr(S, "OPTIMAL_TIME_LIMIT", 1e-9)  # the default, reached at once
+    monkeypatch.setattr(L, "OPTIMAL_TIME_LIMIT", 1e-9)  # the default, reached at once
     r = suppress(water_relat, RULES, method="optimal")
     assert not r.optimal and r.audit.safe
     assert r.gap is not None and 0 < r.gap <= 1 and r.lower_bound is not None
@@ -45,18 +49,18 @@ def test_optimal_search_starts_from_the_heuristic_pattern_without_redundancy(wat
     published again (fast without its polish): a search stopped at once returns no more than it
     (the raw flow pattern costs 183 where this one costs 157, the optimum)."""
     seen = {}
-    real = S.branch_and_cut
+    real = O.branch_and_cut
 
     def stopped_at_once(prob, y0, best, limits, complete):
         seen["incumbent"] = float(prob.w @ best) - float(prob.w[prob.prim].sum())
         return best, False, 0.0, 0
 
-    monkeypatch.setattr(S, "branch_and_cut", stopped_at_once)
+    monkeypatch.setattr(O, "branch_and_cut", stopped_at_once)
     stopped = suppress(water_relat, RULES, method="optimal")
     target = heuristic_only(water_relat, RULES)
     assert seen["incumbent"] <= target + 1e-9
     assert stopped.audit.safe and not stopped.optimal and stopped.secondary_cost <= target + 1e-9
-    monkeypatch.setattr(S, "branch_and_cut", real)
+    monkeypatch.setattr(O, "branch_and_cut", real)
     full = suppress(water_relat, RULES, method="optimal")
     assert full.optimal and full.secondary_cost <= stopped.secondary_cost + 1e-9
 
@@ -66,9 +70,9 @@ def test_fast_polish_is_capped_in_cpu_seconds(water_relat, monkeypatch):  # noqa
     whichever comes first; when the cap stops it at once, fast returns the flow heuristic's own
     audited pattern. The clock is the process's CPU time, not the wall clock."""
     calm = suppress(water_relat, RULES, method="fast")
-    monkeypatch.setattr(S.time, "process_time", RacingClock())
+    monkeypatch.setattr(time, "process_time", RacingClock())
     racing = suppress(water_relat, RULES, method="fast")
-    prob = S._Problem(water_relat, S.sensitivity(water_relat, RULES, None), S.cell_costs(water_relat, "value"))
+    prob = SuppressionProblem(water_relat, sensitivity(water_relat, RULES, None), cell_costs(water_relat, "value"))
     y0 = np.zeros(len(prob.cand))
     y0[prob.prim] = 1
     unpolished = float(prob.w @ prob.flow_protect(y0)) - float(prob.w[prob.prim].sum())
@@ -79,14 +83,14 @@ def test_fast_polish_is_capped_in_cpu_seconds(water_relat, monkeypatch):  # noqa
 
 def test_time_limits_count_cpu_seconds_not_wall_clock(water_relat, monkeypatch):  # noqa: F811
     """A wall clock that races (a loaded machine) stops nothing: the same proved optimum."""
-    monkeypatch.setattr(S.time, "perf_counter", RacingClock())
+    monkeypatch.setattr(time, "perf_counter", RacingClock())
     r = suppress(water_relat, RULES, method="optimal", time_limit=5.0)
     assert r.optimal and r.secondary_cost == pytest.approx(157.0)
 
 
 @pytest.mark.parametrize("bad", [0, -1, True, "60", float("nan")])
 def test_time_limit_checked(water_relat, bad):  # noqa: F811
-    with pytest.raises(S.ParameterError, match="'time_limit'"):
+    with pytest.raises(ParameterError, match="'time_limit'"):
         suppress(water_relat, RULES, time_limit=bad)
 
 

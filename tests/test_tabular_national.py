@@ -14,8 +14,9 @@ from tabular_helpers import table2d
 
 from sdckit.tabular import Manual, MinFrequency, Table, audit_pattern, sensitivity, suppress
 from sdckit.tabular.precision import AUDIT_TOL, LEVEL_FLOOR, value_scale
+from sdckit.tabular.suppress import SuppressionProblem, cell_costs
 
-S = importlib.import_module("sdckit.tabular.suppress")
+L = importlib.import_module("sdckit.tabular.suppress.limits")
 
 
 RECT = [("r0", "c0"), ("r0", "c1"), ("r1", "c0"), ("r1", "c1")]
@@ -92,10 +93,10 @@ def test_fast_protects_every_primary_on_its_neighbourhood_beside_a_huge_total(mo
     def whole_table(*args, **kwargs):
         raise AssertionError("whole-table flow LP used")
 
-    monkeypatch.setattr(S, "LOCAL_ABOVE", 100)
-    monkeypatch.setattr(S, "POLISH_WHOLE", 100)
-    monkeypatch.setattr(S, "REDUNDANCY_LPS", 500)
-    monkeypatch.setattr(S._Problem, "flow", whole_table)
+    monkeypatch.setattr(L, "LOCAL_ABOVE", 100)
+    monkeypatch.setattr(L, "POLISH_WHOLE", 100)
+    monkeypatch.setattr(L, "REDUNDANCY_LPS", 500)
+    monkeypatch.setattr(SuppressionProblem, "flow", whole_table)
     r = suppress(t, rules, method="fast")
     assert r.audit.safe and r.primaries == len(P)
     rows = r.audit.cells.iloc[P]
@@ -107,7 +108,7 @@ def test_fast_protects_every_primary_on_its_neighbourhood_beside_a_huge_total(mo
 
 def _problem(table: Table, primary) -> object:
     s = sensitivity(table, None, primary=primary)
-    return S._Problem(table, s, S.cell_costs(table, "value"))
+    return SuppressionProblem(table, s, cell_costs(table, "value"))
 
 
 def test_neighbourhoods_grow_from_the_siblings_to_the_grandparents_subtree():

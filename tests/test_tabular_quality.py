@@ -4,15 +4,17 @@ polish never costlier than the heuristic, determinism, and every pattern checked
 independent LP (scipy's linprog, not the package's audit)."""
 
 import importlib
+import time
 
 import numpy as np
 import pandas as pd
 import pytest
 from scipy.optimize import linprog
 
-from sdckit.tabular import MinFrequency, Table, suppress
+from sdckit.tabular import MinFrequency, Table, sensitivity, suppress
+from sdckit.tabular.suppress import SuppressionProblem, cell_costs
 
-S = importlib.import_module("sdckit.tabular.suppress")
+L = importlib.import_module("sdckit.tabular.suppress.limits")
 cutloop = importlib.import_module("sdckit.tabular.cutloop")
 DATA = "tests/data/sdcmicro/testdata.csv.gz"
 
@@ -53,9 +55,9 @@ def independently_safe(table: Table, status: np.ndarray, sens) -> bool:
 
 def heuristic_only(table, rules):
     """The flow heuristic and redundancy removal without the polish (the old ``fast``)."""
-    w = S.cell_costs(table, "value")
-    sens = S.sensitivity(table, rules, None)
-    prob = S._Problem(table, sens, w)
+    w = cell_costs(table, "value")
+    sens = sensitivity(table, rules, None)
+    prob = SuppressionProblem(table, sens, w)
     y0 = np.zeros(len(prob.cand))
     y0[prob.prim] = 1
     y = prob.drop_redundant(prob.flow_protect(y0), deadline=None)
@@ -107,15 +109,15 @@ def test_fast_on_a_large_table_is_bounded_by_work_not_by_the_clock(water_relat, 
     never at a deadline, so a slow or loaded machine gives the same pattern (the table is made
     'large' by lowering the threshold)."""
     rules = [MinFrequency(3)]
-    monkeypatch.setattr(S, "POLISH_WHOLE", 0)
+    monkeypatch.setattr(L, "POLISH_WHOLE", 0)
     calm = suppress(water_relat, rules, method="fast")
     assert calm.secondary_cost == heuristic_only(water_relat, rules)  # the full pass: budget not reached
-    monkeypatch.setattr(S.time, "perf_counter", _RacingClock())
+    monkeypatch.setattr(time, "perf_counter", _RacingClock())
     racing = suppress(water_relat, rules, method="fast")
     assert (calm.cells["status"] == racing.cells["status"]).all()
-    monkeypatch.setattr(S, "REDUNDANCY_LPS", 0)  # no work allowed: the heuristic's own pattern
-    w = S.cell_costs(water_relat, "value")
-    prob = S._Problem(water_relat, S.sensitivity(water_relat, rules, None), w)
+    monkeypatch.setattr(L, "REDUNDANCY_LPS", 0)  # no work allowed: the heuristic's own pattern
+    w = cell_costs(water_relat, "value")
+    prob = SuppressionProblem(water_relat, sensitivity(water_relat, rules, None), w)
     y0 = np.zeros(len(prob.cand))
     y0[prob.prim] = 1
     unpolished = float(prob.w @ prob.flow_protect(y0)) - float(prob.w[prob.prim].sum())
@@ -143,8 +145,8 @@ def test_no_singleton_rows_of_a_2x2_table_with_margins():
     each -1 on its cell and +1 on the two others of the equation."""
     frame = pd.DataFrame({"r": list("aabb"), "c": list("xyxy"), "y": [3.0, 4.0, 5.0, 6.0]})
     t = Table.from_microdata(frame, ["r", "c"], response="y")
-    sens = S.sensitivity(t, None, [("a", "x")])
-    prob = S._Problem(t, sens, S.cell_costs(t, "value"))
+    sens = sensitivity(t, None, [("a", "x")])
+    prob = SuppressionProblem(t, sens, cell_costs(t, "value"))
     rows = cutloop.no_singletons(prob.A, prob.w, prob.prim)
     assert len(rows) == 16
     for cols, coef in rows:
@@ -182,8 +184,8 @@ def test_peel_removes_cells_alone_in_an_equation():
     cells ay and bx are alone in column y and row b, and then ax is alone: nothing stays."""
     frame = pd.DataFrame({"r": list("aaabbbccc"), "c": list("xyzxyzxyz"), "y": np.arange(1.0, 10.0)})
     t = Table.from_microdata(frame, ["r", "c"], response="y")
-    sens = S.sensitivity(t, None, [("a", "x")])
-    prob = S._Problem(t, sens, S.cell_costs(t, "value"))
+    sens = sensitivity(t, None, [("a", "x")])
+    prob = SuppressionProblem(t, sens, cell_costs(t, "value"))
     name = {t.cell_name(int(c)): j for j, c in enumerate(prob.cand)}
     pick = [name[f"(r={r}, c={c})"] for r, c in ("ax", "ay", "bx", "by", "cz")]
     kept = {t.cell_name(int(prob.cand[j])) for j in prob.peel(np.sort(pick))}

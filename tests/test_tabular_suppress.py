@@ -180,3 +180,58 @@ def test_bad_arguments_named(kw, message):
     t = Table.from_microdata(frame, ["r", "c"], response="y")
     with pytest.raises((ParameterError, DataError), match=message):
         suppress(t, **kw)
+
+
+# ------------------------------------------------------------------ issue 29: one contract
+def _small_table() -> Table:
+    frame = pd.DataFrame({"r": ["a", "a", "b", "b"] * 3, "c": ["x", "y"] * 6, "y": np.arange(1.0, 13.0)})
+    return Table.from_microdata(frame, ["r", "c"], response="y")
+
+
+def test_suppression_results_are_results_with_todays_keys():
+    """SuppressionResult (and its audit) are built on the one Result base: to_dict goes through
+    plain (json without default= or NaN), keeps the keys the CLI and the recipes publish, and
+    summary() gives string rows."""
+    import json
+
+    from sdckit.core.result import Result, plain
+
+    r = suppress(_small_table(), primary=[("a", "x")], method="fast")
+    assert isinstance(r, Result) and isinstance(r.audit, Result)
+    d = r.to_dict()
+    assert list(d) == ["method", "cost", "cells", "primaries", "secondaries", "suppressed_value_share",
+                       "secondary_cost", "optimal", "gap", "lower_bound", "seconds", "rounds", "audit"]
+    assert d["cells"] == 9 and d["primaries"] == 1 and d["secondaries"] == 3 and d["method"] == "fast"
+    assert d["audit"] == {"safe": True, "unprotected_primaries": 0, "suppressed_cells": 4,
+                          "lps_solved": r.audit.lp_solved}
+    assert plain(r) == d and json.loads(json.dumps(d, allow_nan=False)) == d
+    rows = r.summary()
+    assert ("method", "fast") in rows and ("secondaries", "3") in rows
+    assert all(isinstance(c, str) for row in rows for c in row)
+
+
+@pytest.mark.parametrize("function", ["suppress", "suppress_linked", "suppress_modular"])
+def test_suppression_functions_declare_their_rules(function):
+    """The options are checked by the declared rules in the one template (sdckit.core.params)."""
+    import sdckit.tabular as tabular
+
+    func = getattr(tabular, function)
+    assert set(func.constraints) == {"method", "cost", "time_limit"}
+    table = _small_table() if function != "suppress_linked" else [_small_table()]
+    with pytest.raises(ParameterError, match=rf"The 'method' parameter of {function} must be one of \{{"):
+        func(table, method="exact")
+    with pytest.raises(ParameterError, match=rf"The 'time_limit' parameter of {function} must be None or a float > 0"):
+        func(table, time_limit=0)
+
+
+def test_modular_checks_its_time_limit_whatever_the_method():
+    """suppress_modular's time limit (per sub-table) was checked only when an optimal sub-table
+    ran; with the default fast method a bad value went unnoticed."""
+    with pytest.raises(ParameterError, match="'time_limit' parameter of suppress_modular"):
+        from sdckit.tabular import suppress_modular
+        suppress_modular(_small_table(), primary=[("a", "x")], time_limit=-5)
+
+
+def test_audit_names_a_wrong_result():
+    with pytest.raises(ParameterError, match="'result' parameter of audit must be a suppression result"):
+        audit(_small_table())

@@ -18,6 +18,9 @@ import pandas as pd
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
+from sdckit.core.errors import ParameterError
+from sdckit.core.params import validated
+from sdckit.core.result import Result
 from sdckit.tabular.lp import LP
 from sdckit.tabular.precision import CLIP, COARSE_BAND, EQUATION_SLACK, audit_tolerance, value_scale
 from sdckit.tabular.rules import Sensitivity
@@ -25,7 +28,7 @@ from sdckit.tabular.table import Table
 
 
 @dataclass(frozen=True)
-class AuditResult:
+class AuditResult(Result):
     """Intervals of the suppressed cells and whether each primary cell is protected.
 
     ``cells`` has the dimension codes, ``value``, ``status``, ``lo``, ``hi`` (NaN for published
@@ -39,6 +42,7 @@ class AuditResult:
     lp_solved: int
 
     def to_dict(self) -> dict[str, Any]:
+        """The verdict and its counts under their published names, without the per-cell frame."""
         return {"safe": self.safe, "unprotected_primaries": self.unprotected,
                 "suppressed_cells": self.suppressed, "lps_solved": self.lp_solved}
 
@@ -198,8 +202,18 @@ def audit_pattern(table: Table, suppressed: np.ndarray, sens: Sensitivity,
     return AuditResult(frame, bad == 0, bad, int(suppressed.sum()), nlp)
 
 
+@validated()  # no option to rule: the result is data, checked below
 def audit(result: Any, rules: Any = None) -> AuditResult:
     """Audit a suppression result (what :func:`sdckit.tabular.suppress` returns): the LP interval
-    of every suppressed cell, and for every primary whether it meets its protection levels."""
+    of every suppressed cell, and for every primary whether it meets its protection levels.
+
+    Raises
+    ------
+    ParameterError
+        ``result`` is not a suppression result (it has no ``table``, ``sensitivity`` and ``cells``).
+    """
+    if not all(hasattr(result, a) for a in ("table", "sensitivity", "cells")):
+        raise ParameterError("The 'result' parameter of audit must be a suppression result (what suppress "
+                             f"returns). Got {type(result).__name__} instead.")
     table, sens, status = result.table, result.sensitivity, result.cells["status"].to_numpy()
     return audit_pattern(table, status != "safe", sens, status)

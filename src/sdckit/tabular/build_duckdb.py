@@ -23,6 +23,8 @@ import pandas as pd
 from sdckit.core.duckdb_session import Relation, connect, quote_identifier, relation
 from sdckit.core.errors import DataError, ParameterError
 from sdckit.engine.sources import source_format
+from sdckit.tabular.dimensions import hierarchies_for, leaf_positions
+from sdckit.tabular.rollup import ancestor_pairs, rollup_rows, rollup_sums, top_matrix, top_per_cell
 
 _SUPPORTED = ("csv", "tsv", "parquet")
 
@@ -68,9 +70,6 @@ def build_from_file(cls: Any, path: str | Path, dimensions: Sequence[str],
                     holding: str | None = None, top: int = 3, total: str = "Total",
                     input_format: str | None = None, memory: int | None = None) -> Any:
     """The body of :meth:`sdckit.tabular.Table.from_file` (see there)."""
-    from sdckit.tabular.table import (_ancestor_pairs, _hierarchies, _rollup_rows, _rollup_sums,
-                                      _top_matrix, _top_per_cell, leaf_positions)
-
     path = Path(path)
     if not path.exists():
         raise DataError(f"The table input file {str(path)!r} does not exist.")
@@ -121,7 +120,7 @@ def build_from_file(cls: Any, path: str | Path, dimensions: Sequence[str],
             + f" FROM recs GROUP BY {keys}").df()
 
         codes_seen = pd.DataFrame({d: leaf[f"__d{k}"] for k, d in enumerate(dims)})
-        hier = _hierarchies(dims, hierarchies, codes_seen, total)
+        hier = hierarchies_for(dims, hierarchies, codes_seen, total)
         shape = tuple(len(h) for h in hier)
         N = int(np.prod(shape))
         pos = np.empty((len(leaf), len(dims)), dtype=np.int64)
@@ -132,22 +131,22 @@ def build_from_file(cls: Any, path: str | Path, dimensions: Sequence[str],
             pos[:, k] = mapped[inv]
             maps.append(dict(zip(uniq.tolist(), mapped.tolist())))
         leafcell = np.ravel_multi_index(pos.T, shape) if len(leaf) else np.zeros(0, np.int64)
-        anc = [_ancestor_pairs(h) for h in hier]
+        anc = [ancestor_pairs(h) for h in hier]
         value = np.zeros(N)
         value[leafcell] = leaf["__v"].to_numpy(float)
         freq = np.zeros(N)
         freq[leafcell] = leaf["__n"].to_numpy(float)
-        value = _rollup_sums(value, shape, anc)
-        freq = np.rint(_rollup_sums(freq, shape, anc)).astype(np.int64)
+        value = rollup_sums(value, shape, anc)
+        freq = np.rint(rollup_sums(freq, shape, anc)).astype(np.int64)
         negative = bool(len(leaf) and (leaf["__min"].to_numpy(float) < 0).any())
         if holding is None:
             ncontrib = freq.copy()
             lens = leaf["__top"].map(len).to_numpy(np.int64)
             cell = np.repeat(leafcell, lens)
             val = np.concatenate([np.asarray(t, float) for t in leaf["__top"]]) if len(leaf) else np.zeros(0)
-            cell, val = _top_per_cell(cell, val, top)
-            cell, _, val = _rollup_rows(cell, None, val, shape, anc, top)
-            tops = _top_matrix(cell, val, N, top)
+            cell, val = top_per_cell(cell, val, top)
+            cell, _, val = rollup_rows(cell, None, val, shape, anc, top)
+            tops = top_matrix(cell, val, N, top)
         else:
             ncontrib, tops = _holding_rollup(con, dims, hier, maps, shape, N, int(top))
     finally:

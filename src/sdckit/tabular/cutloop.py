@@ -14,8 +14,9 @@ a safe one is a new upper bound. A run that ends without a refuted incumbent has
 the pattern is proved optimal. Refuted points are now and then completed into safe patterns by the
 caller's ``complete`` (the flow heuristic).
 
-The problem object (``suppress._Problem``) provides ``w`` (costs), ``prim`` (primary positions),
-``A`` (the equations on the candidate cells), ``row_cuts()`` and ``violated_cuts(y, limit=, hot=)``.
+The problem object (:class:`~sdckit.tabular.suppress.problem.SuppressionProblem`) provides ``w``
+(costs), ``prim`` (primary positions), ``A`` (the equations on the candidate cells), ``row_cuts()``
+and ``violated_cuts(y, limit=, hot=)``.
 """
 
 from __future__ import annotations

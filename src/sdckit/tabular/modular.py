@@ -32,11 +32,15 @@ import numpy as np
 import pandas as pd
 
 from sdckit.core.errors import DataError, ParameterError
+from sdckit.core.params import Options, validated
 from sdckit.tabular.audit import AuditResult, intervals, protected
 from sdckit.tabular.cutloop import cpu_time
 from sdckit.tabular.hierarchy import Hierarchy
 from sdckit.tabular.rules import Rule, Sensitivity, sensitivity
-from sdckit.tabular.suppress import STATUSES, SuppressionResult, cell_costs, suppress
+from sdckit.tabular.suppress import params
+from sdckit.tabular.suppress.problem import SuppressionProblem, cell_costs
+from sdckit.tabular.suppress.result import STATUSES, SuppressionResult
+from sdckit.tabular.suppress.single import suppress_table
 from sdckit.tabular.table import FREQ, NCONTRIB, VALUE, Table
 
 
@@ -128,29 +132,25 @@ def _protect(sub: Table, rule: Rule, method: str, cost: str, time_limit: float |
     whole table is audited at the end), cells in ``fixed`` (published by a processed sub-table)
     costing ``FIXED_FACTOR`` times more; :func:`suppress` is the fallback."""
     if method == "fast":
-        try:
-            from sdckit.tabular.suppress import _Problem
-            w = cell_costs(sub, cost)
-            if fixed is not None:
-                eps = 1e-3 * (float(w[w > 0].mean()) if (w > 0).any() else 1.0)
-                w = np.where(fixed, (w + eps) * FIXED_FACTOR, w)
-            prob = _Problem(sub, sensitivity(sub, rule), w)
-            y = np.zeros(len(prob.cand))
-            y[prob.prim] = 1.0
-            y = prob.flow_protect(y)
-            y = prob.drop_redundant(y, deadline=cpu_time() + 30.0)
-            mask = np.zeros(len(sub.cells), bool)
-            mask[prob.cand[y > 0.5]] = True
-            # each cell's carried level: the largest level of the primaries whose flow uses it
-            carried = np.zeros(len(sub.cells))
-            for (p, up), sup in prob.certs.items():
-                lv = prob.lpl[p] if up is False else prob.upl[p]
-                cells = prob.cand[sup]
-                carried[cells] = np.maximum(carried[cells], lv)
-            return mask, carried
-        except (ImportError, AttributeError, TypeError):  # pragma: no cover - suppress.py changed
-            pass
-    res = suppress(sub, rule, method=method, cost=cost, time_limit=time_limit)
+        w = cell_costs(sub, cost)
+        if fixed is not None:
+            eps = 1e-3 * (float(w[w > 0].mean()) if (w > 0).any() else 1.0)
+            w = np.where(fixed, (w + eps) * FIXED_FACTOR, w)
+        prob = SuppressionProblem(sub, sensitivity(sub, rule), w)
+        y = np.zeros(len(prob.cand))
+        y[prob.prim] = 1.0
+        y = prob.flow_protect(y)
+        y = prob.drop_redundant(y, deadline=cpu_time() + 30.0)
+        mask = np.zeros(len(sub.cells), bool)
+        mask[prob.cand[y > 0.5]] = True
+        # each cell's carried level: the largest level of the primaries whose flow uses it
+        carried = np.zeros(len(sub.cells))
+        for (p, up), sup in prob.certs.items():
+            lv = prob.lpl[p] if up is False else prob.upl[p]
+            cells = prob.cand[sup]
+            carried[cells] = np.maximum(carried[cells], lv)
+        return mask, carried
+    res = suppress_table(sub, rule, method=method, cost=cost, time_limit=time_limit)
     mask = res.cells["status"].to_numpy() != "safe"
     lv = float(res.sensitivity.upper.max()) if len(mask) else 0.0
     return mask, np.where(mask, lv, 0.0)
@@ -159,9 +159,8 @@ def _protect(sub: Table, rule: Rule, method: str, cost: str, time_limit: float |
 def _whole_table_flows(table: Table, sens: Sensitivity, w: np.ndarray, supp: np.ndarray,
                        bad: np.ndarray, boost: float) -> np.ndarray:
     """Cells to suppress so that the primaries ``bad`` get protecting flows on the whole table
-    (:meth:`_Problem.flow_protect`, levels x ``boost``), the cells in ``supp`` free."""
-    from sdckit.tabular.suppress import _Problem
-    prob = _Problem(table, sens, w)
+    (:meth:`SuppressionProblem.flow_protect`, levels x ``boost``), the cells in ``supp`` free."""
+    prob = SuppressionProblem(table, sens, w)
     y = supp[prob.cand].astype(float)
     order = np.asarray([prob.pos[int(c)] for c in bad], dtype=np.int64)
     y = prob.flow_protect(y, order=order, boost=boost)
@@ -192,6 +191,7 @@ def audit_primaries(table: Table, suppressed: np.ndarray, sens: Sensitivity,
     return AuditResult(frame, bad == 0, bad, int(suppressed.sum()), nlp)
 
 
+@validated(cost=params.COST, method=Options(("fast", "optimal")), time_limit=params.TIME_LIMIT)
 def suppress_modular(table: Table, rules: Any = None, primary: Any = None, cost: str = "value",
                      method: str = "fast", time_limit: float | None = None,
                      timings: dict | None = None, progress: Any = None) -> SuppressionResult:
@@ -229,8 +229,6 @@ def suppress_modular(table: Table, rules: Any = None, primary: Any = None, cost:
     start = time.perf_counter()
     if not isinstance(table, Table):
         raise ParameterError(f"The 'table' parameter of suppress_modular must be a Table. Got {type(table).__name__} instead.")
-    if method not in ("fast", "optimal"):
-        raise ParameterError(f"The 'method' parameter of suppress_modular must be 'fast' or 'optimal'. Got {method!r} instead.")
     w = cell_costs(table, cost)
     sens = sensitivity(table, rules, primary)
     v = table.cells[VALUE].to_numpy(float)

@@ -20,7 +20,9 @@ import pandas as pd
 import scipy.sparse as sp
 
 from sdckit.core.errors import DataError, ParameterError
-from sdckit.tabular.hierarchy import Hierarchy, as_hierarchy
+from sdckit.tabular.dimensions import hierarchies_for, leaf_positions
+from sdckit.tabular.hierarchy import Hierarchy
+from sdckit.tabular.rollup import ancestor_pairs, rollup_rows, rollup_sums, top_matrix, top_per_cell
 
 #: Columns of ``Table.cells`` besides the dimensions and the ``top1..topK`` contributions.
 VALUE, FREQ, NCONTRIB = "value", "freq", "contributors"
@@ -270,7 +272,7 @@ class Table:
         for col, what in ((response, "response"), (weight, "weight"), (holding, "holding")):
             if col is not None and col not in frame.columns:
                 raise DataError(f"The {what} column {col!r} is not in the data.")
-        hier = _hierarchies(dims, hierarchies, frame, total)
+        hier = hierarchies_for(dims, hierarchies, frame, total)
         n = len(frame)
         shape = tuple(len(h) for h in hier)
         pos = np.empty((n, len(dims)), dtype=np.int64)
@@ -289,22 +291,22 @@ class Table:
         N = int(np.prod(shape))
         value = np.bincount(leafcell, weights=contrib, minlength=N)
         freq = np.bincount(leafcell, minlength=N).astype(np.int64)
-        anc = [_ancestor_pairs(h) for h in hier]
-        value = _rollup_sums(value, shape, anc)
-        freq = np.rint(_rollup_sums(freq.astype(float), shape, anc)).astype(np.int64)
+        anc = [ancestor_pairs(h) for h in hier]
+        value = rollup_sums(value, shape, anc)
+        freq = np.rint(rollup_sums(freq.astype(float), shape, anc)).astype(np.int64)
         if holding is None:
             ncontrib = freq.copy()
-            cell, val = _leaf_top(leafcell, contrib, top)
-            cell, _, val = _rollup_rows(cell, None, val, shape, anc, top)
+            cell, val = top_per_cell(leafcell, contrib, top)
+            cell, _, val = rollup_rows(cell, None, val, shape, anc, top)
         else:
             hcodes = pd.factorize(frame[holding].astype(str), sort=True)[0].astype(np.int64)
             key = pd.DataFrame({"c": leafcell, "h": hcodes, "v": contrib}).groupby(["c", "h"], sort=True)["v"].sum()
             cell = key.index.get_level_values(0).to_numpy(np.int64)
             hold = key.index.get_level_values(1).to_numpy(np.int64)
-            cell, hold, val = _rollup_rows(cell, hold, key.to_numpy(float), shape, anc, None)
+            cell, hold, val = rollup_rows(cell, hold, key.to_numpy(float), shape, anc, None)
             ncontrib = np.bincount(cell, minlength=N).astype(np.int64)
-            cell, val = _top_per_cell(cell, val, top)
-        tops = _top_matrix(cell, val, N, top)
+            cell, val = top_per_cell(cell, val, top)
+        tops = top_matrix(cell, val, N, top)
         negative = bool((contrib < 0).any())
         return cls._build(dims, hier, value, freq, ncontrib, tops, response, negative)
 
@@ -353,7 +355,7 @@ class Table:
         for col in top:
             if col not in cells.columns:
                 raise DataError(f"The top-contribution column {col!r} is not in the cells.")
-        hier = _hierarchies(dims, hierarchies, cells, total, leaves_only=False)
+        hier = hierarchies_for(dims, hierarchies, cells, total, leaves_only=False)
         shape = tuple(len(h) for h in hier)
         N = int(np.prod(shape))
         pos = np.empty((len(cells), len(dims)), dtype=np.int64)
@@ -430,49 +432,6 @@ def _dimension_list(frame: pd.DataFrame, dimensions: Sequence[str], where: str) 
     return dims
 
 
-def _hierarchies(dims, hierarchies, frame, total, leaves_only=True) -> list[Hierarchy]:
-    if hierarchies is None:
-        hierarchies = {}
-    if not isinstance(hierarchies, Mapping):
-        hierarchies = list(hierarchies)
-        if len(hierarchies) != len(dims):
-            raise ParameterError(f"The 'hierarchies' parameter has {len(hierarchies)} entries for "
-                                 f"{len(dims)} dimensions; give one per dimension (None for flat).")
-        hierarchies = dict(zip(dims, hierarchies))
-    unknown = [k for k in hierarchies if k not in dims]
-    if unknown:
-        raise ParameterError(f"The 'hierarchies' parameter names {unknown[0]!r}, which is not a dimension.")
-    out = []
-    for d in dims:
-        codes = frame[d].dropna().astype(str).str.strip().unique()
-        if hierarchies.get(d) is None and not leaves_only:
-            codes = [c for c in codes if c != total]
-        out.append(as_hierarchy(hierarchies.get(d), name=d, codes=sorted(codes), total=total))
-    return out
-
-
-def leaf_positions(column: str, codes: Sequence[str], h: Hierarchy) -> np.ndarray:
-    """Positions in ``h`` of the distinct leaf ``codes`` records of ``column`` carry.
-
-    Raises
-    ------
-    DataError
-        Codes not in the hierarchy, or subtotal codes, counted but not quoted (a code outside
-        the published hierarchy is data).
-    """
-    codes = list(codes)
-    unknown = [c for c in codes if c not in h]
-    if unknown:
-        raise DataError(f"Column {column!r} has {len(unknown)} code(s) that are not in its hierarchy (not shown: "
-                        "they are data); add them to the hierarchy or recode the records.")
-    mapped = np.array([h.index(c) for c in codes], dtype=np.int64)
-    subtotals = int((~h.is_leaf_array()[mapped]).sum()) if len(mapped) else 0
-    if subtotals:
-        raise DataError(f"Column {column!r} has {subtotals} subtotal code(s) of its hierarchy; records must "
-                        "carry leaf codes.")
-    return mapped
-
-
 def _numeric(frame: pd.DataFrame, col: str, what: str) -> np.ndarray:
     s = pd.to_numeric(frame[col], errors="coerce")
     bad = s.isna().to_numpy()
@@ -485,89 +444,3 @@ def _numeric(frame: pd.DataFrame, col: str, what: str) -> np.ndarray:
 def _name(dims, hier, shape, i) -> str:
     pos = np.unravel_index(int(i), shape)
     return "(" + ", ".join(f"{d}={h.codes[p]}" for d, h, p in zip(dims, hier, pos)) + ")"
-
-
-def _ancestor_pairs(h: Hierarchy) -> tuple[np.ndarray, np.ndarray]:
-    """(code, proper ancestor) pairs of a hierarchy, as two position arrays."""
-    src, dst = [], []
-    for i in range(len(h.codes)):
-        p = h.parents[i]
-        while p >= 0:
-            src.append(i)
-            dst.append(p)
-            p = h.parents[p]
-    return np.asarray(src, np.int64), np.asarray(dst, np.int64)
-
-
-def _rollup_sums(x: np.ndarray, shape, anc) -> np.ndarray:
-    """Add every cell's value into its ancestors, one dimension at a time."""
-    a = x.reshape(shape).copy()
-    for k, (src, dst) in enumerate(anc):
-        if not len(src):
-            continue
-        b = np.moveaxis(a, k, 0)
-        add = np.zeros_like(b)
-        np.add.at(add, dst, b[src])
-        a = np.moveaxis(b + add, 0, k)
-    return np.ascontiguousarray(a).reshape(-1)
-
-
-def _leaf_top(cell: np.ndarray, val: np.ndarray, top: int) -> tuple[np.ndarray, np.ndarray]:
-    return _top_per_cell(cell, val, top)
-
-
-def _top_per_cell(cell: np.ndarray, val: np.ndarray, top: int) -> tuple[np.ndarray, np.ndarray]:
-    """Keep the ``top`` largest values of each cell (ties by order, so deterministic)."""
-    order = np.lexsort((-val, cell))
-    c, v = cell[order], val[order]
-    if not len(c):
-        return c, v
-    start = np.r_[0, np.flatnonzero(np.diff(c)) + 1]
-    rank = np.arange(len(c)) - np.repeat(start, np.diff(np.r_[start, len(c)]))
-    keep = rank < top
-    return c[keep], v[keep]
-
-
-def _rollup_rows(cell, hold, val, shape, anc, top):
-    """Copy each (cell, contributor) row to the cell's ancestors, one dimension at a time; with
-    holdings, contributions of one holding to one cell are summed, otherwise only each cell's
-    ``top`` largest are kept (a record lies in one leaf cell, so a parent's largest
-    contributions are among its children's largest)."""
-    for k, (src, dst) in enumerate(anc):
-        if not len(src):
-            continue
-        pos = np.stack(np.unravel_index(cell, shape), axis=1)
-        order = np.argsort(src, kind="stable")
-        src_s, dst_s = src[order], dst[order]
-        starts = np.searchsorted(src_s, np.arange(shape[k]))
-        ends = np.searchsorted(src_s, np.arange(shape[k]), side="right")
-        cnt = (ends - starts)[pos[:, k]]
-        rep = np.repeat(np.arange(len(cell)), cnt)
-        offs = np.arange(len(rep)) - np.repeat(np.cumsum(cnt) - cnt, cnt)
-        newk = dst_s[starts[pos[rep, k]] + offs]
-        npos = pos[rep].copy()
-        npos[:, k] = newk
-        newcell = np.ravel_multi_index(npos.T, shape)
-        cell = np.concatenate([cell, newcell])
-        val = np.concatenate([val, val[rep]])
-        if hold is not None:
-            hold = np.concatenate([hold, hold[rep]])
-            g = pd.DataFrame({"c": cell, "h": hold, "v": val}).groupby(["c", "h"], sort=True)["v"].sum()
-            cell = g.index.get_level_values(0).to_numpy(np.int64)
-            hold = g.index.get_level_values(1).to_numpy(np.int64)
-            val = g.to_numpy(float)
-        else:
-            cell, val = _top_per_cell(cell, val, top)
-    return cell, hold, val
-
-
-def _top_matrix(cell: np.ndarray, val: np.ndarray, N: int, top: int) -> np.ndarray:
-    out = np.zeros((N, top))
-    order = np.lexsort((-val, cell))
-    c, v = cell[order], val[order]
-    if len(c):
-        start = np.r_[0, np.flatnonzero(np.diff(c)) + 1]
-        rank = np.arange(len(c)) - np.repeat(start, np.diff(np.r_[start, len(c)]))
-        keep = rank < top
-        out[c[keep], rank[keep]] = v[keep]
-    return out

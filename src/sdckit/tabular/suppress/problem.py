@@ -1,106 +1,47 @@
-"""Secondary cell suppression: the cheapest set of further cells to suppress so that no primary
-cell can be estimated, from the published cells and the table's equations, within its
-protection levels.
+"""The model of secondary cell suppression that both methods solve: the candidate cells, the
+table's equations on them, the deviation bounds an intruder may move a suppressed cell by, and
+the weights (Fischetti & Salazar 2001, "Solving the cell suppression problem on tabular data with
+linear constraints", *Management Science* 47(7), 1008-1027, section 2).
 
-``method="optimal"``: the exact model of Fischetti & Salazar (2001), "Solving the cell
-suppression problem on tabular data with linear constraints", *Management Science* 47(7),
-1008-1027: binary y_i (cell i suppressed), minimise sum w_i y_i, and for every primary cell p and
-each direction the attacker LP  max/min z_p  s.t.  A z = 0,  -LB_i y_i <= z_i <= UB_i y_i  must
-reach the upper/lower protection level. Its dual gives the "capacity" cuts
-sum_i (UB_i d_i^- + LB_i d_i^+) y_i >= level (section 3), strengthened by capping each
-coefficient at the level; they are added lazily to a master MILP solved by HiGHS until no
-attacker LP is violated (:mod:`sdckit.tabular.cutloop`, which also adds the rows "no cell
-suppressed alone in an equation" that every optimal pattern satisfies).
-
-``method="fast"``: for each primary cell and direction, the cheapest deviation flow
-(min sum w_i |z_i| with z_p at its level, the same bounds, cells already suppressed free; the
-network-flow heuristic of Kelly, Golden & Assad 1992 and Castro 2007 generalised to any table by
-LP), suppressing the cells it moves. On tables of up to ``POLISH_WHOLE`` non-empty cells the
-pattern is then polished by the optimal method's loop under work limits (a few integer rounds and
-branch-and-bound nodes: reproducible) and a cap of ``POLISH_SECONDS`` of CPU; on larger ones redundant secondaries are dropped while the
-pattern stays safe. The result is audited.
+:class:`SuppressionProblem` answers the two questions the methods ask of a pattern ``y`` (one
+entry per candidate cell, 1 = suppressed): which capacity cuts the attacker LPs find violated
+(``method="optimal"`` and the polish, through :mod:`sdckit.tabular.cutloop`), and which cells the
+cheapest deviation flow of a primary moves (the heuristic of ``method="fast"``, the completion of
+refuted points, and the sub-tables of :mod:`sdckit.tabular.modular`).
 
 Deviation bounds: LB_i = x_i when values are non-negative (else the table's total absolute
-value), UB_i = the table's total absolute value. Both methods return only after :func:`audit`
-has shown every primary cell protected against an intruder without upper bounds.
+value), UB_i = the table's total absolute value.
 """
 
 from __future__ import annotations
 
-import time
-from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
 
 import numpy as np
-import pandas as pd
 import scipy.sparse as sp
 
-from sdckit.core.errors import DataError, ParameterError
-from sdckit.tabular.audit import AuditResult, audit_pattern, intervals, protected
-from sdckit.tabular.cutloop import Limits, branch_and_cut, cpu_time
+from sdckit.core.errors import DataError
+from sdckit.core.params import check_param
+from sdckit.tabular.audit import intervals, protected
+from sdckit.tabular.cutloop import cpu_time
 from sdckit.tabular.lp import LP
 from sdckit.tabular.precision import CLIP, audit_tolerance, value_scale
-from sdckit.tabular.rules import Sensitivity, sensitivity
+from sdckit.tabular.rules import Sensitivity
+from sdckit.tabular.suppress import limits, params
 from sdckit.tabular.table import Table
-
-STATUSES = ("safe", "primary", "secondary")
-#: Above this many non-empty cells the heuristic's flows are sought on each primary's
-#: neighbourhood first (one LP per primary); below, on the whole table (two LPs, better patterns).
-LOCAL_ABOVE = 3000
-
-
-@dataclass(frozen=True)
-class SuppressionResult:
-    """A protected table.
-
-    Attributes
-    ----------
-    cells : DataFrame
-        The dimension codes, ``value``, ``freq`` and ``status`` (``safe``/``primary``/``secondary``).
-    optimal : bool
-        True when the MILP proved the pattern optimal (``method="optimal"`` only).
-    gap : float or None
-        Relative gap (cost - lower bound) / cost when a time limit stopped the MILP; 0 when optimal.
-    """
-
-    table: Table = field(repr=False)
-    sensitivity: Sensitivity = field(repr=False)
-    cells: pd.DataFrame = field(repr=False)
-    method: str
-    cost: str
-    primaries: int
-    secondaries: int
-    suppressed_value_share: float
-    secondary_cost: float
-    optimal: bool
-    gap: float | None
-    lower_bound: float | None
-    seconds: float
-    rounds: int
-    audit: AuditResult = field(repr=False)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"method": self.method, "cost": self.cost, "cells": len(self.cells),
-                "primaries": self.primaries, "secondaries": self.secondaries,
-                "suppressed_value_share": self.suppressed_value_share,
-                "secondary_cost": self.secondary_cost, "optimal": self.optimal, "gap": self.gap,
-                "lower_bound": self.lower_bound, "seconds": round(self.seconds, 3),
-                "rounds": self.rounds, "audit": self.audit.to_dict()}
 
 
 def cell_costs(table: Table, cost: str) -> np.ndarray:
     """Weight of suppressing each cell: its |value|, its frequency, or 1."""
+    check_param("suppress", "cost", cost, params.COST)
     if cost == "value":
         return np.abs(table.cells["value"].to_numpy(float))
     if cost == "freq":
         return table.cells["freq"].to_numpy(float)
-    if cost == "unity":
-        return np.ones(len(table.cells))
-    raise ParameterError(f"The 'cost' parameter of suppress must be 'value', 'freq' or 'unity'. Got {cost!r} instead.")
+    return np.ones(len(table.cells))
 
 
-class _Problem:
+class SuppressionProblem:
     """What both methods share: candidate cells, equations on them, deviation bounds, weights."""
 
     def __init__(self, table: Table, sens: Sensitivity, w: np.ndarray) -> None:
@@ -410,7 +351,7 @@ class _Problem:
         avail = np.ones(len(self.cand), bool)
         if order is None:
             order = self.prim[np.lexsort((self.prim, -self.upl[self.prim]))]
-        local = len(self.cand) > LOCAL_ABOVE
+        local = len(self.cand) > limits.LOCAL_ABOVE
         for p in order:
             if local and self.upl[p] >= self.lpl[p]:
                 sup = self.flow_local(p, self.upl[p] * boost, np.where(y > 0.5, 0.0, base), avail)
@@ -484,169 +425,3 @@ class _Problem:
         lo, hi, _ = intervals(self.table, mask, only=self.sens.primary, sens=self.sens)
         ok = protected(self.table, lo, hi, self.sens, mask)
         return ~ok[self.cand[self.prim]]
-
-
-def suppress(table: Table, rules: Any = None, primary: Any = None, method: str = "optimal",
-             cost: str = "value", time_limit: float | None = None) -> SuppressionResult:
-    """Protect ``table`` by primary and secondary cell suppression.
-
-    Parameters
-    ----------
-    table : Table, or list of Tables
-        A list: linked tables protected together (:func:`sdckit.tabular.linked.suppress_linked`).
-    rules : Rule or list of rules, optional
-        Sensitivity rules (:mod:`sdckit.tabular.rules`) that decide the primary cells and their
-        protection levels.
-    primary : boolean mask over ``table.cells`` or list of cell keys, optional
-        Further primary cells (level 10% of |value| unless a rule asks more).
-    method : {"optimal", "fast"}
-        Exact MILP with cut generation (Fischetti & Salazar 2001), or the flow heuristic.
-    cost : {"value", "freq", "unity"}
-        What a suppressed cell costs.
-    time_limit : float, optional
-        CPU seconds of this process (:func:`~sdckit.tabular.cutloop.cpu_time`, not wall-clock:
-        a busy machine searches as far as an idle one) for ``optimal``; when it stops the search, the best
-        audited-safe pattern found is returned with ``optimal=False`` and ``gap``, its relative
-        distance to the proven lower bound. Default ``OPTIMAL_TIME_LIMIT`` (50 s: with the final
-        clean-up and audit, about a minute); ``math.inf`` searches until the optimum is proved.
-        For ``fast``, a deadline for its improvement steps instead of their work budgets (which
-        are capped by ``POLISH_SECONDS`` on the few tables where they would take longer).
-        Without it ``fast`` returns the same pattern on any machine, unless that cap stops it,
-        and so does ``optimal`` when it proves its optimum within its limit; a limit that stops
-        the search makes the pattern depend on the processor's speed (not on the machine's load).
-
-    Returns
-    -------
-    SuppressionResult
-        Never an unprotected pattern: the audit runs before it returns.
-
-    Raises
-    ------
-    DataError
-        A primary cell that no pattern can protect (named by its codes).
-    """
-    if isinstance(table, (list, tuple)):  # linked tables, one model over all cells (issue 14)
-        from sdckit.tabular.linked import suppress_linked
-        return suppress_linked(table, rules, primary, method, cost, time_limit)
-    start, cpu0 = time.perf_counter(), cpu_time()
-    if method not in ("optimal", "fast"):
-        raise ParameterError(f"The 'method' parameter of suppress must be 'optimal' or 'fast'. Got {method!r} instead.")
-    if time_limit is not None and not (isinstance(time_limit, (int, float)) and not isinstance(time_limit, bool)
-                                       and time_limit > 0):
-        raise ParameterError(f"The 'time_limit' parameter of suppress must be a number > 0 or None. Got {time_limit!r} instead.")
-    if not isinstance(table, Table):
-        raise ParameterError(f"The 'table' parameter of suppress must be a Table. Got {type(table).__name__} instead.")
-    w = cell_costs(table, cost)
-    sens = sensitivity(table, rules, primary)
-    prob = _Problem(table, sens, w)
-    C = len(prob.cand)
-    y0 = np.zeros(C)
-    y0[prob.prim] = 1.0
-    optimal, gap, lower, rounds = False, None, None, 0
-    if not len(prob.prim):
-        y = y0
-        optimal, gap, lower = True, 0.0, 0.0
-    elif method == "fast":
-        y = prob.flow_protect(y0)
-        # improvement, bounded by work (the same pattern on any machine) unless a time limit is
-        # given: then up to half of it for the redundancy removal on large tables, 3/4 for the
-        # polish on small ones; without one, the polish is capped by POLISH_SECONDS of CPU too
-        if len(prob.cand) > POLISH_WHOLE:  # large tables: the heuristic, then redundancy removal
-            y = prob.drop_redundant(y, deadline=None if time_limit is None else cpu0 + 0.5 * time_limit,
-                                    lp_budget=REDUNDANCY_LPS if time_limit is None else None)
-        else:  # small ones: branch-and-cut from the heuristic's pattern (it removes redundancy too)
-            budget = POLISH_SECONDS if time_limit is None else time_limit
-            y = _polish(prob, y0, y, deadline=cpu0 + 0.75 * budget, end=cpu0 + budget, work=time_limit is None)
-    else:
-        y, optimal, lower, rounds = _optimal(prob, y0, cpu0, OPTIMAL_TIME_LIMIT if time_limit is None else time_limit)
-        optimal = optimal and not prob.undecided  # an undecided attacker LP leaves the proof open
-    # audit; a primary still short (numerical slack) is protected again with a larger level
-    for boost in (1.0, 1.01, 1.1, 1.5, None):
-        mask = np.zeros(len(table.cells), bool)
-        mask[prob.cand[y > 0.5]] = True
-        status = np.where(sens.primary, "primary", np.where(mask, "secondary", "safe"))
-        result_audit = audit_pattern(table, mask, sens, status)
-        if result_audit.safe:
-            break
-        bad_cells = ~result_audit.cells["protected"].to_numpy()
-        if boost is None:
-            raise DataError(f"Primary cell {table.cell_name(int(np.flatnonzero(bad_cells)[0]))} could not "
-                            "be protected.")
-        bad = bad_cells[prob.cand[prob.prim]]
-        y = prob.flow_protect(y, order=prob.prim[bad], boost=boost)
-    sec = mask & ~sens.primary
-    total_cost = float(w[sec].sum())
-    if method == "optimal" and lower is not None:
-        base = float(w[sens.primary].sum())
-        full = total_cost + base
-        if optimal:
-            gap, lower = 0.0, full
-        else:
-            gap = max(0.0, (full - lower) / full) if full > 0 else 0.0
-    v = np.abs(table.cells["value"].to_numpy(float))
-    share = float(v[mask].sum() / v.sum()) if v.sum() > 0 else 0.0
-    cells = table.cells[list(table.dimensions) + ["value", "freq"]].copy()
-    cells["status"] = pd.Categorical(status, categories=list(STATUSES)).astype(str)
-    return SuppressionResult(table, sens, cells, method, cost, int(sens.primary.sum()), int(sec.sum()),
-                             share, total_cost, bool(optimal), gap, lower,
-                             time.perf_counter() - start, rounds, result_audit)
-
-
-#: Polishing (``method="fast"``): branch-and-cut rounds on integer masters and branch-and-bound
-#: nodes per master run, work limits rather than seconds so that the pattern is reproducible.
-POLISH_ROUNDS = 20
-POLISH_NODES = 500
-POLISH_LP_ROUNDS = 200
-#: ... and a cap on its CPU seconds (:func:`cpu_time`, from the start of ``suppress``; the polish
-#: and the redundancy removal after it) when no time limit is given: the work limits alone let
-#: the integer masters run for minutes on a few 4-D tables (roof x water x relat x sex of
-#: testdata: > 690 s CPU). Most tables finish their work budget well within it and stay
-#: reproducible; on the others the heuristic's audited pattern, improved as far as the cap
-#: allowed, is returned (issue 27: fast within a minute of CPU up to 3,000 cells).
-POLISH_SECONDS = 40.0
-#: Default time limit of ``method="optimal"`` (CPU seconds, :func:`cpu_time`): a proof, or the
-#: best audited pattern with its gap, within about a minute; ``time_limit=math.inf`` lifts it.
-OPTIMAL_TIME_LIMIT = 50.0
-#: Flow LPs the redundancy removal of ``fast`` may solve on a large table when no time limit is
-#: given: a work budget, so that the pattern does not depend on the machine's speed or load.
-REDUNDANCY_LPS = 10000
-#: Up to this many non-empty cells ``fast`` polishes its pattern by branch-and-cut; above, the
-#: rounds cost more than they gain in its time budget (measured on a 16,848-cell table).
-POLISH_WHOLE = 3000
-
-
-def _optimal(prob: _Problem, y0: np.ndarray, start: float, time_limit: float):
-    """Branch-and-cut in the manner of Fischetti & Salazar (2001) (:mod:`sdckit.tabular.cutloop`)
-    warm-started from the heuristic's pattern with its redundant secondaries removed (``fast``
-    without its polish: the master's first incumbent, so the search never returns a costlier
-    pattern and prunes from the start); each integer point the attacker refutes is completed by
-    the flow heuristic into a safe pattern (upper bound)."""
-    deadline = None if not np.isfinite(time_limit) else start + time_limit
-    best = prob.drop_redundant(prob.flow_protect(y0), lp_budget=REDUNDANCY_LPS,
-                               deadline=None if deadline is None else start + 0.5 * time_limit)
-    y, proved, lower, rounds = branch_and_cut(prob, y0, best, Limits(deadline=deadline), lambda y: _complete(prob, y))
-    if not proved:  # the best pattern may come from a completion: drop what it does not need
-        cleaned = prob.drop_redundant(prob.flow_protect(y), deadline=None if deadline is None
-                                      else cpu_time() + 0.1 * time_limit)
-        y = min((cleaned, y), key=lambda p: float(prob.w @ p))
-    return y, proved, lower, rounds
-
-
-def _complete(prob: _Problem, y: np.ndarray) -> np.ndarray:
-    """A safe pattern containing ``y``: the flow heuristic with ``y``'s cells free."""
-    return prob.flow_protect(y)
-
-
-def _polish(prob: _Problem, y0: np.ndarray, y: np.ndarray, deadline: float, end: float,
-            work: bool = True) -> np.ndarray:
-    """Improve the heuristic's safe pattern ``y`` by a few branch-and-cut rounds on the exact
-    model (Fischetti & Salazar 2001, the loop of ``method="optimal"`` under work limits when
-    ``work``, and until ``deadline`` in any case), then publish again, until ``end``, what the
-    best pattern does not need; never costlier than ``y``. Deadlines in :func:`cpu_time`."""
-    limits = (Limits(deadline=deadline, int_rounds=POLISH_ROUNDS, nodes=POLISH_NODES, lp_rounds=POLISH_LP_ROUNDS)
-              if work else Limits(deadline=deadline))
-    best, proved, _, _ = branch_and_cut(prob, y0, y, limits, lambda z: _complete(prob, z))
-    if proved:
-        return best
-    cleaned = prob.drop_redundant(prob.flow_protect(best), deadline=end, lp_budget=REDUNDANCY_LPS if work else None)
-    return min((cleaned, best, y), key=lambda p: float(prob.w @ p))
