@@ -167,7 +167,6 @@ KNOWN_CIRCLES = {
     frozenset({"sdckit.report.model", "sdckit.report.risk_section"}),
 }
 KNOWN_PRIVATE = {
-    ("sdckit.tabular.recipe", "_parts"), ("sdckit.tabular.recipe", "_slug"),
     ("sdckit.tabular.cta", "_check_time_limit"),
     *(("sdckit.tabular.build_duckdb", n) for n in ("_ancestor_pairs", "_hierarchies", "_rollup_rows",
                                                    "_rollup_sums", "_top_matrix", "_top_per_cell")),
