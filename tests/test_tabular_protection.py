@@ -157,6 +157,25 @@ def test_apply_gives_a_result_the_protection_summarises(name, cls):
     assert value.headline(result) and json.dumps(result.to_dict(), allow_nan=True)
 
 
+def test_the_registry_is_the_methods_one_and_refuses_a_name_twice():
+    from sdckit.core.registry import Registry
+    from sdckit.tabular.protection import register
+
+    @dataclasses.dataclass(frozen=True)
+    class Copy(CellSuppression):
+        pass
+
+    with pytest.raises(TypeError, match="protection name 'suppression' is registered twice"):
+        register(Copy)
+    with pytest.raises(TypeError, match="must be a snake_case name"):
+        register(type("Bad", (Protection,), {"name": "Cell Suppression"}))
+    methods = Registry("method")  # the rule core.method.register applies (a fresh one: nothing leaks)
+    methods.register(type("M1", (), {"name": "suppression"}))
+    with pytest.raises(TypeError, match="method name 'suppression' is registered twice"):
+        methods.register(type("M2", (), {"name": "suppression"}))
+    assert protections()["suppression"] is CellSuppression
+
+
 # ---------------------------------------------------------------------- apply = the family's function
 def test_suppression_apply_is_suppress_and_the_hand_worked_pattern():
     table = table2d([[10, 20], [30, 40]])

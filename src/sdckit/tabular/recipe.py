@@ -75,8 +75,7 @@ from sdckit.tabular.build_duckdb import file_codes
 from sdckit.tabular.hierarchy import Hierarchy
 from sdckit.tabular.recipe_ckm import run_cell_key_recipe
 from sdckit.tabular.linked import link_tables
-from sdckit.tabular.protection import Protection, protections
-from sdckit.tabular.protection.base import rule_from_dict
+from sdckit.tabular.protection import Protection, protections, rule_from_dict
 from sdckit.tabular.rules import Dominance, Rule
 from sdckit.tabular.table import Table
 from sdckit.tabular.tablereport import cell_file, file_slug, published_view, report_html, table_parts, wide_view

@@ -40,8 +40,7 @@ from sdckit.core.provenance import UNPUBLISHED, created_timestamp, fingerprint
 from sdckit.core.result import plain
 from sdckit.core.version import __version__
 from sdckit.io import read, write, write_text_atomic
-from sdckit.tabular.protection import CellKeyTableResult
-from sdckit.tabular.protection.base import section_error
+from sdckit.tabular.protection import CellKeyTableResult, section_error
 
 
 def run_cell_key_recipe(recipe: Any, hierarchy: Callable[..., Any]) -> tuple[CellKeyTableResult, dict[str, Path]]:

@@ -21,9 +21,10 @@ Example::
     protection.to_manifest()                # {"name": "suppression", "class": ..., "params": {...}}
 """
 
-from sdckit.tabular.protection.base import Protection, audit_verdict, protections, register
+from sdckit.tabular.protection.base import (Protection, audit_verdict, protections, register, rule_from_dict,
+                                            section_error)
 from sdckit.tabular.protection.tables import CellSuppression, ControlledRounding, TabularAdjustment
 from sdckit.tabular.protection.cell_key import CellKey, CellKeyTableResult  # registered last: a recipe lists it last
 
 __all__ = ["CellKey", "CellKeyTableResult", "CellSuppression", "ControlledRounding", "Protection", "TabularAdjustment",
-           "audit_verdict", "protections", "register"]
+           "audit_verdict", "protections", "register", "rule_from_dict", "section_error"]
