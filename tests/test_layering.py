@@ -165,7 +165,6 @@ KNOWN_CIRCLES = {
     frozenset({"sdckit.report.model", "sdckit.report.risk_section"}),
 }
 KNOWN_PRIVATE = {
-    ("sdckit.tabular.recipe", "_parts"), ("sdckit.tabular.recipe", "_slug"),
     ("sdckit.report.risk_section", "_fmt"),
 }
 

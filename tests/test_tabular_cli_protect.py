@@ -36,7 +36,7 @@ def test_rounding_recipe(tmp_path, cli):
     m = json.loads((out / "manifest.json").read_text())
     assert m["protection"] == "rounding" and m["result"]["additive"] and m["recipe"]["rounding"]["base"] == 100
     page = (out / "report.html").read_text()
-    for text in ("<th>parameters</th><td>base = 100, method = controlled</td>", "<th>rules</th><td>frequency n=3",
+    for text in ("<th>parameters</th><td>base = 100, method = controlled, mip_gap = 0.01</td>", "<th>rules</th><td>frequency n=3",
                  "controlled rounding to base 100", "cells moved", "largest absolute change",
                  "mean absolute change", "Sensitive cells: what an intruder can deduce"):
         assert text in page
@@ -58,11 +58,12 @@ def test_adjustment_recipe(tmp_path, cli):
     for parent, kids in (("N", ["N1", "N2"]), ("S", ["S1", "S2", "S3"]), ("Total", ["N", "S"])):
         assert np.allclose(pub.loc[parent], pub.loc[kids].sum(), atol=0.02)
     m = json.loads((out / "manifest.json").read_text())
-    assert m["protection"] == "adjustment" and m["recipe"]["adjustment"] == {"method": "milp", "cost": "unity"}
+    assert m["protection"] == "adjustment" and m["recipe"]["adjustment"] == {  # every parameter in effect
+        "method": "milp", "cost": "unity", "mip_gap": 0.0, "time_limit": None, "integer": None}
     prim = cells[cells["status"] == "primary"]
     assert len(prim) == m["result"]["sensitive"] > 0 and set(prim["direction"]) <= {"up", "down"}
     page = (out / "report.html").read_text()
-    for text in ("<th>parameters</th><td>method = milp, cost = unity</td>", "p% p=10",
+    for text in ("<th>parameters</th><td>method = milp, cost = unity, mip_gap = 0.0</td>", "p% p=10",
                  "controlled tabular adjustment", "total absolute adjustment", "relative adjustment",
                  "margins changed", "Sensitive cells: shifts and protection levels", "shift / level", "Internal"):
         assert text in page
@@ -113,11 +114,11 @@ def test_linked_recipe(tmp_path, cli):
      "[rounding] has unknown key 'bse'"),
     ('[table]\ninput = "x.csv"\ndimensions = ["a"]\n[protection]\nmethod = "rounding"\n', "[rounding] needs 'base'"),
     ('[table]\ninput = "x.csv"\ndimensions = ["a"]\n[protection]\nmethod = "rounding"\n[rounding]\nbase = -5\n',
-     "[rounding] base must be a number > 0"),
+     "[rounding] the 'base' parameter of ControlledRounding must be a float > 0. Got -5 instead."),
     ('[table]\ninput = "x.csv"\ndimensions = ["a"]\n[rounding]\nbase = 5\n', "[rounding] is given but [protection] method is 'suppression'"),
     ('[table]\ninput = "x.csv"\ndimensions = ["a"]\n[protection]\nmethod = "adjustment"\n', "adjustment needs [[rule]]"),
     ('[table]\ninput = "x.csv"\ndimensions = ["a"]\n[[rule]]\ntype = "p"\np = 10\n[protection]\nmethod = "adjustment"\n'
-     '[adjustment]\ncost = "square"\n', "[adjustment] cost must be one of 'unity', 'inverse'"),
+     '[adjustment]\ncost = "square"\n', "[adjustment] the 'cost' parameter of TabularAdjustment must be one of {'unity', 'inverse'}"),
     ('[table]\ninput = "x.csv"\ndimensions = ["a"]\n[output]\nfolder = "o"\n', "[output] has unknown key 'folder'"),
     ('[table]\ninput = "x.csv"\ndimensions = ["a"]\nhierarchies = { b = "b.hrc" }\n', "hierarchies name 'b'"),
     ('[[table]]\ninput = "x.csv"\ndimensions = ["a"]\n[[table]]\ninput = "y.csv"\ndimensions = ["a"]\n',

@@ -56,7 +56,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from sdckit.core.tomlfile import check_keys, file_error, read_toml  # noqa: F401  (read_toml re-exported: compare.recipe)
+from sdckit.core.tomlfile import check_keys, file_error, read_toml, resolve_path_params  # noqa: F401  (read_toml re-exported: compare.recipe)
 from sdckit.core.errors import ParameterError, SdcError
 from sdckit.core.method import Method
 from sdckit.core.provenance import manifest_json, parse_fingerprint_key
@@ -335,17 +335,7 @@ def resolve_paths(name: str, params: Mapping[str, Any], base: Path) -> dict[str,
     ``hierarchies = { age = "age.csv" }``); other values (built objects) are left as they are.
     """
     cls = method_class(name)
-    if cls is None:
-        return dict(params)
-
-    def resolve(value: Any) -> Any:
-        if isinstance(value, str):
-            return str((base / value).resolve())
-        if isinstance(value, Mapping):
-            return {k: resolve(v) for k, v in value.items()}
-        return value
-
-    return {k: resolve(v) if k in cls.path_params else v for k, v in params.items()}
+    return dict(params) if cls is None else resolve_path_params(params, cls.path_params, base)
 
 
 def run_recipe(

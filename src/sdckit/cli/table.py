@@ -33,53 +33,15 @@ def protect(
     intervals when rules are given) or controlled tabular adjustment. Writes the cell file(s), the
     published view(s), the manifest and an HTML report, then prints the verdict: whether every
     sensitive cell is protected."""
-    from sdckit.tabular.recipe import load_table_recipe, protection_verdict, run_table_recipe
+    from sdckit.tabular.recipe import load_table_recipe, run_table_recipe
 
-    if fail_unsafe is None:  # checked before any work: a bad key stops the run
-        fail_unsafe = load_table_recipe(recipe, out).fail_unsafe
-    result, paths = run_table_recipe(recipe, out)
-    kind = type(result).__name__
-    linked = " (linked tables)" if getattr(result, "tables", None) else ""
-    if kind.endswith("SuppressionResult"):
-        t = figures_table(f"{recipe.name}: cell suppression ({result.method}){linked}")
-        t.add_row("cells", f"{len(result.cells):,}")
-        for r, name in zip(getattr(result, "tables", ()), getattr(result.table, "names", ())):
-            t.add_row(f"  {name}", f"{len(r.cells):,} cells, {r.primaries:,} primary, {r.secondaries:,} secondary")
-        t.add_row("primary cells", f"{result.primaries:,}")
-        t.add_row("secondary cells", f"{result.secondaries:,}")
-        t.add_row("suppressed value share", f"{result.suppressed_value_share:.3%}")
-        if result.method == "optimal":
-            t.add_row("optimality", "proved" if result.optimal else f"gap {result.gap:.2%}" if result.gap is not None else "unknown")
-        t.add_row("audit" + (" (joint)" if linked else ""), "safe" if result.audit.safe else "UNSAFE")
-    elif kind == "RoundingResult":
-        t = figures_table(f"{recipe.name}: {result.method} rounding, base {result.base:g}{linked}")
-        t.add_row("cells", f"{len(result.cells):,}")
-        t.add_row("cells moved", f"{result.cells_moved:,}")
-        t.add_row("largest absolute change", f"{result.max_abs_change:g}")
-        t.add_row("mean absolute change", f"{result.mean_abs_change:.3g}")
-        t.add_row("additive", "yes" if result.additive else f"no ({result.equations_violated} equations broken)")
-        if result.audit is not None:
-            a = result.audit
-            t.add_row("sensitive cells protected", f"{a.sensitive - a.unprotected:,} of {a.sensitive:,}")
-    elif kind == "CellKeyTableResult":
-        t = figures_table(f"{recipe.name}: cell key method ({result.measure}s)")
-        t.add_row("cells", f"{len(result.cells):,}")
-        t.add_row("non-empty cells changed", f"{result.measures['changed']:.1%}")
-        if result.measure == "count":
-            t.add_row("mean absolute change", f"{result.measures['mean_abs']:.3g}")
-        else:
-            t.add_row("mean relative change", f"{result.measures['mean_rel']:.3%}")
-    else:
-        t = figures_table(f"{recipe.name}: controlled tabular adjustment ({result.method}){linked}")
-        t.add_row("cells", f"{len(result.cells):,}")
-        t.add_row("sensitive cells", f"{result.sensitive:,}")
-        t.add_row("cells adjusted", f"{result.cells_adjusted:,}")
-        t.add_row("total absolute adjustment", f"{result.total_abs_adjustment:g}")
-        t.add_row("largest relative adjustment", f"{result.max_relative_adjustment:.3%}")
-        t.add_row("optimality", "proved" if result.optimal else "not proved")
-    t.add_row("time", f"{result.seconds:.2f} s")
-    console.print(t)
-    safe, verdict = protection_verdict(result)
+    loaded = load_table_recipe(recipe, out)  # checked before any work: a bad key stops the run
+    if fail_unsafe is None:
+        fail_unsafe = loaded.fail_unsafe
+    result, paths = run_table_recipe(loaded)
+    protection = loaded.protection  # the recipe's protection value says what its result shows
+    console.print(figures_table(f"{recipe.name}: {protection.headline(result)}", protection.summary(result)))
+    safe, verdict = protection.verdict(result)
     console.print(f"Verdict: {verdict}", markup=False, highlight=False, soft_wrap=True)
     for name, p in paths.items():
         console.print(f"{name}: {p}")

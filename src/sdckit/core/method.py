@@ -31,13 +31,14 @@ import pandas as pd
 
 from sdckit.core.errors import DataError, ParameterError, SchemaError
 from sdckit.core.outcome import Outcome
-from sdckit.core.params import IsNone, ParamRule, StrList, to_tuple, validate_params
+from sdckit.core.params import IsNone, ParamRule, StrList, param_error, validate_fields
+from sdckit.core.registry import Registry
 from sdckit.core.random import RandomState, as_generator, renamed_seed
 from sdckit.core.result import plain as json_plain  # params(plain=...) is a parameter
 from sdckit.core.rowwise import run_rows
 from sdckit.core.schema import Kind, Role, Schema
 
-_REGISTRY: dict[str, type[Method]] = {}
+_REGISTRY: Registry[type[Method]] = Registry("method")
 
 
 @dataclass(frozen=True)
@@ -64,13 +65,7 @@ class Method:
 
     # ----------------------------------------------------------------- construction
     def __post_init__(self) -> None:
-        for f in dataclasses.fields(self):
-            value = getattr(self, f.name)
-            if isinstance(value, list | tuple):
-                object.__setattr__(self, f.name, to_tuple(value))
-        rules = parameter_rules(type(self))
-        every_field = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
-        validate_params(type(self).__name__, every_field, rules)
+        validate_fields(self, parameter_rules(type(self)))
         self.check_parameters()
 
     def check_parameters(self) -> None:
@@ -79,10 +74,7 @@ class Method:
 
     def param_error(self, name: str, requirement: str) -> ParameterError:
         """An error in the shared template for parameter ``name``."""
-        return ParameterError(
-            f"The {name!r} parameter of {type(self).__name__} must be {requirement}. "
-            f"Got {getattr(self, name)!r} instead."
-        )
+        return param_error(type(self).__name__, name, getattr(self, name), requirement)
 
     # ----------------------------------------------------------------- parameters
     def params(self, plain: bool = True) -> dict[str, Any]:
@@ -334,17 +326,12 @@ def require_no_nan(frame: pd.DataFrame, columns: tuple[str, ...], owner: str) ->
 # --------------------------------------------------------------------------- registry
 def register(cls: type[Method]) -> type[Method]:
     """Class decorator: register a method under its ``name`` so that recipes can use it."""
-    if not cls.name or cls.name != cls.name.lower() or " " in cls.name:
-        raise TypeError(f"{cls.__name__}.name must be a snake_case name, got {cls.name!r}")
-    if cls.name in _REGISTRY and _REGISTRY[cls.name] is not cls:
-        raise TypeError(f"method name {cls.name!r} is registered twice")
-    _REGISTRY[cls.name] = cls
-    return cls
+    return _REGISTRY.register(cls)
 
 
 def registered() -> dict[str, type[Method]]:
     """The registered methods by name (only those whose modules have been imported)."""
-    return dict(_REGISTRY)
+    return _REGISTRY.registered()
 
 
 def method_from_params(name: str, params: Mapping[str, Any], registry: Mapping[str, type[Method]]) -> Method:

@@ -13,6 +13,7 @@ template, and kept on it (``constraints``) for the common checks.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 import math
@@ -174,14 +175,17 @@ def describe_rule(rule: ParamRule) -> str:
     return ", ".join(phrases[:-1]) + " or " + phrases[-1]
 
 
+def param_error(owner: str, name: str, value: Any, requirement: str) -> ParameterError:
+    """The one template of a bad parameter: ``The 'name' parameter of Owner must be <requirement>.
+    Got <value> instead.`` (the value by :func:`shown`)."""
+    return ParameterError(f"The {name!r} parameter of {owner} must be {requirement}. Got {shown(value)} instead.")
+
+
 def check_param(owner: str, name: str, value: Any, rule: ParamRule) -> None:
     """Raise :class:`ParameterError` unless ``value`` satisfies ``rule`` (or one alternative)."""
     rules = [rule] if isinstance(rule, Constraint) else list(rule)
     if not any(r.is_satisfied_by(value) for r in rules):
-        raise ParameterError(
-            f"The {name!r} parameter of {owner} must be {describe_rule(rule)}. "
-            f"Got {shown(value)} instead."
-        )
+        raise param_error(owner, name, value, describe_rule(rule))
 
 
 def shown(value: Any) -> str:
@@ -195,6 +199,17 @@ def validate_params(owner: str, values: Mapping[str, Any], constraints: Mapping[
     """Check every declared parameter of ``owner`` (a class name) against its rule."""
     for name, rule in constraints.items():
         check_param(owner, name, values[name], rule)
+
+
+def validate_fields(value: Any, constraints: Mapping[str, ParamRule]) -> None:
+    """What a frozen dataclass value whose fields are its parameters (a method, a table
+    protection) checks on construction: lists in its fields become tuples (the value stays
+    hashable), then every field with a rule is checked, naming the value's class."""
+    fields = dataclasses.fields(value)
+    for f in fields:
+        if isinstance(getattr(value, f.name), list | tuple):
+            object.__setattr__(value, f.name, to_tuple(getattr(value, f.name)))
+    validate_params(type(value).__name__, {f.name: getattr(value, f.name) for f in fields}, constraints)
 
 
 def to_tuple(value: Any) -> Any:

@@ -42,3 +42,20 @@ def check_keys(table: Mapping[str, Any], allowed: Iterable[str], where: str, sou
     if unknown:
         message = f"{where} has unknown key {unknown[0]!r}; it takes {', '.join(names)}."
         raise ParameterError(message) if source is None else file_error(source, message)
+
+
+def resolve_path_params(params: Mapping[str, Any], names: Iterable[str], base: Path) -> dict[str, Any]:
+    """``params`` with the path parameters ``names`` made absolute from the file's folder ``base``.
+
+    A path parameter holds a path string or a mapping whose string values are paths (e.g.
+    ``hierarchies = { age = "age.csv" }``); other values (built objects) are left as they are.
+    """
+    def resolve(value: Any) -> Any:
+        if isinstance(value, str):
+            return str((base / value).resolve())
+        if isinstance(value, Mapping):
+            return {k: resolve(v) for k, v in value.items()}
+        return value
+
+    names = frozenset(names)
+    return {k: resolve(v) if k in names else v for k, v in params.items()}

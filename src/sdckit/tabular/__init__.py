@@ -13,6 +13,7 @@ Example::
     adjust_table(table, [PPercent(10)])  # controlled tabular adjustment (value, adjusted, status)
     suppress([table, table2], rules)     # linked tables (shared cells by their codes), protected together
     cell_key_counts(frame, ["region", "size"], "rkey", ptable(D=5, V=3, js=2))  # cell key method
+    CellSuppression([MinFrequency(3)], method="fast").apply(table)  # a protection as a value (recipes)
 """
 
 from sdckit.core.lazy import lazy_exports
@@ -25,7 +26,9 @@ __all__ = ["AdjustmentResult", "AuditResult", "RoundingAudit", "RoundingResult",
            "GroupDisclosure", "audit_primaries", "suppress_modular",
            "ptable", "ptable_numeric", "cell_key_sums", "CellKeySumParams", "read_ptable", "write_ptable",
            "record_keys", "cell_key_counts", "cell_key_measures",
-           "CellKeyMeasures"]
+           "CellKeyMeasures",
+           "Protection", "CellSuppression", "ControlledRounding", "TabularAdjustment", "CellKey", "CellKeyTableResult",
+           "protections"]
 
 #: Where each public name lives; it is imported on first use (issue 28 item 4, start-up).
 __getattr__, __dir__ = lazy_exports(__name__, {
@@ -71,4 +74,11 @@ __getattr__, __dir__ = lazy_exports(__name__, {
     "cell_key_counts": "sdckit.tabular.cellkey",
     "cell_key_measures": "sdckit.tabular.cellkey",
     "CellKeyMeasures": "sdckit.tabular.cellkey",
+    "Protection": "sdckit.tabular.protection",
+    "CellSuppression": "sdckit.tabular.protection",
+    "ControlledRounding": "sdckit.tabular.protection",
+    "TabularAdjustment": "sdckit.tabular.protection",
+    "CellKey": "sdckit.tabular.protection",
+    "CellKeyTableResult": "sdckit.tabular.protection",
+    "protections": "sdckit.tabular.protection",
 })

@@ -63,7 +63,6 @@ def intervals(table: Table, suppressed: np.ndarray, A: sp.csr_matrix | None = No
     primary counts as unprotected (fail safe) and suppression protects it further."""
     A = table.equations() if A is None else A
     v = table.cells["value"].to_numpy(float)
-    n = len(v)
     lo, hi = v.copy(), v.copy()
     S = np.flatnonzero(suppressed)
     if not len(S):

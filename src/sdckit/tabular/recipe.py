@@ -64,43 +64,28 @@ from typing import Any
 
 import pandas as pd
 
-from sdckit.core.random import check_recipe_seed, seed_provenance
 from sdckit.core.tomlfile import check_keys, read_toml
 from sdckit.core.errors import DataError, ParameterError
 from sdckit.core.provenance import UNPUBLISHED, created_timestamp, fingerprint
+from sdckit.core.result import plain
 from sdckit.core.version import __version__
 from sdckit.io import read, write, write_text_atomic
 from sdckit.io import tauargus
 from sdckit.tabular.build_duckdb import file_codes
-from sdckit.tabular.cta import adjust_table
 from sdckit.tabular.hierarchy import Hierarchy
-from sdckit.tabular.recipe_ckm import CELL_KEY_KEYS, run_cell_key_recipe
-from sdckit.tabular.linked import LinkedTables, adjust_linked, link_tables, suppress_linked
-from sdckit.tabular.rounding import round_table
-from sdckit.tabular.rules import PQ, Dominance, Manual, MinFrequency, PPercent, Rule
-from sdckit.tabular.suppress import suppress
+from sdckit.tabular.recipe_ckm import run_cell_key_recipe
+from sdckit.tabular.linked import link_tables
+from sdckit.tabular.protection import Protection, protections, rule_from_dict
+from sdckit.tabular.rules import Dominance, Rule
 from sdckit.tabular.table import Table
-from sdckit.tabular.tablereport import _parts, _slug, cell_file, published_view, report_html, wide_view
+from sdckit.tabular.tablereport import cell_file, file_slug, published_view, report_html, table_parts, wide_view
 
 __all__ = ["TableRecipe", "TableSpec", "build_table", "build_tables", "cell_file", "load_table_recipe",
-           "protect_tables", "protection_verdict", "published_view", "recipe_hierarchy", "report_html", "run_table_recipe", "wide_view"]
+           "protect_tables", "published_view", "recipe_hierarchy", "report_html", "run_table_recipe", "wide_view"]
 
-_RULES = {"frequency": (MinFrequency, {"n", "share"}), "dominance": (Dominance, {"n", "k"}),
-          "p": (PPercent, {"p"}), "pq": (PQ, {"p", "q"}), "manual": (Manual, {"cells", "share"})}
 _TABLE_KEYS = ("name", "input", "dimensions", "response", "weight", "holding", "rda", "hierarchies",
                "missing_codes", "missing_is_safe")
-#: The keys each section takes, and the values of its enumerated keys.
-_SECTIONS: dict[str, dict[str, tuple | None]] = {
-    "protection": {"method": ("suppression", "rounding", "adjustment", "cell_key")},
-    "suppression": {"method": ("optimal", "fast"), "cost": ("value", "freq", "unity"), "time_limit": None},
-    "rounding": {"base": None, "method": ("controlled", "random"), "mip_gap": None, "time_limit": None,
-                 "seed": None, "allow_weak_seed": None},
-    "adjustment": {"method": ("milp", "fast"), "cost": ("unity", "inverse"), "mip_gap": None,
-                   "time_limit": None, "integer": None},
-    "cell_key": CELL_KEY_KEYS,
-    "output": {"dir": None, "cells": None},
-}
-PROTECTIONS = ("suppression", "rounding", "adjustment", "cell_key")
+_OUTPUT_KEYS = ("dir", "cells")
 
 
 @dataclass(frozen=True)
@@ -130,16 +115,13 @@ class TableSpec:
 @dataclass(frozen=True)
 class TableRecipe:
     """A parsed table recipe (see the module docstring). ``input``, ``dimensions``, ... are the
-    first table's; ``tables`` holds every one."""
+    first table's; ``tables`` holds every one; ``protection`` is the protection value
+    (:mod:`sdckit.tabular.protection`) its ``[protection]`` and method sections give."""
 
     path: Path
     tables: tuple[TableSpec, ...]
     rules: tuple[Rule, ...]
-    protection: str
-    method: str
-    cost: str
-    time_limit: float | None
-    options: dict[str, Any]
+    protection: Protection
     out_dir: Path
     cells_name: str
     raw: dict = field(repr=False, default_factory=dict)
@@ -158,43 +140,30 @@ class TableRecipe:
     holding = property(lambda self: self.tables[0].holding)
     rda = property(lambda self: self.tables[0].rda)
 
+    def parameters(self) -> dict[str, Any]:
+        """The protection's parameters as the recipe's manifest and report give them: every one
+        but the rules (the recipe's ``rules``) and the secrets, whose provenance is said instead
+        (never the seed of a random rounding: its source and strength only)."""
+        params = {k: v for k, v in self.protection.params().items() if k != "rules"}
+        return {**params, **self.protection.provenance()}
+
     def to_dict(self) -> dict[str, Any]:
-        d: dict[str, Any] = {"protection": self.protection, "rules": [r.to_dict() for r in self.rules]}
+        name = self.protection.name
+        d: dict[str, Any] = {"protection": name, "rules": [r.to_dict() for r in self.rules]}
         if len(self.tables) == 1:
             d.update({k: v for k, v in self.tables[0].to_dict().items() if k != "name"})
         else:
             d["tables"] = [t.to_dict() for t in self.tables]
-        if self.protection == "suppression":
-            d.update({"method": self.method, "cost": self.cost, "time_limit": self.time_limit})
-        else:  # never the seed (the secret of a random rounding): its source and strength only
-            d[self.protection] = {k: v for k, v in self.options.items() if k not in ("seed", "allow_weak_seed")}
-            if self.protection == "rounding" and self.options.get("method") == "random":
-                d[self.protection].update(seed_provenance(self.options.get("seed")))
+        d[name] = self.parameters()
+        if name == "suppression":  # where manifests had them before [suppression] got its own key
+            d.update({k: d[name][k] for k in ("method", "cost", "time_limit")})
         return d
 
 
-def _check_section(path: Path, name: str, sec: Any) -> dict:
+def _section(path: Path, raw: dict, name: str) -> dict:
+    sec = raw.get(name, {})
     if not isinstance(sec, dict):
         raise ParameterError(f"Recipe {path}: [{name}] must be a table of keys.")
-    allowed = _SECTIONS[name]
-    check_keys(sec, allowed, f"[{name}]", f"Recipe {path}")
-    for k, v in sec.items():
-        choices = allowed[k]
-        if choices is not None and v not in choices:
-            raise ParameterError(f"Recipe {path}: [{name}] {k} must be one of "
-                                 f"{', '.join(repr(c) for c in choices)}. Got {v!r} instead.")
-    for k in ("time_limit", "mip_gap", "base"):
-        if k in sec and (isinstance(sec[k], bool) or not isinstance(sec[k], (int, float))
-                         or not (sec[k] > 0 or (k == "mip_gap" and sec[k] == 0))):
-            raise ParameterError(f"Recipe {path}: [{name}] {k} must be a number > 0"
-                                 f"{' (or 0)' if k == 'mip_gap' else ''}. Got {sec[k]!r} instead.")
-    if "seed" in sec or "allow_weak_seed" in sec:  # the seed is the release's secret: never quoted
-        try:
-            check_recipe_seed(sec.get("seed"), sec.get("allow_weak_seed", False))
-        except ParameterError as exc:
-            raise ParameterError(f"Recipe {path}: [{name}] {exc}") from None
-    if "integer" in sec and not isinstance(sec["integer"], bool):
-        raise ParameterError(f"Recipe {path}: [{name}] integer must be true or false. Got {sec['integer']!r} instead.")
     return sec
 
 
@@ -243,11 +212,12 @@ def load_table_recipe(path: str | Path, out_dir: str | Path | None = None) -> Ta
     """Parse a table recipe; every error names the section and key at fault."""
     raw, path = read_toml(path, "Table recipe")
     base = path.parent
-    known = {"table", "rule", "output", *PROTECTIONS, "protection", "fail_unsafe"}
+    known = {"table", "rule", "output", *protections(), "protection", "fail_unsafe"}
     unknown = sorted(set(raw) - known)
     if unknown:
         raise ParameterError(f"Recipe {path}: unknown section [{unknown[0]}]; use [table] (or several "
-                             "[[table]]), [[rule]], [protection], [suppression], [rounding], [adjustment], [output].")
+                             f"[[table]]), [[rule]], [protection], {', '.join(f'[{n}]' for n in protections())}, "
+                             "[output].")
     fail_unsafe = raw.get("fail_unsafe", False)
     if not isinstance(fail_unsafe, bool):
         raise ParameterError(f"Recipe {path}: fail_unsafe must be true or false. Got {fail_unsafe!r} instead.")
@@ -262,42 +232,30 @@ def load_table_recipe(path: str | Path, out_dir: str | Path | None = None) -> Ta
     if len(set(names)) != len(names):
         dup = next(n for n in names if names.count(n) > 1)
         raise ParameterError(f"Recipe {path}: two [[table]] sections are named {dup!r}; give each a distinct name.")
-    rules = []
     rule_list = raw.get("rule", [])
     if not isinstance(rule_list, list):
         raise ParameterError(f"Recipe {path}: rules are [[rule]] sections (double brackets).")
-    for i, r in enumerate(rule_list, start=1):
-        kind = str(r.get("type", "")).lower()
-        if kind not in _RULES:
-            raise ParameterError(f"Recipe {path}: [[rule]] number {i} has type {r.get('type')!r}; use one of "
-                                 f"{', '.join(_RULES)}.")
-        cls, allowed = _RULES[kind]
-        extra = set(r) - allowed - {"type"}
-        if extra:
-            raise ParameterError(f"Recipe {path}: [[rule]] number {i} ({kind}) has unknown key '{sorted(extra)[0]}'; "
-                                 f"it takes {', '.join(sorted(allowed))}.")
-        args = {k: v for k, v in r.items() if k != "type"}
-        if kind == "manual":
-            args["cells"] = tuple(tuple(str(x) for x in c) for c in args.get("cells", []))
-        rules.append(cls(**args))
-    secs = {name: _check_section(path, name, raw.get(name, {})) for name in _SECTIONS}
-    protection = secs["protection"].get("method", "suppression")
-    for other in PROTECTIONS:
-        if other != protection and other in raw:
+    rules = tuple(rule_from_dict(r, f"[[rule]] number {i}", f"Recipe {path}") for i, r in enumerate(rule_list, start=1))
+    sec = _section(path, raw, "protection")
+    check_keys(sec, ("method",), "[protection]", f"Recipe {path}")
+    registry = protections()
+    name = sec.get("method", "suppression")
+    if name not in registry:
+        raise ParameterError(f"Recipe {path}: [protection] method must be one of "
+                             f"{', '.join(repr(c) for c in registry)}. Got {name!r} instead.")
+    for other in registry:
+        if other != name and other in raw:
             raise ParameterError(f"Recipe {path}: [{other}] is given but [protection] method is "
-                                 f"{protection!r}; set method = {other!r} or remove [{other}].")
-    if protection == "rounding" and "base" not in secs["rounding"]:
-        raise ParameterError(f"Recipe {path}: [rounding] needs 'base' (the rounding base, e.g. base = 5).")
-    if protection == "adjustment" and not rules:
-        raise ParameterError(f"Recipe {path}: adjustment needs [[rule]] sections (they decide the sensitive cells).")
-    s = secs["suppression"]
-    o = secs["output"]
+                                 f"{name!r}; set method = {other!r} or remove [{other}].")
+    cls = registry[name]
+    if cls.needs_rules and not rules:
+        raise ParameterError(f"Recipe {path}: {name} needs [[rule]] sections (they decide the sensitive cells).")
+    protection = cls.from_section(_section(path, raw, name), rules if cls.takes_rules() else (), base,
+                                  f"Recipe {path}")
+    o = _section(path, raw, "output")
+    check_keys(o, _OUTPUT_KEYS, "[output]", f"Recipe {path}")
     out = Path(out_dir) if out_dir is not None else base / o.get("dir", f"{path.stem}-out")
-    tl = s.get("time_limit")
-    return TableRecipe(path, tuple(specs), tuple(rules), protection, s.get("method", "optimal"),
-                       s.get("cost", "value"), float(tl) if tl is not None else None,
-                       dict(secs[protection]) if protection != "suppression" else {}, out,
-                       o.get("cells", "cells.csv"), raw, fail_unsafe)
+    return TableRecipe(path, tuple(specs), rules, protection, out, o.get("cells", "cells.csv"), raw, fail_unsafe)
 
 
 def recipe_hierarchy(spec: Any, dim: str, base: Path, codes: list[str], rda: Any) -> Any:
@@ -405,75 +363,28 @@ def build_tables(recipe: TableRecipe) -> Table:
 # ---------------------------------------------------------------------- run
 def protect_tables(recipe: TableRecipe, table: Table) -> Any:
     """Run the recipe's protection on ``table`` (a Table or LinkedTables)."""
-    rules = list(recipe.rules)
-    if recipe.protection == "suppression":
-        if isinstance(table, LinkedTables):
-            return suppress_linked(table, rules, method=recipe.method, cost=recipe.cost, time_limit=recipe.time_limit)
-        return suppress(table, rules, method=recipe.method, cost=recipe.cost, time_limit=recipe.time_limit)
-    o = recipe.options
-    if recipe.protection == "rounding":
-        try:
-            return round_table(table, o["base"], method=o.get("method", "controlled"), rules=rules or None,
-                               seed=o.get("seed"), mip_gap=o.get("mip_gap", 0.01),
-                               time_limit=o.get("time_limit"))
-        except DataError as exc:
-            if isinstance(table, LinkedTables) and str(exc).startswith("No zero-restricted"):
-                raise DataError(f"No zero-restricted controlled rounding of these {len(table.tables)} linked "
-                                f"tables to base {o['base']:g} exists (linked tables, like 3-D ones, need not "
-                                "have one; Causey, Cox & Ernst 1985). Try another base, or [rounding] method "
-                                "= \"random\" (not additive).") from None
-            raise
-    adjust = adjust_linked if isinstance(table, LinkedTables) else adjust_table
-    return adjust(table, rules, method=o.get("method", "milp"), cost=o.get("cost", "unity"),
-                  integer=o.get("integer"), mip_gap=o.get("mip_gap", 0.0), time_limit=o.get("time_limit"))
+    return recipe.protection.apply(table)
 
 
-def protection_verdict(result: Any) -> tuple[bool, str]:
-    """Whether a protected table leaves every sensitive cell protected, and the line that says
-    so (``sdckit table protect`` prints it; ``--fail-unsafe`` exits 1 when it is False).
-
-    Suppression: the audit of the pattern (the joint audit for linked tables). Rounding: the
-    intervals an intruder deduces for the sensitive cells from the rounded table against their
-    protection levels (no rules: no sensitive cell). Adjustment: every sensitive cell moved by
-    its protection level, which :func:`~sdckit.tabular.cta.adjust_table` checks before it returns.
-    """
-    audit = getattr(result, "audit", None)
-    if hasattr(result, "verdict"):  # the cell key method: no sensitivity rule
-        return True, result.verdict
-    if hasattr(result, "primaries"):  # suppression: its audit counts the unprotected primaries
-        total, unprotected = int(result.primaries), int(audit.unprotected)
-        what = "primary cells"
-    elif hasattr(result, "base"):  # rounding
-        if audit is None:
-            return True, "no sensitive cells (the recipe has no [[rule]])"
-        total, unprotected = int(audit.sensitive), int(audit.unprotected)
-        what = "sensitive cells"
-    else:  # adjustment
-        return True, f"safe: all {int(result.sensitive):,} sensitive cells moved by their protection levels"
-    if unprotected == 0:
-        return True, f"safe: {total:,} of {total:,} {what} protected"
-    return False, (f"UNSAFE: {unprotected:,} of {total:,} {what} unprotected (the interval an intruder "
-                   "deduces from the release is narrower than their protection levels)")
-
-
-def run_table_recipe(path: str | Path, out_dir: str | Path | None = None) -> tuple[Any, dict[str, Path]]:
+def run_table_recipe(path: str | Path | TableRecipe, out_dir: str | Path | None = None) -> tuple[Any, dict[str, Path]]:
     """Build the recipe's table(s), protect them (suppression, rounding or adjustment; linked
     tables together), and write the cell file(s), the published view(s), the manifest and the HTML
-    report into the output folder. Returns the result and the paths."""
-    recipe = load_table_recipe(path, out_dir)
-    if recipe.protection == "cell_key":
+    report into the output folder. Returns the result and the paths. ``path`` may be a recipe
+    already loaded (``out_dir`` is then its own)."""
+    recipe = path if isinstance(path, TableRecipe) else load_table_recipe(path, out_dir)
+    if recipe.protection.name == "cell_key":  # records, not a built table: its own run
         return run_cell_key_recipe(recipe, recipe_hierarchy)
     t0 = time.perf_counter()
     table = build_tables(recipe)
     result = protect_tables(recipe, table)
     out = recipe.out_dir
     out.mkdir(parents=True, exist_ok=True)
-    parts = _parts(result, table)
+    parts = table_parts(result, table)
     paths: dict[str, Path] = {}
     cells_path = Path(recipe.cells_name)
     published_fp = {}
     for p in parts:
-        suffix = f"-{_slug(p.name)}" if recipe.linked else ""
+        suffix = f"-{file_slug(p.name)}" if recipe.linked else ""
         cname = f"cells{suffix}" if recipe.linked else cells_path.stem
         paths[f"cells{suffix}"] = out / f"{cname}{cells_path.suffix or '.csv'}"
         paths[f"published{suffix}"] = out / f"published{suffix}.csv"
@@ -483,16 +394,13 @@ def run_table_recipe(path: str | Path, out_dir: str | Path | None = None) -> tup
     paths["manifest"] = out / "manifest.json"
     paths["report"] = out / "report.html"
     manifest = {"sdckit": __version__, "created": created_timestamp(), "kind": "table",
-                "protection": recipe.protection, "recipe": recipe.to_dict(), "input_fingerprint": UNPUBLISHED,
+                "protection": recipe.protection.name, "recipe": recipe.to_dict(), "input_fingerprint": UNPUBLISHED,
                 "published_fingerprint": (next(iter(published_fp.values())) if not recipe.linked else published_fp),
                 "table": table.to_dict(), "result": result.to_dict(),
                 "seconds_total": round(time.perf_counter() - t0, 3)}
-    write_text_atomic(paths["manifest"], json.dumps(manifest, indent=2, default=str) + "\n")
-    kind = {"suppression": "protected table", "rounding": "rounded table", "adjustment": "adjusted table"}
-    title = f"{recipe.path.stem}: {kind[recipe.protection]}{'s (linked)' if recipe.linked else ''}"
-    params = recipe.to_dict()
-    params = ({k: params[k] for k in ("method", "cost", "time_limit") if params.get(k) is not None}
-              if recipe.protection == "suppression" else params[recipe.protection])
-    write_text_atomic(paths["report"], report_html(result, title, recipe.protection, parts,
+    write_text_atomic(paths["manifest"], json.dumps(plain(manifest), indent=2) + "\n")
+    title = f"{recipe.path.stem}: {recipe.protection.released}{'s (linked)' if recipe.linked else ''}"
+    params = {k: v for k, v in recipe.parameters().items() if v is not None}
+    write_text_atomic(paths["report"], report_html(result, title, recipe.protection.name, parts,
                                                    rules=recipe.rules, parameters=params))
     return result, paths

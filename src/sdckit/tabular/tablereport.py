@@ -86,7 +86,9 @@ class _Part:
     facts: list
 
 
-def _parts(result: Any, table: Table) -> list[_Part]:
+def table_parts(result: Any, table: Table) -> list[_Part]:
+    """Each table's share of a protection's ``result`` on ``table`` (one part, or one per linked
+    table): what the recipe writes per table and the report shows per section."""
     if isinstance(table, LinkedTables):
         pairs = [(n, t, m) for n, t, m in zip(table.names, table.tables, table.members)]
     else:
@@ -145,7 +147,8 @@ def _parts(result: Any, table: Table) -> list[_Part]:
     return out
 
 
-def _slug(name: str) -> str:
+def file_slug(name: str) -> str:
+    """A table's name as a part of a file name (``"by size"`` -> ``"by-size"``)."""
     return re.sub(r"[^A-Za-z0-9]+", "-", name).strip("-").lower() or "table"
 
 
@@ -305,7 +308,7 @@ def report_html(result: Any, title: str, protection: str | None = None, parts: l
         given.append(("rules", "; ".join(_rule_text(r) for r in rules)))
     if parameters:
         given.append(("parameters", ", ".join(f"{k} = {v}" for k, v in parameters.items())))
-    parts = parts if parts is not None else _parts(result, table)
+    parts = parts if parts is not None else table_parts(result, table)
     sections = []
     for p in parts:
         head = f"<h2>{html.escape(p.name)}</h2>" + _facts(p.facts) if p.name else ""
