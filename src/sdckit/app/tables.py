@@ -3,8 +3,10 @@ the rules the user chose, protected by suppression, controlled rounding or contr
 adjustment, and the pattern with the protection's verdict (issue 31, screen 5).
 
 Every figure comes from :mod:`sdckit.tabular` — :meth:`~sdckit.tabular.Table.from_microdata`,
-the rules, the protection functions and :func:`~sdckit.tabular.recipe.protection_verdict`, the
-line ``sdckit table protect`` prints — never from code of the app's own. A table is
+the rules, and the registered protection values (:mod:`sdckit.tabular.protection`:
+``CellSuppression``, ``ControlledRounding``, ``TabularAdjustment``), whose ``apply``,
+``figures`` and ``verdict`` are what ``sdckit table protect`` runs and prints — never from code
+of the app's own. A table is
 tabulated data: its cells are counts and sums, the very values a published table carries, so the
 pattern shows them, with the suppressed ones marked; no record is shown.
 """
@@ -20,11 +22,11 @@ import pandas as pd
 
 from sdckit.app.jobs import Job
 from sdckit.core.errors import ParameterError
-from sdckit.tabular import Dominance, MinFrequency, PPercent, Table, adjust_table, round_table, suppress
+from sdckit.tabular import Dominance, MinFrequency, PPercent, Table
+from sdckit.tabular.protection import CellSuppression, ControlledRounding, Protection, TabularAdjustment
 
 __all__ = ["Dominance", "MinFrequency", "PPercent", "PROTECTIONS", "TableOutcome", "TableRequest", "dimension_choices",
            "pattern", "protect_table", "response_choices", "table_request"]
-from sdckit.tabular.recipe import protection_verdict
 
 #: A table has at most this many dimensions on the screen (more: write a table recipe).
 MAX_DIMENSIONS = 3
@@ -53,6 +55,14 @@ class TableRequest:
     protection: str
     base: int = 3
 
+    def value(self) -> Protection:
+        """The registered protection value this request names (its own rules check it)."""
+        if self.protection.startswith("suppression"):
+            return CellSuppression(self.rules, method=self.protection.split("-")[1])
+        if self.protection == "rounding":
+            return ControlledRounding(self.base, rules=self.rules)
+        return TabularAdjustment(self.rules)
+
     def describe(self) -> str:
         """One line: the table and what protects it."""
         what = f"sum of {self.response}" if self.response else "counts"
@@ -69,21 +79,7 @@ class TableOutcome:
     result: Any = field(repr=False)
     safe: bool
     verdict: str
-
-    @property
-    def figures(self) -> list[tuple[str, str]]:
-        """The result's headline figures (its ``to_dict()``'s scalars), as (label, text)."""
-        rows = []
-        for key, value in self.result.to_dict().items():
-            if isinstance(value, bool):
-                rows.append((key.replace("_", " "), "yes" if value else "no"))
-            elif isinstance(value, int):
-                rows.append((key.replace("_", " "), f"{value:,}"))
-            elif isinstance(value, float):
-                rows.append((key.replace("_", " "), f"{value:.6g}"))
-            elif isinstance(value, str):
-                rows.append((key.replace("_", " "), value))
-        return rows
+    figures: tuple[tuple[str, str], ...] = ()  # the protection's figures, as the CLI prints them
 
 
 def dimension_choices(frame: pd.DataFrame, roles: Mapping[str, str]) -> list[str]:
@@ -165,12 +161,14 @@ def table_request(frame: pd.DataFrame, roles: Mapping[str, str], form: Mapping[s
     base = _number(form, "base", "The rounding base", int)
     if protection == "rounding" and (base is None or base < 2):
         raise ParameterError("The rounding base must be a whole number >= 2 (e.g. 3 or 5).")
-    return TableRequest(dims, response, tuple(rules), protection, 3 if base is None else base)
+    request = TableRequest(dims, response, tuple(rules), protection, 3 if base is None else base)
+    request.value()  # the protection's own parameter rules
+    return request
 
 
 def protect_table(frame: pd.DataFrame, request: TableRequest, job: Job | None = None) -> TableOutcome:
-    """Build the table, protect it as ``request`` says, and the verdict of
-    :func:`~sdckit.tabular.recipe.protection_verdict`. ``job`` follows the stages (a cancel is
+    """Build the table, protect it with the request's protection value, and that value's
+    verdict and figures (what ``sdckit table protect`` prints). ``job`` follows the stages (a cancel is
     honoured between them)."""
 
     def stage(done: int, text: str) -> None:
@@ -180,17 +178,12 @@ def protect_table(frame: pd.DataFrame, request: TableRequest, job: Job | None = 
     stage(0, "building the table")
     table = Table.from_microdata(frame, list(request.dimensions), response=request.response)
     stage(1, "protecting it")
-    rules = list(request.rules)
-    if request.protection.startswith("suppression"):
-        result = suppress(table, rules, method=request.protection.split("-")[1])
-    elif request.protection == "rounding":
-        result = round_table(table, request.base, rules=rules or None)
-    else:
-        result = adjust_table(table, rules)
+    protection = request.value()
+    result = protection.apply(table)
     stage(2, "the verdict")
-    safe, verdict = protection_verdict(result)
+    safe, verdict = protection.verdict(result)
     stage(3, "done")
-    return TableOutcome(request, result, safe, verdict)
+    return TableOutcome(request, result, safe, verdict, tuple(protection.figures(result)))
 
 
 @dataclass(frozen=True)
