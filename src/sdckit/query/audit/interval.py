@@ -1,7 +1,7 @@
 """Interval protection of the restricted mode's SUM answers: the p% rule over everything
 answered, audited as linked tables by linear programming (issue 27; DESIGN.md section 7).
 
-The exact-value audit (:mod:`sdckit.query.auditor`) makes sure that no total over fewer than k
+The exact-value audit (:mod:`sdckit.query.audit.auditor`) makes sure that no total over fewer than k
 persons is *determined* by the answers. With the declared bounds of a column an analyst can
 still *narrow* values: a SUM over k persons equal to k times the upper bound pins every one of
 them; the SUM of a set that one person dominates is nearly that person's value. This module
@@ -59,7 +59,7 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
 from sdckit.core.errors import DataError, ParameterError
-from sdckit.query.auditor import Decision
+from sdckit.query.audit.auditor import Decision
 from sdckit.tabular.lp import LP
 from sdckit.tabular.precision import audit_tolerance, value_scale
 
