@@ -56,11 +56,12 @@ from __future__ import annotations
 import hashlib
 import threading
 from dataclasses import dataclass
-from typing import Any, Literal, Sequence
+from typing import Literal, Sequence
 
 import numpy as np
 
 from sdckit.core.errors import DataError, ParameterError
+from sdckit.core.result import Result
 from sdckit.query.audit.atoms import Atoms
 from sdckit.query.audit.engine import Engine
 from sdckit.query.audit.modp import random_prime
@@ -73,14 +74,11 @@ _N_ENGINES = 2
 
 
 @dataclass(frozen=True)
-class Decision:
+class Decision(Result):
     """Whether a set of answers may be given, and why not (a sentence an analyst can act on)."""
 
     allowed: bool
     reason: str = ""
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"allowed": self.allowed, "reason": self.reason}
 
 
 class _Knowledge:
