@@ -40,6 +40,7 @@ from typing import Any
 
 from sdckit.core.atomic import make_private_dir, open_private
 from sdckit.core.errors import BudgetExceeded, ParameterError
+from sdckit.core.params import Options, check_param
 from sdckit.dp.accountant import Accountant, budget_totals, exact
 from sdckit.query.analysts import (COLUMNS, DEFINITIONS, MODES, NAME, REVOKED, SCRYPT, Analyst, analyst_from_row,
                                    hash_key, new_key)
@@ -49,6 +50,8 @@ from sdckit.query.sqlite_store import PendingCharge, SqliteStore
 __all__ = ["DEFINITIONS", "MODES", "NAME", "REVOKED", "SCRYPT", "Analyst", "BudgetRefused", "SqliteStore", "State"]
 
 
+#: The rule of ``sync`` (``[service] sync``): SQLite's synchronous mode.
+SYNC = Options(("full", "normal"))
 #: Columns added after the first schema (``ALTER TABLE`` on an older database; defaults: pure epsilon).
 _ADDED = {"analysts": {"definition": "TEXT NOT NULL DEFAULT 'pure'", "rho_total": "TEXT",
                        "rho_spent": "TEXT NOT NULL DEFAULT '0'", "delta_spent": "TEXT NOT NULL DEFAULT '0'"},
@@ -82,8 +85,7 @@ class State:
     """The state database at ``path`` (created on first use)."""
 
     def __init__(self, path: str | Path, sync: str = "full") -> None:
-        if sync not in ("full", "normal"):
-            raise ParameterError(f"The 'sync' parameter of State must be 'full' or 'normal'. Got {sync!r} instead.")
+        check_param("State", "sync", sync, SYNC)
         self.path = Path(path)
         self._sync = sync.upper()
         self._local = threading.local()

@@ -56,11 +56,12 @@ from __future__ import annotations
 import hashlib
 import threading
 from dataclasses import dataclass
-from typing import Literal, Sequence
+from typing import ClassVar, Literal, Sequence
 
 import numpy as np
 
 from sdckit.core.errors import DataError, ParameterError
+from sdckit.core.params import Interval, Options, Rule, check_param, validate_params
 from sdckit.core.result import Result
 from sdckit.query.audit.atoms import Atoms
 from sdckit.query.audit.engine import Engine
@@ -71,6 +72,8 @@ from sdckit.query.audit.wspace import SmallSpace
 QueryKind = Literal["count", "sum"]
 
 _N_ENGINES = 2
+#: The rule of ``kind``: what the answers are (the unknowns are counts, or sums of one column).
+KINDS = Options(("count", "sum"))
 
 
 @dataclass(frozen=True)
@@ -177,12 +180,12 @@ class Auditor:
     of W. See DESIGN.md section 7.
     """
 
+    #: Parameter rules, checked by the one validator (:func:`sdckit.core.params.validate_params`).
+    constraints: ClassVar[dict[str, Rule]] = {"n_records": Interval(int, 1, None),
+                                              "min_query_set": Interval(int, 1, None)}
+
     def __init__(self, n_records: int, min_query_set: int, *, known_totals: bool = True) -> None:
-        if isinstance(n_records, bool) or not isinstance(n_records, (int, np.integer)) or n_records < 1:
-            raise ParameterError(f"The 'n_records' parameter of Auditor must be an int >= 1. Got {n_records!r} instead.")
-        if isinstance(min_query_set, bool) or not isinstance(min_query_set, (int, np.integer)) or min_query_set < 1:
-            raise ParameterError(
-                f"The 'min_query_set' parameter of Auditor must be an int >= 1. Got {min_query_set!r} instead.")
+        validate_params("Auditor", {"n_records": n_records, "min_query_set": min_query_set}, self.constraints)
         self.n_records = int(n_records)
         self.min_query_set = int(min_query_set)
         self.known_totals = bool(known_totals)
@@ -201,8 +204,7 @@ class Auditor:
 
     # -- validation -------------------------------------------------------------------------
     def _key(self, kind: str, column: str | None) -> tuple[str, str | None]:
-        if kind not in ("count", "sum"):
-            raise ParameterError(f"The 'kind' parameter of Auditor.check must be 'count' or 'sum'. Got {kind!r} instead.")
+        check_param("Auditor.check", "kind", kind, KINDS)
         if kind == "count":
             return ("count", None)
         if not isinstance(column, str) or not column:
