@@ -21,7 +21,7 @@ import time
 
 import numpy as np
 
-from sdckit.query.auditor import Auditor
+from sdckit.query.audit.auditor import Auditor
 
 
 def make_table(n: int, rng: np.random.Generator) -> dict[str, np.ndarray]:

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from query_helpers import small_totals_learnt
 from sdckit.core.errors import DataError, ParameterError
-from sdckit.query.auditor import Auditor, Decision
+from sdckit.query.audit.auditor import Auditor, Decision
 
 
 def _set(n: int, members) -> np.ndarray:
@@ -321,7 +321,7 @@ def test_group_by_many_groups_matches_oracle():
 
 # -- the modular arithmetic under the engine -------------------------------------------------------
 def test_random_prime_is_a_31_bit_prime():
-    from sdckit.query.audit_modp import random_prime
+    from sdckit.query.audit.modp import random_prime
 
     for _ in range(3):
         p = random_prime(31)
@@ -330,7 +330,7 @@ def test_random_prime_is_a_31_bit_prime():
 
 
 def test_bordered_inverse_matches_a_direct_inverse_mod_p():
-    from sdckit.query.audit_modp import bordered_inverse, inverse
+    from sdckit.query.audit.modp import bordered_inverse, inverse
 
     p = 10007
     m = np.array([[1, 1, 0], [0, 1, 1], [1, 0, 1]], dtype=np.int64)  # det 2

@@ -18,9 +18,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from query_helpers import small_totals_learnt
-from sdckit.query.audit_atoms import Atoms
-from sdckit.query.audit_support import small_vectors, spanned_k_times
-from sdckit.query.auditor import Auditor
+from sdckit.query.audit.atoms import Atoms
+from sdckit.query.audit.support import small_vectors, spanned_k_times
+from sdckit.query.audit.auditor import Auditor
 
 
 def _rank(rows, p: int) -> int:

@@ -2,7 +2,7 @@
 
 The exact audit refuses any answer that determines a total over fewer than k persons; with the
 declared bounds an analyst could still narrow values. The interval audit
-(:mod:`sdckit.query.audit_interval`) applies the p% rule over all answered SUMs of a column:
+(:mod:`sdckit.query.audit.interval`) applies the p% rule over all answered SUMs of a column:
 
 * a SUM that one person dominates, a SUM of k persons at the upper bound (which pins every one of
   them) and a differencing pair whose difference is a dominated set of k or more persons are
@@ -31,7 +31,7 @@ from scipy.optimize import linprog
 
 from query_helpers import add_analyst
 from sdckit.core.errors import ParameterError
-from sdckit.query.audit_interval import IntervalAudit
+from sdckit.query.audit.interval import IntervalAudit
 from sdckit.query.config import load_config
 from sdckit.query.service import Service
 

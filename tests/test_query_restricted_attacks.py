@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 
 from query_helpers import Server, add_analyst, post, small_totals_learnt
 from sdckit.core.errors import ParameterError
-from sdckit.query.auditor import Auditor
+from sdckit.query.audit.auditor import Auditor
 from sdckit.query.config import load_config
 from sdckit.query.service import Service
 
@@ -267,7 +267,7 @@ def test_random_strategies_over_cells_never_determine_a_small_total(cells, k, st
 
 def test_a_search_past_its_work_limit_refuses(monkeypatch):
     """Beyond the search's work limit the auditor refuses (it cannot rule a disclosure out)."""
-    import sdckit.query.audit_support as support
+    import sdckit.query.audit.support as support
 
     n = 12
     first = np.zeros(n, dtype=bool)

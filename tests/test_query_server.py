@@ -267,7 +267,7 @@ def test_restricted_query_set_size_control(service):
 
 def _auditor_remembers() -> bool:
     """Whether the auditor algorithm is in (the placeholder only does size control)."""
-    from sdckit.query.auditor import Auditor
+    from sdckit.query.audit.auditor import Auditor
 
     a = Auditor(20, 2)
     whole = np.zeros(20, bool); whole[:6] = True

@@ -185,8 +185,8 @@ def test_scrypt_runs_once_per_key_and_a_changed_or_removed_key_is_not_served_fro
 
     key = state.add_analyst("ann", "dp", "1")
     calls = []
-    real = state_module._hash
-    monkeypatch.setattr(state_module, "_hash", lambda k, s: calls.append(1) or real(k, s))
+    real = state_module.hash_key
+    monkeypatch.setattr(state_module, "hash_key", lambda k, s: calls.append(1) or real(k, s))
     assert [state.authenticate(key).name for _ in range(5)] == ["ann"] * 5
     assert len(calls) == 1  # then from memory
     assert state.authenticate(key + "x") is None and len(calls) == 2  # a wrong key is always checked
@@ -205,11 +205,11 @@ def test_scrypt_runs_once_per_key_and_a_changed_or_removed_key_is_not_served_fro
 def test_a_group_commit_charges_each_against_the_total_left_by_the_ones_before(state):
     """One transaction, four charges: the third would pass the budget and is refused with its
     audit row, the unknown analyst fails alone, the others are committed."""
-    from sdckit.query.state import _Charge
+    from sdckit.query.sqlite_store import PendingCharge
 
     state.add_analyst("ann", "dp", "1")
-    batch = [_Charge("ann", Fraction(1, 2), "a", "{}"), _Charge("nobody", Fraction(1, 10), "b", "{}"),
-             _Charge("ann", Fraction(2, 3), "c", "{}"), _Charge("ann", Fraction(1, 2), "d", "{}")]
+    batch = [PendingCharge("ann", Fraction(1, 2), "a", "{}"), PendingCharge("nobody", Fraction(1, 10), "b", "{}"),
+             PendingCharge("ann", Fraction(2, 3), "c", "{}"), PendingCharge("ann", Fraction(1, 2), "d", "{}")]
     state._commit_charges(batch)
     assert all(r.done for r in batch)
     assert batch[0].error is None and batch[0].result[1].epsilon_spent == Fraction(1, 2)

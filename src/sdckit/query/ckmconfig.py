@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from sdckit.core.errors import ParameterError
+from sdckit.core.result import Result, plain
 from sdckit.core.tomlfile import check_keys
 
 #: Table modes: ``"query"`` (SQL in the analyst's dp or restricted mode) and ``"tables"``.
@@ -44,7 +45,7 @@ _CKM_KEYS = {"D", "V", "js", "pstay", "ptable", "record_key", "digits", "min_cou
 
 
 @dataclass(frozen=True)
-class CkmConfig:
+class CkmConfig(Result):
     """The cell key method of one table served as tables.
 
     Attributes
@@ -72,10 +73,9 @@ class CkmConfig:
     min_count: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        pstay = list(self.pstay) if isinstance(self.pstay, tuple) else self.pstay
-        return {"D": self.D, "V": self.V, "js": self.js, "pstay": pstay,
-                "ptable": None if self.ptable_path is None else str(self.ptable_path),
-                "record_key": self.record_key, "digits": self.digits, "min_count": self.min_count}
+        """The fields, ``ptable_path`` as ``ptable``."""
+        return plain({"D": self.D, "V": self.V, "js": self.js, "pstay": self.pstay, "ptable": self.ptable_path,
+                      "record_key": self.record_key, "digits": self.digits, "min_count": self.min_count})
 
 
 def _int(value: Any, low: int, high: int | None, where: str) -> int:

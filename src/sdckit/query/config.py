@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sdckit.core.result import Result, plain
 from sdckit.core.tomlfile import check_keys, read_toml
 from sdckit.core.errors import ParameterError
 from sdckit.core.random import is_strong_seed, parse_seed
@@ -58,7 +59,7 @@ _TOP_KEYS = {"service", "restricted", "table"}
 
 
 @dataclass(frozen=True)
-class TableConfig:
+class TableConfig(Result):
     """One queryable table and its public metadata.
 
     Attributes
@@ -117,17 +118,16 @@ class TableConfig:
         return tuple(dict.fromkeys([*self.bounds, *self.domains]))
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "path": str(self.path), "table": self.source_table,
-                "privacy_unit": self.privacy_unit, "max_rows_per_unit": self.max_rows_per_unit,
-                "bounds": {k: list(v) for k, v in self.bounds.items()},
-                "domains": {k: list(v) for k, v in self.domains.items()},
-                "bounds_from_data": self.bounds_from_data, "data_bounds": list(self.data_bounds),
-                "dimensions": list(self.public_dimensions), "mode": self.mode,
-                "ckm": None if self.ckm is None else self.ckm.to_dict()}
+        """The fields, ``source_table`` as ``table`` and ``dimensions`` the public dimensions."""
+        return plain({"name": self.name, "path": self.path, "table": self.source_table,
+                      "privacy_unit": self.privacy_unit, "max_rows_per_unit": self.max_rows_per_unit,
+                      "bounds": self.bounds, "domains": self.domains, "bounds_from_data": self.bounds_from_data,
+                      "data_bounds": self.data_bounds, "dimensions": self.public_dimensions, "mode": self.mode,
+                      "ckm": self.ckm})
 
 
 @dataclass(frozen=True)
-class ServiceConfig:
+class ServiceConfig(Result):
     """The whole service: state database, restricted-mode controls and tables."""
 
     path: Path
@@ -141,10 +141,10 @@ class ServiceConfig:
     p_percent: float = 10
 
     def to_dict(self) -> dict[str, Any]:
-        return {"path": str(self.path), "state": str(self.state), "min_query_set": self.min_query_set,
-                "collusion": self.collusion, "cache": self.cache, "seeded": self.seed is not None,
-                "sync": self.sync, "p_percent": self.p_percent,
-                "tables": {k: v.to_dict() for k, v in self.tables.items()}}
+        """The fields, but only whether a ``seed`` is set (``seeded``), never the seed."""
+        return plain({"path": self.path, "state": self.state, "min_query_set": self.min_query_set,
+                      "collusion": self.collusion, "cache": self.cache, "seeded": self.seed is not None,
+                      "sync": self.sync, "p_percent": self.p_percent, "tables": self.tables})
 
 
 def _fail(where: str, message: str) -> ParameterError:

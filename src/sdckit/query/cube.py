@@ -31,12 +31,13 @@ configuration's names only, and the analyst's values are compared with numpy.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from sdckit.core.duckdb_session import quote_identifier
+from sdckit.core.result import Result, plain
 from sdckit.query.config import TableConfig
 from sdckit.query.generate import cell_indices, clamp_column, group_alias, is_text_domain, relation_name, summed_columns
 from sdckit.query.sql import And, Compare, InList, Not, Or, Predicate, Query, predicate_columns
@@ -71,19 +72,18 @@ class _Key:
         return true, ~known
 
 
-class Cube:
+@dataclass(frozen=True, eq=False)
+class Cube(Result):
     """The pre-aggregated dp relation of one table (see the module's description).
 
     Build it with :meth:`build`; :meth:`covers` says whether a query can be answered from it,
     :meth:`cells` gives the true counts and clamped sums per answer cell.
     """
 
-    def __init__(self, table: TableConfig, keys: dict[str, _Key], counts: np.ndarray,
-                 sums: dict[str, np.ndarray]) -> None:
-        self.table = table
-        self.keys = keys
-        self.counts = counts
-        self.sums = sums
+    table: TableConfig
+    keys: dict[str, _Key]
+    counts: np.ndarray = field(metadata={"dict": False})
+    sums: dict[str, np.ndarray] = field(metadata={"dict": False})
 
     @property
     def size(self) -> int:
@@ -91,7 +91,9 @@ class Cube:
         return int(self.counts.size)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"table": self.table.name, "columns": list(self.keys), "summed": list(self.sums), "rows": self.size}
+        """The table's name, the cube's columns, its summed columns and its number of rows."""
+        return plain({"table": self.table.name, "columns": list(self.keys), "summed": list(self.sums),
+                      "rows": self.size})
 
     # ------------------------------------------------------------------ building
     @classmethod

@@ -28,6 +28,7 @@ import numpy as np
 from sqlglot import exp
 
 from sdckit.core.errors import ParameterError
+from sdckit.core.result import Result
 from sdckit.query.config import IDENTIFIER, TableConfig
 from sdckit.query.sql import And, Between, Compare, InList, Not, Or, Predicate, Query
 
@@ -65,14 +66,11 @@ def group_alias(i: int) -> str:
 
 
 @dataclass(frozen=True)
-class Generated:
+class Generated(Result):
     """A statement and its bound parameters, ready for ``duckdb.execute(sql, params)``."""
 
     sql: str
     params: tuple[Any, ...]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"sql": self.sql, "params": list(self.params)}
 
 
 def relation_name(table: TableConfig, mode: str) -> str:

@@ -48,6 +48,7 @@ from typing import Any
 import numpy as np
 
 from sdckit.core.errors import ParameterError
+from sdckit.core.result import Result, plain
 from sdckit.dp.accountant import exact_text, split_epsilon
 from sdckit.dp.mechanisms import Geometric, grid_scale, laplace_randomise
 from sdckit.dp.exact_samplers import bernoulli_exp_neg_rational
@@ -128,7 +129,7 @@ def quantile_rank_radius(epsilon: float, k: int, confidence: float = 0.95, candi
 
 
 @dataclass(frozen=True)
-class Plan:
+class Plan(Result):
     """The mechanisms one query will use, checked before anything is charged.
 
     ``shares`` maps each measurement (``"count"`` or a summed column) to its epsilon;
@@ -151,11 +152,11 @@ class Plan:
     midpoints: dict[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"query": self.query.to_dict(), "epsilon": exact_text(self.epsilon), "k": self.k,
-                "shares": dict(self.shares), "sensitivities": dict(self.sensitivities),
-                "count_scale": self.count_scale, "sum_scales": dict(self.sum_scales),
-                "bounds": {c: list(b) for c, b in self.bounds.items()}, "cells": len(self.cells),
-                "is_dp": self.is_dp, "data_bounded": list(self.data_bounded), "midpoints": dict(self.midpoints)}
+        """The fields, with the epsilon as exact text and the number of ``cells``."""
+        return plain({"query": self.query, "epsilon": exact_text(self.epsilon), "k": self.k, "shares": self.shares,
+                      "sensitivities": self.sensitivities, "count_scale": self.count_scale,
+                      "sum_scales": self.sum_scales, "bounds": self.bounds, "cells": len(self.cells),
+                      "is_dp": self.is_dp, "data_bounded": self.data_bounded, "midpoints": self.midpoints})
 
     def mechanism(self) -> str:
         """A sentence stating the mechanisms, the sensitivities and the budget split."""

@@ -1,7 +1,7 @@
 """Gaussian answers of the query service for (epsilon, delta)-DP and rho-zCDP budgets (issue 32).
 
 A dp analyst's budget has one definition, fixed at ``analyst add``
-(:data:`sdckit.query.state.DEFINITIONS`). Pure epsilon-DP budgets get the Laplace answers of
+(:data:`sdckit.query.analysts.DEFINITIONS`). Pure epsilon-DP budgets get the Laplace answers of
 :mod:`sdckit.query.noisy`; the two others get the *discrete Gaussian* (Canonne, Kamath & Steinke
 2020), sampled exactly (:func:`sdckit.dp.exact_samplers.discrete_gaussian`):
 

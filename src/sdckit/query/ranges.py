@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from sdckit.core.duckdb_session import quote_identifier
+from sdckit.core.result import Result, plain
 from sdckit.query.config import TableConfig
 from sdckit.query.cube import EXACT, integer_columns, literals_exact
 from sdckit.query.generate import clamp_column, relation_name, summed_columns
@@ -42,7 +43,7 @@ Interval = tuple[int, int]  # inclusive integer bounds
 
 
 @dataclass(frozen=True)
-class RangeIndex:
+class RangeIndex(Result):
     """One column's sorted non-missing values and, per summable column, the prefix sums (length
     n + 1, starting at 0) of its clamped values in that order."""
 
@@ -51,7 +52,8 @@ class RangeIndex:
     prefix: dict[str, np.ndarray]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"column": self.column, "values": int(self.values.size), "summed": list(self.prefix)}
+        """The column, the number of values indexed and the summed columns (not the values)."""
+        return plain({"column": self.column, "values": self.values.size, "summed": list(self.prefix)})
 
     def covers(self, query: Query) -> bool:
         """Whether ``query`` is a COUNT/SUM/AVG without GROUP BY whose WHERE is one condition on

@@ -10,13 +10,13 @@ group of a GROUP BY). Then
 
 1. **query-set-size control**: a query set (any group) with fewer than ``k`` records or more
    than ``N - k`` is refused (``k = [restricted] min_query_set``);
-2. **audit**: :class:`~sdckit.query.auditor.Auditor` decides, from what the knowledge holder
+2. **audit**: :class:`~sdckit.query.audit.auditor.Auditor` decides, from what the knowledge holder
    has already been told, whether these answers would let a total over fewer than k records (a
    single record's value or membership, a total or difference of a few records) be derived,
    by trackers or differencing included. COUNT is audited as kind
    ``"count"``, SUM(col) as ``"sum"`` of ``col``, AVG(col) as both;
 3. **interval audit** (``[restricted] p_percent``, 0 turns it off): for SUM(col) and AVG(col),
-   :class:`~sdckit.query.audit_interval.IntervalAudit` refuses an answer that, with the holder's
+   :class:`~sdckit.query.audit.interval.IntervalAudit` refuses an answer that, with the holder's
    earlier sums of ``col``, would let someone estimate a person's value closer than the p% rule
    allows within the declared bounds (LP audit over all answered sums). Its refusals depend on
    the values (DESIGN.md section 7 says what they reveal).
@@ -59,8 +59,8 @@ from sdckit.query.sql import Query, UnsupportedQuery, parse, predicate_columns
 from sdckit.query.state import State
 
 if TYPE_CHECKING:
-    from sdckit.query.audit_interval import IntervalAudit
-    from sdckit.query.auditor import Auditor
+    from sdckit.query.audit.interval import IntervalAudit
+    from sdckit.query.audit.auditor import Auditor
 
 
 #: Largest number of membership cells (groups x records) one restricted query may need.
@@ -199,7 +199,7 @@ class Restricted:
         auditor = self._auditors.get(key)
         if auditor is not None:
             return auditor
-        from sdckit.query.auditor import Auditor  # numba: loaded by the first audited query, not at start
+        from sdckit.query.audit.auditor import Auditor  # numba: loaded by the first audited query, not at start
 
         auditor = Auditor(self.n_units(table), self.config.min_query_set)
         for _, sql, data in self.state.answered(table.name, None if holder == "*" else holder):
@@ -228,7 +228,7 @@ class Restricted:
         """The holder's interval audit of SUM(column) (empty until answers are recorded or replayed)."""
         key = (holder, table.name, column)
         if key not in self._intervals:
-            from sdckit.query.audit_interval import IntervalAudit  # scipy's LP: loaded by the first SUM audited
+            from sdckit.query.audit.interval import IntervalAudit  # scipy's LP: loaded by the first SUM audited
 
             self._intervals[key] = IntervalAudit(self.unit_values(table, column), bounds, self.config.p_percent,
                                                  self.config.min_query_set)

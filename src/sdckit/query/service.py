@@ -17,6 +17,7 @@ import hashlib
 import json
 import logging
 import os
+from collections.abc import Callable
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -28,18 +29,23 @@ from sdckit.core.errors import BudgetExceeded, ParameterError, SdcError
 from sdckit.core.random import as_generator
 from sdckit.dp.accountant import exact, exact_text
 from sdckit.query import noisy, noisy_gaussian
+from sdckit.query.analysts import DEFINITIONS, Analyst
 from sdckit.query.config import load_config
 from sdckit.query.data import Database
 from sdckit.query.generate import aggregate_sql, histogram_sql, quantile_columns
 from sdckit.query.restricted import Refused, Restricted, check_dimensions
 from sdckit.query.sql import UnsupportedQuery, parse
-from sdckit.query.state import DEFINITIONS, Analyst, State
+from sdckit.query.state import State
 from sdckit.query.tables import TableService, table_of
 
 log = logging.getLogger("sdckit.query")
 
 UNAUTHORIZED = ("Missing or wrong API key: send the header 'Authorization: Bearer <key>' with the key "
                 "`sdckit analyst add` printed.")
+#: The 500 answers (a bug; the request is logged and the traceback goes to the server's log).
+QUERY_FAILED = ("The service failed while answering; the request is logged. Any budget already charged for it "
+                "stays charged.")
+TABLE_FAILED = "The service failed while answering; the request is logged."
 _BODY_KEYS = {"sql", "epsilon", "delta", "rho"}
 #: The privacy-loss fields a dp query sends, per budget definition (issue 32).
 _LOSS_FIELDS = {"pure": ("epsilon",), "approx": ("epsilon", "delta"), "zcdp": ("rho",)}
@@ -100,31 +106,12 @@ class Service:
         return 200, analyst.budget()
 
     def query(self, key: str | None, body: Any) -> Response:
-        analyst = self.authenticate(key)
+        analyst, sql = self.authenticate(key), _sql_of(body)
         if analyst is None:
-            self.state.log(None, _sql_of(body), "refused: authentication", 401)
+            self.state.log(None, sql, "refused: authentication", 401)
             return _error(401, UNAUTHORIZED)
-        sql = _sql_of(body)
-        try:
-            return self._query(analyst, body)
-        except BudgetExceeded as exc:  # logged by the charge's own transaction
-            if exc.remaining_rho is not None:
-                return _error(403, str(exc), definition=analyst.definition, rho_remaining=float(exc.remaining_rho),
-                              exact={"rho_remaining": exact_text(exc.remaining_rho)})
-            extra = {"delta_remaining": float(exc.remaining_delta)} if analyst.definition == "approx" else {}
-            return _error(403, str(exc), definition=analyst.definition, epsilon_remaining=float(exc.remaining),
-                          exact={"epsilon_remaining": exact_text(exc.remaining)}, **extra)
-        except Refused as exc:
-            self.state.log(analyst.name, sql, "refused: " + _short(str(exc)), 403)
-            return _error(403, str(exc))
-        except SdcError as exc:
-            self.state.log(analyst.name, sql, "refused: unsupported", 400, _short(str(exc)))
-            return _error(400, str(exc))
-        except Exception:  # a bug: keep the log line, never show internals
-            log.exception("query failed")
-            self.state.log(analyst.name, sql, "error", 500)
-            return _error(500, "The service failed while answering; the request is logged. Any budget "
-                               "already charged for it stays charged.")
+        return self._answer(analyst, sql, lambda: self._query(analyst, body), "refused: unsupported", "query failed",
+                            QUERY_FAILED)
 
     def _query(self, analyst: Analyst, body: Any) -> Response:
         if isinstance(body, NotJSON):
@@ -245,24 +232,40 @@ class Service:
         if analyst is None:
             self.state.log(None, text, "refused: authentication (table)", 401)
             return _error(401, UNAUTHORIZED)
+        status, result = self._answer(analyst, text, lambda: self._table(analyst, body), "refused: bad table request",
+                                      "table failed", TABLE_FAILED)
+        if status == 200:
+            self.state.log(analyst.name, text, "answered (table)", 200)
+        return status, result
+
+    def _table(self, analyst: Analyst, body: Any) -> Response:
+        if not isinstance(body, dict):
+            raise UnsupportedQuery('The request body must be a JSON object: {"table": ..., "dimensions": [...]}.')
+        if not analyst.may_query(table_of(body)):
+            raise _not_allowed(analyst, table_of(body))
+        _, result = self.tables.answer(body)
+        return 200, result
+
+    def _answer(self, analyst: Analyst, text: str | None, work: Callable[[], Response], bad_request: str,
+                failed: str, failure: str) -> Response:
+        """``work()``, its refusals and failures turned into HTTP answers, each logged: the budget
+        (403 with what remains; logged by the charge's own transaction), a refusal (403), bad input
+        (400, logged as ``bad_request``), a bug (500 with ``failure``, never the internals; the
+        traceback goes to the server's log as ``failed``)."""
         try:
-            if not isinstance(body, dict):
-                raise UnsupportedQuery('The request body must be a JSON object: {"table": ..., "dimensions": [...]}.')
-            if not analyst.may_query(table_of(body)):
-                raise _not_allowed(analyst, table_of(body))
-            _, result = self.tables.answer(body)
+            return work()
+        except BudgetExceeded as exc:
+            return _budget_refusal(analyst, exc)
         except Refused as exc:
             self.state.log(analyst.name, text, "refused: " + _short(str(exc)), 403)
             return _error(403, str(exc))
         except SdcError as exc:
-            self.state.log(analyst.name, text, "refused: bad table request", 400, _short(str(exc)))
+            self.state.log(analyst.name, text, bad_request, 400, _short(str(exc)))
             return _error(400, str(exc))
         except Exception:  # a bug: keep the log line, never show internals
-            log.exception("table failed")
+            log.exception(failed)
             self.state.log(analyst.name, text, "error", 500)
-            return _error(500, "The service failed while answering; the request is logged.")
-        self.state.log(analyst.name, text, "answered (table)", 200)
-        return 200, result
+            return _error(500, failure)
 
     @staticmethod
     def _cache_key(mode: str, query: Any, epsilon: Any) -> str:
@@ -288,6 +291,16 @@ def _exclusive(state: Path) -> Any:
         raise ParameterError(f"Another sdckit query service is running on the state database {state}; "
                              "stop it first (one service per state database).") from None
     return handle
+
+
+def _budget_refusal(analyst: Analyst, exc: BudgetExceeded) -> Response:
+    """403 for a charge past the budget, with what remains in the analyst's definition."""
+    if exc.remaining_rho is not None:
+        return _error(403, str(exc), definition=analyst.definition, rho_remaining=float(exc.remaining_rho),
+                      exact={"rho_remaining": exact_text(exc.remaining_rho)})
+    extra = {"delta_remaining": float(exc.remaining_delta)} if analyst.definition == "approx" else {}
+    return _error(403, str(exc), definition=analyst.definition, epsilon_remaining=float(exc.remaining),
+                  exact={"epsilon_remaining": exact_text(exc.remaining)}, **extra)
 
 
 def _not_allowed(analyst: Analyst, table: str) -> Refused:

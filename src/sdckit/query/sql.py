@@ -28,6 +28,7 @@ from sqlglot.errors import ParseError, TokenError
 from sqlglot.tokens import TokenType
 
 from sdckit.core.errors import ParameterError
+from sdckit.core.result import Result, plain
 from sdckit.query.config import ServiceConfig, TableConfig
 
 #: Longest SQL text accepted.
@@ -109,7 +110,7 @@ class Output:
 
 
 @dataclass(frozen=True)
-class Query:
+class Query(Result):
     """A parsed, validated query: only declared names and literal values, nothing else."""
 
     table: str
@@ -122,10 +123,12 @@ class Query:
         return tuple(o for o in self.outputs if o.kind != "group")
 
     def to_dict(self) -> dict[str, Any]:
-        """A canonical, JSON-serialisable form (cache key, audit log)."""
-        return {"table": self.table,
-                "outputs": [[o.kind, o.column, o.label] + ([o.q] if o.q is not None else []) for o in self.outputs],
-                "where": _pred_dict(self.where), "group_by": list(self.group_by)}
+        """A canonical, JSON-serialisable form (cache key, ledger): outputs and conditions as
+        lists (``["cmp", column, op, value]`` ...), never changed, since the stored answers are
+        found by it."""
+        return plain({"table": self.table,
+                      "outputs": [[o.kind, o.column, o.label] + ([o.q] if o.q is not None else []) for o in self.outputs],
+                      "where": _pred_dict(self.where), "group_by": self.group_by})
 
 
 def _pred_dict(p: Predicate | None) -> Any:

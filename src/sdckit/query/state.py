@@ -16,9 +16,11 @@ processes), so
 * budgets are exact :class:`fractions.Fraction` values, stored as text ``"numerator/denominator"``
   and never summed as floats: ten charges of 0.1 fill a budget of 1 exactly.
 
-API keys are ``<key id>.<secret>`` with 256 bits of OS entropy (:func:`secrets.token_urlsafe`);
-only a salted scrypt hash is stored (the key id is a public lookup handle), and a presented key
-is checked with :func:`hmac.compare_digest` on the hash. The database and its ``-wal``/``-shm``
+An analyst's row is an :class:`~sdckit.query.analysts.Analyst`; API keys are ``<key id>.<secret>``
+with 256 bits of OS entropy, of which only a salted scrypt hash is stored
+(:mod:`sdckit.query.analysts`; the key id is a public lookup handle), and a presented key is
+checked with :func:`hmac.compare_digest` on the hash. The budget is charged through
+:class:`~sdckit.query.sqlite_store.SqliteStore`. The database and its ``-wal``/``-shm``
 files are readable by their owner only (0600), whatever the umask (issue 27).
 """
 
@@ -29,29 +31,27 @@ import hashlib
 import hmac
 import json
 import os
-import re
-import secrets
 import sqlite3
 import threading
 import time
-from dataclasses import dataclass, replace
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
 from sdckit.core.atomic import make_private_dir, open_private
 from sdckit.core.errors import BudgetExceeded, ParameterError
-from sdckit.dp.accountant import Accountant, Budget, budget_totals, exact, exact_text
+from sdckit.core.params import Options, check_param
+from sdckit.dp.accountant import Accountant, budget_totals, exact
+from sdckit.query.analysts import (COLUMNS, DEFINITIONS, MODES, NAME, REVOKED, SCRYPT, Analyst, analyst_from_row,
+                                   hash_key, new_key)
+from sdckit.query.sqlite_store import PendingCharge, SqliteStore
 
-#: scrypt cost (RFC 7914): n = 2**14, r = 8, p = 1 (16 MiB, about 50 ms per check).
-SCRYPT = {"n": 2**14, "r": 8, "p": 1, "dklen": 32}
-NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
-MODES = ("dp", "restricted")
-#: A dp analyst's budget definition, fixed at ``analyst add`` (issue 32): pure epsilon-DP,
-#: approximate (epsilon, delta)-DP (basic composition) or rho-zCDP.
-DEFINITIONS = {"pure": "pure epsilon-DP",
-               "approx": "approximate (epsilon, delta)-DP, basic composition",
-               "zcdp": "rho-zero-concentrated DP (rho-zCDP), rhos add exactly"}
+#: Names this module gave before the analysts and the budget store had their own modules.
+__all__ = ["DEFINITIONS", "MODES", "NAME", "REVOKED", "SCRYPT", "Analyst", "BudgetRefused", "SqliteStore", "State"]
+
+
+#: The rule of ``sync`` (``[service] sync``): SQLite's synchronous mode.
+SYNC = Options(("full", "normal"))
 #: Columns added after the first schema (``ALTER TABLE`` on an older database; defaults: pure epsilon).
 _ADDED = {"analysts": {"definition": "TEXT NOT NULL DEFAULT 'pure'", "rho_total": "TEXT",
                        "rho_spent": "TEXT NOT NULL DEFAULT '0'", "delta_spent": "TEXT NOT NULL DEFAULT '0'"},
@@ -81,93 +81,18 @@ CREATE TABLE IF NOT EXISTS cache (
 BudgetRefused = BudgetExceeded
 
 
-@dataclass(frozen=True)
-class Analyst:
-    """An analyst as the state database holds it (no key, no hash)."""
-
-    name: str
-    mode: str
-    epsilon_total: Fraction | None
-    delta_total: Fraction | None
-    epsilon_spent: Fraction
-    tables: tuple[str, ...] | None  # None: every table
-    definition: str = "pure"  # "pure", "approx" or "zcdp" (DEFINITIONS); fixed at analyst add
-    delta_spent: Fraction = Fraction(0)
-    rho_total: Fraction | None = None
-    rho_spent: Fraction = Fraction(0)
-
-    @property
-    def epsilon_remaining(self) -> Fraction | None:
-        return None if self.epsilon_total is None else self.epsilon_total - self.epsilon_spent
-
-    @property
-    def delta_remaining(self) -> Fraction | None:
-        return None if self.delta_total is None else self.delta_total - self.delta_spent
-
-    @property
-    def rho_remaining(self) -> Fraction | None:
-        return None if self.rho_total is None else self.rho_total - self.rho_spent
-
-    def may_query(self, table: str) -> bool:
-        return self.tables is None or table in self.tables
-
-    def budget(self) -> dict[str, Any]:
-        """The budget in its definition: ``definition`` (and ``definition_text``), the totals,
-        spent and remaining amounts as floats, and exact texts under ``exact``."""
-        if self.mode != "dp":
-            return {"mode": self.mode, "epsilon_total": None, "epsilon_spent": 0.0, "epsilon_remaining": None}
-        names = {"pure": ("epsilon",), "approx": ("epsilon", "delta"), "zcdp": ("rho",)}[self.definition]
-        out: dict[str, Any] = {"mode": self.mode, "definition": self.definition,
-                               "definition_text": DEFINITIONS[self.definition]}
-        if self.definition == "zcdp":  # no epsilon budget: the epsilon fields say so
-            out.update({"epsilon_total": None, "epsilon_spent": 0.0, "epsilon_remaining": None})
-        exact_out = {}
-        for name in names:
-            total, spent = getattr(self, f"{name}_total"), getattr(self, f"{name}_spent")
-            for part, value in (("total", total), ("spent", spent), ("remaining", total - spent)):
-                out[f"{name}_{part}"] = float(value)
-                exact_out[f"{name}_{part}"] = exact_text(value)
-        out["exact"] = exact_out
-        return out
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "mode": self.mode, "tables": list(self.tables) if self.tables else "all",
-                **self.budget()}
-
-
-def _frac(text: str | None) -> Fraction | None:
-    return None if text is None else Fraction(text)
-
-
-def _hash(key: str, salt: bytes) -> bytes:
-    return hashlib.scrypt(key.encode("utf-8"), salt=salt, maxmem=64 * 2**20, **SCRYPT)
-
-
-#: Prefix of the ``key_id`` of a revoked analyst (a real key id is hexadecimal, so never matches).
-REVOKED = "revoked-"
-
-
-def _new_key() -> tuple[str, str, bytes, bytes]:
-    """A new API key from OS entropy: (key, key_id, salt, scrypt hash of the key)."""
-    key_id = secrets.token_hex(8)
-    key = f"{key_id}.{secrets.token_urlsafe(32)}"
-    salt = secrets.token_bytes(16)
-    return key, key_id, salt, _hash(key, salt)
-
-
 class State:
     """The state database at ``path`` (created on first use)."""
 
     def __init__(self, path: str | Path, sync: str = "full") -> None:
-        if sync not in ("full", "normal"):
-            raise ParameterError(f"The 'sync' parameter of State must be 'full' or 'normal'. Got {sync!r} instead.")
+        check_param("State", "sync", sync, SYNC)
         self.path = Path(path)
         self._sync = sync.upper()
         self._local = threading.local()
         self._verified: dict[bytes, bytes] = {}  # SHA-256 of a verified key -> its stored scrypt hash
         self._verified_lock = threading.Lock()
         self._group = threading.Condition()  # group commit of charges
-        self._pending: list[_Charge] = []
+        self._pending: list[PendingCharge] = []
         self._committing = False
         self._make_private()
         con = self._con()
@@ -236,7 +161,7 @@ class State:
                 raise ParameterError("A restricted analyst gets exact answers and has no privacy budget: "
                                      "leave out '--epsilon', '--delta' and '--rho'.")
             eps_text = delta_text = None
-        key, key_id, salt, key_hash = _new_key()
+        key, key_id, salt, key_hash = new_key()
         with self._transaction() as con:
             if con.execute("SELECT 1 FROM analysts WHERE name = ?", (name,)).fetchone():
                 raise ParameterError(f"The analyst {name!r} exists already; choose another name.")
@@ -253,7 +178,7 @@ class State:
         leaked key never resets what the analyst has learned. A revoked analyst is re-enabled this
         way.
         """
-        key, key_id, salt, key_hash = _new_key()
+        key, key_id, salt, key_hash = new_key()
         self._replace_key(name, key_id, salt, key_hash, "key replaced")
         return key
 
@@ -263,7 +188,7 @@ class State:
         The row stays (its budget and history must not be reset by re-adding the name); the stored
         hash becomes one of a random key nobody was given, and ``key_id`` is marked ``revoked-``.
         """
-        _, key_id, salt, key_hash = _new_key()
+        _, key_id, salt, key_hash = new_key()
         self._replace_key(name, REVOKED + key_id, salt, key_hash, "key revoked")
 
     def _replace_key(self, name: str, key_id: str, salt: bytes, key_hash: bytes, decision: str) -> None:
@@ -280,24 +205,15 @@ class State:
         row = self._con().execute("SELECT key_id FROM analysts WHERE name = ?", (name,)).fetchone()
         return row[0].startswith(REVOKED)
 
-    def _analyst(self, row: tuple) -> Analyst:
-        name, mode, eps, dlt, spent, tables, definition, dspent, rho, rspent = row
-        return Analyst(name, mode, _frac(eps), _frac(dlt), Fraction(spent),
-                       None if tables == "*" else tuple(json.loads(tables)), definition,
-                       Fraction(dspent), _frac(rho), Fraction(rspent))
-
-    _COLUMNS = ("name, mode, epsilon_total, delta_total, epsilon_spent, tables, definition, delta_spent, "
-                "rho_total, rho_spent")
-
     def analyst(self, name: str) -> Analyst:
-        row = self._con().execute(f"SELECT {self._COLUMNS} FROM analysts WHERE name = ?", (name,)).fetchone()
+        row = self._con().execute(f"SELECT {COLUMNS} FROM analysts WHERE name = ?", (name,)).fetchone()
         if row is None:
             raise ParameterError(f"No analyst is called {name!r} (`sdckit analyst list` shows them).")
-        return self._analyst(row)
+        return analyst_from_row(row)
 
     def analysts(self) -> list[Analyst]:
-        rows = self._con().execute(f"SELECT {self._COLUMNS} FROM analysts ORDER BY name").fetchall()
-        return [self._analyst(r) for r in rows]
+        rows = self._con().execute(f"SELECT {COLUMNS} FROM analysts ORDER BY name").fetchall()
+        return [analyst_from_row(r) for r in rows]
 
     def authenticate(self, key: str | None) -> Analyst | None:
         """The analyst whose key this is, or ``None`` (missing, malformed or wrong key)."""
@@ -305,24 +221,24 @@ class State:
             return None
         digest = hashlib.sha256(key.encode("utf-8", "replace")).digest()
         key_id = key.split(".", 1)[0]
-        row = self._con().execute(f"SELECT salt, key_hash, {self._COLUMNS} FROM analysts WHERE key_id = ?",
+        row = self._con().execute(f"SELECT salt, key_hash, {COLUMNS} FROM analysts WHERE key_id = ?",
                                   (key_id,)).fetchone()
         with self._verified_lock:
             known = self._verified.get(digest)
         if known is not None:
             if row is not None and hmac.compare_digest(known, row[1]):
-                return self._analyst(row[2:])
+                return analyst_from_row(row[2:])
             with self._verified_lock:  # the key was removed or changed: check it again from scratch
                 self._verified.pop(digest, None)
         if row is None:
-            _hash(key, b"0" * 16)  # same work as a real check: no timing hint that the id exists
+            hash_key(key, b"0" * 16)  # same work as a real check: no timing hint that the id exists
             return None
         salt, stored = row[0], row[1]
-        if not hmac.compare_digest(_hash(key, salt), stored):
+        if not hmac.compare_digest(hash_key(key, salt), stored):
             return None
         with self._verified_lock:
             self._verified[digest] = stored
-        return self._analyst(row[2:])
+        return analyst_from_row(row[2:])
 
     # ------------------------------------------------------------------ budget
     def charge(self, name: str, epsilon: Fraction, sql: str, query: str, delta: Fraction = Fraction(0),
@@ -341,7 +257,7 @@ class State:
         (on disk with ``sync = "full"``); a refusal or an error of one charge does not touch the
         others.
         """
-        request = _Charge(name, epsilon, sql, query, delta, rho)
+        request = PendingCharge(name, epsilon, sql, query, delta, rho)
         with self._group:
             self._pending.append(request)
             while not request.done:
@@ -361,7 +277,7 @@ class State:
             raise request.error
         return request.result
 
-    def _commit_charges(self, batch: list[_Charge]) -> None:
+    def _commit_charges(self, batch: list[PendingCharge]) -> None:
         """One transaction for ``batch``; every request is marked done, whatever happens."""
         outcomes: list[tuple[Any, BaseException | None]] = []
         try:
@@ -387,8 +303,8 @@ class State:
         for request, (result, error) in zip(batch, outcomes):
             request.result, request.error, request.done = result, error, True
 
-    def _charge_one(self, con: sqlite3.Connection, request: _Charge) -> tuple[int, Analyst]:
-        return Accountant(SqliteStore(self, con, request)).charge(request.epsilon, request.delta, "the query",
+    def _charge_one(self, con: sqlite3.Connection, request: PendingCharge) -> tuple[int, Analyst]:
+        return Accountant(SqliteStore(con, request)).charge(request.epsilon, request.delta, "the query",
                                                                   request.rho)
 
     def ledger(self, name: str) -> list[Fraction]:
@@ -444,77 +360,6 @@ class State:
         with self._transaction() as con:
             con.execute("INSERT OR IGNORE INTO cache (analyst, key, response) VALUES (?, ?, ?)",
                         (name, key, json.dumps(response)))
-
-
-class SqliteStore:
-    """One analyst's epsilon budget in the state database, as the accountant's
-    :class:`~sdckit.dp.accountant.BudgetStore`.
-
-    Its transaction is the one the group commit holds (``BEGIN IMMEDIATE``, one savepoint per
-    charge: :meth:`State._commit_charges`), so the check and the charge are atomic across threads
-    and processes. A charge writes the new totals, the ledger row and the audit row and returns
-    ``(ledger id, the analyst after the charge)``; a refusal writes its audit row (kept, since a
-    refusal commits). The budget is read in the analyst's definition: epsilon (and delta), or
-    rho (then the epsilon and delta totals are 0).
-    """
-
-    def __init__(self, state: State, con: sqlite3.Connection, request: _Charge) -> None:
-        self.state, self.con, self.request = state, con, request
-        self.now = time.time()
-        self.analyst: Analyst | None = None
-
-    def transaction(self) -> contextlib.AbstractContextManager[Any]:
-        return contextlib.nullcontext()  # the group commit's savepoint, already open
-
-    def read(self) -> Budget:
-        name = self.request.name
-        row = self.con.execute(f"SELECT {State._COLUMNS} FROM analysts WHERE name = ?", (name,)).fetchone()
-        if row is None:
-            raise ParameterError(f"No analyst is called {name!r} (`sdckit analyst list` shows them).")
-        analyst = self.analyst = self.state._analyst(row)
-        if analyst.epsilon_total is None:
-            raise ParameterError(f"The analyst {name!r} has no epsilon budget (restricted mode).")
-        return Budget(analyst.epsilon_total, analyst.delta_total or Fraction(0), analyst.epsilon_spent,
-                      analyst.delta_spent, analyst.rho_total, analyst.rho_spent)
-
-    def add(self, epsilon: Fraction, delta: Fraction, label: str, rho: Fraction = Fraction(0)) -> tuple[int, Analyst]:
-        analyst, request, con = self.analyst, self.request, self.con
-        spent, dspent, rspent = analyst.epsilon_spent + epsilon, analyst.delta_spent + delta, analyst.rho_spent + rho
-        con.execute("UPDATE analysts SET epsilon_spent = ?, delta_spent = ?, rho_spent = ? WHERE name = ?",
-                    (str(spent), str(dspent), str(rspent), analyst.name))
-        cur = con.execute("INSERT INTO charges (analyst, time, epsilon, query, delta, rho) VALUES (?, ?, ?, ?, ?, ?)",
-                          (analyst.name, self.now, str(epsilon), request.query, str(delta), str(rho)))
-        charge_id = int(cur.lastrowid)
-        con.execute("INSERT INTO audit (analyst, time, sql, decision, status, epsilon, detail) "
-                    "VALUES (?, ?, ?, 'charged', 200, ?, ?)",
-                    (analyst.name, self.now, request.sql, str(epsilon),
-                     f"charge {charge_id}" + (f", rho {exact_text(rho)}" if rho else "")
-                     + (f", delta {exact_text(delta)}" if delta else "")))
-        return charge_id, replace(analyst, epsilon_spent=spent, delta_spent=dspent, rho_spent=rspent)
-
-    def refused(self, epsilon: Fraction, delta: Fraction, label: str, budget: Budget) -> None:
-        self.con.execute("INSERT INTO audit (analyst, time, sql, decision, status, epsilon, detail) "
-                         "VALUES (?, ?, ?, 'refused: budget', 403, '0', ?)",
-                         (self.request.name, self.now, self.request.sql,
-                          f"asked rho {exact_text(self.request.rho)}, remaining {exact_text(budget.remaining_rho)}"
-                          if budget.rho is not None else
-                          f"asked {exact_text(epsilon)}, remaining {exact_text(budget.remaining)}"
-                          + (f"; delta asked {exact_text(delta)}, remaining {exact_text(budget.remaining_delta)}"
-                             if delta else "")))
-
-
-class _Charge:
-    """One charge waiting for its group commit (:meth:`State.charge`)."""
-
-    __slots__ = ("name", "epsilon", "sql", "query", "delta", "rho", "done", "result", "error")
-
-    def __init__(self, name: str, epsilon: Fraction, sql: str, query: str, delta: Fraction = Fraction(0),
-                 rho: Fraction = Fraction(0)) -> None:
-        self.name, self.epsilon, self.sql, self.query = name, epsilon, sql, query
-        self.delta, self.rho = delta, rho
-        self.done = False
-        self.result: Any = None
-        self.error: BaseException | None = None
 
 
 class _Transaction:

@@ -1,10 +1,10 @@
 """W, the row-space vectors supported on small atoms, kept across checks (DESIGN.md section 7).
 
-The engine (:mod:`sdckit.query.audit_engine`) keeps its pivots on atoms of k records or more
+The engine (:mod:`sdckit.query.audit.engine`) keeps its pivots on atoms of k records or more
 wherever it can; the pivots it cannot move are *settled* and their row-space vectors u_j are a
 basis of W, the vectors of the answered sets' row space that vanish on every atom of k records or
 more. The check of a new answer needs the values of a basis of W on the small atoms (for the
-certificate and the search of :mod:`sdckit.query.audit_support`). Recomputing them on every check
+certificate and the search of :mod:`sdckit.query.audit.support`). Recomputing them on every check
 costs O(small atoms * dim W * kept rows / 8); this module keeps them instead, because W only grows:
 
 - a vector of W is a function of the records that does not change when an atom splits (both parts
@@ -17,14 +17,14 @@ costs O(small atoms * dim W * kept rows / 8); this module keeps them instead, be
 So a check that splits atoms but settles no pivot costs O(its splits) here; one that settles m
 pivots, O(small atoms * m * kept rows / 8) once. The values are kept as *classes*: atoms with equal
 values over the basis share one row of ``values`` (on the benchmark, ~100 classes over ~10**5
-atoms), which is what makes the certificate cheap (:func:`sdckit.query.audit_support.spanned_k_times`).
+atoms), which is what makes the certificate cheap (:func:`sdckit.query.audit.support.spanned_k_times`).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from sdckit.query.audit_support import heaviest_first
+from sdckit.query.audit.support import heaviest_first
 
 
 class SmallSpace:

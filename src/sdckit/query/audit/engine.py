@@ -45,9 +45,9 @@ from typing import Any
 
 import numpy as np
 
-from sdckit.query.audit_modp import bordered_inverse, inverse
+from sdckit.query.audit.modp import bordered_inverse, inverse
 
-#: What an engine reads of the atoms (``sdckit.query.audit_atoms.Atoms``): ``column`` and
+#: What an engine reads of the atoms (``sdckit.query.audit.atoms.Atoms``): ``column`` and
 #: ``first_residual``.
 Store = Any
 

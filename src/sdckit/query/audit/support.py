@@ -1,6 +1,6 @@
 """Small-support vectors of a subspace given by a basis, modulo a prime (DESIGN.md §7).
 
-The auditor (:mod:`sdckit.query.audit_engine`, :mod:`sdckit.query.audit_wspace`) gives a basis
+The auditor (:mod:`sdckit.query.audit.engine`, :mod:`sdckit.query.audit.wspace`) gives a basis
 u_1..u_d of W, the vectors of the answered sets' row space that vanish on every atom of k records
 or more, as values modulo a prime p at the small atoms, atoms with equal values making one class.
 A derivable total over fewer than k records is a non-zero v in W whose support holds
@@ -31,7 +31,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from sdckit.query.audit_modp import inverse
+from sdckit.query.audit.modp import inverse
 
 #: Work limit of one search (pivot sets plus column choices tried).
 WORK_LIMIT = 20_000
@@ -317,7 +317,7 @@ def small_vectors_of_classes(values: np.ndarray, classes: np.ndarray, weights: n
                              limit: int | None = None) -> list[np.ndarray] | None:
     """:func:`small_vectors` of the space whose basis takes the values ``values[classes[t]]`` (d
     values mod p) on atom t: W given by classes of atoms with equal columns, as
-    :class:`sdckit.query.audit_wspace.SmallSpace` keeps it.
+    :class:`sdckit.query.audit.wspace.SmallSpace` keeps it.
 
     The search runs over the atoms (its result and its work are those over the s columns), but
     what depends on a column alone is computed once per class: the reduced echelon form (a

@@ -20,6 +20,8 @@ import secrets
 import numba
 import numpy as np
 
+from sdckit.core.params import Interval, validated
+
 
 def _is_prime(n: int) -> bool:
     """Deterministic Miller-Rabin for ``n < 3,215,031,751`` (bases 2, 3, 5, 7)."""
@@ -45,10 +47,9 @@ def _is_prime(n: int) -> bool:
     return True
 
 
+@validated(bits=Interval(int, 8, 31))
 def random_prime(bits: int = 31) -> int:
-    """A uniformly chosen prime of exactly ``bits`` bits (``bits <= 31``), from OS entropy."""
-    if not 8 <= bits <= 31:
-        raise ValueError("bits must be in [8, 31]")
+    """A uniformly chosen prime of exactly ``bits`` bits (8 to 31), from OS entropy."""
     while True:
         candidate = secrets.randbits(bits) | (1 << (bits - 1)) | 1
         if _is_prime(candidate):

@@ -1,7 +1,7 @@
 """Interval protection of the restricted mode's SUM answers: the p% rule over everything
 answered, audited as linked tables by linear programming (issue 27; DESIGN.md section 7).
 
-The exact-value audit (:mod:`sdckit.query.auditor`) makes sure that no total over fewer than k
+The exact-value audit (:mod:`sdckit.query.audit.auditor`) makes sure that no total over fewer than k
 persons is *determined* by the answers. With the declared bounds of a column an analyst can
 still *narrow* values: a SUM over k persons equal to k times the upper bound pins every one of
 them; the SUM of a set that one person dominates is nearly that person's value. This module
@@ -52,14 +52,15 @@ pattern does); see DESIGN.md section 7 for what exactly, and why this design.
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from typing import ClassVar, Sequence
 
 import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
-from sdckit.core.errors import DataError, ParameterError
-from sdckit.query.auditor import Decision
+from sdckit.core.errors import DataError
+from sdckit.core.params import Interval, Rule, Satisfies, validate_params
+from sdckit.query.audit.auditor import Decision
 from sdckit.tabular.lp import LP
 from sdckit.tabular.precision import audit_tolerance, value_scale
 
@@ -87,18 +88,18 @@ class IntervalAudit:
         k: an atom of fewer than k persons is a small total, whose interval is protected too.
     """
 
+    #: Parameter rules, checked by the one validator (:func:`sdckit.core.params.validate_params`).
+    constraints: ClassVar[dict[str, Rule]] = {
+        "bounds": Satisfies(lambda b: len(b) == 2 and 0 <= float(b[0]) < float(b[1]), "a pair (lo, hi) with 0 <= lo < hi"),
+        "p_percent": Interval(float, 0, 100, closed="right")}
+
     def __init__(self, values: np.ndarray, bounds: tuple[float, float], p_percent: float,
                  min_query_set: int) -> None:
         values = np.asarray(values, dtype=float)
         if values.ndim != 1 or not values.size or not np.isfinite(values).all():
             raise DataError("values must be a non-empty 1-D array of finite numbers (one per person)")
+        validate_params("IntervalAudit", {"bounds": bounds, "p_percent": p_percent}, self.constraints)
         lo, hi = float(bounds[0]), float(bounds[1])
-        if math.isnan(lo) or math.isnan(hi) or lo < 0 or not lo < hi:
-            raise ParameterError(f"The 'bounds' parameter of IntervalAudit must be (lo, hi) with 0 <= lo < hi. "
-                                 f"Got {bounds!r} instead.")
-        if not (isinstance(p_percent, int | float) and not isinstance(p_percent, bool) and 0 < p_percent <= 100):
-            raise ParameterError(f"The 'p_percent' parameter of IntervalAudit must be a number in (0, 100]. "
-                                 f"Got {p_percent!r} instead.")
         self.values = values
         # the audit's box always holds the true data (a value outside the declared bounds widens them)
         self.lo = min(lo, float(values.min()))

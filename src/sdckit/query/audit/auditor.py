@@ -39,13 +39,13 @@ zero count (an empty elementary set); dominance (a derivable total over k or mor
 one holds nearly all, the tabular p% rule); relations between summed columns (each column's SUM
 knowledge is audited alone).
 
-Algorithm: :mod:`sdckit.query.audit_atoms` (atoms, O(n) per set),
-:mod:`sdckit.query.audit_engine` (row space modulo a secret prime, O(r**2) per set for r answered
+Algorithm: :mod:`sdckit.query.audit.atoms` (atoms, O(n) per set),
+:mod:`sdckit.query.audit.engine` (row space modulo a secret prime, O(r**2) per set for r answered
 independent sets; pivots kept on atoms of k records or more, so that the pivots left on small atoms
 give a basis of W, the row-space vectors supported on small atoms),
-:mod:`sdckit.query.audit_wspace` (W's values on the small atoms kept from one check to the next, as
+:mod:`sdckit.query.audit.wspace` (W's values on the small atoms kept from one check to the next, as
 classes of atoms with equal values: W only grows, so a check evaluates only the vectors its sets
-add to W) and :mod:`sdckit.query.audit_support` (a certificate that W has no vector on fewer than k
+add to W) and :mod:`sdckit.query.audit.support` (a certificate that W has no vector on fewer than k
 atoms, else an exact search of its small elementary vectors, with a work limit past which it
 refuses; both run over the classes, with the results and work they have over the atoms); two
 independent engines, a refusal when either sees a disclosure.
@@ -56,36 +56,37 @@ from __future__ import annotations
 import hashlib
 import threading
 from dataclasses import dataclass
-from typing import Any, Literal, Sequence
+from typing import ClassVar, Literal, Sequence
 
 import numpy as np
 
 from sdckit.core.errors import DataError, ParameterError
-from sdckit.query.audit_atoms import Atoms
-from sdckit.query.audit_engine import Engine
-from sdckit.query.audit_modp import random_prime
-from sdckit.query.audit_support import small_vectors_of_classes, spanned_k_times
-from sdckit.query.audit_wspace import SmallSpace
+from sdckit.core.params import Interval, Options, Rule, check_param, validate_params
+from sdckit.core.result import Result
+from sdckit.query.audit.atoms import Atoms
+from sdckit.query.audit.engine import Engine
+from sdckit.query.audit.modp import random_prime
+from sdckit.query.audit.support import small_vectors_of_classes, spanned_k_times
+from sdckit.query.audit.wspace import SmallSpace
 
 QueryKind = Literal["count", "sum"]
 
 _N_ENGINES = 2
+#: The rule of ``kind``: what the answers are (the unknowns are counts, or sums of one column).
+KINDS = Options(("count", "sum"))
 
 
 @dataclass(frozen=True)
-class Decision:
+class Decision(Result):
     """Whether a set of answers may be given, and why not (a sentence an analyst can act on)."""
 
     allowed: bool
     reason: str = ""
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"allowed": self.allowed, "reason": self.reason}
-
 
 class _Knowledge:
     """What is known of one kind of unknown (COUNT, or SUM of one column): atoms, engines and,
-    per engine, W's basis values on the small atoms kept across checks (:mod:`sdckit.query.audit_wspace`)."""
+    per engine, W's basis values on the small atoms kept across checks (:mod:`sdckit.query.audit.wspace`)."""
 
     def __init__(self, n: int, known_totals: bool, rng: np.random.Generator, k: int) -> None:
         self.k = k
@@ -136,7 +137,7 @@ class _Knowledge:
 
     def small_vectors(self) -> list[tuple[int, np.ndarray, np.ndarray]] | None:
         """Per engine, the vectors of the row space supported on fewer than k records (elementary
-        ones; :mod:`sdckit.query.audit_support`) as ``(engine, small atoms, values)``; None when the
+        ones; :mod:`sdckit.query.audit.support`) as ``(engine, small atoms, values)``; None when the
         search is past its work limit."""
         out = []
         for e, (engine, space) in enumerate(zip(self.engines, self.spaces)):
@@ -172,19 +173,19 @@ class Auditor:
     -----
     The primes and weights of the engines come from OS entropy (``secrets``). A derivable atom is
     always found unless both engines' secret primes fail at once (see
-    :mod:`sdckit.query.audit_modp`); a refusal too many happens with probability about
+    :mod:`sdckit.query.audit.modp`); a refusal too many happens with probability about
     ``2 r / 2**30`` per query (r: answered independent sets). Memory per knowledge (COUNT, or SUM of
     one column): about ``n * (4 + r/4)`` bytes (atom ids; the kept sets' bits, with room to grow)
     plus 64 bytes per atom (with W's class of each atom per engine) plus ``16 * dim W`` bytes per class
     of W. See DESIGN.md section 7.
     """
 
+    #: Parameter rules, checked by the one validator (:func:`sdckit.core.params.validate_params`).
+    constraints: ClassVar[dict[str, Rule]] = {"n_records": Interval(int, 1, None),
+                                              "min_query_set": Interval(int, 1, None)}
+
     def __init__(self, n_records: int, min_query_set: int, *, known_totals: bool = True) -> None:
-        if isinstance(n_records, bool) or not isinstance(n_records, (int, np.integer)) or n_records < 1:
-            raise ParameterError(f"The 'n_records' parameter of Auditor must be an int >= 1. Got {n_records!r} instead.")
-        if isinstance(min_query_set, bool) or not isinstance(min_query_set, (int, np.integer)) or min_query_set < 1:
-            raise ParameterError(
-                f"The 'min_query_set' parameter of Auditor must be an int >= 1. Got {min_query_set!r} instead.")
+        validate_params("Auditor", {"n_records": n_records, "min_query_set": min_query_set}, self.constraints)
         self.n_records = int(n_records)
         self.min_query_set = int(min_query_set)
         self.known_totals = bool(known_totals)
@@ -203,8 +204,7 @@ class Auditor:
 
     # -- validation -------------------------------------------------------------------------
     def _key(self, kind: str, column: str | None) -> tuple[str, str | None]:
-        if kind not in ("count", "sum"):
-            raise ParameterError(f"The 'kind' parameter of Auditor.check must be 'count' or 'sum'. Got {kind!r} instead.")
+        check_param("Auditor.check", "kind", kind, KINDS)
         if kind == "count":
             return ("count", None)
         if not isinstance(column, str) or not column:
