@@ -138,3 +138,17 @@ def test_sphinx_roles_in_docstrings_become_code_spans():
     spec.loader.exec_module(module)
     text = "See :func:`~sdckit.permutation.verify_linkage` and :class:`sdckit.Schema`, not `x`."
     assert module.plain_roles(text) == "See `verify_linkage` and `sdckit.Schema`, not `x`."
+
+
+def test_a_page_that_starts_the_service_is_cut_at_its_serve_block():
+    text = ("## A\n\n```bash\necho hi\n```\n\n<!-- not-run: a second terminal -->\n```bash\n"
+            "sdckit serve service.toml --port 8000\n```\n\n```bash\ncurl http://127.0.0.1:8000/v1/budget\n```\n\n"
+            "## B\n\n```python\nprint('http://127.0.0.1:8000', 'port 8000')\n```\n")
+    before, (config, port), after = serve_block(parse(text))
+    assert (config, port) == ("service.toml", "8000")
+    assert [b.text for s in before for b in s.blocks] == ["echo hi\n"]
+    moved = [b.text for s in with_port(after, port, 12345) for b in s.blocks]
+    assert moved == ["curl http://127.0.0.1:12345/v1/budget\n", "print('http://127.0.0.1:12345', 'port 8000')\n"]
+    assert serve_block(parse(text.replace("<!-- not-run: a second terminal -->\n", ""))) is None
+    with pytest.raises(AssertionError, match="no Python example before it"):
+        serve_block(parse(text.replace("```bash\necho hi", "```python\nx = 1")))
