@@ -2,20 +2,29 @@
 prints what the page quotes, and the generated Reference covers the code it is generated from.
 
 The runner's rules are in ``tests/readme_runner.py``; a docs page runs its ``## `` sections in
-order in one folder and one Python interpreter, as a tutorial is read. The site itself is built
-with ``mkdocs build --strict`` by ``.ci/run``.
+order in one folder and one Python interpreter, as a tutorial is read. The folder also holds the
+repository's bundled tau-ARGUS job files (``tests/data/tauargus``), as in a clone. A page that
+starts the query service shows ``sdckit serve CONFIG --port PORT`` in a block marked
+``<!-- not-run: ... -->`` (the reader runs it in a second terminal): the test starts the real
+service there (``tests/query_helpers.Server``: 127.0.0.1, a free port, which replaces PORT in the
+blocks after it) and stops it after the page. The site itself is built with
+``mkdocs build --strict`` by ``.ci/run``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import importlib
 import importlib.util
 import re
+import shutil
+import sys
 
 import pytest
 
-from readme_runner import ROOT, Runner, files_declared, parse, runnable
+from query_helpers import Server
+from readme_runner import ROOT, Runner, Section, files_declared, parse, runnable
 
 DOCS = ROOT / "docs"
 PAGES = sorted(p for p in DOCS.rglob("*.md") if "hooks" not in p.parts)
@@ -38,7 +47,44 @@ def _pages() -> dict[str, str]:
                          ids=lambda p: str(p.relative_to(DOCS)))
 def test_docs_page_runs_as_shown(page, tmp_path):
     sections = parse(page.read_text(encoding="utf-8"))
-    Runner(tmp_path, files_declared(sections), source=str(page.relative_to(ROOT))).run_page(sections)
+    runner = Runner(tmp_path, files_declared(sections), source=str(page.relative_to(ROOT)))
+    shutil.copytree(ROOT / "tests" / "data" / "tauargus", tmp_path / "tests" / "data" / "tauargus")
+    served = serve_block(sections)
+    if served is None:
+        runner.run_page(sections)
+        return
+    before, (config, port), after = served
+    runner.run_page(before)
+    server = Server(tmp_path / config, command=[sys.executable, "-m", "sdckit", "serve", str(tmp_path / config)])
+    try:
+        runner.run_page(with_port(after, port, server.port))
+    finally:
+        server.stop()
+
+
+#: The one line of a docs block that starts the query service (run by the test, not the runner).
+SERVE = re.compile(r"^sdckit serve (\S+) --port (\d+)$")
+
+
+def serve_block(sections: list[Section]) -> tuple[list[Section], tuple[str, str], list[Section]] | None:
+    """``(before, (config, port), after)``: the page cut at its not-run ``sdckit serve`` block, or
+    None. Before it, only shell and files (the runner's Python session ends with each run)."""
+    for i, section in enumerate(sections):
+        for j, block in enumerate(section.blocks):
+            m = SERVE.match(block.text.strip())
+            if "not-run" in block.directives and m:
+                before = [*sections[:i], Section(section.title, section.blocks[:j])]
+                assert not any(b.lang == "python" for s in before for b in s.blocks), \
+                    "a docs page that starts the service has no Python example before it"
+                return before, m.groups(), [Section(section.title, section.blocks[j + 1:]), *sections[i + 1:]]
+    return None
+
+
+def with_port(sections: list[Section], shown: str, port: int) -> list[Section]:
+    """The sections with the address the page shows, 127.0.0.1:SHOWN, moved to the test's port."""
+    def move(block):
+        return dataclasses.replace(block, text=block.text.replace(f"127.0.0.1:{shown}", f"127.0.0.1:{port}"))
+    return [Section(s.title, [move(b) for b in s.blocks]) for s in sections]
 
 
 def test_a_docs_page_runs_its_sections_in_one_folder_and_names_its_line(tmp_path):
@@ -92,3 +138,17 @@ def test_sphinx_roles_in_docstrings_become_code_spans():
     spec.loader.exec_module(module)
     text = "See :func:`~sdckit.permutation.verify_linkage` and :class:`sdckit.Schema`, not `x`."
     assert module.plain_roles(text) == "See `verify_linkage` and `sdckit.Schema`, not `x`."
+
+
+def test_a_page_that_starts_the_service_is_cut_at_its_serve_block():
+    text = ("## A\n\n```bash\necho hi\n```\n\n<!-- not-run: a second terminal -->\n```bash\n"
+            "sdckit serve service.toml --port 8000\n```\n\n```bash\ncurl http://127.0.0.1:8000/v1/budget\n```\n\n"
+            "## B\n\n```python\nprint('http://127.0.0.1:8000', 'port 8000')\n```\n")
+    before, (config, port), after = serve_block(parse(text))
+    assert (config, port) == ("service.toml", "8000")
+    assert [b.text for s in before for b in s.blocks] == ["echo hi\n"]
+    moved = [b.text for s in with_port(after, port, 12345) for b in s.blocks]
+    assert moved == ["curl http://127.0.0.1:12345/v1/budget\n", "print('http://127.0.0.1:12345', 'port 8000')\n"]
+    assert serve_block(parse(text.replace("<!-- not-run: a second terminal -->\n", ""))) is None
+    with pytest.raises(AssertionError, match="no Python example before it"):
+        serve_block(parse(text.replace("```bash\necho hi", "```python\nx = 1")))
