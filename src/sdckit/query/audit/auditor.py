@@ -61,7 +61,7 @@ from typing import ClassVar, Literal, Sequence
 import numpy as np
 
 from sdckit.core.errors import DataError, ParameterError
-from sdckit.core.params import Interval, Options, Rule, check_param, validate_params
+from sdckit.core.params import Interval, Options, ParamRule, check_param, validate_params
 from sdckit.core.result import Result
 from sdckit.query.audit.atoms import Atoms
 from sdckit.query.audit.engine import Engine
@@ -181,7 +181,7 @@ class Auditor:
     """
 
     #: Parameter rules, checked by the one validator (:func:`sdckit.core.params.validate_params`).
-    constraints: ClassVar[dict[str, Rule]] = {"n_records": Interval(int, 1, None),
+    constraints: ClassVar[dict[str, ParamRule]] = {"n_records": Interval(int, 1, None),
                                               "min_query_set": Interval(int, 1, None)}
 
     def __init__(self, n_records: int, min_query_set: int, *, known_totals: bool = True) -> None:

@@ -59,7 +59,7 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
 from sdckit.core.errors import DataError
-from sdckit.core.params import Interval, Rule, Satisfies, validate_params
+from sdckit.core.params import Interval, ParamRule, Satisfies, validate_params
 from sdckit.query.audit.auditor import Decision
 from sdckit.tabular.lp import LP
 from sdckit.tabular.precision import audit_tolerance, value_scale
@@ -89,7 +89,7 @@ class IntervalAudit:
     """
 
     #: Parameter rules, checked by the one validator (:func:`sdckit.core.params.validate_params`).
-    constraints: ClassVar[dict[str, Rule]] = {
+    constraints: ClassVar[dict[str, ParamRule]] = {
         "bounds": Satisfies(lambda b: len(b) == 2 and 0 <= float(b[0]) < float(b[1]), "a pair (lo, hi) with 0 <= lo < hi"),
         "p_percent": Interval(float, 0, 100, closed="right")}
 
