@@ -16,7 +16,7 @@ from sdckit.core.errors import ParameterError
 from sdckit.core.params import Boolean, Interval, IsNone, Options, Satisfies
 
 #: Packages whose public functions are validated by declared rules (more join as they are redone).
-PACKAGES = ("sdckit.risk", "sdckit.utility")
+PACKAGES = ("sdckit.risk", "sdckit.utility", "sdckit.permutation")
 
 
 def validated_functions() -> list[tuple[str, object]]:
