@@ -164,14 +164,13 @@ def _circles(edges: dict[str, set[str]]) -> set[frozenset[str]]:
 KNOWN_CIRCLES = {
     frozenset({"sdckit.tabular.build_duckdb", "sdckit.tabular.table"}),
     frozenset({"sdckit.tabular.linked", "sdckit.tabular.suppress"}),
-    frozenset({"sdckit.report.model", "sdckit.report.risk_section"}),
 }
 KNOWN_PRIVATE = {
     ("sdckit.tabular.recipe", "_parts"), ("sdckit.tabular.recipe", "_slug"),
     ("sdckit.tabular.cta", "_check_time_limit"),
     *(("sdckit.tabular.build_duckdb", n) for n in ("_ancestor_pairs", "_hierarchies", "_rollup_rows",
                                                    "_rollup_sums", "_top_matrix", "_top_per_cell")),
-    ("sdckit.tabular.modular", "_Problem"), ("sdckit.report.risk_section", "_fmt"),
+    ("sdckit.tabular.modular", "_Problem"),
 }
 
 

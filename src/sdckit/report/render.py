@@ -14,7 +14,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from sdckit import __version__
 from sdckit.io import write_text_atomic
-from sdckit.report.model import NOT_DP_LABEL, Report
+from sdckit.report.section import NOT_DP_LABEL, Report
 
 
 @lru_cache(maxsize=1)
