@@ -19,7 +19,7 @@ from sdckit.core.errors import ParameterError
 from sdckit.core.params import Boolean, InstanceOf, Interval, IsNone, Options, Satisfies
 
 #: Packages whose public functions are validated by declared rules (more join as they are redone).
-PACKAGES = ("sdckit.risk", "sdckit.utility", "sdckit.tabular", "sdckit.query")
+PACKAGES = ("sdckit.risk", "sdckit.utility", "sdckit.tabular", "sdckit.query", "sdckit.permutation")
 
 
 def validated_functions() -> list[tuple[str, object]]:

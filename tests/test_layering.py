@@ -162,10 +162,8 @@ def _circles(edges: dict[str, set[str]]) -> set[frozenset[str]]:
 #: Circles and private imports not yet taken apart (issue 29 item 7); the tests below fail when
 #: a new one appears, and when one of these is fixed (so that the list only shrinks).
 KNOWN_CIRCLES = {
-    frozenset({"sdckit.report.model", "sdckit.report.risk_section"}),
 }
 KNOWN_PRIVATE = {
-    ("sdckit.report.risk_section", "_fmt"),
 }
 
 

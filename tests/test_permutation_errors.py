@@ -109,16 +109,36 @@ def test_bad_permuted_privacy_parameters(d, v, match):
 
 
 @pytest.mark.parametrize("kwargs, match", [
-    ({"null": "uniform"}, "'null' parameter of verify_linkage must be one of"),
-    ({"n_random": 1}, "'n_random' parameter of verify_linkage must be an int >= 2. Got 1"),
+    ({"null": "uniform"}, "'null' parameter of {} must be one of"),
+    ({"n_random": 1}, "'n_random' parameter of {} must be an int >= 2. Got 1"),
     ({"n_null": 0}, "'n_null' parameter"),
     ({"exhaustive_limit": -1}, "'exhaustive_limit' parameter"),
 ])
 def test_bad_verify_parameters(kwargs, match):
-    with pytest.raises(ParameterError, match=match):
+    """Each function names itself in the one template (issue 29 item 3: assess used to say
+    verify_linkage)."""
+    with pytest.raises(ParameterError, match=match.format("verify_linkage")):
         verify_linkage(X, Y, **kwargs)
-    with pytest.raises(ParameterError, match=match):
+    with pytest.raises(ParameterError, match=match.format("assess")):
         assess(X, Y, **kwargs)
+
+
+def test_every_public_function_with_options_declares_its_rules():
+    """The public functions of the permutation paradigm check their options with the declared
+    rules (sdckit.core.params.validated; issue 29 item 3), which tests/test_function_checks.py
+    then tries at their bounds: every one with a ``ties`` option, and none refuses in its own words."""
+    import inspect
+
+    import sdckit.permutation as permutation
+
+    with_options = [name for name in permutation.__all__ if inspect.isfunction(getattr(permutation, name))
+                    and "ties" in inspect.signature(getattr(permutation, name)).parameters]
+    assert len(with_options) == 11
+    for name in with_options:
+        function = getattr(permutation, name)
+        assert "ties" in getattr(function, "constraints", {}), name
+        with pytest.raises(ParameterError, match=f"The 'ties' parameter of {name} must be one of"):
+            function.check_parameters(*((X, Y, 1, [0, 0]) if name == "permuted_privacy" else (X, Y)), ties="last")
 
 
 def test_bad_truth_and_sizes():

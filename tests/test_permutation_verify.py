@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sdckit.permutation import hellinger, intruder_linkage, verify_linkage, verify_subject
-from sdckit.permutation.verify import copula_correlation, random_positions
+from sdckit.permutation.randomset import copula_correlation, random_positions
 
 X4 = pd.DataFrame({"a": [1.0, 2.0, 3.0, 4.0], "b": [1.0, 2.0, 3.0, 4.0]})
 Y4 = pd.DataFrame({"a": [1.1, 2.2, 2.9, 4.2], "b": [3.9, 3.1, 1.2, 1.9]})

@@ -13,8 +13,8 @@ from sdckit.core.random import as_generator
 from sdckit.core.ranks import nearest_rank
 from sdckit.permutation import assess, sample_pairs
 from sdckit.permutation.sample import sample_rows
-from sdckit.permutation.verify import random_query
-from sdckit.report import build_report, model, render_report
+from sdckit.permutation.randomset import random_query
+from sdckit.report import build_report, figures, model, render_report
 from sdckit.risk import permutation_risk
 
 
@@ -101,7 +101,7 @@ def small_threshold(monkeypatch):
     monkeypatch.setattr(model, "PERMUTATION_RECORDS", 150)
     # the figures are not what is tested here: drawing them is most of a small report's time
     for name in ("distance_distributions", "plausibility", "integer_histogram", "column_bars", "heatmap"):
-        monkeypatch.setattr(model.figures, name, lambda *args, **kwargs: "<svg></svg>")
+        monkeypatch.setattr(figures, name, lambda *args, **kwargs: "<svg></svg>")
 
 
 def test_report_on_large_data_states_the_sample_of_pairs(small_threshold):

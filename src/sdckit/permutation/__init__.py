@@ -43,7 +43,7 @@ __getattr__, __dir__ = lazy_exports(__name__, {
     "assess": "sdckit.permutation.assess",
     "assign_linkage": "sdckit.permutation.assignment",
     "decompose": "sdckit.permutation.reverse",
-    "hellinger": "sdckit.permutation.verify",
+    "hellinger": "sdckit.permutation.histograms",
     "intruder_linkage": "sdckit.permutation.intruder",
     "permutation_distances": "sdckit.permutation.distance",
     "permuted_privacy": "sdckit.permutation.privacy",

@@ -14,17 +14,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from sdckit.core.params import Interval, check_param
+from sdckit.core.params import Interval, IsNone, validated
 from sdckit.core.random import RandomState, renamed_seed
+from sdckit.core.result import Result
 from sdckit.permutation.columns import SchemaLike, rank_space
 from sdckit.permutation.distance import Progress, nearest_distances
 from sdckit.permutation.intruder import Linkage, linkage_from
 from sdckit.permutation.privacy import minimum_variances, window_variances
-from sdckit.core.result import Result
-from sdckit.permutation.sample import sample_pairs
 from sdckit.permutation.reverse import spearman_xz
-from sdckit.permutation.verify import (ALPHA, MAX_REPLICATES, N_RANDOM, RISK, Verification, check_verify_params,
-                                       verification_from)
+from sdckit.permutation.rules import MIN_SAMPLE, VERIFY_PARAMETERS
+from sdckit.permutation.sample import sample_pairs
+from sdckit.permutation.verify import ALPHA, MAX_REPLICATES, N_RANDOM, RISK, Verification, verification_from
 
 
 @dataclass(frozen=True)
@@ -104,6 +104,8 @@ class Assessment(Result):
 
 
 @renamed_seed()
+@validated(**VERIFY_PARAMETERS, sample=[IsNone(), Interval(int, MIN_SAMPLE, None)],
+           records=[IsNone(), Interval(int, MIN_SAMPLE, None)])
 def assess(
     original: pd.DataFrame,
     released: pd.DataFrame,
@@ -153,10 +155,6 @@ def assess(
     -------
     Assessment
     """
-    check_verify_params(null, n_random, exhaustive_limit, n_null, max_batches, alpha=alpha,
-                        max_replicates=max_replicates, risk=risk)
-    if sample is not None:
-        check_param("assess", "sample", sample, Interval(int, 2, None))
     n_original, n_released = len(original), len(released)
     kept = None
     if records is not None:

@@ -26,12 +26,13 @@ from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import min_weight_full_bipartite_matching
 from scipy.spatial import cKDTree
 
-from sdckit.core.params import Interval, check_param
+from sdckit.core.params import Interval, validated
 from sdckit.core.random import RandomState, renamed_seed
 from sdckit.permutation.columns import SchemaLike, check_same_size, check_truth, rank_space
 from sdckit.permutation.distance import Progress
-from sdckit.permutation.intruder import intruder_query
 from sdckit.core.result import Result
+from sdckit.permutation.intruder import intruder_query
+from sdckit.permutation.rules import TIES_RULE
 
 
 @dataclass(frozen=True)
@@ -87,6 +88,7 @@ def _dense_assignment(query: np.ndarray, points: np.ndarray) -> np.ndarray:
 
 
 @renamed_seed()
+@validated(k=Interval(int, 1, None), ties=TIES_RULE)
 def assign_linkage(
     original: pd.DataFrame,
     released: pd.DataFrame,
@@ -117,7 +119,6 @@ def assign_linkage(
     -------
     Assignment
     """
-    check_param("assign_linkage", "k", k, Interval(int, 1, None))
     space = rank_space(original, released, columns, schema=schema, ties=ties,
                        seed=seed)
     check_same_size(space, "assign_linkage")

@@ -25,7 +25,7 @@ from scipy.spatial import cKDTree
 
 from sdckit.core.errors import DataError, ParameterError, SchemaError, SdcError
 from sdckit.core.random import RandomState, as_generator, renamed_seed
-from sdckit.core.ranks import check_ties, nearest_rank, order_values, rank_matrix
+from sdckit.core.ranks import nearest_rank, order_values, rank_matrix
 from sdckit.core.schema import Column, Kind, Schema
 
 #: What ``schema=`` may be on the public functions: a Schema, orders by column, or nothing.
@@ -201,7 +201,6 @@ def rank_space(
     min_original: int = 2,
 ) -> RankSpace:
     """Check both frames and build their :class:`RankSpace` (the shared first step)."""
-    check_ties(ties)
     check_frame(original, "original", min_original)
     check_frame(released, "released")
     rng = as_generator(seed, secret=False)

@@ -13,13 +13,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from sdckit.core.params import validated
 from sdckit.core.random import RandomState, renamed_seed
 from sdckit.core.ranks import rank_matrix
 from sdckit.permutation.columns import SchemaLike, check_same_size, check_truth, rank_space
 from sdckit.permutation.privacy import window_variances
+from sdckit.permutation.rules import TIES_RULE
 
 
 @renamed_seed()
+@validated(ties=TIES_RULE)
 def rank_displacement(
     original: pd.DataFrame,
     released: pd.DataFrame,

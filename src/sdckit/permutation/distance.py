@@ -20,8 +20,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from sdckit.core.params import validated
 from sdckit.core.random import RandomState, renamed_seed
 from sdckit.permutation.columns import RankSpace, SchemaLike, rank_space
+from sdckit.permutation.rules import TIES_RULE
 
 Progress = Callable[[int, int, str], Any] | None
 
@@ -101,6 +103,7 @@ def distance_frame(space: RankSpace, query: np.ndarray, progress: Progress = Non
 
 
 @renamed_seed()
+@validated(ties=TIES_RULE)
 def permutation_distances(
     original: pd.DataFrame,
     released: pd.DataFrame,

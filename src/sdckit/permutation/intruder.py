@@ -15,10 +15,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from sdckit.core.params import validated
 from sdckit.core.random import RandomState, renamed_seed
 from sdckit.permutation.columns import RankSpace, SchemaLike, check_truth, rank_space
 from sdckit.permutation.distance import Progress, distances_and_matches
 from sdckit.core.result import Result
+from sdckit.permutation.rules import TIES_RULE
 
 
 @dataclass(frozen=True)
@@ -95,6 +97,7 @@ def linkage_from(space: RankSpace, truth: Any, progress: Progress = None,
 
 
 @renamed_seed()
+@validated(ties=TIES_RULE)
 def intruder_linkage(
     original: pd.DataFrame,
     released: pd.DataFrame,

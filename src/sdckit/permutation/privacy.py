@@ -20,11 +20,12 @@ import numpy as np
 import pandas as pd
 
 from sdckit.core.errors import ParameterError
-from sdckit.core.params import Interval, check_param
+from sdckit.core.params import Interval, Satisfies, check_param, validated
 from sdckit.core.random import RandomState, renamed_seed
 from sdckit.permutation.columns import RankSpace, SchemaLike, rank_space
-from sdckit.permutation.distance import Progress, distance_frame
 from sdckit.core.result import Result
+from sdckit.permutation.distance import Progress, distance_frame
+from sdckit.permutation.rules import TIES_RULE
 
 
 class WindowVariance:
@@ -100,6 +101,16 @@ def window_variances(space: RankSpace, centre: np.ndarray, radius: np.ndarray | 
             for j, name in enumerate(space.names)}
 
 
+def _variances(v: Any) -> bool:
+    return isinstance(v, Mapping | Sequence | np.ndarray) and not isinstance(v, str)
+
+
+#: The rule of ``v`` alone; that it names each column once, and each variance, is checked against
+#: the columns (:func:`check_thresholds`).
+THRESHOLDS_RULE = [Interval(float, 0, None),
+                   Satisfies(_variances, "a sequence or mapping of variances, one per column")]
+
+
 def check_thresholds(v: Any, names: Sequence[str]) -> pd.Series:
     """``v`` (a sequence in column order or a mapping column -> value) as a Series."""
     if isinstance(v, Mapping):
@@ -127,6 +138,7 @@ def check_thresholds(v: Any, names: Sequence[str]) -> pd.Series:
 
 
 @renamed_seed()
+@validated(d=Interval(int, 0, None), v=THRESHOLDS_RULE, ties=TIES_RULE)
 def permuted_privacy(
     original: pd.DataFrame,
     released: pd.DataFrame,
@@ -156,7 +168,6 @@ def permuted_privacy(
     -------
     PermutedPrivacy
     """
-    check_param("permuted_privacy", "d", d, Interval(int, 0, None))
     space = rank_space(original, released, columns, schema=schema, ties=ties,
                        seed=seed)
     thresholds = check_thresholds(v, space.names)

@@ -14,11 +14,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from sdckit.core.params import validated
 from sdckit.core.random import RandomState, renamed_seed
 from sdckit.core.ranks import average_ranks
 from sdckit.permutation.columns import (
     RankSpace, SchemaLike, check_same_size, quantile_index, rank_space,
 )
+from sdckit.permutation.rules import TIES_RULE
 
 
 def _z_frame(space: RankSpace, original: pd.DataFrame) -> pd.DataFrame:
@@ -35,6 +37,7 @@ def _z_frame(space: RankSpace, original: pd.DataFrame) -> pd.DataFrame:
 
 
 @renamed_seed()
+@validated(ties=TIES_RULE)
 def reverse_map(
     original: pd.DataFrame,
     released: pd.DataFrame,
@@ -78,6 +81,7 @@ def reverse_map(
 
 
 @renamed_seed()
+@validated(ties=TIES_RULE)
 def decompose(
     original: pd.DataFrame,
     released: pd.DataFrame,
@@ -106,6 +110,7 @@ def decompose(
 
 
 @renamed_seed()
+@validated(ties=TIES_RULE)
 def rank_correlation(
     original: pd.DataFrame,
     released: pd.DataFrame,

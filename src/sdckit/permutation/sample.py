@@ -16,11 +16,12 @@ import numpy as np
 import pandas as pd
 
 from sdckit.core.errors import ParameterError
-from sdckit.core.params import Interval, check_param
+from sdckit.core.params import Interval, validated
 from sdckit.core.random import RandomState, as_generator, renamed_seed
+from sdckit.permutation.rules import MIN_SAMPLE
 
 #: Fewest record pairs a sample may have (the permutation measures need at least 2 records).
-MIN_RECORDS = 2
+MIN_RECORDS = MIN_SAMPLE
 
 
 def sample_rows(n: int, records: int, rng: np.random.Generator) -> np.ndarray:
@@ -29,6 +30,7 @@ def sample_rows(n: int, records: int, rng: np.random.Generator) -> np.ndarray:
 
 
 @renamed_seed()
+@validated(records=Interval(int, MIN_RECORDS, None))
 def sample_pairs(
     original: pd.DataFrame,
     released: pd.DataFrame,
@@ -56,7 +58,6 @@ def sample_pairs(
         rest of it depends on the same ``seed`` only), or ``seed`` untouched when
         nothing was drawn.
     """
-    check_param("assess", "records", records, Interval(int, MIN_RECORDS, None))
     n_x, n_y = len(original), len(released)
     if max(n_x, n_y) <= records:
         return original, released, None, seed

@@ -17,13 +17,15 @@ import numpy as np
 import pandas as pd
 
 from sdckit.core.errors import DataError, SchemaError
-from sdckit.core.params import Boolean, check_param
+from sdckit.core.params import Boolean, validated
 from sdckit.core.random import RandomState, renamed_seed
+from sdckit.core.result import Result, plain
 from sdckit.permutation.columns import SchemaLike, check_frame, rank_space
 from sdckit.permutation.distance import distances_and_matches, nearest_distances
 from sdckit.permutation.privacy import window_variances
-from sdckit.core.result import Result, plain
-from sdckit.permutation.verify import ALPHA, check_verify_params, random_positions, random_query
+from sdckit.permutation.randomset import random_positions, random_query
+from sdckit.permutation.rules import RANDOM_SET_RULES, TIES_RULE
+from sdckit.permutation.verify import ALPHA
 
 
 @dataclass(frozen=True)
@@ -122,6 +124,7 @@ def _coerce(name: str, value: Any, dtype: Any) -> Any:
 
 
 @renamed_seed()
+@validated(permutation=Boolean(), **RANDOM_SET_RULES, ties=TIES_RULE)
 def verify_subject(
     record: Mapping[str, Any] | pd.Series,
     released: pd.DataFrame,
@@ -158,8 +161,6 @@ def verify_subject(
     -------
     SubjectVerification
     """
-    check_param("verify_subject", "permutation", permutation, Boolean())
-    check_verify_params(null, n_random, exhaustive_limit, 1)
     check_frame(released, "released")
     frame = coerce_record(record, released, columns)
     space = rank_space(frame, released, list(frame.columns), schema=schema, ties=ties,

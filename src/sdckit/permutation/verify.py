@@ -6,12 +6,13 @@ the original records, ``Q`` that of ``d(t)`` over ``T``; the Hellinger distance
 
     H(P, Q) = sqrt(sum_d (sqrt(p_d) - sqrt(q_d))^2) / sqrt(2)   in [0, 1]
 
-says how far the true linkages are from chance. Two corrections (DESIGN.md section 3):
+says how far the true linkages are from chance (:mod:`sdckit.permutation.histograms`). Two
+corrections (DESIGN.md section 3):
 
 1. ``null="copula"`` (default) draws ``T`` from a Gaussian copula fitted to the normal scores
    of ``X``, mapped back through ``X``'s empirical marginals, so ``T`` keeps ``X``'s dependence;
    ``null="independent"`` is the paper's rule (each attribute drawn independently; all ``n^m``
-   combinations when ``n^m <= exhaustive_limit``).
+   combinations when ``n^m <= exhaustive_limit``; :mod:`sdckit.permutation.randomset`).
 2. ``H`` of a finite sample has a floor, so ``H`` is reported with its null baseline (mean
    ``H`` between ``Q`` and null samples of ``n`` random records) and a p-value: the chance that a
    null sample's ``H`` is at or above the originals'.
@@ -36,23 +37,23 @@ run and shared by every batch: on a release keeping AGE and ZIP, five seeds gave
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy.special import ndtr
 
 from sdckit.core.defaults import N_RANDOM
-from sdckit.core.params import check_param
+from sdckit.core.params import validated
 from sdckit.core.random import RandomState, renamed_seed
-from sdckit.core.ranks import average_ranks, nearest_rank, normal_scores, ranks
+from sdckit.core.ranks import ranks
+from sdckit.core.result import Result
 from sdckit.permutation.columns import RankSpace, SchemaLike, rank_space
 from sdckit.permutation.distance import Progress, nearest_distances
+from sdckit.permutation.histograms import bin_index, comparison_size, distance_bins, distribution, hellinger_rows
 from sdckit.permutation.intruder import intruder_query
-from sdckit.core.result import Result
-from sdckit.permutation.rules import VERIFY_RULES
+from sdckit.permutation.randomset import copula_factor, random_positions, random_query
+from sdckit.permutation.rules import VERIFY_PARAMETERS
 from sdckit.permutation.sequential import run_sequential
 
 #: Significance level used for the share of records whose match is not plausibly random.
@@ -68,99 +69,8 @@ MAX_REPLICATES = 400
 BLOCK = 8
 #: Confidence of the reported (Clopper-Pearson) interval of the p-value.
 CONFIDENCE = 0.99
-#: The distances are counted in at least this many bins (:func:`distance_bins`).
-MIN_BINS = 10
 # Random records per replicate (half define ``Q``, the rest give the null sample): ``N_RANDOM``,
 # imported above from :mod:`sdckit.core.defaults`, where the command line's help reads it cheaply.
-
-
-def hellinger(p: Any, q: Any) -> float:
-    """Hellinger distance between two discrete distributions, in ``[0, 1]``.
-
-    ``p`` and ``q`` are Series (or mappings) from outcome to probability; missing outcomes
-    have probability 0 (seed 001, "data set-level privacy measure").
-
-    Examples
-    --------
-    >>> hellinger({0: 0.5, 1: 0.5}, {0: 0.5, 1: 0.5})
-    0.0
-    >>> hellinger({0: 1.0}, {1: 1.0})
-    1.0
-    """
-    p, q = pd.Series(p, dtype=float), pd.Series(q, dtype=float)
-    p, q = p.align(q, fill_value=0.0)
-    return float(_hellinger_dense(p.to_numpy(), q.to_numpy()))
-
-
-def distribution(distances: np.ndarray) -> pd.Series:
-    """Relative frequencies of the distances (a Series indexed by distance, summing to 1)."""
-    values, counts = np.unique(distances, return_counts=True)
-    return pd.Series(counts / counts.sum(), index=pd.Index(values, name="distance"),
-                     name="frequency")
-
-
-def _hellinger_dense(p: np.ndarray, q: np.ndarray) -> np.ndarray:
-    """Row-wise Hellinger distance of histograms ``p`` (``B x K`` or ``K``) to ``q`` (``K``)."""
-    return np.minimum(np.sqrt(np.sum((np.sqrt(p) - np.sqrt(q)) ** 2, axis=-1) / 2.0), 1.0)
-
-
-def copula_correlation(values: np.ndarray) -> np.ndarray:
-    """Correlation of the normal scores ``Phi^-1((rank - 1/2) / n)`` of each column."""
-    n, m = values.shape
-    scores = normal_scores(average_ranks(values), n)
-    if m == 1:
-        return np.ones((1, 1))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        corr = np.corrcoef(scores, rowvar=False)
-    corr = np.nan_to_num(corr, nan=0.0)  # a constant column is independent of the rest
-    np.fill_diagonal(corr, 1.0)
-    w, v = np.linalg.eigh(corr)  # make it positive semi-definite
-    corr = (v * np.clip(w, 1e-10, None)) @ v.T
-    d = np.sqrt(np.diag(corr))
-    return corr / np.outer(d, d)
-
-
-def copula_factor(values: np.ndarray) -> np.ndarray:
-    """Cholesky factor of :func:`copula_correlation`: the copula null's ``T`` is
-    ``Phi(standard normal @ factor.T)``."""
-    m = values.shape[1]
-    return np.linalg.cholesky(copula_correlation(values) + 1e-12 * np.eye(m))
-
-
-def random_positions(
-    values: np.ndarray, null: str, n_random: int, exhaustive_limit: int, rng: np.random.Generator,
-    factor: np.ndarray | None = None,
-) -> tuple[np.ndarray, bool]:
-    """Positions in each sorted column of ``values`` for the records of ``T``.
-
-    Returns the ``N x m`` positions and whether all ``n^m`` combinations were enumerated.
-    ``factor`` is :func:`copula_factor` of ``values`` when the caller has it already.
-    """
-    n, m = values.shape
-    if null == "independent":
-        if float(n) ** m <= exhaustive_limit:
-            grids = np.indices((n,) * m).reshape(m, -1).T
-            return grids, True
-        return rng.integers(0, n, size=(n_random, m)), False
-    chol = copula_factor(values) if factor is None else factor
-    u = ndtr(rng.standard_normal((n_random, m)) @ chol.T)
-    return np.clip(np.ceil(u * n).astype(np.int64) - 1, 0, n - 1), False
-
-
-def random_query(
-    source: Sequence[np.ndarray], reference: Sequence[np.ndarray], positions: np.ndarray
-) -> np.ndarray:
-    """Algorithm 2's ``r_j`` of the records of ``T``: ``t_j = source_j[pos]`` against ``reference``.
-
-    Only the drawn values are looked up (the nearest rank of every value of ``source_j`` would
-    cost ``n log n`` per replicate: 60% of the report's time at 10^6 records, issue 28), in the
-    order of the positions: ``source_j`` is sorted, so the binary searches then walk forward and
-    stay in cache (as :meth:`~sdckit.permutation.columns.RankSpace.ranks_in` does)."""
-    out = np.empty(positions.shape, dtype=np.int64)
-    for j, (src, ref) in enumerate(zip(source, reference)):
-        order = np.argsort(positions[:, j], kind="stable")
-        out[order, j] = nearest_rank(ref, src[positions[order, j]])
-    return out
 
 
 @dataclass(frozen=True)
@@ -239,16 +149,6 @@ class Verification(Result):
     def plausibly_deniable(self) -> bool:
         """The sequential test decided ``p > alpha`` (``verdict == "deniable"``)."""
         return self.verdict == "deniable"
-
-
-def check_verify_params(null: str, n_random: int, exhaustive_limit: int, n_null: int | None = None,
-                        max_batches: int | None = None, *, alpha: float = ALPHA,
-                        max_replicates: int = MAX_REPLICATES, risk: float = RISK) -> None:
-    values = {"null": null, "n_random": n_random, "exhaustive_limit": exhaustive_limit, "n_null": n_null,
-              "max_batches": max_batches, "alpha": alpha, "max_replicates": max_replicates, "risk": risk}
-    for name, value in values.items():
-        if value is not None:
-            check_param("verify_linkage", name, value, VERIFY_RULES[name])
 
 
 def verification_from(
@@ -402,44 +302,13 @@ def _replicates(space: RankSpace, setup: _Setup, count: int, *, first: bool,
             compared = setup.original_distances if sub is None else setup.original_distances[sub]
         edges = distance_bins(q_set, size)
         n_bins = len(edges)
-        q = np.bincount(_bin(q_set, edges), minlength=n_bins) / len(q_set)
-        observed = float(_hellinger_dense(np.bincount(_bin(compared, edges), minlength=n_bins) / size, q))
-        null_h = float(_hellinger_dense(np.bincount(_bin(null_d, edges), minlength=n_bins) / size, q))
+        q = np.bincount(bin_index(q_set, edges), minlength=n_bins) / len(q_set)
+        observed = float(hellinger_rows(np.bincount(bin_index(compared, edges), minlength=n_bins) / size, q))
+        null_h = float(hellinger_rows(np.bincount(bin_index(null_d, edges), minlength=n_bins) / size, q))
         out.append({"hellinger": observed, "hellinger_null": null_h, "exceed": null_h >= observed - 1e-12,
                     "q_set": q_set, "bins": n_bins,
                     "n_random": int(len(q_set) if setup.exhaustive else setup.n_random)})
     return out
-
-
-def comparison_size(n: int, pool: int, exhaustive: bool) -> int:
-    """How many distances each side of the test holds: the original records' ``n``, or as many as
-    the null pool can give without replacement (then a random sample of the originals is compared),
-    so that the observed sample and the null samples are of like size (issue 17: at n = 10^6 against
-    a pool of 5 x 10^4, null samples drawn with replacement were sparser than ``P`` and made a
-    release with 5% correct links look deniable). An exhaustive ``T`` is the exact null: any size."""
-    return n if exhaustive else min(n, pool)
-
-
-def distance_bins(q_set: np.ndarray, size: int) -> np.ndarray:
-    """Left edges of the bins the distances are counted in: 0 (so that closer-than-random matches
-    keep a bin of their own) and the quantiles of ``Q`` at ``1/K, ..., (K-1)/K`` with
-    ``K = max(MIN_BINS, ceil(sqrt(size)))``; every distinct distance is its own bin when there are
-    at most ``K`` (then ``H`` is the paper's, on the distances themselves).
-
-    A histogram over thousands of distinct distances from a sample of ``size`` is dominated by its
-    sparsity, not by the linkage (issue 17); ``sqrt(size)`` bins keep about ``sqrt(size)`` values
-    in each bin of ``Q``."""
-    k = max(MIN_BINS, int(np.ceil(np.sqrt(size))))
-    distinct = np.unique(q_set)
-    if len(distinct) <= k:
-        cuts = distinct
-    else:
-        cuts = np.unique(np.quantile(q_set, np.arange(1, k) / k, method="inverted_cdf"))
-    return np.union1d([0], cuts).astype(np.int64)
-
-
-def _bin(distances: np.ndarray, edges: np.ndarray) -> np.ndarray:
-    return np.searchsorted(edges, distances, side="right") - 1
 
 
 def _p_random(q_set: np.ndarray, original_distances: np.ndarray) -> np.ndarray:
@@ -448,6 +317,7 @@ def _p_random(q_set: np.ndarray, original_distances: np.ndarray) -> np.ndarray:
 
 
 @renamed_seed()
+@validated(**VERIFY_PARAMETERS)
 def verify_linkage(
     original: pd.DataFrame,
     released: pd.DataFrame,
@@ -501,8 +371,6 @@ def verify_linkage(
     -------
     Verification
     """
-    check_verify_params(null, n_random, exhaustive_limit, n_null, max_batches, alpha=alpha,
-                        max_replicates=max_replicates, risk=risk)
     space = rank_space(original, released, columns, schema=schema, ties=ties,
                        seed=seed)
     return verification_from(space, null=null, n_random=n_random, exhaustive_limit=exhaustive_limit,

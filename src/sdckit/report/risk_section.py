@@ -12,8 +12,7 @@ import pandas as pd
 from sdckit.core.errors import SdcError
 from sdckit.core.schema import CATEGORICAL_KINDS, Role, Schema
 from sdckit.report import figures
-from sdckit.report.model import Section, svg
-from sdckit.report.model import _fmt as fmt
+from sdckit.report.section import Section, fmt, svg
 from sdckit.risk import categorical_quasi
 from sdckit.risk.summary import risk_summary
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from sdckit.core.result import Result, plain
+from sdckit.core.result import Result
 
 if TYPE_CHECKING:
     from sdckit.risk.permutation import PermutationRisk
@@ -48,7 +48,7 @@ class Verdict(Result):
 
     def to_dict(self) -> dict[str, Any]:
         """The state, the text and whether the release is shown ``safe``."""
-        return plain({"state": self.state, "text": self.text, "safe": self.safe})
+        return {**super().to_dict(), "safe": self.safe}
 
 
 def verification_state(risk: PermutationRisk) -> str:

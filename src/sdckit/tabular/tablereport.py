@@ -2,12 +2,16 @@
 and the HTML report, for cell suppression, rounding and controlled tabular adjustment, of one
 table or of linked tables (a section per table and the joint audit). DESIGN.md sections 6.s, 6.r
 and 6.l say what each shows; no page shows a suppressed value.
+
+The report renders through the microdata report's Jinja2 templates (issue 29 item 7): the shared
+``layout.html`` (head, styles, header, navigation, sections) extended by ``table.html``, with a
+template per section (``facts.html``, ``table_grid.html``, ``table_audit.html``), through the one
+environment of :mod:`sdckit.core.templates` (the tabular family sits below the report layer and
+does not import it). This module computes what each section shows; the templates escape it.
 """
 
 from __future__ import annotations
 
-import html
-import json
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -15,6 +19,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from sdckit.core.result import plain
+from sdckit.core.templates import render
 from sdckit.core.version import __version__
 from sdckit.tabular.linked import LinkedTables
 from sdckit.tabular.rounding import RoundingResult
@@ -74,7 +80,7 @@ def cell_file(result: SuppressionResult) -> pd.DataFrame:
 
 # ---------------------------------------------------------------------- per table
 @dataclass(frozen=True)
-class _Part:
+class Part:
     """One table's share of a protection: its name, table, cells frame (with the method's
     columns), the published view, and the class of each cell in the report."""
 
@@ -86,9 +92,8 @@ class _Part:
     facts: list
 
 
-def table_parts(result: Any, table: Table) -> list[_Part]:
-    """Each table's share of a protection's ``result`` on ``table`` (one part, or one per linked
-    table): what the recipe writes per table and the report shows per section."""
+def table_parts(result: Any, table: Table) -> list[Part]:
+    """Each table's :class:`Part` of ``result`` (one, or one per linked table)."""
     if isinstance(table, LinkedTables):
         pairs = [(n, t, m) for n, t, m in zip(table.names, table.tables, table.members)]
     else:
@@ -143,35 +148,29 @@ def table_parts(result: Any, table: Table) -> list[_Part]:
                          ("total absolute adjustment", f"{ch.sum():g}"),
                          ("relative adjustment (of the total |value|)", f"{ch.sum() / v.sum() if v.sum() else 0.0:.3%}"),
                          ("margins changed", f"{int((ch[margin] > 0).sum()):,} of {int(margin.sum()):,}")]
-        out.append(_Part(name or "", t, cells, wide_view(t, shown), np.asarray(classes), facts))
+        out.append(Part(name or "", t, cells, wide_view(t, shown), np.asarray(classes), facts))
     return out
 
 
 def file_slug(name: str) -> str:
-    """A table's name as a part of a file name (``"by size"`` -> ``"by-size"``)."""
+    """A table's name as a file-name part and an anchor: ``"by size"`` -> ``"by-size"``."""
     return re.sub(r"[^A-Za-z0-9]+", "-", name).strip("-").lower() or "table"
 
 
-# ---------------------------------------------------------------------- report
-_CSS = """body { font-family: system-ui, sans-serif; margin: 2em; color: #222; }
-table { border-collapse: collapse; margin: 1em 0; }
-th, td { border: 1px solid #bbb; padding: 0.25em 0.6em; text-align: right; }
-th { background: #f0f0f0; }
-td.primary { background: #e74c3c; color: white; font-weight: bold; text-align: center; }
-td.secondary { background: #f5b041; font-weight: bold; text-align: center; }
-td.sensitive { background: #e74c3c; color: white; }
-td.moved, td.adjusted { background: #fdebd0; }
-.legend span { padding: 0.1em 0.6em; margin-right: 1em; }
-.internal { border: 2px solid #c0392b; padding: 0.5em 1em; }"""
+# The names tabular.recipe imports (until it takes the public ones).
 
-_LEGEND = {
-    "suppression": '<span style="background:#e74c3c;color:white">x</span>primary (sensitive) '
-                   '<span style="background:#f5b041">x</span>secondary (protects the primaries)',
-    "rounding": '<span style="background:#e74c3c;color:white">&nbsp;</span>sensitive cell (rounded value) '
-                '<span style="background:#fdebd0">&nbsp;</span>other cell that moved',
-    "adjustment": '<span style="background:#e74c3c;color:white;font-weight:bold">&nbsp;</span>sensitive cell '
-                  '(adjusted value) <span style="background:#fdebd0">&nbsp;</span>cell adjusted to keep the table additive',
-}
+
+# ---------------------------------------------------------------------- report
+#: What each protection is called in the report's subtitle.
+PROTECTION_NAMES = {"suppression": "cell suppression", "rounding": "rounding",
+                    "adjustment": "controlled tabular adjustment"}
+
+
+def _section(template: str, title: str, anchor: str, context: dict | None = None,
+             note: str | None = None) -> dict[str, Any]:
+    """A section as ``layout.html`` shows it (the fields of :class:`sdckit.report.section.Section`)."""
+    return {"template": template, "title": title, "anchor": anchor, "context": context or {}, "note": note,
+            "from_original": False}
 
 
 def _rule_text(rule: Any) -> str:
@@ -181,28 +180,21 @@ def _rule_text(rule: Any) -> str:
         f" ({len(d['cells'])} cells)" if "cells" in d else "")
 
 
-def _facts(rows: list) -> str:
-    return "<table>" + "".join(f"<tr><th>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>" for k, v in rows) + "</table>"
-
-
-def _grid(part: _Part) -> str:
+def _grid(part: Part) -> tuple[list[str], list[tuple[list[str], list[tuple[str, str]]]]]:
+    """The published table's header and rows: per row, the codes of the leading dimensions and,
+    per cell, ``(class, text)`` (the class is what happened to the cell: ``safe``, ``primary``...)."""
     t, wide = part.table, part.published
     dims = list(t.dimensions)
     keys = list(zip(*(t.cells[d].astype(str) for d in dims)))
     cls = dict(zip(keys, part.classes))
-    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in wide.columns)
-    body = []
+    lead_columns = [c for c in wide.columns if c in dims[:-1]]
+    cell_columns = [c for c in wide.columns if c not in dims[:-1]]
+    rows = []
     for _, row in wide.iterrows():
         lead = tuple(str(row[d]) for d in dims[:-1])
-        tds = []
-        for c in wide.columns:
-            if c in dims[:-1]:
-                tds.append(f"<th>{html.escape(str(row[c]))}</th>")
-                continue
-            k = cls.get(lead + (str(c),), "safe")
-            tds.append(f'<td class="{html.escape(str(k))}">{html.escape(str(row[c]))}</td>')
-        body.append("<tr>" + "".join(tds) + "</tr>")
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+        rows.append(([str(row[c]) for c in lead_columns],
+                     [(str(cls.get(lead + (str(c),), "safe")), str(row[c])) for c in cell_columns]))
+    return [str(c) for c in lead_columns + cell_columns], rows
 
 
 def _method_facts(result: Any, protection: str) -> list:
@@ -249,10 +241,12 @@ def _method_facts(result: Any, protection: str) -> list:
             ("grand total change", f"{result.grand_total_change:g}"), ("time", f"{result.seconds:.2f} s")]
 
 
-def _detail(result: Any, table: Table, protection: str) -> str:
+def _audit_section(result: Any, table: Table, protection: str) -> dict[str, Any] | None:
+    """The audit's section: the joint audit of linked tables (suppression), the sensitive cells'
+    intervals (rounding), their shifts against their levels (adjustment, internal)."""
     if protection == "suppression":
         if not isinstance(table, LinkedTables):
-            return ""
+            return None
         a = result.audit
         rows = [("tables", ", ".join(table.names)), ("cells in all", f"{len(table.cells):,}"),
                 ("shared cells", f"{int((table.owners().sum(axis=1) > 1).sum()):,}"),
@@ -260,46 +254,38 @@ def _detail(result: Any, table: Table, protection: str) -> str:
                 (f"joint audit (LP, {a.lp_solved} LPs)",
                  "safe: every primary cell meets its protection levels against an intruder who reads every table"
                  if a.safe else f"UNSAFE: {a.unprotected} primary cells")]
-        return "<h2>Joint audit</h2>" + _facts(rows)
+        return _section("table_audit.html", "Joint audit", "audit", {"rows": rows})
     if protection == "rounding":
+        title = "Sensitive cells: what an intruder can deduce from the rounded table"
         a = result.audit
         if a is None:
-            return "<h2>Sensitive cells</h2><p>No rules were given: no interval was computed.</p>"
+            return _section("table_audit.html", "Sensitive cells", "audit",
+                            note="No rules were given: no interval was computed.")
         idx = table.locate(list(a.cells[list(table.dimensions)].itertuples(index=False, name=None)))
-        rows = []
-        for i, (_, r) in zip(idx, a.cells.iterrows()):
-            rows.append(f"<tr><th>{html.escape(table.cell_name(int(i)))}</th><td>{_text([r['rounded']])[0]}</td>"
-                        f"<td>{r['lo']:g}</td><td>{r['hi']:g}</td><td>{'yes' if r['protected'] else 'NO'}</td></tr>")
-        return ("<h2>Sensitive cells: what an intruder can deduce from the rounded table</h2>"
-                "<p>The LP interval of each sensitive cell's true value given every rounded cell (each true "
-                "value within the base of its rounded one), the equations and non-negativity; "
-                "protected when it covers the cell's protection levels (levels and true values are not shown).</p>"
-                "<table><thead><tr><th>cell</th><th>rounded</th><th>lowest</th><th>highest</th><th>protected</th>"
-                f"</tr></thead><tbody>{''.join(rows)}</tbody></table>")
+        cells = [(table.cell_name(int(i)), _text([r["rounded"]])[0], f"{r['lo']:g}", f"{r['hi']:g}",
+                  "yes" if r["protected"] else "NO") for i, (_, r) in zip(idx, a.cells.iterrows())]
+        return _section("table_audit.html", title, "audit", {"rows": [], "cells": cells})
     c = result.cells
     s = result.sensitivity
-    P = np.flatnonzero(s.primary)
-    rows = []
-    for i in P:
+    cells = []
+    for i in np.flatnonzero(s.primary):
         shift = abs(float(c["change"].iloc[i]))
         d = c["direction"].iloc[i]
         level = float(s.upper[i] if d == "up" else s.lower[i])
         ratio = shift / level if level > 0 else np.inf
-        rows.append(f"<tr><th>{html.escape(table.cell_name(int(i)))}</th><td>{html.escape(str(d))}</td>"
-                    f"<td>{shift:g}</td><td>{level:g}</td><td>{ratio:.2f}</td></tr>")
-    return ("<h2>Sensitive cells: shifts and protection levels</h2>"
-            '<p class="internal">Internal: with the published table, these shifts give the true values back; '
-            "do not publish this page.</p><table><thead><tr><th>cell</th><th>direction</th><th>shift</th>"
-            f"<th>level</th><th>shift / level</th></tr></thead><tbody>{''.join(rows)}</tbody></table>")
+        cells.append((table.cell_name(int(i)), str(d), f"{shift:g}", f"{level:g}", f"{ratio:.2f}"))
+    return _section("table_audit.html", "Sensitive cells: shifts and protection levels", "audit",
+                    {"rows": [], "cells": cells})
 
 
-def report_html(result: Any, title: str, protection: str | None = None, parts: list[_Part] | None = None,
+def report_html(result: Any, title: str, protection: str | None = None, parts: list[Part] | None = None,
                 rules: Any = None, parameters: dict | None = None) -> str:
     """A self-contained HTML page: the method, its parameters (``parameters``, e.g. a recipe
     section's keys) and ``rules``, its figures, each table as published (cells coloured by what
     happened to them; suppressed values are not shown), and the audit: the joint one for linked
     tables, the sensitive cells' intervals for rounding, their shifts against their levels for
-    adjustment."""
+    adjustment. Rendered through the report's templates (``table.html`` on ``layout.html``);
+    the result's figures are in the page as JSON (``<script id="summary">``)."""
     protection = protection or ("suppression" if isinstance(result, SuppressionResult) else
                                 "rounding" if isinstance(result, RoundingResult) else "adjustment")
     table = result.table
@@ -309,27 +295,18 @@ def report_html(result: Any, title: str, protection: str | None = None, parts: l
     if parameters:
         given.append(("parameters", ", ".join(f"{k} = {v}" for k, v in parameters.items())))
     parts = parts if parts is not None else table_parts(result, table)
-    sections = []
+    sections = [_section("facts.html", "Protection", "protection", {"rows": given + _method_facts(result, protection)})]
     for p in parts:
-        head = f"<h2>{html.escape(p.name)}</h2>" + _facts(p.facts) if p.name else ""
-        sections.append(head + f'<p class="legend">{_LEGEND[protection]}</p>' + _grid(p))
-    if protection == "suppression":
-        note = "Suppressed cells show <b>x</b>; their values are not in this page."
-    elif protection == "rounding":
-        note = "Every cell shows its rounded (published) value."
-    else:
-        note = "Every cell shows its adjusted (published) value."
-    d = result.to_dict()
-    return f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>
-<style>
-{_CSS}
-</style></head><body>
-<h1>{html.escape(title)}</h1>
-{_facts(given + _method_facts(result, protection))}
-{''.join(sections)}
-{_detail(result, table, protection)}
-<p>{note} sdckit {html.escape(__version__)}.</p>
-<script type="application/json" id="summary">{html.escape(json.dumps(d, default=str))}</script>
-</body></html>
-"""
+        head, grid = _grid(p)
+        sections.append(_section("table_grid.html", p.name or "Published table",
+                                 f"table-{file_slug(p.name)}" if p.name else "table",
+                                 {"rows": p.facts if p.name else [], "head": head, "grid": grid}))
+    audit = _audit_section(result, table, protection)
+    if audit is not None:
+        sections.append(audit)
+    name = PROTECTION_NAMES[protection]
+    subtitle = (f"{name} of {len(parts)} linked tables" if isinstance(table, LinkedTables) else
+                f"{name} of a table of {len(table.cells):,} cells")
+    page = {"title": title, "subtitle": subtitle, "sections": sections}
+    return render("table.html", report=page, protection=protection, version=__version__,
+                  summary=plain(result.to_dict()))
