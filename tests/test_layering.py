@@ -25,7 +25,7 @@ LAYER = {
     "risk": 3, "anonymity": 3, "tabular": 3,
     "dp": 4,
     "pipeline": 5, "query": 5,
-    "report": 6,
+    "report": 6, "recipe_budget": 6,
     "recipe": 7,
     "compare": 8,
     "tune": 9,

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from sdckit.core.errors import ParameterError
-from sdckit.dp.accountant import rho_for, zcdp_delta
+from sdckit.dp.zcdp import rho_for, zcdp_delta
 from sdckit.query import noisy, noisy_gaussian
 from sdckit.query.config import load_config
 from sdckit.query.data import Database

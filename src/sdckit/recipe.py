@@ -61,13 +61,13 @@ from sdckit.core.errors import ParameterError, SdcError
 from sdckit.core.method import Method
 from sdckit.core.provenance import manifest_json, parse_fingerprint_key
 from sdckit.core.random import check_recipe_seed, parse_seed
-from sdckit.dp.accountant import exact, exact_text
-from sdckit.dp.ledger import data_set_key, default_ledger_path, file_key, ledger_accountant
+from sdckit.dp.ledger import data_set_key, file_key, ledger_accountant
 from sdckit.engine import check_engine, parse_memory, protect_file, should_stream
 from sdckit.io import detect_format, read, write, write_text_atomic
 from sdckit.io.files import WRITABLE
 from sdckit.methods import get_method, method_class
 from sdckit.pipeline import ProgressCallback, Release, protect
+from sdckit.recipe_budget import holds_budget, ledger_path, parse_budget
 from sdckit.report.settings import RULES as REPORT_RULES
 from sdckit.report.settings import check_settings
 
@@ -76,9 +76,7 @@ if TYPE_CHECKING:
 
 _TOP_KEYS = {"seed", "seed_file", "allow_weak_seed", "fail_unsafe", "fingerprint_key_file", "keep_identifiers", "input",
              "schema", "method", "output", "report", "budget", "engine", "memory", "scheduler"}
-_BUDGET_KEYS = {"epsilon", "delta", "ledger"}
 #: The privacy ledger an earlier sdckit kept beside the recipe (now per user: issue 27).
-LEDGER_NAME = "sdckit-ledger.json"
 _INPUT_KEYS = {"path", "format", "sep", "encoding", "table", "query"}
 _OUTPUT_KEYS = {"dir", "format", "name", "table"}
 _REPORT_KEYS = {"enabled", *REPORT_RULES}
@@ -220,7 +218,7 @@ def parse_recipe(data: Mapping[str, Any], source: Path) -> Recipe:
         out_format = detect_format("x", out_format)
         if out_format not in WRITABLE:
             raise file_error(source, f"sdckit cannot write {out_format}; use one of {', '.join(WRITABLE)}.")
-    budget = _parse_budget(source, data.get("budget"), methods)
+    budget = parse_budget(source, data.get("budget"), methods)
     report = data.get("report", {})
     if not isinstance(report, Mapping):
         raise file_error(source, "[report] must be a table.")
@@ -264,70 +262,6 @@ def _parse_engine(data: Mapping[str, Any]) -> dict[str, Any]:
     return {"engine": engine, "memory": None if memory is None else parse_memory(memory), "scheduler": scheduler}
 
 
-def _holds_budget(method: Method) -> bool:
-    """Whether a method takes the caller's privacy accountant (a differentially private one)."""
-    return any(f.name == "accountant" for f in dataclasses.fields(method))
-
-
-def _parse_budget(source: Path, table: Any, methods: list[Method]) -> dict[str, Any] | None:
-    """The ``[budget]`` table (the data set's total epsilon and delta, and the ledger file),
-    checked; with differentially private methods and no table, the budget is what this recipe
-    spends, so that the same data cannot be released again unless a budget says so.
-
-    Every differentially private method's epsilon is checked here (at most
-    :data:`~sdckit.dp.accountant.MAX_EPSILON`), before any data is read or the ledger touched.
-    ``ledger`` is None unless the table names one (relative to the recipe): the run then uses
-    the per-user ledger (:func:`~sdckit.dp.ledger.default_ledger_path`)."""
-    spends = []
-    for i, m in enumerate(methods, start=1):
-        if _holds_budget(m):
-            try:
-                spends.append(exact(m.epsilon, type(m).__name__, "epsilon"))
-            except SdcError as exc:
-                raise file_error(source, f"[[method]] number {i}: {exc}") from None
-    if table is None:
-        if not spends:  # no differentially private method
-            return None
-        table = {"epsilon": str(sum(spends))}
-    if not isinstance(table, Mapping):
-        raise file_error(source, "[budget] must be a table with 'epsilon' (and optionally 'delta', 'ledger').")
-    check_keys(table, _BUDGET_KEYS, "[budget]", source)
-    if "epsilon" not in table:
-        raise file_error(source, "[budget] needs 'epsilon': the total this data set may spend.")
-    try:
-        epsilon = exact_text(exact(table["epsilon"], "[budget]", "epsilon"))
-        delta = exact_text(exact(table.get("delta", 0), "[budget]", "delta", positive=False, below_one=True))
-    except SdcError as exc:
-        raise file_error(source, str(exc)) from None
-    ledger = table.get("ledger")
-    if ledger is not None:
-        if not isinstance(ledger, str) or not ledger.strip():
-            raise file_error(source, f"[budget] 'ledger' must be a file path; got {ledger!r}.")
-        ledger = (source.resolve().parent / Path(ledger).expanduser()).resolve()
-    return {"epsilon": epsilon, "delta": delta, "ledger": ledger}
-
-
-def ledger_path(recipe: Recipe, ledger: str | Path | None = None) -> Path:
-    """The privacy ledger a run of ``recipe`` charges: ``ledger`` (the CLI's ``--ledger``), else the
-    recipe's ``[budget] ledger``, else the per-user one. A ledger an earlier sdckit kept beside the
-    recipe is never silently left behind: with neither named, its presence is refused."""
-    if ledger is not None:
-        return Path(ledger).expanduser().resolve()
-    budget = recipe.extra.get("budget") or {}
-    if budget.get("ledger") is not None:
-        return Path(budget["ledger"])
-    default = default_ledger_path()
-    legacy = recipe.source.parent / LEDGER_NAME
-    if legacy.exists() and legacy.resolve() != default.resolve():
-        raise ParameterError(
-            f"{recipe.source}: an earlier sdckit kept this data's privacy ledger beside the recipe "
-            f"({LEDGER_NAME}); the ledger is now one per user ({default}). Name it (--ledger {legacy} or "
-            f"[budget] ledger = \"{LEDGER_NAME}\") or merge it into the per-user one, so that no budget "
-            "starts again."
-        )
-    return default
-
-
 def resolve_paths(name: str, params: Mapping[str, Any], base: Path) -> dict[str, Any]:
     """``params`` with the method's path parameters made absolute from the recipe folder ``base``.
 
@@ -367,7 +301,7 @@ def run_recipe(
     release has no HTML report (``report_path`` is None, and the manifest says why) and its
     ``release.data`` is None: the data is in the file.
 
-    A recipe with a privacy budget charges the ledger :func:`ledger_path` names (``ledger``
+    A recipe with a privacy budget charges the ledger :func:`~sdckit.recipe_budget.ledger_path` names (``ledger``
     overrides the recipe's), under the data set's key computed from its records
     (:func:`~sdckit.dp.ledger.data_set_key`).
     """
@@ -380,7 +314,7 @@ def run_recipe(
                                         and should_stream(recipe.input_path, fmt_in, recipe.methods, memory_bytes)):
         return _run_streamed(recipe, engine or "duckdb", output_dir, output_format, scheduler, engine_progress)
     budget = recipe.extra.get("budget")
-    book = ledger_path(recipe, ledger) if budget is not None else None
+    book = ledger_path(recipe.extra.get("budget") or {}, recipe.source, ledger) if budget is not None else None
     frame = read(recipe.input_path, **recipe.input_options)
     with contextlib.ExitStack() as stack:
         methods = list(recipe.methods)
@@ -388,7 +322,7 @@ def run_recipe(
             accountant = stack.enter_context(ledger_accountant(
                 book, data_set_key(frame), budget["epsilon"], budget["delta"],
                 label=recipe.input_path.name, aliases=[file_key(recipe.input_path)]))
-            methods = [dataclasses.replace(m, accountant=accountant) if _holds_budget(m) else m for m in methods]
+            methods = [dataclasses.replace(m, accountant=accountant) if holds_budget(m) else m for m in methods]
         release = protect(
             frame,
             methods,

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import pandas as pd
@@ -26,7 +26,6 @@ from sdckit.core.outcome import Outcome
 from sdckit.core.random import crypto_generator, derive_seed
 
 if TYPE_CHECKING:  # pragma: no cover
-    from sdckit.core.method import Method
     from sdckit.core.schema import Schema
 
 #: Rows of a logical chunk. Fixed: changing it changes every row-wise release.
@@ -138,8 +137,21 @@ def sum_counts(infos: list[dict[str, Any]], *keys: str) -> dict[str, Any]:
     return out
 
 
+class RowwiseMethod(Protocol):
+    """What :func:`run_rows` needs of a method (``sdckit.core.method.Method`` has it): the
+    row-wise contract, without importing the method base (which imports this module)."""
+
+    def needs_statistics(self) -> bool: ...
+    def chunk_statistics(self, chunk: pd.DataFrame, columns: tuple[str, ...]) -> Any: ...
+    def merge_statistics(self, first: Any, second: Any) -> Any: ...
+    def finish_statistics(self, merged: Any) -> Any: ...
+    def transform_rows(self, frame: pd.DataFrame, columns: tuple[str, ...], schema: Schema,
+                       rng: np.random.Generator, statistics: Any) -> Any: ...
+    def merge_info(self, infos: list[dict[str, Any]], statistics: Any) -> dict[str, Any]: ...
+
+
 # --------------------------------------------------------------------------- in memory
-def run_rows(method: Method, frame: pd.DataFrame, columns: tuple[str, ...], schema: Schema,
+def run_rows(method: RowwiseMethod, frame: pd.DataFrame, columns: tuple[str, ...], schema: Schema,
              rng: np.random.Generator) -> Outcome:
     """Run a row-wise ``method`` over ``frame`` in memory, by logical chunks (what every other
     engine does over files), and return the whole outcome."""

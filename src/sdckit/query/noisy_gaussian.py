@@ -23,7 +23,7 @@ A dp analyst's budget has one definition, fixed at ``analyst add``
   true zCDP cost.
 * **(epsilon, delta)-DP**: basic composition (Dwork & Roth 2014, Theorem 3.16), exact: the query
   is charged the ``(epsilon, delta)`` asked; each of its ``m`` measurements gets
-  ``(epsilon / m, delta / m)`` (floats rounded down) and, through :func:`sdckit.dp.accountant.rho_for`
+  ``(epsilon / m, delta / m)`` (floats rounded down) and, through :func:`sdckit.dp.zcdp.rho_for`
   (CKS20, Corollary 13), the largest rho whose conversion is within them, then the zCDP noise
   above. (For one scalar this is about 7% more noise than Balle & Wang's analytic Gaussian at
   epsilon 1, delta 1e-6, but it holds for the multivariate discrete Gaussian of a GROUP BY.)
@@ -47,7 +47,8 @@ from typing import Any
 import numpy as np
 
 from sdckit.core.errors import ParameterError
-from sdckit.dp.accountant import exact_text, rho_for
+from sdckit.dp.accountant import exact_text
+from sdckit.dp.zcdp import rho_for
 from sdckit.dp.exact_samplers import discrete_gaussian
 from sdckit.dp.mechanisms import add_on_grid, dyadic_grid
 from sdckit.query.config import TableConfig
