@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from import_graph import circles, module_graph, read_sources
+
 import sdckit
 
 SOURCE = Path(sdckit.__file__).resolve().parent
@@ -95,68 +97,9 @@ def test_the_check_finds_upward_imports(edge, message):
 
 # ----------------------------------------------------------------------------- issue 29 item 7
 def _module_graph() -> tuple[dict[str, set[str]], list[tuple[str, str, str]]]:
-    """Edges between sdckit modules (package ``__init__`` files left out: they only re-export),
-    from every import at module level or inside a function (not those under ``if TYPE_CHECKING``),
-    and every private name (one leading
-    underscore) imported from another module: ``(importer, module, name)``."""
-    modules = {}
-    for path in sorted(SOURCE.rglob("*.py")):
-        name = ".".join(path.relative_to(SOURCE.parent).with_suffix("").parts)
-        modules[name.removesuffix(".__init__")] = path
-    edges: dict[str, set[str]] = {m: set() for m in modules}
-    private = []
-    for name, path in modules.items():
-        if path.name == "__init__.py":
-            continue
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        typing_only = {id(n) for block in ast.walk(tree)  # ``if TYPE_CHECKING:`` imports never run
-                       if isinstance(block, ast.If) and getattr(block.test, "id", "") == "TYPE_CHECKING"
-                       for n in ast.walk(block)}
-        for node in ast.walk(tree):
-            if id(node) in typing_only:
-                continue
-            if not (isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("sdckit")):
-                continue
-            for alias in node.names:
-                target = f"{node.module}.{alias.name}"
-                target = target if target in modules else node.module
-                if target != name and target in modules and modules[target].name != "__init__.py":
-                    edges[name].add(target)
-                if alias.name.startswith("_") and not alias.name.startswith("__"):
-                    private.append((name, node.module, alias.name))
-    return edges, private
-
-
-def _circles(edges: dict[str, set[str]]) -> set[frozenset[str]]:
-    """The import circles: strongly connected groups of more than one module (Tarjan)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    found: set[frozenset[str]] = set()
-
-    def visit(v: str) -> None:
-        index[v] = low[v] = len(index)
-        stack.append(v)
-        for w in edges[v]:
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in stack:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            group = set()
-            while True:
-                w = stack.pop()
-                group.add(w)
-                if w == v:
-                    break
-            if len(group) > 1:
-                found.add(frozenset(group))
-
-    for v in edges:
-        if v not in index:
-            visit(v)
-    return found
+    """Edges between sdckit modules and the private names imported from another module
+    (``import_graph.module_graph``, shared with benchmarks/contract_figures.py)."""
+    return module_graph(read_sources(SOURCE))
 
 
 #: Circles and private imports not yet taken apart (issue 29 item 7: none left); the tests below
@@ -166,7 +109,7 @@ KNOWN_PRIVATE: set[tuple[str, str]] = set()
 
 
 def test_no_new_import_circle():
-    assert _circles(_module_graph()[0]) == KNOWN_CIRCLES
+    assert circles(_module_graph()[0]) == KNOWN_CIRCLES
 
 
 def test_no_private_name_imported_from_another_module():
@@ -175,4 +118,4 @@ def test_no_private_name_imported_from_another_module():
 
 def test_the_circle_check_finds_a_circle():
     edges = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
-    assert _circles(edges) == {frozenset({"a", "b", "c"})}
+    assert circles(edges) == {frozenset({"a", "b", "c"})}

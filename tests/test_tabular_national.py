@@ -144,7 +144,7 @@ def test_a_recipe_builds_its_table_from_a_file_of_records_through_duckdb(tmp_pat
     from the file. Same cells as ``Table.from_microdata`` on the records (codes '011', '012',
     '021' -> '01', '02' -> Total)."""
     from sdckit.tabular import recipe as recipe_module
-    from sdckit.tabular.hierarchy import Hierarchy
+    from sdckit.tabular.hierarchy import DimensionHierarchy
     from sdckit.tabular.recipe import build_tables, load_table_recipe
 
     records = pd.DataFrame({"region": ["011", "011", "012", "021", "021", "021"],
@@ -164,7 +164,7 @@ def test_a_recipe_builds_its_table_from_a_file_of_records_through_duckdb(tmp_pat
 
     monkeypatch.setattr(recipe_module, "read", no_pandas)
     table = build_tables(load_table_recipe(tmp_path / "r.toml"))
-    hier = Hierarchy.from_lengths(["011", "012", "021"], [2, 1], name="region")
+    hier = DimensionHierarchy.from_lengths(["011", "012", "021"], [2, 1], name="region")
     expected = Table.from_microdata(records, ["region", "size"], {"region": hier}, response="turnover")
     got = table.cells.set_index(["region", "size"]).sort_index()
     want = expected.cells.set_index(["region", "size"]).sort_index()

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from sdckit.core.errors import DataError, ParameterError
-from sdckit.tabular import Hierarchy, Table
+from sdckit.tabular import DimensionHierarchy, Table
 
 DATA = Path(__file__).parent / "data" / "tabular"
 REGION = {"A1": "A", "A2": "A", "B1": "B", "A": "Total", "B": "Total"}
@@ -141,4 +141,4 @@ def test_published_instance_tau_simple2d_adds_up():
     cells = pd.read_csv(d / "cells.csv", dtype={"Size": str, "Region": str})
     t = Table.from_cells(cells, ["Size", "Region"], hier, top=["top1", "top2"], rtol=1e-6)
     assert len(t.cells) == 9 * 17 and int((~t.empty).sum()) == 119
-    assert isinstance(t.hierarchies[1], Hierarchy) and t.hierarchies[1].total == "Total"
+    assert isinstance(t.hierarchies[1], DimensionHierarchy) and t.hierarchies[1].total == "Total"

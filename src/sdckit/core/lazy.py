@@ -17,12 +17,17 @@ and the value is kept on the package, so later access costs nothing::
 A public name that is also a submodule's name (``sdckit.anonymity.check`` the function and
 ``sdckit.anonymity.check`` the module) stays the public name, as it was with the eager imports:
 importing the submodule does not put the module in its place on the package.
+
+A public name that was renamed keeps its old name for one release (``renamed={old: new}``, or
+:func:`renamed_attributes` for a plain module): the old name gives the new name's object with a
+:class:`FutureWarning`, and is not listed by ``dir``.
 """
 
 from __future__ import annotations
 
 import importlib
 import sys
+import warnings
 from collections.abc import Callable, Mapping
 from types import ModuleType
 from typing import Any
@@ -41,7 +46,35 @@ class _LazyPackage(ModuleType):
         super().__setattr__(name, value)
 
 
-def lazy_exports(package: str, exports: Mapping[str, str]
+def renamed_attributes(module: str, names: Mapping[str, str]) -> Callable[..., Any]:
+    """The module-level ``__getattr__`` (PEP 562) of ``module`` that keeps the old names of a rename
+    for one release: each old name gives the new name's object, with a :class:`FutureWarning`.
+
+    Parameters
+    ----------
+    module
+        The module's ``__name__``.
+    names
+        Each old name -> its new name, an attribute of the module.
+
+    Returns
+    -------
+    ``__getattr__(name, stacklevel=2)``; ``stacklevel`` is the warning's, raised for a function
+    that calls it in turn.
+    """
+    def __getattr__(name: str, stacklevel: int = 2) -> Any:
+        try:
+            new = names[name]
+        except KeyError:
+            raise AttributeError(f"module {module!r} has no attribute {name!r}") from None
+        warnings.warn(f"{module}.{name} is now {module}.{new}; the old name goes in the next release.",
+                      FutureWarning, stacklevel=stacklevel)
+        return getattr(sys.modules[module], new)
+
+    return __getattr__
+
+
+def lazy_exports(package: str, exports: Mapping[str, str], renamed: Mapping[str, str] | None = None
                  ) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
     """The module-level ``__getattr__`` and ``__dir__`` of ``package`` (PEP 562).
 
@@ -52,6 +85,10 @@ def lazy_exports(package: str, exports: Mapping[str, str]
     exports
         Each public name -> the module that defines it, or ``"module:attribute"`` when the
         name differs there.
+    renamed
+        Old public names -> their new names (in ``exports``), kept for one release with a
+        :class:`FutureWarning` on each use (:func:`renamed_attributes`); never cached on the
+        package, so that every use warns.
 
     Returns
     -------
@@ -60,12 +97,13 @@ def lazy_exports(package: str, exports: Mapping[str, str]
     module = sys.modules[package]
     module.__class__ = _LazyPackage
     module._sdckit_exports = dict(exports)
+    old_name = renamed_attributes(package, renamed or {})
 
     def __getattr__(name: str) -> Any:
         try:
             target = exports[name]
         except KeyError:
-            raise AttributeError(f"module {package!r} has no attribute {name!r}") from None
+            return old_name(name, stacklevel=3)
         where, _, attribute = target.partition(":")
         value = getattr(importlib.import_module(where), attribute or name)
         setattr(module, name, value)

@@ -14,13 +14,17 @@ Example::
     suppress([table, table2], rules)     # linked tables (shared cells by their codes), protected together
     cell_key_counts(frame, ["region", "size"], "rkey", ptable(D=5, V=3, js=2))  # cell key method
     CellSuppression([MinFrequency(3)], method="fast").apply(table)  # a protection as a value (recipes)
+
+A dimension's code tree is a :class:`DimensionHierarchy` (``as_dimension_hierarchy`` accepts a
+mapping or an ``.hrc`` path); ``Hierarchy`` and ``as_hierarchy``, its names before issue 29, still
+work for one release with a FutureWarning.
 """
 
 from sdckit.core.lazy import lazy_exports
 
 __all__ = ["AdjustmentResult", "AuditResult", "RoundingAudit", "RoundingResult", "adjust_table", "audit_rounding",
-           "round_table", "Dominance", "Hierarchy", "Manual", "MinFrequency", "PPercent", "PQ", "Rule",
-           "RuleSet", "Sensitivity", "SuppressionResult", "Table", "as_hierarchy", "audit", "audit_pattern",
+           "round_table", "Dominance", "DimensionHierarchy", "Manual", "MinFrequency", "PPercent", "PQ", "Rule",
+           "RuleSet", "Sensitivity", "SuppressionResult", "Table", "as_dimension_hierarchy", "audit", "audit_pattern",
            "sensitivity", "suppress", "LinkedSuppressionResult", "LinkedTables", "audit_linked", "link_tables",
            "suppress_linked", "adjust_linked",
            "GroupDisclosure", "audit_primaries", "suppress_modular",
@@ -40,7 +44,7 @@ __getattr__, __dir__ = lazy_exports(__name__, {
     "audit_rounding": "sdckit.tabular.rounding",
     "round_table": "sdckit.tabular.rounding",
     "Dominance": "sdckit.tabular.rules",
-    "Hierarchy": "sdckit.tabular.hierarchy",
+    "DimensionHierarchy": "sdckit.tabular.hierarchy",
     "Manual": "sdckit.tabular.rules",
     "MinFrequency": "sdckit.tabular.rules",
     "PPercent": "sdckit.tabular.rules",
@@ -50,7 +54,7 @@ __getattr__, __dir__ = lazy_exports(__name__, {
     "Sensitivity": "sdckit.tabular.rules",
     "SuppressionResult": "sdckit.tabular.suppress",
     "Table": "sdckit.tabular.table",
-    "as_hierarchy": "sdckit.tabular.hierarchy",
+    "as_dimension_hierarchy": "sdckit.tabular.hierarchy",
     "audit": "sdckit.tabular.audit",
     "audit_pattern": "sdckit.tabular.audit",
     "sensitivity": "sdckit.tabular.rules",
@@ -81,4 +85,4 @@ __getattr__, __dir__ = lazy_exports(__name__, {
     "CellKey": "sdckit.tabular.protection",
     "CellKeyTableResult": "sdckit.tabular.protection",
     "protections": "sdckit.tabular.protection",
-})
+}, renamed={"Hierarchy": "DimensionHierarchy", "as_hierarchy": "as_dimension_hierarchy"})  # issue 29, one release

@@ -30,7 +30,7 @@ from sdckit.core.errors import DataError, ParameterError
 from sdckit.core.params import Interval, IsNone, Satisfies, check_param, validated
 from sdckit.core.random import RandomState, as_generator
 from sdckit.core.result import Result, plain
-from sdckit.tabular.hierarchy import Hierarchy, as_hierarchy
+from sdckit.tabular.hierarchy import DimensionHierarchy, as_dimension_hierarchy
 from sdckit.tabular.ptable import PTABLE_DIGITS, check_ptable
 from sdckit.tabular.table import leaf_positions
 
@@ -97,7 +97,7 @@ def roll_up(a: np.ndarray, rollups: list[np.ndarray], modulus: int | None = None
     return a
 
 
-def rollup_matrix(h: Hierarchy, leaves: np.ndarray) -> np.ndarray:
+def rollup_matrix(h: DimensionHierarchy, leaves: np.ndarray) -> np.ndarray:
     """Codes x leaves: 1 where the code is the leaf (position in ``h``) or one of its ancestors."""
     up = np.zeros((len(h), len(leaves)), dtype=np.int64)
     for col, pos in enumerate(leaves):
@@ -109,7 +109,7 @@ def rollup_matrix(h: Hierarchy, leaves: np.ndarray) -> np.ndarray:
 
 def cell_grid(frame: pd.DataFrame, dimensions: Sequence[str], total: str = "Total",
               hierarchies: Mapping[str, Any] | None = None
-              ) -> tuple[np.ndarray, list[Hierarchy], list[np.ndarray], list[int]]:
+              ) -> tuple[np.ndarray, list[DimensionHierarchy], list[np.ndarray], list[int]]:
     """The cells of a table over ``dimensions`` (as :func:`cell_key_counts` describes them):
     each record's leaf cell (C order over the observed codes of each dimension), the dimensions'
     hierarchies, their roll-up matrices (codes x observed leaves, for :func:`roll_up`) and the
@@ -134,7 +134,7 @@ def cell_grid(frame: pd.DataFrame, dimensions: Sequence[str], total: str = "Tota
         names = [str(u).strip() for u in uniques]
         if d not in hierarchies and total in names:
             raise ParameterError(f"{total!r} is a code of {d!r} and the code of its total: pass another total=.")
-        h = as_hierarchy(hierarchies.get(d), name=d, codes=names, total=total)
+        h = as_dimension_hierarchy(hierarchies.get(d), name=d, codes=names, total=total)
         rollups.append(rollup_matrix(h, leaf_positions(d, names, h)))
         trees.append(h)
         flat *= len(names)
@@ -218,7 +218,7 @@ def cell_key_counts(frame: pd.DataFrame, dimensions: Sequence[str], record_key: 
         Decimals of the record keys (cellKey's and tau-ARGUS's default 8).
     hierarchies
         ``{dimension: hierarchy}`` as :meth:`Table.from_microdata` takes them (a
-        :class:`~sdckit.tabular.Hierarchy`, a ``{child: parent}`` mapping or an ``.hrc`` path);
+        :class:`~sdckit.tabular.DimensionHierarchy`, a ``{child: parent}`` mapping or an ``.hrc`` path);
         records carry leaf codes. A dimension without one is flat: its codes, sorted, under
         ``total``.
     weight

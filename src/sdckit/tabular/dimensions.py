@@ -12,12 +12,12 @@ import numpy as np
 import pandas as pd
 
 from sdckit.core.errors import DataError, ParameterError
-from sdckit.tabular.hierarchy import Hierarchy, as_hierarchy
+from sdckit.tabular.hierarchy import DimensionHierarchy, as_dimension_hierarchy
 
 
 def hierarchies_for(dims: Sequence[str], hierarchies: Any, frame: pd.DataFrame, total: str,
-                    leaves_only: bool = True) -> list[Hierarchy]:
-    """The hierarchy of each dimension: as given (a :class:`Hierarchy`, a ``{child: parent}``
+                    leaves_only: bool = True) -> list[DimensionHierarchy]:
+    """The hierarchy of each dimension: as given (a :class:`DimensionHierarchy`, a ``{child: parent}``
     mapping, an ``.hrc`` path; per dimension in a mapping, or one per dimension in a list), or
     flat over the codes ``frame`` carries under ``total`` (without ``total`` itself when the
     frame lists cells rather than records, ``leaves_only=False``)."""
@@ -37,11 +37,11 @@ def hierarchies_for(dims: Sequence[str], hierarchies: Any, frame: pd.DataFrame, 
         codes = frame[d].dropna().astype(str).str.strip().unique()
         if hierarchies.get(d) is None and not leaves_only:
             codes = [c for c in codes if c != total]
-        out.append(as_hierarchy(hierarchies.get(d), name=d, codes=sorted(codes), total=total))
+        out.append(as_dimension_hierarchy(hierarchies.get(d), name=d, codes=sorted(codes), total=total))
     return out
 
 
-def leaf_positions(column: str, codes: Sequence[str], h: Hierarchy) -> np.ndarray:
+def leaf_positions(column: str, codes: Sequence[str], h: DimensionHierarchy) -> np.ndarray:
     """Positions in ``h`` of the distinct leaf ``codes`` records of ``column`` carry.
 
     Raises

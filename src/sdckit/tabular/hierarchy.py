@@ -5,6 +5,12 @@ gives, e.g. ``Total``) has one parent, and a parent's value is the sum of its ch
 table's equations, DESIGN.md section 6). Built from a ``{child: parent}`` mapping, from code
 lengths (a code's parents are its prefixes, as tau-ARGUS's ``<HIERLEVELS>``) or from a tau-ARGUS
 ``.hrc`` file (tau-ARGUS user's manual 4.2, section 5.2).
+
+A :class:`DimensionHierarchy` is a table dimension's code tree; it is not the generalization
+hierarchy of microdata recoding (:class:`sdckit.core.hierarchy.Hierarchy`: a value -> its coarser
+levels, as ARX's). Until issue 29 both were called ``Hierarchy``; ``Hierarchy`` and
+``as_hierarchy`` here and on ``sdckit.tabular`` still work for one release, with a
+:class:`FutureWarning`.
 """
 
 from __future__ import annotations
@@ -17,11 +23,12 @@ from typing import Any
 import numpy as np
 
 from sdckit.core.errors import DataError, ParameterError
+from sdckit.core.lazy import renamed_attributes
 from sdckit.io.tauargus import levels_hierarchy, read_hrc
 
 
 @dataclass(frozen=True)
-class Hierarchy:
+class DimensionHierarchy:
     """A tree of codes; ``codes[0]`` is the root (grand total), the others in depth-first order.
 
     Attributes
@@ -45,7 +52,7 @@ class Hierarchy:
     # ---------------------------------------------------------------- builders
     @classmethod
     def from_parents(cls, parents: Mapping[Any, Any], name: str | None = None,
-                     total: str | None = None) -> "Hierarchy":
+                     total: str | None = None) -> "DimensionHierarchy":
         """The hierarchy of a ``{child: parent}`` mapping.
 
         The root is the one parent that is nobody's child. When the mapping has several such
@@ -96,7 +103,7 @@ class Hierarchy:
         return cls(tuple(codes), tuple(parent_pos), name)
 
     @classmethod
-    def flat(cls, codes: Iterable[Any], total: str = "Total", name: str | None = None) -> "Hierarchy":
+    def flat(cls, codes: Iterable[Any], total: str = "Total", name: str | None = None) -> "DimensionHierarchy":
         """Every code directly under the grand total ``total``."""
         leaves = [str(c).strip() for c in dict.fromkeys(codes)]
         if total in leaves:
@@ -106,19 +113,19 @@ class Hierarchy:
 
     @classmethod
     def from_lengths(cls, codes: Iterable[Any], lengths: Iterable[int], total: str = "Total",
-                     name: str | None = None) -> "Hierarchy":
+                     name: str | None = None) -> "DimensionHierarchy":
         """Codes whose parents are their prefixes: ``lengths=[1, 1, 2]`` puts ``3410`` under
         ``341``, under ``34``, under ``3``, under ``total`` (tau-ARGUS ``<HIERLEVELS>``)."""
         lengths = list(lengths)
         if not lengths or any(int(w) <= 0 for w in lengths):
-            raise ParameterError("The 'lengths' parameter of Hierarchy.from_lengths must be "
+            raise ParameterError("The 'lengths' parameter of DimensionHierarchy.from_lengths must be "
                                  f"positive widths. Got {lengths} instead.")
         return cls.from_parents(levels_hierarchy([str(c) for c in codes], lengths, total=total),
                                 name=name)
 
     @classmethod
     def from_prefixes(cls, codes: Iterable[Any], total: str = "Total",
-                      name: str | None = None) -> "Hierarchy":
+                      name: str | None = None) -> "DimensionHierarchy":
         """Each code under the longest other code that is a proper prefix of it (else the total)."""
         items = sorted({str(c).strip() for c in codes}, key=lambda s: (len(s), s))
         known: set[str] = set()
@@ -135,7 +142,7 @@ class Hierarchy:
 
     @classmethod
     def from_hrc(cls, path: str | Path, total: str = "Total", leadstring: str = "@",
-                 name: str | None = None) -> "Hierarchy":
+                 name: str | None = None) -> "DimensionHierarchy":
         """A tau-ARGUS ``.hrc`` file (codes indented by ``leadstring``), under ``total``."""
         return cls.from_parents(read_hrc(path, leadstring=leadstring, total=total), name=name)
 
@@ -220,20 +227,26 @@ class Hierarchy:
         return {"name": self.name, "total": self.total, "parents": self.to_parents()}
 
 
-def as_hierarchy(value: Any, name: str | None = None, codes: Iterable[Any] | None = None,
-                 total: str = "Total") -> Hierarchy:
-    """Accept a :class:`Hierarchy`, a ``{child: parent}`` mapping, a path to an ``.hrc`` file, or
-    None (flat: each of ``codes`` under ``total``)."""
-    if isinstance(value, Hierarchy):
-        return value if value.name == name or name is None else Hierarchy(value.codes, value.parents, name)
+def as_dimension_hierarchy(value: Any, name: str | None = None, codes: Iterable[Any] | None = None,
+                           total: str = "Total") -> DimensionHierarchy:
+    """Accept a :class:`DimensionHierarchy`, a ``{child: parent}`` mapping, a path to an ``.hrc``
+    file, or None (flat: each of ``codes`` under ``total``)."""
+    if isinstance(value, DimensionHierarchy):
+        return value if value.name == name or name is None else DimensionHierarchy(value.codes, value.parents, name)
     if isinstance(value, Mapping):
         top = {str(p).strip() for p in value.values()} - {str(c).strip() for c in value}
-        return Hierarchy.from_parents(value, name=name, total=total if len(top) > 1 else None)
+        return DimensionHierarchy.from_parents(value, name=name, total=total if len(top) > 1 else None)
     if isinstance(value, (str, Path)):
-        return Hierarchy.from_hrc(value, total=total, name=name)
+        return DimensionHierarchy.from_hrc(value, total=total, name=name)
     if value is None:
         if codes is None:
             raise ParameterError(f"Dimension {name!r} needs a hierarchy (or codes to make a flat one).")
-        return Hierarchy.flat(codes, total=total, name=name)
-    raise ParameterError(f"The hierarchy of dimension {name!r} must be a Hierarchy, a "
+        return DimensionHierarchy.flat(codes, total=total, name=name)
+    raise ParameterError(f"The hierarchy of dimension {name!r} must be a DimensionHierarchy, a "
                          f"{{child: parent}} mapping or an .hrc path. Got {type(value).__name__} instead.")
+
+
+#: The names of issue 29's rename, old -> new, kept for one release (:func:`sdckit.core.lazy.renamed_attributes`).
+RENAMED = {"Hierarchy": "DimensionHierarchy", "as_hierarchy": "as_dimension_hierarchy"}
+
+__getattr__ = renamed_attributes(__name__, RENAMED)

@@ -32,7 +32,7 @@ import pandas as pd
 import scipy.sparse as sp
 
 from sdckit.core.errors import DataError, ParameterError
-from sdckit.tabular.hierarchy import Hierarchy
+from sdckit.tabular.hierarchy import DimensionHierarchy
 from sdckit.tabular.table import FREQ, NCONTRIB, VALUE, Table
 
 
@@ -192,7 +192,7 @@ def link_tables(tables: Sequence[Table], names: Sequence[str] | None = None, rto
                              f"{tables[0].response!r}; linked tables share one response (or are all "
                              "frequency tables).")
     dims: list[str] = []
-    hier: dict[str, Hierarchy] = {}
+    hier: dict[str, DimensionHierarchy] = {}
     first: dict[str, int] = {}
     for k, t in enumerate(tables):
         for d, h in zip(t.dimensions, t.hierarchies):

@@ -35,7 +35,7 @@ from sdckit.core.errors import DataError, ParameterError
 from sdckit.core.params import Options, validated
 from sdckit.tabular.audit import AuditResult, intervals, protected
 from sdckit.tabular.cutloop import cpu_time
-from sdckit.tabular.hierarchy import Hierarchy
+from sdckit.tabular.hierarchy import DimensionHierarchy
 from sdckit.tabular.rules import Rule, Sensitivity, sensitivity
 from sdckit.tabular.suppress import params
 from sdckit.tabular.suppress.problem import SuppressionProblem, cell_costs
@@ -112,7 +112,7 @@ class _Decomposition:
         grids = np.meshgrid(*[np.arange(len(c)) for c in codes], indexing="ij")
         for k, (d, h) in enumerate(zip(t.dimensions, t.hierarchies)):
             names = [h.codes[i] for i in codes[k]]
-            hier.append(Hierarchy(tuple(names), (-1,) + (0,) * (len(names) - 1), d))
+            hier.append(DimensionHierarchy(tuple(names), (-1,) + (0,) * (len(names) - 1), d))
             cols[d] = np.asarray(names, dtype=object)[grids[k].ravel()]
         src = t.cells
         for c in (VALUE, FREQ, NCONTRIB):

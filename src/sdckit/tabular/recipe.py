@@ -72,7 +72,7 @@ from sdckit.core.version import __version__
 from sdckit.io import read, write, write_text_atomic
 from sdckit.io import tauargus
 from sdckit.tabular.build_duckdb import file_codes
-from sdckit.tabular.hierarchy import Hierarchy
+from sdckit.tabular.hierarchy import DimensionHierarchy
 from sdckit.tabular.recipe_ckm import run_cell_key_recipe
 from sdckit.tabular.linked import link_tables
 from sdckit.tabular.protection import Protection, protections, rule_from_dict
@@ -275,11 +275,11 @@ def recipe_hierarchy(spec: Any, dim: str, base: Path, codes: list[str], rda: Any
                 raise DataError(f"Hierarchy file {p} needs columns child and parent.")
             h = h[h["parent"].str.strip().ne("") & h["parent"].ne("nan")]
             return dict(zip(h["child"].str.strip(), h["parent"].str.strip()))
-        return Hierarchy.from_hrc(p, name=dim)
+        return DimensionHierarchy.from_hrc(p, name=dim)
     if isinstance(spec, dict) and "parents" in spec:
         return {str(k): str(v) for k, v in spec["parents"].items()}
     if isinstance(spec, dict) and "lengths" in spec:
-        return Hierarchy.from_lengths(codes, spec["lengths"], total=spec.get("total", "Total"), name=dim)
+        return DimensionHierarchy.from_lengths(codes, spec["lengths"], total=spec.get("total", "Total"), name=dim)
     raise ParameterError(f"The hierarchy of dimension {dim!r} must be a file name, {{parents = ...}} or "
                          "{lengths = [...]}.")
 

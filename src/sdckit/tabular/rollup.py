@@ -9,10 +9,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from sdckit.tabular.hierarchy import Hierarchy
+from sdckit.tabular.hierarchy import DimensionHierarchy
 
 
-def ancestor_pairs(h: Hierarchy) -> tuple[np.ndarray, np.ndarray]:
+def ancestor_pairs(h: DimensionHierarchy) -> tuple[np.ndarray, np.ndarray]:
     """(code, proper ancestor) pairs of a hierarchy, as two position arrays."""
     src, dst = [], []
     for i in range(len(h.codes)):

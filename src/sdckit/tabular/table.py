@@ -21,7 +21,7 @@ import scipy.sparse as sp
 
 from sdckit.core.errors import DataError, ParameterError
 from sdckit.tabular.dimensions import hierarchies_for, leaf_positions
-from sdckit.tabular.hierarchy import Hierarchy
+from sdckit.tabular.hierarchy import DimensionHierarchy
 from sdckit.tabular.rollup import ancestor_pairs, rollup_rows, rollup_sums, top_matrix, top_per_cell
 
 #: Columns of ``Table.cells`` besides the dimensions and the ``top1..topK`` contributions.
@@ -45,12 +45,12 @@ class Apriori:
 @dataclass(frozen=True)
 class Table:
     """A hierarchical table: ``cells`` holds one row per cell, in C order over the hierarchies'
-    codes (:meth:`Hierarchy.codes` order, first dimension slowest).
+    codes (:meth:`DimensionHierarchy.codes` order, first dimension slowest).
 
     Attributes
     ----------
     dimensions : tuple of str
-    hierarchies : tuple of Hierarchy
+    hierarchies : tuple of DimensionHierarchy
     cells : DataFrame
         Columns: the dimensions (codes as text), ``value``, ``freq``, ``contributors`` and
         ``top1``..``topK`` (largest contributions, 0 where a cell has fewer).
@@ -70,7 +70,7 @@ class Table:
     """
 
     dimensions: tuple[str, ...]
-    hierarchies: tuple[Hierarchy, ...]
+    hierarchies: tuple[DimensionHierarchy, ...]
     cells: pd.DataFrame
     response: str | None = None
     negative: bool = False
@@ -253,7 +253,7 @@ class Table:
         dimensions : list of str
             The spanning (explanatory) columns.
         hierarchies : mapping or list, optional
-            Per dimension a :class:`Hierarchy`, a ``{child: parent}`` mapping, an ``.hrc`` path,
+            Per dimension a :class:`DimensionHierarchy`, a ``{child: parent}`` mapping, an ``.hrc`` path,
             or None (flat: the column's codes under ``total``). Records must carry leaf codes.
         response : str, optional
             The column summed in each cell; None gives a frequency table (value = count).
