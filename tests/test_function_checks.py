@@ -193,3 +193,26 @@ def test_a_class_refuses_a_wrong_type_and_is_tried_at_its_bounds(cls):
                 outside = value - step if bound == r.low else value + step
                 with pytest.raises(ParameterError, match=f"'{param}' parameter of {owner}"):
                     cls(**{**_arguments(cls), param: outside})
+
+
+def public_functions_with_options() -> list[tuple[str, object]]:
+    """Every public function of PACKAGES with a scalar option (a default that is a number, a bool
+    or a word): those the common checks above must cover."""
+    found = []
+    for package in PACKAGES:
+        module = importlib.import_module(package)
+        for name in module.__all__:
+            obj = getattr(module, name)
+            if not inspect.isfunction(obj):
+                continue
+            params = inspect.signature(obj).parameters.values()
+            if any(isinstance(p.default, bool | int | float | str) for p in params):
+                found.append((f"{package}.{name}", obj))
+    return found
+
+
+def test_every_public_function_with_an_option_declares_its_rules():
+    """The common checks run over *every* public function of the families redone (issue 29 item 3):
+    one that takes an option but declares no rule would escape them."""
+    missing = [name for name, func in public_functions_with_options() if not hasattr(func, "constraints")]
+    assert missing == []

@@ -27,10 +27,10 @@ import numpy as np
 import pandas as pd
 
 from sdckit.core.errors import DataError, ParameterError
-from sdckit.core.params import Interval, IsNone, Satisfies, check_param, validated
+from sdckit.core.params import Interval, IsNone, check_param, validated
 from sdckit.core.random import RandomState, as_generator
 from sdckit.core.result import Result, plain
-from sdckit.tabular.hierarchy import DimensionHierarchy, as_dimension_hierarchy
+from sdckit.tabular.hierarchy import TOTAL_RULE, DimensionHierarchy, as_dimension_hierarchy
 from sdckit.tabular.ptable import PTABLE_DIGITS, check_ptable
 from sdckit.tabular.table import leaf_positions
 
@@ -44,7 +44,6 @@ _SPLIT = 20  # keys < 10**12 < 2**40 are summed as two 20-bit halves, each exact
 #: The rule of ``digits``, the decimals of the record keys (cellKey's and tau-ARGUS's default 8).
 DIGITS_RULE = Interval(int, 5, 12)
 #: The rule of ``total``, the code of a flat dimension's grand total.
-TOTAL_RULE = Satisfies(lambda v: isinstance(v, str) and v.strip() != "", "a non-empty str (a code)")
 
 
 @validated(n=Interval(int, 0, None), digits=DIGITS_RULE)

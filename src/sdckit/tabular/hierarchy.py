@@ -24,6 +24,7 @@ import numpy as np
 
 from sdckit.core.errors import DataError, ParameterError
 from sdckit.core.lazy import renamed_attributes
+from sdckit.core.params import Satisfies, validated
 from sdckit.io.tauargus import levels_hierarchy, read_hrc
 
 
@@ -227,6 +228,11 @@ class DimensionHierarchy:
         return {"name": self.name, "total": self.total, "parents": self.to_parents()}
 
 
+#: The rule of a total's code: a non-empty string.
+TOTAL_RULE = Satisfies(lambda v: isinstance(v, str) and v.strip() != "", "a non-empty str (a code)")
+
+
+@validated(total=TOTAL_RULE)
 def as_dimension_hierarchy(value: Any, name: str | None = None, codes: Iterable[Any] | None = None,
                            total: str = "Total") -> DimensionHierarchy:
     """Accept a :class:`DimensionHierarchy`, a ``{child: parent}`` mapping, a path to an ``.hrc``

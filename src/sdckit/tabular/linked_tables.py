@@ -32,6 +32,7 @@ import pandas as pd
 import scipy.sparse as sp
 
 from sdckit.core.errors import DataError, ParameterError
+from sdckit.core.params import Interval, validated
 from sdckit.tabular.hierarchy import DimensionHierarchy
 from sdckit.tabular.table import FREQ, NCONTRIB, VALUE, Table
 
@@ -150,6 +151,7 @@ class LinkedTables(Table):
                 "tables": [{"name": nm, **t.to_dict()} for nm, t in zip(self.names, self.tables)]}
 
 
+@validated(rtol=Interval(float, 0, None, closed="left"))
 def link_tables(tables: Sequence[Table], names: Sequence[str] | None = None, rtol: float = 1e-9) -> LinkedTables:
     """The union of ``tables``, shared cells identified by their codes.
 
