@@ -16,6 +16,7 @@ from sdckit.query.builder import select_sql
 from sdckit.query.client import Client, QueryError
 from sdckit.query.config import load_config
 from sdckit.query.sql import And, Between, Compare, InList, Or, Query, parse
+from sdckit.query.state import State
 
 INJECTION = "N' OR 1=1 --"
 
@@ -115,6 +116,9 @@ def served(tmp_path_factory):
     frame = make_data(folder)
     path = write_config(folder)
     keys = {"ana": add_analyst(path, "ana", "dp", "10"), "rita": add_analyst(path, "rita", "restricted")}
+    state = State(load_config(path).state)
+    keys["zoe"] = state.add_analyst("zoe", "dp", rho="1/2")
+    keys["abe"] = state.add_analyst("abe", "dp", "1", "1e-6")
     server = Server(path)
     try:
         yield server.url, keys, frame, load_config(path)
@@ -144,12 +148,12 @@ def test_the_builder_answers_as_the_raw_sql_and_charges_epsilon_exactly(served, 
     epsilon = str(Fraction(epsilon) / (3 if builder_first else 5))
     with Client(url, keys["ana"]) as client:
         before = _spent(client)
-        if builder_first:
-            built = call(client, epsilon)
+        if builder_first:  # the builder's epsilon a Fraction (sent exactly), the raw query's a string
+            built = call(client, Fraction(epsilon))
             raw = client.sql(sql, epsilon=epsilon)
         else:
             raw = client.sql(sql, epsilon=epsilon)
-            built = call(client, epsilon)
+            built = call(client, Fraction(epsilon))
         after = _spent(client)
     assert after - before == Fraction(epsilon)
     first, second = (built, raw) if builder_first else (raw, built)
@@ -177,3 +181,20 @@ def test_injection_attempts_stay_literals_on_the_server(served):
     assert dict(zip(by_region["region"], by_region["count"])) == {r: int(truth[r]) for r in "NSEW"}
     assert either["count"].tolist() == [int(truth["N"])] and either.attrs["sql"].endswith("IN ('N', 'N'' OR 1=1 --')")
     assert refused.value.status == 403
+
+
+def test_the_builder_sends_rho_and_delta_in_the_analysts_definition(served):
+    """A zCDP analyst's count by region at rho 1/8 (variance 4, an integer: charged exactly 1/8);
+    an (epsilon, delta) analyst's sum, charged exactly the (epsilon, delta) sent."""
+    url, keys, _, _ = served
+    with Client(url, keys["zoe"]) as client:
+        counted = client.count("census", by=["region"], rho="1/8")
+        budget = client.budget()
+    assert list(counted.columns) == ["region", "count", "count_low", "count_high"]
+    assert Fraction(budget["exact"]["rho_spent"]) == Fraction(1, 8)
+    with Client(url, keys["abe"]) as client:
+        summed = client.sum("census", "income", where={"region": "S"}, epsilon=0.5, delta=Fraction(1, 10**7))
+        budget = client.budget()
+    assert list(summed.columns) == ["sum_income", "sum_income_low", "sum_income_high"]
+    assert Fraction(budget["exact"]["epsilon_spent"]) == Fraction(1, 2)
+    assert Fraction(budget["exact"]["delta_spent"]) == Fraction(1, 10**7)

@@ -116,8 +116,8 @@ class Client:
 
     # ------------------------------------------------------------ the query builder (issue 32 item 5)
     def count(self, table: str, where: Any = None, by: str | list[str] | None = None, *,
-              epsilon: float | str | None = None, delta: float | str | None = None,
-              rho: float | str | None = None, name: str | None = None) -> pd.DataFrame:
+              epsilon: Any = None, delta: Any = None, rho: Any = None,
+              name: str | None = None) -> pd.DataFrame:
         """The number of rows of ``table`` meeting ``where``, per group of ``by``.
 
         Sends ``SELECT [by...,] COUNT(*) FROM table [WHERE ...] [GROUP BY by...]``
@@ -135,10 +135,11 @@ class Client:
         by : str or list of str, optional
             Group columns, each with a domain declared in the service's configuration: one row
             per combination of their values, empty groups included.
-        epsilon, delta, rho : float or str, optional
+        epsilon, delta, rho : float, str or Fraction, optional
             The privacy loss, in the analyst's budget definition: ``epsilon`` (pure),
-            ``epsilon`` and ``delta`` ((epsilon, delta)-DP), or ``rho`` (zCDP); a string such as
-            ``"1/10"`` is charged exactly. None for a restricted analyst (exact answers).
+            ``epsilon`` and ``delta`` ((epsilon, delta)-DP), or ``rho`` (zCDP), each charged
+            exactly (``0.1`` is 1/10; ``"1/3"`` or ``Fraction(1, 3)`` is 1/3). None for a
+            restricted analyst (exact answers).
         name : str, optional
             The answer's column; ``count`` by default.
 
@@ -177,8 +178,8 @@ class Client:
         return self._build("count", table, None, where, by, (epsilon, delta, rho), name)
 
     def sum(self, table: str, column: str, where: Any = None, by: str | list[str] | None = None, *,
-            epsilon: float | str | None = None, delta: float | str | None = None,
-            rho: float | str | None = None, name: str | None = None) -> pd.DataFrame:
+            epsilon: Any = None, delta: Any = None, rho: Any = None,
+            name: str | None = None) -> pd.DataFrame:
         """The sum of ``column`` (clamped to its declared bounds) over the rows meeting ``where``,
         per group of ``by``: ``SELECT [by...,] SUM(column) ...``; ``sum_<column>`` by default.
 
@@ -189,8 +190,8 @@ class Client:
         return self._build("sum", table, column, where, by, (epsilon, delta, rho), name)
 
     def avg(self, table: str, column: str, where: Any = None, by: str | list[str] | None = None, *,
-            epsilon: float | str | None = None, delta: float | str | None = None,
-            rho: float | str | None = None, name: str | None = None) -> pd.DataFrame:
+            epsilon: Any = None, delta: Any = None, rho: Any = None,
+            name: str | None = None) -> pd.DataFrame:
         """The mean of ``column`` over the rows meeting ``where``, per group of ``by``:
         ``SELECT [by...,] AVG(column) ...``; ``avg_<column>`` by default.
 
@@ -200,7 +201,7 @@ class Client:
         return self._build("avg", table, column, where, by, (epsilon, delta, rho), name)
 
     def median(self, table: str, column: str, where: Any = None, by: str | list[str] | None = None, *,
-               epsilon: float | str | None = None, name: str | None = None) -> pd.DataFrame:
+               epsilon: Any = None, name: str | None = None) -> pd.DataFrame:
         """The median of ``column``: ``SELECT [by...,] MEDIAN(column) ...``; ``median_<column>``
         by default; a pure epsilon budget only, and no interval columns (the service gives none).
 
@@ -210,7 +211,7 @@ class Client:
         return self._build("median", table, column, where, by, (epsilon, None, None), name)
 
     def quantile(self, table: str, column: str, q: float, where: Any = None, by: str | list[str] | None = None, *,
-                 epsilon: float | str | None = None, name: str | None = None) -> pd.DataFrame:
+                 epsilon: Any = None, name: str | None = None) -> pd.DataFrame:
         """The ``q``-quantile of ``column`` (0 < q < 1): ``SELECT [by...,] QUANTILE_CONT(column, q)
         ...``; ``q<q>_<column>`` by default; as :meth:`median` otherwise. Tumult Analytics:
         ``QueryBuilder("census").quantile("INCOME", 0.9, low=0, high=400000)``.
@@ -225,10 +226,11 @@ class Client:
 
         owner = f"Client.{aggregate}"
         text = select_sql(table, aggregate, column, q=q, where=where, by=by, name=name, owner=owner)
-        for field, value in zip(("epsilon", "delta", "rho"), loss):
-            if value is not None:
-                exact(value, owner, field, below_one=field == "delta")
-        frame = self.sql(text, *loss)
+        # checked here (a one-line ParameterError, nothing sent) and sent as exact text ("1/3"), so that
+        # a Fraction, Decimal or numpy number is charged exactly what it says
+        sent = [None if value is None else str(exact(value, owner, field, below_one=field == "delta"))
+                for field, value in zip(("epsilon", "delta", "rho"), loss)]
+        frame = self.sql(text, *sent)
         frame.attrs["sql"] = text
         return with_intervals(frame)
 
