@@ -95,6 +95,12 @@ def test_readme_quick_start_runs_as_written(tmp_path, monkeypatch, capsys):
         printed = _run_python(python, 8000, port_used)
         assert "mean_agi" in printed[0]
         assert any(line.strip() == "0.4" for line in printed)
+        # the query builder (issue 32 item 5): the SQL it wrote, the interval columns, the exact charge
+        builder = re.search(r"<!-- query-builder -->\n<!-- not-run:[^\n]*-->\n```python\n(.*?)```",
+                            (ROOT / "README.md").read_text(encoding="utf-8"), re.S).group(1)
+        assert _run_python(builder, 8000, port_used) == [
+            'SELECT COUNT(*) FROM "casc" WHERE "AGI" >= 50000 AND "FEDTAX" <= 20000',
+            "['count', 'count_low', 'count_high']", "0.2"]
     finally:
         server.stop()
 

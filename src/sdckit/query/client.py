@@ -1,7 +1,10 @@
-"""A small client of the query service: ``Client(url, key).sql("SELECT ...")`` -> DataFrame.
+"""A small client of the query service: ``Client(url, key).sql("SELECT ...")`` -> DataFrame,
+or the query built from arguments, as Tumult Analytics' ``Session`` reads:
+``Client(url, key).count("census", where={"AGE": (18, 64)}, by=["SEX"], epsilon=0.5)``.
 
 It imports httpx only; pandas is imported by :meth:`Client.sql`, which builds the DataFrame
-(so that ``sdckit query`` starts without numpy or pandas; issue 28 item 4).
+(so that ``sdckit query`` starts without numpy or pandas; issue 28 item 4), and the query
+builder (:mod:`sdckit.query.builder`) by the first :meth:`Client.count` and its siblings.
 """
 
 from __future__ import annotations
@@ -40,6 +43,10 @@ class Client:
 
     The answer's metadata (``epsilon_spent``, ``epsilon_remaining``, ``mechanism``,
     ``noise_scale``, ``ci95``, ``dp``, ``cached``) is in ``frame.attrs``.
+
+    Besides raw SQL, :meth:`count`, :meth:`sum`, :meth:`avg`, :meth:`median` and
+    :meth:`quantile` build the query from arguments (:func:`sdckit.query.builder.select_sql`)
+    and add each noisy value's 95% interval as two columns.
     """
 
     def __init__(self, url: str, key: str, timeout: float = 60.0) -> None:
@@ -86,10 +93,7 @@ class Client:
         """The answer as a DataFrame, its metadata in ``.attrs``; :class:`QueryError` if refused."""
         import pandas as pd  # only here: the client itself needs no numpy/pandas (issue 28 item 4)
 
-        payload = self.query(sql, epsilon, delta, rho)
-        frame = pd.DataFrame(payload["rows"], columns=payload["columns"])
-        frame.attrs.update({k: v for k, v in payload.items() if k not in ("rows", "columns")})
-        return frame
+        return _frame(pd, self.query(sql, epsilon, delta, rho))
 
     def table(self, table: str, dimensions: list[str], where: dict[str, list[Any]] | None = None,
               measure: str = "count") -> pd.DataFrame:
@@ -102,11 +106,157 @@ class Client:
         payload = self._check(self._send("POST", "/v1/table", json=body))
         import pandas as pd  # only here, as in sql()
 
-        frame = pd.DataFrame(payload["rows"], columns=payload["columns"])
-        frame.attrs.update({k: v for k, v in payload.items() if k not in ("rows", "columns")})
-        return frame
+        return _frame(pd, payload)
 
     def budget(self) -> dict[str, Any]:
         """The budget in its ``definition``: ``epsilon_total``, ``epsilon_spent``, ``epsilon_remaining``
         (and ``delta_*``), or ``rho_total``, ``rho_spent``, ``rho_remaining``."""
         return self._check(self._send("GET", "/v1/budget"))
+
+
+    # ------------------------------------------------------------ the query builder (issue 32 item 5)
+    def count(self, table: str, where: Any = None, by: str | list[str] | None = None, *,
+              epsilon: Any = None, delta: Any = None, rho: Any = None,
+              name: str | None = None) -> pd.DataFrame:
+        """The number of rows of ``table`` meeting ``where``, per group of ``by``.
+
+        Sends ``SELECT [by...,] COUNT(*) FROM table [WHERE ...] [GROUP BY by...]``
+        (:func:`~sdckit.query.builder.select_sql`) and charges the privacy loss given, exactly.
+
+        Parameters
+        ----------
+        table : str
+            A table the service serves.
+        where : dict, str or list of these, optional
+            The rows counted: a dict maps a column to a value (``=``), a list of values
+            (``IN``) or a tuple ``(low, high)`` (``BETWEEN``, ends included; ``None`` for an
+            open end); a string is a SQL condition of the service's subset; a list joins them
+            with ``AND``. Values are written as literals, never as SQL.
+        by : str or list of str, optional
+            Group columns, each with a domain declared in the service's configuration: one row
+            per combination of their values, empty groups included.
+        epsilon, delta, rho : float, str or Fraction, optional
+            The privacy loss, in the analyst's budget definition: ``epsilon`` (pure),
+            ``epsilon`` and ``delta`` ((epsilon, delta)-DP), or ``rho`` (zCDP), each charged
+            exactly (``0.1`` is 1/10; ``"1/3"`` or ``Fraction(1, 3)`` is 1/3). None for a
+            restricted analyst (exact answers).
+        name : str, optional
+            The answer's column; ``count`` by default.
+
+        Returns
+        -------
+        pandas.DataFrame
+            The group columns, the count and, for a noisy answer, ``<name>_low`` and
+            ``<name>_high``, its 95% interval; the answer's metadata in ``.attrs`` (as
+            :meth:`sql`), with the SQL sent in ``attrs["sql"]``.
+
+        Raises
+        ------
+        ParameterError
+            A name that is not an identifier, an unknown ``where`` form, an empty ``by``, an
+            ``epsilon``, ``delta`` or ``rho`` that is not > 0; nothing is sent.
+        QueryError
+            The service refused the query (unsupported, budget exceeded, audit).
+
+        Notes
+        -----
+        Tumult Analytics writes the same question as ::
+
+            session.evaluate(QueryBuilder("census").filter("AGE >= 18")
+                             .groupby(KeySet.from_dict({"SEX": ["F", "M"]})).count(), PureDPBudget(1))
+
+        Here the session is the service, over HTTP: the groups' keys are the domains declared in
+        its configuration (no ``KeySet``), the budget is the analyst's, kept by the service
+        exactly, and the loss is a number in its definition rather than a ``PureDPBudget``,
+        ``ApproxDPBudget`` or ``RhoZCDPBudget``.
+
+        Examples
+        --------
+        >>> with Client("http://127.0.0.1:8000", key) as c:          # doctest: +SKIP
+        ...     c.count("census", where={"AGE": (18, None)}, by=["SEX"], epsilon=0.5)
+        """
+        return self._build("count", table, None, where, by, (epsilon, delta, rho), name)
+
+    def sum(self, table: str, column: str, where: Any = None, by: str | list[str] | None = None, *,
+            epsilon: Any = None, delta: Any = None, rho: Any = None,
+            name: str | None = None) -> pd.DataFrame:
+        """The sum of ``column`` (clamped to its declared bounds) over the rows meeting ``where``,
+        per group of ``by``: ``SELECT [by...,] SUM(column) ...``; ``sum_<column>`` by default.
+
+        The parameters, answer and errors are :meth:`count`'s. Tumult Analytics:
+        ``session.evaluate(QueryBuilder("census").sum("INCOME", low=0, high=400000), PureDPBudget(1))``;
+        here the bounds are the service's configuration, not the query's.
+        """
+        return self._build("sum", table, column, where, by, (epsilon, delta, rho), name)
+
+    def avg(self, table: str, column: str, where: Any = None, by: str | list[str] | None = None, *,
+            epsilon: Any = None, delta: Any = None, rho: Any = None,
+            name: str | None = None) -> pd.DataFrame:
+        """The mean of ``column`` over the rows meeting ``where``, per group of ``by``:
+        ``SELECT [by...,] AVG(column) ...``; ``avg_<column>`` by default.
+
+        The parameters, answer and errors are :meth:`count`'s. Tumult Analytics:
+        ``session.evaluate(QueryBuilder("census").average("INCOME", low=0, high=400000), PureDPBudget(1))``.
+        """
+        return self._build("avg", table, column, where, by, (epsilon, delta, rho), name)
+
+    def median(self, table: str, column: str, where: Any = None, by: str | list[str] | None = None, *,
+               epsilon: Any = None, name: str | None = None) -> pd.DataFrame:
+        """The median of ``column``: ``SELECT [by...,] MEDIAN(column) ...``; ``median_<column>``
+        by default; a pure epsilon budget only, and no interval columns (the service gives none).
+
+        The parameters and errors are :meth:`count`'s. Tumult Analytics:
+        ``session.evaluate(QueryBuilder("census").median("INCOME", low=0, high=400000), PureDPBudget(1))``.
+        """
+        return self._build("median", table, column, where, by, (epsilon, None, None), name)
+
+    def quantile(self, table: str, column: str, q: float, where: Any = None, by: str | list[str] | None = None, *,
+                 epsilon: Any = None, name: str | None = None) -> pd.DataFrame:
+        """The ``q``-quantile of ``column`` (0 < q < 1): ``SELECT [by...,] QUANTILE_CONT(column, q)
+        ...``; ``q<q>_<column>`` by default; as :meth:`median` otherwise. Tumult Analytics:
+        ``QueryBuilder("census").quantile("INCOME", 0.9, low=0, high=400000)``.
+        """
+        return self._build("quantile", table, column, where, by, (epsilon, None, None), name, q)
+
+    def _build(self, aggregate: str, table: str, column: str | None, where: Any, by: Any,
+               loss: tuple[Any, Any, Any], name: str | None, q: float | None = None) -> pd.DataFrame:
+        """Check the arguments, send the SQL built from them, add the interval columns."""
+        from sdckit.dp.epsilon import exact  # only here: the client starts with httpx alone
+        from sdckit.query.builder import select_sql
+
+        owner = f"Client.{aggregate}"
+        text = select_sql(table, aggregate, column, q=q, where=where, by=by, name=name, owner=owner)
+        # checked here (a one-line ParameterError, nothing sent) and sent as exact text ("1/3"), so that
+        # a Fraction, Decimal or numpy number is charged exactly what it says
+        sent = [None if value is None else str(exact(value, owner, field, below_one=field == "delta"))
+                for field, value in zip(("epsilon", "delta", "rho"), loss)]
+        frame = self.sql(text, *sent)
+        frame.attrs["sql"] = text
+        return with_intervals(frame)
+
+
+def _frame(pd: Any, payload: dict[str, Any]) -> pd.DataFrame:
+    """The answer's rows as a DataFrame, its other fields in ``.attrs``."""
+    frame = pd.DataFrame(payload["rows"], columns=payload["columns"])
+    frame.attrs.update({k: v for k, v in payload.items() if k not in ("rows", "columns")})
+    return frame
+
+
+def with_intervals(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with ``<column>_low`` and ``<column>_high`` after each column the answer's
+    ``ci95`` gives 95% intervals for (none for an exact answer or a quantile)."""
+    intervals = frame.attrs.get("ci95")
+    if not intervals:
+        return frame
+    out = frame.copy()
+    out.attrs = dict(frame.attrs)
+    position = 0
+    for j, label in enumerate(frame.columns):
+        position += 1
+        cells = [row[j] for row in intervals]
+        if all(cell is None for cell in cells):
+            continue
+        for end, suffix in ((0, "low"), (1, "high")):
+            out.insert(position, f"{label}_{suffix}", [None if cell is None else cell[end] for cell in cells])
+            position += 1
+    return out
