@@ -515,7 +515,7 @@ def http_exchanges() -> tuple[dict[str, Any], dict[str, list[tuple[str, Any, int
     import warnings
 
     with warnings.catch_warnings():  # starlette's note on httpx, not ours
-        warnings.simplefilter("ignore", DeprecationWarning)
+        warnings.simplefilter("ignore")
         from fastapi.testclient import TestClient
 
     from sdckit import datasets
