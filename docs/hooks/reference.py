@@ -548,6 +548,18 @@ def http_exchanges() -> tuple[dict[str, Any], dict[str, list[tuple[str, Any, int
     return schema, exchanges
 
 
+def request_fields(calls: list[tuple[str, Any, int, Any]]) -> list[str]:
+    """The fields an endpoint takes, read from its refusal of the unknown field ``__probe__``
+    (``"... send table, dimensions, measure, where: ..."`` or ``"... send 'sql' and ... 'epsilon'"``)."""
+    for _, _, _, answer in calls:
+        error = answer.get("error", "") if isinstance(answer, dict) else ""
+        if PROBE in error and "send" in error:
+            told = error.split("send", 1)[1]
+            quoted = re.findall(r"'([A-Za-z_]+)'", told)
+            return list(dict.fromkeys(quoted)) if quoted else [f.strip() for f in told.split(":")[0].split(",")]
+    return []
+
+
 def http_page() -> str:
     """Every endpoint of the query service: path and method from the app's OpenAPI schema, the
     handler's documentation, and what the app answers to a valid request, to one without the
@@ -579,7 +591,13 @@ def http_page() -> str:
         doc = inspect.getdoc(getattr(Service, name, None)) or ""
         lines += [f"## `{endpoint}` {{#{anchor}}}", ""]
         if doc:
-            lines += [doc.replace(":mod:", "").replace(":func:", "").replace(":class:", ""), ""]
+            lines += [re.sub(r":(mod|func|class):", "", doc).replace("``", "`"), ""]
+        fields = request_fields(calls)
+        statuses = ", ".join(dict.fromkeys(str(status) for _, _, status, _ in calls))
+        lines += [f"- **Request fields**: {', '.join(f'`{f}`' for f in fields) if fields else 'none (no body)'}"
+                  + (" (as the app's refusal of an unknown field names them)" if fields else ""),
+                  "- **Header**: `Authorization: Bearer <key>`",
+                  f"- **Statuses shown below**: {statuses}", ""]
         for what, sent, status, answer in calls:
             lines += [f"**{what}** → status {status}", ""]
             if sent is not None:
