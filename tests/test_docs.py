@@ -9,6 +9,10 @@ starts the query service shows ``sdckit serve CONFIG --port PORT`` in a block ma
 service there (``tests/query_helpers.Server``: 127.0.0.1, a free port, which replaces PORT in the
 blocks after it) and stops it after the page. The site itself is built with
 ``mkdocs build --strict`` by ``.ci/run``.
+
+The generated Reference (``docs/hooks/reference.py``) is checked against the code it comes from:
+every registered method and table protection, every CLI command, every public name, the keys
+each recipe and configuration loader accepts, and every endpoint of the query service.
 """
 
 from __future__ import annotations
