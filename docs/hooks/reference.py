@@ -279,16 +279,17 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def key_table(section: str, keys: list[str], comments: dict[tuple[str, str], str], comment_section: str | None = None,
+def key_table(section: str, keys: list[str], comments: dict[tuple[str, str], str],
               links: dict[str, str] | None = None) -> list[str]:
-    """A table of ``keys`` with what the documented example says of each (or a link)."""
-    where = section if comment_section is None else comment_section
+    """A table of ``keys`` with what the documented example says of each (or a link); at the
+    top level (``section`` ``""``) a key that is a section is described by its header's comment."""
     lines = ["| key | what it is |", "| --- | --- |"]
     for key in keys:
-        text = ((links or {}).get(key) or comments.get((where, key)) or comments.get((key, ""))
-                or ("the section `[" + key + "]` below" if not section and (key, "") not in comments and any(
-                    s == key for s, _ in comments) else "(not in the documented example)"))
-        lines.append(f"| `{key}` | {_cell(text)} |")
+        text = (links or {}).get(key) or comments.get((section, key))
+        if text is None and not section:
+            has_section = any(s == key for s, _ in comments)
+            text = comments.get((key, "")) or (f"the section `[{key}]` below" if has_section else None)
+        lines.append(f"| `{key}` | {_cell(text or '(not in the documented example)')} |")
     return lines
 
 
@@ -578,18 +579,15 @@ def http_page() -> str:
              "`{\"error\": \"...\"}` with a 4xx status. The service itself serves no schema",
              "(`/openapi.json` and `/docs` are off).", "",
              "| method | path | handler |", "| --- | --- | --- |"]
-    handlers = {}
     for path, operations in schema["paths"].items():
-        for method, op in operations.items():
-            handlers[f"{method.upper()} {path}"] = op.get("operationId", "")
+        for method in operations:
             lines.append(f"| `{method.upper()}` | `{path}` | `Service.{path.rsplit('/', 1)[-1]}` |")
     lines.append("")
     for endpoint, calls in exchanges.items():
         method, path = endpoint.split(" ", 1)
         name = path.rsplit("/", 1)[-1]
-        anchor = name
         doc = inspect.getdoc(getattr(Service, name, None)) or ""
-        lines += [f"## `{endpoint}` {{#{anchor}}}", ""]
+        lines += [f"## `{endpoint}` {{#{name}}}", ""]
         if doc:
             lines += [re.sub(r":(mod|func|class):", "", doc).replace("``", "`"), ""]
         fields = request_fields(calls)
