@@ -9,6 +9,10 @@ starts the query service shows ``sdckit serve CONFIG --port PORT`` in a block ma
 service there (``tests/query_helpers.Server``: 127.0.0.1, a free port, which replaces PORT in the
 blocks after it) and stops it after the page. The site itself is built with
 ``mkdocs build --strict`` by ``.ci/run``.
+
+The generated Reference (``docs/hooks/reference.py``) is checked against the code it comes from:
+every registered method and table protection, every CLI command, every public name, the keys
+each recipe and configuration loader accepts, and every endpoint of the query service.
 """
 
 from __future__ import annotations
@@ -152,3 +156,100 @@ def test_a_page_that_starts_the_service_is_cut_at_its_serve_block():
     assert serve_block(parse(text.replace("<!-- not-run: a second terminal -->\n", ""))) is None
     with pytest.raises(AssertionError, match="no Python example before it"):
         serve_block(parse(text.replace("```bash\necho hi", "```python\nx = 1")))
+
+
+def test_recipe_reference_covers_every_protection_method_and_loader_key():
+    from sdckit.core.params import describe_rule
+    from sdckit.methods import available
+    from sdckit.tabular.protection import CellSuppression, ControlledRounding, protections
+
+    page = _pages()["reference/recipes.md"]
+    for name, cls in protections().items():
+        assert f"### `[{name}]` {{#protection-{name}}}" in page, name
+        assert f"`{cls.__module__}.{cls.__name__}`" in page, name
+        for field in dataclasses.fields(cls):
+            if field.name != "rules":
+                assert f"| `{field.name}` |" in page, (name, field.name)
+    for name in available():
+        assert f"[`{name}`](methods.md#{name})" in page, name
+    # hand-picked rows: a protection parameter's rule is the one its class checks ...
+    assert f"| `time_limit` | `None` | {describe_rule(CellSuppression.constraints['time_limit'])} |" in page
+    assert f"| `base` | required | {describe_rule(ControlledRounding.constraints['base'])} |" in page
+    assert "| `seed` | `None` | any value the protection accepts (secret: never written to the manifest) |" in page
+    # ... and every key each loader takes is listed in its section (keys named in sdckit's docs)
+    sections = {"microdata-top": ["seed", "seed_file", "engine", "memory", "scheduler", "fail_unsafe", "method"],
+                "microdata-input": ["path", "format", "sep", "encoding"], "microdata-schema": ["quasi", "kinds", "orders"],
+                "microdata-report": ["n_random", "n_null", "null", "alpha", "interval_p", "enabled"],
+                "microdata-budget": ["epsilon", "delta", "ledger"], "table-table": ["input", "dimensions", "rda"],
+                "table-output": ["dir", "cells"], "service-service": ["state", "cache", "seed", "sync"],
+                "service-restricted": ["min_query_set", "collusion", "p_percent"],
+                "service-table": ["name", "path", "privacy_unit", "max_rows_per_unit", "mode", "dimensions"],
+                "service-table-ckm": ["D", "V", "js", "pstay", "ptable", "record_key", "digits", "min_count"]}
+    for anchor, keys in sections.items():
+        start = page.index(f"{{#{anchor}}}")
+        body = page[start:page.index("\n### ", start)] if "\n### " in page[start:] else page[start:]
+        for key in keys:
+            assert f"| `{key}` |" in body, (anchor, key)
+    assert "| `restricted` | restricted mode's controls |" in page
+    assert "| `min_query_set` | query-set-size control k (Denning) (example: `5`) |" in page
+
+
+def test_a_loader_key_probe_reads_the_refusal_and_nothing_else():
+    from sdckit.core.errors import ParameterError
+
+    hook = _hook()
+
+    def refuses(message):
+        def call():
+            raise ParameterError(message)
+        return call
+
+    assert hook.accepted(refuses("x.toml: [output] has unknown key '__probe__'; it takes cells, dir.")) == ["cells", "dir"]
+    assert hook.accepted(refuses("Unknown schema key(s) '__probe__'; allowed: kinds, quasi.")) == ["kinds", "quasi"]
+    with pytest.raises(RuntimeError, match="another reason"):
+        hook.accepted(refuses("the recipe needs an [input] table with a 'path'."))
+    with pytest.raises(RuntimeError, match="accepted the unknown key"):
+        hook.accepted(lambda: None)
+
+
+def test_a_documented_example_gives_each_key_its_comment():
+    doc = ("Example::\n\n"
+           "    seed = \"ab\"              # the secret\n"
+           "    [input]                  # where the data is\n"
+           "    path = \"census.csv\"      # relative to the recipe\n"
+           "    # sep = \";\"               # optional: the delimiter,\n"
+           "                             # sniffed otherwise\n"
+           "    dir = \"out\"\n")
+    comments = _hook().example_comments(doc)
+    assert comments[("", "seed")] == 'the secret (example: `"ab"`)'
+    assert comments[("input", "")] == "where the data is"
+    assert comments[("input", "path")] == 'relative to the recipe (example: `"census.csv"`)'
+    assert comments[("input", "sep")] == 'optional: the delimiter, sniffed otherwise (example: `";"`)'
+    assert comments[("input", "dir")] == 'example: `"out"`'
+
+
+def test_http_reference_lists_every_route_of_the_app_with_its_answers():
+    hook = _hook()
+    page = _pages()["reference/http.md"]
+    schema, exchanges = hook.http_exchanges()
+    # the endpoints sdckit.query.server documents, by hand
+    served = {f"{m} {p}" for p, ops in schema["paths"].items() for m in (o.upper() for o in ops)}
+    assert served == {"POST /v1/query", "POST /v1/table", "GET /v1/budget"}
+    for endpoint in served:
+        assert f"## `{endpoint}`" in page, endpoint
+        statuses = [status for _, _, status, _ in exchanges[endpoint]]
+        assert statuses[:2] == [200, 401], (endpoint, statuses)
+    # the refusal of an unknown field names the fields each endpoint takes
+    assert "Unknown field '__probe__' in the request: send 'sql' and, in dp mode, 'epsilon'" in page
+    assert "Unknown field '__probe__' in the request; send table, dimensions, measure, where" in page
+    assert "- **Request fields**: `sql`, `epsilon`, `delta`, `rho` (as the app's" in page
+    assert "- **Request fields**: `table`, `dimensions`, `measure`, `where` (as the app's" in page
+    assert "- **Request fields**: none (no body)" in page
+
+
+def test_choose_a_method_links_every_registered_method():
+    from sdckit.methods import available
+
+    text = (DOCS / "how-to" / "choose-a-method.md").read_text(encoding="utf-8")
+    for name in available():
+        assert f"[`{name}`](../reference/methods.md#{name})" in text, name

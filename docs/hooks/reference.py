@@ -10,7 +10,16 @@ Nothing under ``reference/`` (but its index) is kept in the repository: each bui
   and its rule (:func:`sdckit.core.method.parameter_rules`, described by
   :func:`sdckit.core.params.describe_rule`) and the class's recipe example;
 * ``reference/cli.md`` — ``sdckit --help`` and the help of every command and sub-command, from the
-  lazy command table :data:`sdckit.cli.app.COMMANDS`.
+  lazy command table :data:`sdckit.cli.app.COMMANDS`;
+* ``reference/recipes.md`` — every key of the microdata recipe, the table recipe (each registered
+  protection's section: :func:`sdckit.tabular.protection.protections`, its fields and their
+  ``constraints``) and the query service's configuration. The keys each section accepts are the
+  ones the loader itself accepts: the hook gives it an unknown key and reads the one-line refusal
+  (``"... has unknown key '...'; it takes a, b."``), so a key added to the code appears here;
+  what a key means is the comment beside it in the loader's documented example;
+* ``reference/http.md`` — every endpoint of the query service, from the OpenAPI schema of the
+  FastAPI app built in-process over a tiny configuration (no server is started); the request
+  fields and the responses are what the app answers to requests made in-process.
 
 It is a plain MkDocs hook (``hooks:`` in mkdocs.yml, MkDocs >= 1.6) rather than the
 ``mkdocs-gen-files`` plugin: one dependency fewer, and these functions are plain code that
@@ -24,6 +33,7 @@ import importlib
 import inspect
 import json
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -197,11 +207,410 @@ def cli_page() -> str:
     return "\n".join(lines)
 
 
+# ----------------------------------------------------------------------------- recipe keys
+
+PROBE = "__probe__"
+#: The one wording of an unknown key (sdckit.core.tomlfile.check_keys) and the schema's own.
+_TAKES = re.compile(r"unknown key '__probe__'; it takes (.*)\.$|allowed: (.*)\.$|use (.*?)\.$")
+
+
+def accepted(call: Any) -> list[str]:
+    """The keys a loader accepts: ``call()`` gives it the key ``__probe__`` and must be refused
+    with the one-line message that lists the keys it takes."""
+    from sdckit.core.errors import SdcError
+
+    try:
+        call()
+    except SdcError as exc:
+        m = _TAKES.search(str(exc))
+        if m is None:
+            raise RuntimeError(f"the probe was refused for another reason: {exc}") from None
+        if m.group(3) is not None:  # a table recipe's sections: "use [table] (or ...), [[rule]], ..."
+            return list(dict.fromkeys(re.findall(r"\[+([A-Za-z_]+)\]+", m.group(3))))
+        text = next(g for g in m.groups() if g is not None)
+        return [k.strip().strip("[]") for k in re.split(r", | or ", text) if k.strip()]
+    raise RuntimeError("the loader accepted the unknown key '__probe__'")
+
+
+def example_comments(doc: str) -> dict[tuple[str, str], str]:
+    """``(section, key) -> what it is`` from a documented TOML example (a module docstring): the
+    comment beside each ``key = value`` line (or one commented out), else its example value,
+    under the ``[section]`` above it (``""`` at the top; ``(section, "")`` is the header's own
+    comment). A comment-only line below continues the comment before; a comment indented past
+    its ``#`` continues the line above's."""
+    found: dict[tuple[str, str], list[str]] = {}
+    values: dict[tuple[str, str], str] = {}
+    section, last = "", None
+    key_line = re.compile(r"^(#\s*)?([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*?)\s*(?:#(\s*)(.*))?$")
+    for raw in doc.splitlines():
+        line = raw.strip()
+        header = re.match(r"^\[\[?([A-Za-z_.]+)\]\]?\s*(?:#\s*(.*))?$", line)
+        if header:
+            section, last = header.group(1), None
+            if header.group(2):
+                found.setdefault((section, ""), [header.group(2)])
+            continue
+        m = key_line.match(line)
+        if m and (m.group(1) is None or m.group(5) is not None):
+            comment = (m.group(5) or "").strip()
+            if last is not None and comment and len(m.group(4) or "") >= 2:  # "#   and these)": goes on
+                found[last].append(comment)
+                comment = ""
+            last = (section, m.group(2))
+            found.setdefault(last, [comment] if comment else [])
+            values.setdefault(last, m.group(3))
+            continue
+        if line.startswith("#") and last is not None and raw.startswith(" " * 8):
+            found[last].append(line.lstrip("# ").strip())
+        else:
+            last = None
+    out = {}
+    for key, parts in found.items():
+        text = " ".join(parts)
+        value = values.get(key)
+        if value:
+            text = f"{text} (example: `{value}`)" if text else f"example: `{value}`"
+        if text:
+            out[key] = text
+    return out
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def key_table(section: str, keys: list[str], comments: dict[tuple[str, str], str],
+              links: dict[str, str] | None = None) -> list[str]:
+    """A table of ``keys`` with what the documented example says of each (or a link); at the
+    top level (``section`` ``""``) a key that is a section is described by its header's comment."""
+    lines = ["| key | what it is |", "| --- | --- |"]
+    for key in keys:
+        text = (links or {}).get(key) or comments.get((section, key))
+        if text is None and not section:
+            has_section = any(s == key for s, _ in comments)
+            text = comments.get((key, "")) or (f"the section `[{key}]` below" if has_section else None)
+        lines.append(f"| `{key}` | {_cell(text or '(not in the documented example)')} |")
+    return lines
+
+
+def _write(folder: Path, name: str, text: str) -> Path:
+    path = folder / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def microdata_recipe_keys(folder: Path) -> dict[str, list[str]]:
+    """Each section of a microdata recipe -> the keys :func:`sdckit.recipe.parse_recipe` takes."""
+    import pandas as pd
+
+    from sdckit.core.schema import Schema
+    from sdckit.recipe import parse_recipe
+
+    source = folder / "recipe.toml"
+    base: dict[str, Any] = {"input": {"path": "data.csv"}, "method": [{"name": "top_bottom_coding", "top": 1.0}]}
+
+    def probe(section: str | None) -> list[str]:
+        data = json.loads(json.dumps(base))
+        if section is None:
+            data[PROBE] = 1
+        else:
+            data.setdefault(section, {})[PROBE] = 1
+            if section == "budget":
+                data[section]["epsilon"] = 1
+        return accepted(lambda: parse_recipe(data, source))
+
+    return {"": probe(None), "input": probe("input"),
+            "schema": accepted(lambda: Schema.from_dict({PROBE: 1}, pd.DataFrame())),
+            "output": probe("output"), "report": probe("report"), "budget": probe("budget")}
+
+
+def table_recipe_keys(folder: Path) -> dict[str, list[str]]:
+    """Each section of a table recipe -> the keys :func:`sdckit.tabular.recipe.load_table_recipe` takes."""
+    from sdckit.tabular.recipe import load_table_recipe
+
+    table = '[table]\ninput = "cells.csv"\ndimensions = ["a"]\n'
+
+    def probe(text: str) -> list[str]:
+        return accepted(lambda: load_table_recipe(_write(folder, "table.toml", text)))
+
+    return {"": probe(table + f"[{PROBE}]\n"), "table": probe(table + f"{PROBE} = 1\n"),
+            "protection": probe(table + f"[protection]\n{PROBE} = 1\n"),
+            "output": probe(table + f"[output]\n{PROBE} = 1\n")}
+
+
+def service_config_keys(folder: Path) -> dict[str, list[str]]:
+    """Each section of ``service.toml`` -> the keys :func:`sdckit.query.config.load_config` takes."""
+    from sdckit.query.config import load_config
+
+    table = '[[table]]\nname = "t"\npath = "t.csv"\n'
+    domain = '[table.domains]\na = ["x", "y"]\n'
+
+    def probe(text: str) -> list[str]:
+        return accepted(lambda: load_config(_write(folder, "service.toml", text)))
+
+    return {"": probe(f"{PROBE} = 1\n" + table + domain), "service": probe(f"[service]\n{PROBE} = 1\n" + table + domain),
+            "restricted": probe(f"[restricted]\n{PROBE} = 1\n" + table + domain),
+            "table": probe(table + f"{PROBE} = 1\n" + domain),
+            "table.ckm": probe(table + 'mode = "tables"\n' + domain + f"[table.ckm]\nD = 3\nV = 2.0\n{PROBE} = 1\n")}
+
+
+def _default(f: dataclasses.Field) -> str:
+    if f.default is not dataclasses.MISSING:
+        return f"`{f.default!r}`"
+    if f.default_factory is not dataclasses.MISSING:
+        return f"`{f.default_factory()!r}`"
+    return "required"
+
+
+def protection_section(name: str, cls: Any) -> list[str]:
+    """A protection's recipe section: each field (but ``rules``) with its default and rule."""
+    from sdckit.core.params import describe_rule
+
+    summary = (inspect.getdoc(cls) or "").split("\n\n")[0].replace("\n", " ")
+    rules = "needs `[[rule]]` sections (they decide the sensitive cells)" if cls.needs_rules else (
+        "uses the `[[rule]]` sections when given" if cls.takes_rules() else "takes no `[[rule]]`")
+    lines = [f"### `[{name}]` {{#protection-{name}}}", "",
+             f"`[protection] method = \"{name}\"`: class `{cls.__module__}.{cls.__name__}` — {_cell(summary)} "
+             f"It {rules}.", "", "| key | default | rule |", "| --- | --- | --- |"]
+    for f in dataclasses.fields(cls):
+        if f.name == "rules":
+            continue
+        rule = describe_rule(cls.constraints[f.name]) if f.name in cls.constraints else "any value the protection accepts"
+        secret = " (secret: never written to the manifest)" if f.name in cls.secrets else ""
+        path = " (a path, relative to the recipe)" if f.name in cls.path_params else ""
+        lines.append(f"| `{f.name}` | {_default(f)} | {_cell(rule)}{secret}{path} |")
+    example = {k: _toml_value(v) for k, v in (cls.example or {}).items() if k != "rules"}
+    if example and all(v is not None for v in example.values()):
+        lines += ["", "```toml", "[protection]", f'method = "{name}"', "", f"[{name}]",
+                  *(f"{k} = {v}" for k, v in example.items()), "```"]
+    return [*lines, ""]
+
+
+def recipes_page() -> str:
+    """Every key of the three kinds of TOML file: microdata recipe, table recipe, service config."""
+    import tempfile
+
+    import sdckit.query.ckmconfig
+    import sdckit.query.config
+    import sdckit.recipe
+    import sdckit.tabular.recipe
+    from sdckit.methods import available
+    from sdckit.tabular.protection import protections
+    from sdckit.tabular.protection.base import RULE_TYPES
+
+    with tempfile.TemporaryDirectory() as tmp:
+        micro = microdata_recipe_keys(Path(tmp))
+        table = table_recipe_keys(Path(tmp))
+        service = service_config_keys(Path(tmp))
+    mc = example_comments(sdckit.recipe.__doc__ or "")
+    tc = example_comments(sdckit.tabular.recipe.__doc__ or "")
+    sc = {**example_comments(sdckit.query.config.__doc__ or ""), **example_comments(sdckit.query.ckmconfig.__doc__ or "")}
+    registry = protections()
+    lines = ["# Recipe and configuration keys", "",
+             "Generated at build time from the loaders themselves: for every section, the hook gives the",
+             "loader an unknown key and lists the keys its refusal names, so a key added to the code appears",
+             "here (and an unknown key in your file is refused with the same list). What a key means is the",
+             "comment beside it in the loader's documented example; the rules of the method and protection",
+             "parameters are the ones checked when they are built. Paths are relative to the file.", "",
+             "## Microdata recipe (`sdckit protect`) {#microdata}", "",
+             "Read by `sdckit.recipe.load_recipe`. Every `[[method]]` table has `name` (a recipe name of",
+             "the [methods](methods.md) page) and that method's parameters.", ""]
+    method_links = {"method": "one `[[method]]` table per step, applied in order: `name` and the parameters on "
+                              "the [methods](methods.md) page"}
+    sections = {"": "Top level", "input": "`[input]`", "schema": "`[schema]`", "output": "`[output]`",
+                "report": "`[report]`", "budget": "`[budget]`"}
+    for section, title in sections.items():
+        lines += [f"### {title} {{#microdata-{section or 'top'}}}", "",
+                  *key_table(section, micro[section], mc, links=method_links if section == "" else None), ""]
+    lines += [f"Methods a `[[method]]` may name: {', '.join(f'[`{n}`](methods.md#{n})' for n in sorted(available()))}.", "",
+              "## Table recipe (`sdckit table protect`) {#table}", "",
+              "Read by `sdckit.tabular.recipe.load_table_recipe`. `[protection] method` names one registered",
+              "protection; its own section (of the same name) holds its parameters.", ""]
+    top = [k for k in table[""] if k not in registry]
+    top += [key for (section, key) in tc if section == "" and key and key not in top]  # keys before the sections
+    lines += ["### Sections and top-level keys {#table-top}", "", "| section or key | what it is |", "| --- | --- |"]
+    for key in top:
+        text = tc.get(("", key)) or tc.get((key, "")) or {
+            "table": "the table: `[table]`, or several `[[table]]` (linked tables, each with a `name`)",
+            "rule": "`[[rule]]`: a sensitivity rule, see below",
+            "protection": "`[protection] method`: which protection, see below"}.get(key, "(not in the documented example)")
+        lines.append(f"| `{key}` | {_cell(text)} |")
+    for name in registry:
+        lines.append(f"| `{name}` | the parameters of the protection [`{name}`](#protection-{name}) |")
+    lines += ["", "### `[table]` {#table-table}", "", *key_table("table", table["table"], tc),
+              "", "### `[[rule]]` {#table-rule}", "",
+              "`type` names the rule; the other keys are its parameters (class in `sdckit.tabular.rules`).", "",
+              "| type | class | keys |", "| --- | --- | --- |"]
+    for kind, (cls, keys) in RULE_TYPES.items():
+        lines.append(f"| `{kind}` | `{cls.__name__}` | {', '.join(f'`{k}`' for k in keys)} |")
+    lines += ["", "### `[protection]` {#table-protection}", "",
+              *key_table("protection", table["protection"], tc), "",
+              f"The protections: {', '.join(f'[`{n}`](#protection-{n})' for n in registry)}.", ""]
+    for name, cls in registry.items():
+        lines += protection_section(name, cls)
+    lines += ["### `[output]` {#table-output}", "", *key_table("output", table["output"], tc), "",
+              "## Query service configuration (`sdckit serve`) {#service}", "",
+              "Read by `sdckit.query.config.load_config`. Each `[[table]]` has `[table.bounds]`",
+              "(`column = [low, high]`) and `[table.domains]` (`column = [values]`).", ""]
+    titles = {"": "Top level", "service": "`[service]`", "restricted": "`[restricted]`", "table": "`[[table]]`",
+              "table.ckm": "`[table.ckm]` (a table with `mode = \"tables\"`)"}
+    top_links = {"service": "the service: state database, cache, sync", "restricted": "restricted mode's controls",
+                 "table": "one `[[table]]` per queryable table"}
+    for section, title in titles.items():
+        anchor = section.replace(".", "-") or "top"
+        lines += [f"### {title} {{#service-{anchor}}}", "",
+                  *key_table(section, service[section], sc, links=top_links if section == "" else None), ""]
+    return "\n".join(lines)
+
+
+# ----------------------------------------------------------------------------- HTTP endpoints
+
+#: The tiny service the HTTP reference is generated over: the bundled census file, one table
+#: answered by SQL and the same file served as tables (the cell key method).
+SERVICE_TOML = """\
+[service]
+state = "state.db"
+seed = "00112233445566778899aabbccddeeff"
+
+[[table]]
+name = "census"
+path = "census.csv"
+[table.bounds]
+INCOME = [0, 400000]
+[table.domains]
+SEX = ["F", "M"]
+
+[[table]]
+name = "census_tables"
+path = "census.csv"
+mode = "tables"
+[table.domains]
+SEX = ["F", "M"]
+[table.ckm]
+D = 3
+V = 2.0
+js = 1
+"""
+
+#: A valid request body of each endpoint that takes one (the first answer shown on the page).
+EXAMPLES: dict[str, dict[str, Any]] = {
+    "/v1/query": {"sql": "SELECT SEX, COUNT(*) AS n FROM census GROUP BY SEX", "epsilon": 0.5},
+    "/v1/table": {"table": "census_tables", "dimensions": ["SEX"]},
+}
+
+
+def _json_block(value: Any) -> list[str]:
+    """An object one key a line (the values compact), as JSON."""
+    if isinstance(value, dict):
+        text = "{\n" + ",\n".join(f"  {json.dumps(k)}: {json.dumps(v)}" for k, v in value.items()) + "\n}"
+    else:
+        text = json.dumps(value)
+    return ["```json", text, "```"]
+
+
+def http_exchanges() -> tuple[dict[str, Any], dict[str, list[tuple[str, Any, int, Any]]]]:
+    """The OpenAPI schema of the service's app, and per path the requests made in-process with
+    their answers: ``(what, body, status, answer)``."""
+    import shutil
+    import tempfile
+    import warnings
+
+    with warnings.catch_warnings():  # starlette's note on httpx, not ours
+        warnings.simplefilter("ignore")
+        from fastapi.testclient import TestClient
+
+    from sdckit import datasets
+    from sdckit.query.server import create_app
+
+    exchanges: dict[str, list[tuple[str, Any, int, Any]]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        shutil.copy(datasets.path("census.csv"), folder / "census.csv")
+        (folder / "service.toml").write_text(SERVICE_TOML, encoding="utf-8")
+        app = create_app(folder / "service.toml")
+        service = app.state.service
+        try:
+            key = service.state.add_analyst("analyst", "dp", epsilon=1)
+            schema = app.openapi()
+            auth = {"Authorization": f"Bearer {key}"}
+            with TestClient(app) as client:
+                for path, operations in schema["paths"].items():
+                    for method in operations:
+                        calls = exchanges.setdefault(f"{method.upper()} {path}", [])
+                        body = EXAMPLES.get(path)
+                        cases = [("a valid request", body, auth), ("without the API key", body, {})]
+                        if body is not None:
+                            cases.append(("with an unknown field", {**body, PROBE: 1}, auth))
+                        for what, sent, headers in cases:
+                            r = client.request(method.upper(), path, json=sent, headers=headers)
+                            calls.append((what, sent, r.status_code, r.json()))
+        finally:
+            service.close()
+    return schema, exchanges
+
+
+def request_fields(calls: list[tuple[str, Any, int, Any]]) -> list[str]:
+    """The fields an endpoint takes, read from its refusal of the unknown field ``__probe__``
+    (``"... send table, dimensions, measure, where: ..."`` or ``"... send 'sql' and ... 'epsilon'"``)."""
+    for _, _, _, answer in calls:
+        error = answer.get("error", "") if isinstance(answer, dict) else ""
+        if PROBE in error and "send" in error:
+            told = error.split("send", 1)[1]
+            quoted = re.findall(r"'([A-Za-z_]+)'", told)
+            return list(dict.fromkeys(quoted)) if quoted else [f.strip() for f in told.split(":")[0].split(",")]
+    return []
+
+
+def http_page() -> str:
+    """Every endpoint of the query service: path and method from the app's OpenAPI schema, the
+    handler's documentation, and what the app answers to a valid request, to one without the
+    key and to one with an unknown field (which names the fields the endpoint takes)."""
+    from sdckit.query.service import Service
+
+    schema, exchanges = http_exchanges()
+    lines = ["# HTTP endpoints", "",
+             "Generated at build time from the query service itself: the paths and methods are the OpenAPI",
+             f"schema of the FastAPI app ({schema['info']['title']!r}, OpenAPI {schema['openapi']}) that",
+             "`sdckit serve` runs, built in-process over a tiny configuration (the bundled `census.csv`,",
+             "one table answered by SQL and the same file served as tables); the answers below are what",
+             "that app returned to requests made in-process while this page was built (the noise is",
+             "reproducible only because the configuration sets a test seed). Every request carries",
+             "`Authorization: Bearer <key>` (`sdckit analyst add` prints the key); every refusal is",
+             "`{\"error\": \"...\"}` with a 4xx status. The service itself serves no schema",
+             "(`/openapi.json` and `/docs` are off).", "",
+             "| method | path | handler |", "| --- | --- | --- |"]
+    for path, operations in schema["paths"].items():
+        for method in operations:
+            lines.append(f"| `{method.upper()}` | `{path}` | `Service.{path.rsplit('/', 1)[-1]}` |")
+    lines.append("")
+    for endpoint, calls in exchanges.items():
+        method, path = endpoint.split(" ", 1)
+        name = path.rsplit("/", 1)[-1]
+        doc = inspect.getdoc(getattr(Service, name, None)) or ""
+        lines += [f"## `{endpoint}` {{#{name}}}", ""]
+        if doc:
+            lines += [re.sub(r":(mod|func|class):", "", doc).replace("``", "`"), ""]
+        fields = request_fields(calls)
+        statuses = ", ".join(dict.fromkeys(str(status) for _, _, status, _ in calls))
+        lines += [f"- **Request fields**: {', '.join(f'`{f}`' for f in fields) if fields else 'none (no body)'}"
+                  + (" (as the app's refusal of an unknown field names them)" if fields else ""),
+                  "- **Header**: `Authorization: Bearer <key>`",
+                  f"- **Statuses shown below**: {statuses}", ""]
+        for what, sent, status, answer in calls:
+            lines += [f"**{what}** → status {status}", ""]
+            if sent is not None:
+                lines += ["Request body:", "", *_json_block(sent), ""]
+            lines += ["Answer:", "", *_json_block(answer), ""]
+    return "\n".join(lines)
+
+
 def pages() -> dict[str, str]:
     """Every generated page: its path under docs/ -> its Markdown."""
     out = {f"reference/api/{page_name(p)}.md": api_page(p) for p in PACKAGES}
     out["reference/methods.md"] = methods_page()
     out["reference/cli.md"] = cli_page()
+    out["reference/recipes.md"] = recipes_page()
+    out["reference/http.md"] = http_page()
     return out
 
 
