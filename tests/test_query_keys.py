@@ -104,6 +104,34 @@ def test_a_key_of_one_person_is_released_with_probability_at_most_delta():
     assert abs(released.mean() - p1) < 5 * math.sqrt(p1 * (1 - p1) / 200_000)
 
 
+def test_the_released_key_sets_of_neighbours_are_epsilon_delta_close_by_brute_force():
+    """Every subset of keys as an output, its probability under D and under D' = D + one person of
+    k = 2 rows (in two common keys, one common and one new, or two new keys), from the term-by-term
+    tail: the largest gap over all events, sum over outputs of max(0, P - e^eps P'), is <= delta in
+    both directions (at a measurable delta 1/10 and a small one 1e-6)."""
+    for eps, delta in ((0.5, Fraction(1, 10)), (1.0, Fraction(1, 10**6))):
+        s = keys.Selection.make(eps, delta, 2)
+        b = float(s.scale)
+        base = {"a": s.tau - 1, "b": s.tau, "e": 1}
+        for added in (("a", "b"), ("a", "c"), ("c", "d")):
+            other = dict(base)
+            for key in added:
+                other[key] = other.get(key, 0) + 1
+            names = sorted(other)
+
+            def prob(counts, subset):
+                out = 1.0
+                for key in names:
+                    r = _tail(s.tau - counts[key], b) if counts.get(key, 0) else 0.0
+                    out *= r if key in subset else 1 - r
+                return out
+            outputs = [tuple(n for j, n in enumerate(names) if mask >> j & 1) for mask in range(2 ** len(names))]
+            p, q = [prob(base, o) for o in outputs], [prob(other, o) for o in outputs]
+            for x, y in ((p, q), (q, p)):
+                gap = math.fsum(max(0.0, xi - math.exp(s.epsilon) * yi) for xi, yi in zip(x, y))
+                assert gap <= float(delta) * (1 + 1e-9)
+
+
 def test_one_persons_keys_are_never_released_and_the_contribution_bound_holds(svc):
     """The table's keys and person counts: x3 (person 1001's third row) is no key (k = 2), 'twin'
     is one person with two rows, a missing city no key. 2,000 selections at epsilon 2, delta 1e-6
@@ -187,14 +215,15 @@ def test_pure_zcdp_and_restricted_analysts_are_refused_with_nothing_charged(svc)
     zcdp = state.add_analyst("k_zcdp", "dp", None, 0, None, "1")
     restricted = state.add_analyst("k_restricted", "restricted")
     approx = state.add_analyst("k_approx_missing", "dp", "1", "1e-6")
-    for key, body, name in ((pure, {"epsilon": "0.5"}, "k_pure"), (zcdp, {"rho": "0.1"}, "k_zcdp"),
-                            (restricted, {}, "k_restricted"), (approx, {"epsilon": "0.5"}, "k_approx_missing")):
+    for key, body, name, says in ((pure, {"epsilon": "0.5"}, "k_pure", "pure epsilon-DP"),
+                                  (zcdp, {"rho": "0.1"}, "k_zcdp", "rho-zero-concentrated"),
+                                  (restricted, {}, "k_restricted", "in restricted mode GROUP BY only"),
+                                  (approx, {"epsilon": "0.5"}, "k_approx_missing", "send 'epsilon' and 'delta'")):
         status, answer = svc.query(key, {"sql": sql, **body})
-        assert status == 400 and "\n" not in answer["error"] and "keys" in answer["error"] + " keys"
+        assert status == 400 and "\n" not in answer["error"] and says in answer["error"]
         a = state.analyst(name)
         assert a.epsilon_spent == 0 and a.delta_spent == 0 and a.rho_spent == 0 and state.ledger(name) == []
-    assert "pure epsilon-DP" in svc.query(pure, {"sql": sql, "epsilon": "0.5"})[1]["error"]
-    assert "(epsilon, delta)" in svc.query(zcdp, {"sql": sql, "rho": "0.1"})[1]["error"]
+    assert "(epsilon, delta)-DP" in svc.query(zcdp, {"sql": sql, "rho": "0.1"})[1]["error"]
     assert svc.query(pure, {"sql": "SELECT region, COUNT(*) FROM t GROUP BY region", "epsilon": "0.5"})[0] == 200
 
 
