@@ -166,12 +166,9 @@ class Service:
         table = self.config.tables[query.table]
         plan = noisy.plan(query, table, epsilon)
         cache_key = self._cache_key("dp", query, epsilon)
-        if self.config.cache:
-            stored = self.state.cached(analyst.name, cache_key)
-            if stored is not None:
-                current = self.state.analyst(analyst.name)
-                self.state.log(analyst.name, sql, "answered from cache", 200)
-                return 200, {**stored, **_budget_fields(Fraction(0), current), "cached": True}
+        stored = self._stored_dp(analyst, sql, cache_key)
+        if stored is not None:
+            return stored
         charge_id, after = self.state.charge(analyst.name, epsilon, sql, json.dumps(query.to_dict()))
         fast = self.db.fast_cells(query, len(plan.cells))  # the same true answer, without a scan
         if fast is not None:
@@ -192,12 +189,9 @@ class Service:
         table = self.config.tables[query.table]
         plan = keys.plan(query, table, loss["epsilon"], loss["delta"])
         cache_key = self._cache_key("keys", query, tuple(sorted(loss.items())))
-        if self.config.cache:
-            stored = self.state.cached(analyst.name, cache_key)
-            if stored is not None:
-                current = self.state.analyst(analyst.name)
-                self.state.log(analyst.name, sql, "answered from cache", 200)
-                return 200, {**stored, **_budget_fields(Fraction(0), current, (Fraction(0),) * 3), "cached": True}
+        stored = self._stored_dp(analyst, sql, cache_key)
+        if stored is not None:
+            return stored
         eps, delta, rho = plan.cost
         charge_id, after = self.state.charge(analyst.name, eps, sql, json.dumps(query.to_dict()), delta, rho)
         data = self.db.aggregate(aggregate_sql(query, table, "dp", persons=True))
@@ -232,12 +226,9 @@ class Service:
         table = self.config.tables[query.table]
         plan = noisy_gaussian.plan(query, table, analyst.definition, **loss)
         cache_key = self._cache_key(analyst.definition, query, tuple(sorted(loss.items())))
-        if self.config.cache:
-            stored = self.state.cached(analyst.name, cache_key)
-            if stored is not None:
-                current = self.state.analyst(analyst.name)
-                self.state.log(analyst.name, sql, "answered from cache", 200)
-                return 200, {**stored, **_budget_fields(Fraction(0), current, (Fraction(0),) * 3), "cached": True}
+        stored = self._stored_dp(analyst, sql, cache_key)
+        if stored is not None:
+            return stored
         eps, delta, rho = plan.cost
         charge_id, after = self.state.charge(analyst.name, eps, sql, json.dumps(query.to_dict()), delta, rho)
         fast = self.db.fast_cells(query, len(plan.cells))
@@ -248,6 +239,18 @@ class Service:
         if self.config.cache:
             self.state.store(analyst.name, cache_key, result)
         return 200, {**result, **_budget_fields(eps, after, plan.cost), "cached": False}
+
+    def _stored_dp(self, analyst: Analyst, sql: str, cache_key: str) -> Response | None:
+        """The stored answer of the same dp query (cache on), charged nothing, with the analyst's
+        budget as it is now; ``None`` when there is none."""
+        if not self.config.cache:
+            return None
+        stored = self.state.cached(analyst.name, cache_key)
+        if stored is None:
+            return None
+        current = self.state.analyst(analyst.name)
+        self.state.log(analyst.name, sql, "answered from cache", 200)
+        return 200, {**stored, **_budget_fields(Fraction(0), current), "cached": True}
 
     def _restricted(self, analyst: Analyst, query: Any, sql: str) -> Response:
         cache_key = self._cache_key("restricted", query, None)
