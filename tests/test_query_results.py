@@ -27,7 +27,7 @@ from sdckit.query.noisy import plan
 from sdckit.query.ranges import RangeIndex
 from sdckit.query.sql import parse
 
-MODULES = ("analysts", "audit.auditor", "audit.interval", "ckmconfig", "config", "cube", "generate", "noisy",
+MODULES = ("analysts", "audit.auditor", "audit.interval", "ckmconfig", "config", "cube", "generate", "keys", "noisy",
            "noisy_gaussian", "ranges", "restricted", "sql", "state", "tables")
 
 
@@ -48,7 +48,7 @@ def test_every_class_with_a_json_form_is_a_result():
                 found.append(cls)
     names = sorted(c.__name__ for c in found)
     assert names == ["Analyst", "CkmConfig", "Cube", "Decision", "Generated", "Plan", "Query", "RangeIndex",
-                     "ServiceConfig", "TableConfig"]
+                     "Selection", "ServiceConfig", "TableConfig"]
     assert [c.__name__ for c in found if not issubclass(c, Result)] == []
 
 
@@ -65,7 +65,7 @@ def test_the_configuration_keeps_its_keys_and_never_shows_the_seed():
             "bounds": {"v": [0.0, 10.0]}, "domains": {"r": ["a", "b"]}, "bounds_from_data": False,
             "data_bounds": [], "dimensions": ["r"], "mode": "tables",
             "ckm": {"D": 5, "V": 2.0, "js": 0, "pstay": [0.5, 0.4], "ptable": "/srv/p.csv", "record_key": None,
-                    "digits": 8, "min_count": None}}}}
+                    "digits": 8, "min_count": None}, "keys_from_data": []}}}
     assert str(0xDEADBEEF) not in json.dumps(out)
 
 

@@ -30,6 +30,10 @@ Example::
     # dimensions = ["region"]   # restricted mode: the public columns a condition or GROUP BY may
                                 # name (default: the columns with a declared domain); every other
                                 # declared column is confidential (SUM/AVG only)
+    # keys_from_data = ["city"] # dp mode, (epsilon, delta) budgets: GROUP BY these columns (no
+                                # declared domain) with the keys the data holds, released by
+                                # thresholding (sdckit.query.keys); `true`: every bounded column
+                                # without a domain
 """
 
 from __future__ import annotations
@@ -54,7 +58,7 @@ MAX_GROUPS = 100_000
 _SERVICE_KEYS = {"state", "cache", "seed", "sync"}
 _RESTRICTED_KEYS = {"min_query_set", "collusion", "p_percent"}
 _TABLE_KEYS = {"name", "path", "table", "privacy_unit", "max_rows_per_unit", "bounds", "domains",
-               "bounds_from_data", "dimensions", "mode", "ckm"}
+               "bounds_from_data", "dimensions", "mode", "ckm", "keys_from_data"}
 _TOP_KEYS = {"service", "restricted", "table"}
 
 
@@ -91,6 +95,11 @@ class TableConfig(Result):
         ``"query"`` (SQL) or ``"tables"`` (only ``POST /v1/table``; :mod:`sdckit.query.ckmconfig`).
     ckm : CkmConfig or None
         The cell key method of a table served as tables.
+    key_columns : tuple of str
+        Columns without a declared domain that a dp GROUP BY may group with the keys the data
+        holds, released by thresholding (``keys_from_data``; :mod:`sdckit.query.keys`; only
+        for (epsilon, delta)-DP budgets). Such a column may be named in GROUP BY (and selected
+        as a group column), in a condition only if it also has bounds.
     """
 
     name: str
@@ -105,6 +114,7 @@ class TableConfig(Result):
     dimensions: tuple[str, ...] | None = None
     mode: str = "query"
     ckm: CkmConfig | None = None
+    key_columns: tuple[str, ...] = ()
 
     @property
     def public_dimensions(self) -> tuple[str, ...]:
@@ -117,13 +127,22 @@ class TableConfig(Result):
         """Declared columns (bounds first, then domains): the only ones a query may name."""
         return tuple(dict.fromkeys([*self.bounds, *self.domains]))
 
+    @property
+    def queryable(self) -> tuple[str, ...]:
+        """The columns a query may name: the declared ones, then the data-keyed group columns."""
+        return tuple(dict.fromkeys([*self.columns, *self.key_columns]))
+
+    def keys_from_data(self, group_by: tuple[str, ...]) -> tuple[str, ...]:
+        """The columns of ``group_by`` whose keys are taken from the data (no declared domain)."""
+        return tuple(c for c in group_by if c not in self.domains)
+
     def to_dict(self) -> dict[str, Any]:
         """The fields, ``source_table`` as ``table`` and ``dimensions`` the public dimensions."""
         return plain({"name": self.name, "path": self.path, "table": self.source_table,
                       "privacy_unit": self.privacy_unit, "max_rows_per_unit": self.max_rows_per_unit,
                       "bounds": self.bounds, "domains": self.domains, "bounds_from_data": self.bounds_from_data,
                       "data_bounds": self.data_bounds, "dimensions": self.public_dimensions, "mode": self.mode,
-                      "ckm": self.ckm})
+                      "ckm": self.ckm, "keys_from_data": self.key_columns})
 
 
 @dataclass(frozen=True)
@@ -208,6 +227,28 @@ def _dimensions(raw: Any, bounds: dict[str, Any], domains: dict[str, Any], where
     return tuple(raw)
 
 
+def _key_columns(raw: Any, bounds: dict[str, Any], domains: dict[str, Any], unit: str | None,
+                 where: str) -> tuple[str, ...]:
+    """The ``keys_from_data`` columns: ``true`` (every bounded column without a domain), a list
+    of column names (none with a declared domain, never the privacy unit), or ``false``/absent."""
+    if raw is None or raw is False:
+        return ()
+    if raw is True:
+        return tuple(c for c in bounds if c not in domains)
+    if not isinstance(raw, list) or not raw or not all(isinstance(c, str) for c in raw):
+        raise _fail(where, 'must be true, false or a list of column names, e.g. ["city"].')
+    for column in raw:
+        _identifier(column, f"{where} {column!r}")
+        if column in domains:
+            raise _fail(where, f"names {column!r}, which has a declared domain: its GROUP BY keys are the domain's; "
+                               "leave it out of keys_from_data.")
+        if column == unit:
+            raise _fail(where, f"names the privacy unit {column!r}: the person's identifier is never a group key.")
+    if len(set(raw)) != len(raw):
+        raise _fail(where, "names a column twice; list each column once.")
+    return tuple(raw)
+
+
 def _table(raw: Any, index: int, base: Path) -> TableConfig:
     where = f"[[table]] number {index + 1}"
     if not isinstance(raw, dict):
@@ -247,7 +288,8 @@ def _table(raw: Any, index: int, base: Path) -> TableConfig:
     from_data = raw.get("bounds_from_data", False)
     if not isinstance(from_data, bool):
         raise _fail(f"{where} 'bounds_from_data'", "must be true or false.")
-    if not bounds and not domains and not from_data:
+    keys = _key_columns(raw.get("keys_from_data"), bounds, domains, unit, f"{where} 'keys_from_data'")
+    if not bounds and not domains and not from_data and not keys:
         raise _fail(where, "declares no column: add [table.bounds] or [table.domains].")
     dimensions = _dimensions(raw.get("dimensions"), bounds, domains, f"{where} 'dimensions'")
     size = 1
@@ -256,8 +298,11 @@ def _table(raw: Any, index: int, base: Path) -> TableConfig:
     if size > MAX_GROUPS:
         raise _fail(f"{where} [table.domains]", f"the domains together have more than {MAX_GROUPS} combinations.")
     mode, ckm = parse_mode(raw, where, base, domains, {*bounds, *domains}, unit, _identifier)
+    if keys and mode == "tables":
+        raise _fail(f"{where} 'keys_from_data'", 'is for SQL queries in dp mode; a table served as tables '
+                                                 '(mode = "tables") takes its codes from [table.domains].')
     return TableConfig(name, path.resolve(), source, unit, rows, bounds, domains, from_data, dimensions=dimensions,
-                       mode=mode, ckm=ckm)
+                       mode=mode, ckm=ckm, key_columns=keys)
 
 
 def load_config(path: str | Path) -> ServiceConfig:

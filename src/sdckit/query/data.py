@@ -114,7 +114,7 @@ class Database:
         fmt = "duckdb" if t.source_table is not None else \
             "parquet" if t.path.suffix.lower() in (".parquet", ".pq") else "csv"
         self.fingerprints[t.name] = _sha256(t.path) + (f":{t.source_table}" if t.source_table else "")
-        needed = [*t.columns] + ([t.privacy_unit] if t.privacy_unit else [])
+        needed = [*t.queryable] + ([t.privacy_unit] if t.privacy_unit else [])
         if t.ckm is not None and t.ckm.record_key is not None:  # table mode: secret, never queryable
             needed.append(t.ckm.record_key)
         rel = relation(self._con, t.path, fmt, columns=needed, role="declared",

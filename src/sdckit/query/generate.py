@@ -36,6 +36,8 @@ from sdckit.query.sql import And, Between, Compare, InList, Not, Or, Predicate, 
 ROW = "__sdc_row"
 #: Aliases of the aggregate query's result columns (sdckit's own names).
 COUNT_ALIAS = "n"
+#: The number of distinct privacy units per group (keys taken from the data, :mod:`sdckit.query.keys`).
+PERSONS_ALIAS = "p"
 
 _OPS = {"=": exp.EQ, "<>": exp.NEQ, "<": exp.LT, "<=": exp.LTE, ">": exp.GT, ">=": exp.GTE}
 
@@ -80,7 +82,7 @@ def relation_name(table: TableConfig, mode: str) -> str:
 
 def _ident(name: str, table: TableConfig) -> exp.Identifier:
     internal = {code_column(c) for c in table.domains} | {clamp_column(c) for c in table.bounds}
-    if not (name in table.columns or name in internal) or not (IDENTIFIER.match(name) or name in internal):
+    if not (name in table.queryable or name in internal) or not (IDENTIFIER.match(name) or name in internal):
         raise ParameterError(f"Internal check: column {name!r} is not declared for table {table.name!r}.")
     return exp.to_identifier(name, quoted=True)
 
@@ -168,16 +170,25 @@ def _statement(selects: list[exp.Expression], query: Query, table: TableConfig, 
     return Generated(statement.sql(dialect="duckdb"), tuple(bind.values))
 
 
-def aggregate_sql(query: Query, table: TableConfig, mode: str) -> Generated:
+def aggregate_sql(query: Query, table: TableConfig, mode: str, persons: bool = False) -> Generated:
     """``SELECT COUNT(*) AS n, SUM(..) AS s0, .., group AS g0, .. FROM relation WHERE .. GROUP BY ..``.
 
     One ``COUNT(*)`` (``n``), one ``SUM`` per distinct summed/averaged column in order of first
-    use (``s0``, ...) and the group columns (``g0``, ...; a text-domain column as its code). In
-    dp mode the sums are over the clamped columns (bounds in force when the data was loaded), in
-    restricted mode over the values as they are.
+    use (``s0``, ...) and the group columns (``g0``, ...; a text-domain column as its code, a
+    column with keys from the data as it is). In dp mode the sums are over the clamped columns
+    (bounds in force when the data was loaded), in restricted mode over the values as they are.
+    ``persons``: also ``COUNT(DISTINCT privacy unit) AS p`` (``COUNT(*)`` when one row is one
+    person), each group's number of persons, for the thresholded release of data keys.
     """
     bind = _Params()
     selects: list[exp.Expression] = [_alias(exp.Count(this=exp.Star()), COUNT_ALIAS)]
+    if persons:
+        unit: exp.Expression = exp.Star()
+        if table.privacy_unit is not None:
+            if not IDENTIFIER.match(table.privacy_unit):
+                raise ParameterError(f"Internal check: the privacy unit {table.privacy_unit!r} is not a plain name.")
+            unit = exp.Distinct(expressions=[exp.Column(this=exp.to_identifier(table.privacy_unit, quoted=True))])
+        selects.append(_alias(exp.Count(this=unit), PERSONS_ALIAS))
     for i, column in enumerate(summed_columns(query)):
         value = _col(clamp_column(column) if mode == "dp" else column, table)
         selects.append(_alias(exp.Sum(this=value), sum_alias(i)))

@@ -127,8 +127,8 @@ class GaussianPlan:
     midpoints: dict[str, float] = field(default_factory=dict)
     data_bounded: tuple[str, ...] = field(default=())
 
-    def mechanism(self) -> str:
-        """A sentence stating the definition, the mechanisms, the sensitivities and the charge."""
+    def measurement_texts(self) -> list[str]:
+        """One sentence per measurement (mechanism, sensitivity, variance, rho), then AVG's."""
         parts = []
         for name, m in self.measurements.items():
             what = ("COUNT" if name == "count" else
@@ -140,6 +140,11 @@ class GaussianPlan:
                          f"rho {exact_text(m.rho)}")
         if any(o.kind == "avg" for o in self.query.outputs):
             parts.append("AVG = m + noisy SUM(x - m) / max(noisy COUNT, 1) clamped to the bounds, m the bounds' midpoint")
+        return parts
+
+    def mechanism(self) -> str:
+        """A sentence stating the definition, the mechanisms, the sensitivities and the charge."""
+        parts = self.measurement_texts()
         eps, delta, rho = self.cost
         if self.definition == "zcdp":
             charge = (f"rho-zCDP: charged rho {exact_text(rho)} (the exact sum of the measurements' rhos; asked "
@@ -156,18 +161,28 @@ class GaussianPlan:
         return text
 
 
+def measurement_names(query: Query) -> list[str]:
+    """The Gaussian measurements of ``query``: ``"count"`` (when COUNT or AVG is asked), then each
+    summed or averaged column."""
+    needs_count = any(o.kind in ("count", "avg") for o in query.outputs)
+    return (["count"] if needs_count else []) + list(summed_columns(query))
+
+
 def plan(query: Query, table: TableConfig, definition: str, epsilon: Fraction | None = None,
-         delta: Fraction | None = None, rho: Fraction | None = None) -> GaussianPlan:
+         delta: Fraction | None = None, rho: Fraction | None = None,
+         cells: tuple[tuple[Any, ...], ...] | None = None) -> GaussianPlan:
     """Fix the Gaussian mechanisms of ``query`` for a ``"zcdp"`` (``rho``) or ``"approx"``
     (``epsilon``, ``delta``) charge; :class:`ParameterError` before anything is charged when it
-    cannot be answered (a quantile, or noise too large to sample exactly)."""
+    cannot be answered (a quantile, or noise too large to sample exactly). ``cells``: the group
+    keys (default: the product of the declared domains; :mod:`sdckit.query.keys` gives the keys
+    its threshold released)."""
     if any(o.kind == "quantile" for o in query.outputs):
         raise ParameterError("Quantiles are answered under a pure epsilon-DP budget only; this analyst's budget is "
                              + ("rho-zCDP." if definition == "zcdp" else "(epsilon, delta)-DP."))
     k = table.max_rows_per_unit if table.privacy_unit else 1
     summed = summed_columns(query)
-    needs_count = any(o.kind in ("count", "avg") for o in query.outputs)
-    names = (["count"] if needs_count else []) + list(summed)
+    names = measurement_names(query)
+    needs_count = "count" in names
     parts = len(names)
     if definition == "zcdp":
         shares = {n: rho / parts for n in names}
@@ -196,7 +211,8 @@ def plan(query: Query, table: TableConfig, definition: str, epsilon: Fraction | 
         measurements[column] = Measurement(float(sens), grid, steps, *variance_for(steps, shares[column]))
     total_rho = sum((m.rho for m in measurements.values()), Fraction(0))
     cost = (Fraction(0), Fraction(0), total_rho) if definition == "zcdp" else (epsilon, delta, Fraction(0))
-    cells = tuple(itertools.product(*(table.domains[c] for c in query.group_by)))
+    if cells is None:
+        cells = tuple(itertools.product(*(table.domains[c] for c in query.group_by)))
     data_bounded = tuple(c for c in summed if c in table.data_bounds)
     return GaussianPlan(query, definition, asked, cost, k, measurements,
                         {c: measurements[c].sigma for c in summed}, {c: table.bounds[c] for c in summed},

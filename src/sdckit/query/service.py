@@ -28,7 +28,7 @@ from sdckit.core.atomic import make_private_dir, open_private
 from sdckit.core.errors import BudgetExceeded, ParameterError, SdcError
 from sdckit.core.random import as_generator
 from sdckit.dp.accountant import exact, exact_text
-from sdckit.query import noisy, noisy_gaussian
+from sdckit.query import keys, noisy, noisy_gaussian
 from sdckit.query.analysts import DEFINITIONS, Analyst
 from sdckit.query.config import load_config
 from sdckit.query.data import Database
@@ -134,6 +134,15 @@ class Service:
             raise Refused(f"The table {query.table!r} is served as tables only (its cells perturbed by the cell key "
                           "method): POST /v1/table {\"table\": ..., \"dimensions\": [...]}.")
         epsilon_given = body.get("epsilon")
+        data_keys = self.config.tables[query.table].keys_from_data(query.group_by)
+        if data_keys and analyst.mode == "restricted":
+            raise UnsupportedQuery(f"GROUP BY {data_keys[0]!r} takes its keys from the data (thresholding), a dp "
+                                   "mechanism: in restricted mode GROUP BY only columns with a declared domain.")
+        if data_keys and analyst.definition != "approx":
+            raise UnsupportedQuery(f"GROUP BY {data_keys[0]!r} takes its keys from the data, released by thresholding, "
+                                   "which is (epsilon, delta)-DP: this analyst's budget is "
+                                   f"{DEFINITIONS[analyst.definition]} (fixed at `analyst add`); group by columns with "
+                                   "a declared domain, or ask with an (epsilon, delta) budget.")
         if analyst.mode == "restricted":
             if any(o.kind == "quantile" for o in query.outputs):
                 raise UnsupportedQuery("Quantiles are answered in dp mode only: the restricted mode's auditor "
@@ -142,6 +151,8 @@ class Service:
                 raise UnsupportedQuery("A restricted analyst gets exact answers: leave out 'epsilon' (and 'delta', 'rho').")
             check_dimensions(query, self.config.tables[query.table])
             return self._restricted(analyst, query, sql)
+        if data_keys:
+            return self._data_keys(analyst, query, sql, body)
         if analyst.definition != "pure":
             return self._gaussian(analyst, query, sql, body)
         if "delta" in body or "rho" in body:
@@ -155,12 +166,9 @@ class Service:
         table = self.config.tables[query.table]
         plan = noisy.plan(query, table, epsilon)
         cache_key = self._cache_key("dp", query, epsilon)
-        if self.config.cache:
-            stored = self.state.cached(analyst.name, cache_key)
-            if stored is not None:
-                current = self.state.analyst(analyst.name)
-                self.state.log(analyst.name, sql, "answered from cache", 200)
-                return 200, {**stored, **_budget_fields(Fraction(0), current), "cached": True}
+        stored = self._stored_dp(analyst, sql, cache_key)
+        if stored is not None:
+            return stored
         charge_id, after = self.state.charge(analyst.name, epsilon, sql, json.dumps(query.to_dict()))
         fast = self.db.fast_cells(query, len(plan.cells))  # the same true answer, without a scan
         if fast is not None:
@@ -173,9 +181,29 @@ class Service:
             self.state.store(analyst.name, cache_key, result)
         return 200, {**result, **_budget_fields(epsilon, after), "cached": False}
 
-    def _gaussian(self, analyst: Analyst, query: Any, sql: str, body: dict[str, Any]) -> Response:
-        """A dp query of an analyst whose budget is (epsilon, delta)-DP or rho-zCDP: Gaussian noise
-        (:mod:`sdckit.query.noisy_gaussian`), charged in that definition."""
+    def _data_keys(self, analyst: Analyst, query: Any, sql: str, body: dict[str, Any]) -> Response:
+        """A dp GROUP BY with keys taken from the data (an ``approx`` analyst): the keys released by
+        thresholding, their aggregates with Gaussian noise (:mod:`sdckit.query.keys`), charged the
+        ``(epsilon, delta)`` asked."""
+        loss = self._loss(analyst, body)
+        table = self.config.tables[query.table]
+        plan = keys.plan(query, table, loss["epsilon"], loss["delta"])
+        cache_key = self._cache_key("keys", query, tuple(sorted(loss.items())))
+        stored = self._stored_dp(analyst, sql, cache_key)
+        if stored is not None:
+            return stored
+        eps, delta, rho = plan.cost
+        charge_id, after = self.state.charge(analyst.name, eps, sql, json.dumps(query.to_dict()), delta, rho)
+        data = self.db.aggregate(aggregate_sql(query, table, "dp", persons=True))
+        result = keys.answer(plan, table, data, self._rng(charge_id))
+        if self.config.cache:
+            self.state.store(analyst.name, cache_key, result)
+        return 200, {**result, **_budget_fields(eps, after, plan.cost), "cached": False}
+
+    @staticmethod
+    def _loss(analyst: Analyst, body: dict[str, Any]) -> dict[str, Fraction]:
+        """The privacy loss a query of an (epsilon, delta)-DP or rho-zCDP analyst sends, exact; a
+        400 for a field of another definition, a missing one or one that is not a number."""
         wanted = _LOSS_FIELDS[analyst.definition]
         other = sorted({"epsilon", "delta", "rho"} - set(wanted) & set(body))
         missing = [f for f in wanted if f not in body]
@@ -187,19 +215,20 @@ class Service:
             if isinstance(body[f], bool) or not isinstance(body[f], int | float | str):
                 raise UnsupportedQuery(f"{f!r} must be a number (or a string such as \"0.1\" or \"1/3\").")
         if analyst.definition == "zcdp":
-            loss = {"rho": exact(body["rho"], "the query", "rho")}
-        else:
-            loss = {"epsilon": exact(body["epsilon"], "the query", "epsilon"),
-                    "delta": exact(body["delta"], "the query", "delta", below_one=True)}
+            return {"rho": exact(body["rho"], "the query", "rho")}
+        return {"epsilon": exact(body["epsilon"], "the query", "epsilon"),
+                "delta": exact(body["delta"], "the query", "delta", below_one=True)}
+
+    def _gaussian(self, analyst: Analyst, query: Any, sql: str, body: dict[str, Any]) -> Response:
+        """A dp query of an analyst whose budget is (epsilon, delta)-DP or rho-zCDP: Gaussian noise
+        (:mod:`sdckit.query.noisy_gaussian`), charged in that definition."""
+        loss = self._loss(analyst, body)
         table = self.config.tables[query.table]
         plan = noisy_gaussian.plan(query, table, analyst.definition, **loss)
         cache_key = self._cache_key(analyst.definition, query, tuple(sorted(loss.items())))
-        if self.config.cache:
-            stored = self.state.cached(analyst.name, cache_key)
-            if stored is not None:
-                current = self.state.analyst(analyst.name)
-                self.state.log(analyst.name, sql, "answered from cache", 200)
-                return 200, {**stored, **_budget_fields(Fraction(0), current, (Fraction(0),) * 3), "cached": True}
+        stored = self._stored_dp(analyst, sql, cache_key)
+        if stored is not None:
+            return stored
         eps, delta, rho = plan.cost
         charge_id, after = self.state.charge(analyst.name, eps, sql, json.dumps(query.to_dict()), delta, rho)
         fast = self.db.fast_cells(query, len(plan.cells))
@@ -210,6 +239,18 @@ class Service:
         if self.config.cache:
             self.state.store(analyst.name, cache_key, result)
         return 200, {**result, **_budget_fields(eps, after, plan.cost), "cached": False}
+
+    def _stored_dp(self, analyst: Analyst, sql: str, cache_key: str) -> Response | None:
+        """The stored answer of the same dp query (cache on), charged nothing, with the analyst's
+        budget as it is now; ``None`` when there is none."""
+        if not self.config.cache:
+            return None
+        stored = self.state.cached(analyst.name, cache_key)
+        if stored is None:
+            return None
+        current = self.state.analyst(analyst.name)
+        self.state.log(analyst.name, sql, "answered from cache", 200)
+        return 200, {**stored, **_budget_fields(Fraction(0), current), "cached": True}
 
     def _restricted(self, analyst: Analyst, query: Any, sql: str) -> Response:
         cache_key = self._cache_key("restricted", query, None)

@@ -7,7 +7,10 @@ Supported (seed 002 section 4.6.2: statistical queries over query sets defined b
     FROM table
     [WHERE predicate]          -- col op literal (=, <>, !=, <, <=, >, >=), col [NOT] IN (...),
                                -- col [NOT] BETWEEN a AND b, AND, OR, NOT, parentheses
-    [GROUP BY col, ...]        -- columns with a declared domain
+    [GROUP BY col, ...]        -- columns with a declared domain, or (dp mode, (epsilon, delta)
+                               -- budgets) columns listed in `keys_from_data`: their keys are
+                               -- taken from the data and released by thresholding
+                               -- (sdckit.query.keys)
 
 Everything else is refused with :class:`UnsupportedQuery` naming what is not supported: joins,
 sub-queries, functions other than these aggregates, several statements, comments, ORDER
@@ -272,12 +275,12 @@ def _column(node: exp.Expression, table: TableConfig, what: str) -> str:
     if node.args.get("db") or node.args.get("catalog") or (qualifier and qualifier.lower() != table.name.lower()):
         raise UnsupportedQuery(f"A column qualifier other than the table {table.name!r} is not supported.")
     name = node.this.this
-    for declared in table.columns:
+    for declared in table.queryable:
         if declared.lower() == name.lower():
             return declared
     raise UnsupportedQuery(
         f"Column {name!r} is not declared for table {table.name!r}; the declared columns are "
-        f"{', '.join(table.columns) or 'none'} (bounds or domain in the service configuration).")
+        f"{', '.join(table.queryable) or 'none'} (bounds or domain in the service configuration).")
 
 
 def _group(tree: exp.Select, table: TableConfig) -> tuple[str, ...]:
@@ -290,8 +293,9 @@ def _group(tree: exp.Select, table: TableConfig) -> tuple[str, ...]:
     columns = []
     for item in group.expressions:
         column = _column(item, table, "A GROUP BY item")
-        if column not in table.domains:
-            raise UnsupportedQuery(f"GROUP BY {column!r} needs a declared domain ([table.domains] in the configuration).")
+        if column not in table.domains and column not in table.key_columns:
+            raise UnsupportedQuery(f"GROUP BY {column!r} needs a declared domain ([table.domains] in the configuration), "
+                                   "or, in dp mode, its keys taken from the data ('keys_from_data').")
         if column in columns:
             raise UnsupportedQuery(f"GROUP BY names {column!r} twice.")
         columns.append(column)
@@ -384,6 +388,9 @@ def _literal(node: exp.Expression) -> Any:
 
 
 def _typed(value: Any, column: str, table: TableConfig) -> Any:
+    if column not in table.columns:
+        raise UnsupportedQuery(f"Column {column!r} is only a GROUP BY column with keys from the data: a condition may "
+                               "name it only if it has bounds or a domain in the configuration.")
     numeric = column in table.bounds or (column in table.domains and not isinstance(table.domains[column][0], str))
     if numeric and isinstance(value, str):
         raise UnsupportedQuery(f"Column {column!r} is numeric: compare it with a number, not a string.")
