@@ -10,7 +10,12 @@ A table with ``mode = "tables"`` (:mod:`sdckit.query.ckmconfig`) is answered onl
 The answer has every cell of the dimensions' codes and their margins (code ``"Total"``), each
 with its perturbed count ``n + pert`` only (:func:`sdckit.tabular.cellkey.cell_key_counts`'
 ``n_pert``; the true count, the cell key and the perturbation never leave the service). The
-``where`` filter keeps the records whose codes are among the listed ones.
+``where`` filter keeps the records whose codes are among the listed ones. A dimension with a
+hierarchy (``[table.hierarchies]``) shows every level's margin (its codes root first, then
+depth-first), each perturbed as a cell of its own records. ``"measure": "sum:income"`` answers
+the perturbed sums of a ``[table.bounds]`` column instead, by cellKey's flex function
+(``[table.ckm.sums]``; :mod:`sdckit.query.tablesums`, equal to
+:func:`sdckit.tabular.cell_key_sums`' ``sum_pert``).
 
 When the service starts, the records of each such table are grouped once into its *finest
 cells* — every combination of the codes of all its declared dimensions — with per cell the count
@@ -229,10 +234,13 @@ class CellKeyCube:
         modulus = 10 ** self.lookup.digits
         n, s = self.counts, self.sums
         m = self.measures[measure] if measure is not None else None
-        for axis in reversed(range(n.ndim)):  # each axis summed into its groups (sums of < 10**5 keys
-            n, s = _reduce(n, axis, groups[axis]), _reduce(s, axis, groups[axis]) % modulus  # < 10**12)
+        # each axis summed into its groups (sums of < 10**5 keys < 10**12), the ones not asked for
+        # first (they shrink the arrays, the others' margins grow them)
+        for axis in sorted(range(n.ndim), key=lambda a: (a in axes, -a)):
+            n, s = _reduce(n, axis, groups[axis]), _reduce(s, axis, groups[axis]) % modulus
             if m is not None:
                 m = m.reduce(axis, groups[axis], modulus)
+        for axis in reversed(range(n.ndim)):
             if axis not in axes:
                 n, s = n.squeeze(axis), s.squeeze(axis)
                 m = m.squeeze(axis) if m is not None else None
@@ -259,7 +267,8 @@ def _reduce(a: np.ndarray, axis: int, groups: list[np.ndarray]) -> np.ndarray:
     """``a`` over ``axis`` summed into one entry per group of its positions."""
     if len(groups) == 1 and len(groups[0]) == a.shape[axis]:
         return a.sum(axis=axis, keepdims=True)
-    return np.stack([a.take(g, axis=axis).sum(axis=axis) for g in groups], axis=axis)
+    return np.stack([a.take(g[0], axis=axis) if len(g) == 1 else a.take(g, axis=axis).sum(axis=axis)
+                     for g in groups], axis=axis)
 
 
 class TableService:

@@ -86,14 +86,13 @@ def _sum(a: np.ndarray, axis: int) -> np.ndarray:
     return a.sum(axis=axis)
 
 
-def _top(values: np.ndarray, where: np.ndarray, axis: int, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """The ``k`` largest contributions (by ``|x|``, then record position) over ``axis``; the
-    contributions and their records' positions run along the last axis."""
-    v, w = np.moveaxis(values, axis, -2), np.moveaxis(where, axis, -2)
-    v = v.reshape(*v.shape[:-2], -1)
-    w = w.reshape(*w.shape[:-2], -1)
-    order = np.lexsort((w, np.where(np.isnan(v), np.inf, -np.abs(v))), axis=-1)[..., :k]
-    return np.take_along_axis(v, order, axis=-1), np.take_along_axis(w, order, axis=-1)
+def _top(ranks: np.ndarray, axis: int, k: int) -> np.ndarray:
+    """The ``k`` best ranks (the largest contributions) over ``axis``; the ranks run along the
+    last axis."""
+    if ranks.shape[axis] == 1:  # one cell: its own, already in order
+        return ranks.squeeze(axis)
+    r = np.moveaxis(ranks, axis, -2)
+    return np.sort(r.reshape(*r.shape[:-2], -1), axis=-1)[..., :k]
 
 
 @dataclass(frozen=True)
@@ -111,10 +110,14 @@ class SumCells:
     keys : numpy.ndarray
         Per finest cell, the key sum (integers mod ``10**digits``) of the records counted in the
         cell key (with a non-zero value, unless ``use_zero_rkeys``).
-    top, top_at : numpy.ndarray
-        Finest cells x ``top_k``: the largest contributions and their records' positions
-        (``type = "top_contr"``); ``type = "range"``: the largest and the smallest value
-        (-inf and inf in an empty cell).
+    top : numpy.ndarray
+        Finest cells x ``top_k`` (``type = "top_contr"``): the ranks of the largest contributions
+        (:data:`_EMPTY` for none), a record's rank its place in the order of ``|x|`` descending,
+        then record position (``cell_key_sums``' order), so the largest contributions of any
+        union of cells are its smallest ranks; ``type = "range"``: finest cells x 2, the largest
+        and the smallest value (-inf and inf in an empty cell).
+    by_rank : numpy.ndarray
+        The values in rank order (``type = "top_contr"``).
     supp_freq : int or None
         Cells of at most this many records are sensitive (``cell_key_sums``' ``supp_freq``).
     memo : dict
@@ -130,7 +133,7 @@ class SumCells:
     exponent: int
     keys: np.ndarray
     top: np.ndarray
-    top_at: np.ndarray
+    by_rank: np.ndarray
     supp_freq: int | None = None
     memo: dict[bytes, float] = field(default_factory=dict, repr=False, compare=False)
 
@@ -153,21 +156,25 @@ class SumCells:
         else:
             ksum = leaf_sums(flat, np.where(x != 0, keys, 0.0), size, digits)[1]
         k = params.top_k
-        top = np.full((size, k), np.nan)
-        top_at = np.full((size, k), _EMPTY, dtype=np.int64)
+        top = np.zeros((size, 0))
+        by_rank = np.zeros(0)
         if params.type == "top_contr":
-            order = np.lexsort((np.arange(len(x)), -np.abs(x), flat))
-            leaf = flat[order]
-            rank = np.arange(len(order)) - np.searchsorted(leaf, leaf, side="left")
-            keep = rank < k
-            top[leaf[keep], rank[keep]] = x[order[keep]]
-            top_at[leaf[keep], rank[keep]] = order[keep]
+            order = np.lexsort((np.arange(len(x)), -np.abs(x)))
+            by_rank = x[order]
+            rank = np.empty(len(x), dtype=np.int64)
+            rank[order] = np.arange(len(x))
+            by_leaf = np.lexsort((rank, flat))
+            leaf = flat[by_leaf]
+            place = np.arange(len(leaf)) - np.searchsorted(leaf, leaf, side="left")
+            keep = place < k
+            top = np.full((size, k), _EMPTY, dtype=np.int64)
+            top[leaf[keep], place[keep]] = rank[by_leaf[keep]]
         elif params.type == "range":
             top = np.stack([np.full(size, -np.inf), np.full(size, np.inf)], axis=-1)
             np.maximum.at(top[:, 0], flat, x)
             np.minimum.at(top[:, 1], flat, x)
         return cls(column, params, NumericLookup(params.table), limbs.reshape(*shape, -1), exponent,
-                   ksum.reshape(shape), top.reshape(*shape, -1), top_at.reshape(*shape, -1), supp_freq)
+                   ksum.reshape(shape), top.reshape(*shape, -1), by_rank, supp_freq)
 
     def reduce(self, axis: int, groups: Sequence[np.ndarray], modulus: int) -> SumCells:
         """The cells over ``axis`` merged into one per group of its positions (the axis then runs
@@ -177,33 +184,24 @@ class SumCells:
 
         limbs = np.stack(each(lambda g: _sum(self.limbs.take(g, axis=axis), axis)), axis=axis)
         keys = np.stack(each(lambda g: _sum(self.keys.take(g, axis=axis), axis) % modulus), axis=axis)
+        top = np.zeros((*limbs.shape[:-1], 0))  # mean and sum need no more than the sum
         if self.params.type == "top_contr":
-            merged = each(lambda g: _top(self.top.take(g, axis=axis), self.top_at.take(g, axis=axis), axis,
-                                         self.params.top_k))
-            top = np.stack([m[0] for m in merged], axis=axis)
-            top_at = np.stack([m[1] for m in merged], axis=axis)
+            top = np.stack(each(lambda g: _top(self.top.take(g, axis=axis), axis, self.params.top_k)), axis=axis)
         elif self.params.type == "range":
             top = np.stack(each(lambda g: np.stack([self.top[..., 0].take(g, axis=axis).max(axis=axis),
                                                     self.top[..., 1].take(g, axis=axis).min(axis=axis)], axis=-1)),
                            axis=axis)
-            top_at = self.top_at
-        else:
-            top, top_at = self.top, self.top_at
-        return replace(self, limbs=limbs, keys=keys, top=top, top_at=top_at)
+        return replace(self, limbs=limbs, keys=keys, top=top)
 
     def squeeze(self, axis: int) -> SumCells:
         """Without ``axis`` (of length 1)."""
-        top = self.top.squeeze(axis) if self.params.type in ("top_contr", "range") else self.top
-        top_at = self.top_at.squeeze(axis) if self.params.type == "top_contr" else self.top_at
-        return replace(self, limbs=self.limbs.squeeze(axis), keys=self.keys.squeeze(axis), top=top, top_at=top_at)
+        return replace(self, limbs=self.limbs.squeeze(axis), keys=self.keys.squeeze(axis), top=self.top.squeeze(axis))
 
     def transpose(self, order: Sequence[int]) -> SumCells:
         """The cell axes in ``order``."""
         extra = [*order, len(order)]
-        top = self.top.transpose(extra) if self.params.type in ("top_contr", "range") else self.top
-        top_at = self.top_at.transpose(extra) if self.params.type == "top_contr" else self.top_at
-        return replace(self, limbs=self.limbs.transpose(extra), keys=self.keys.transpose(order), top=top,
-                       top_at=top_at)
+        return replace(self, limbs=self.limbs.transpose(extra), keys=self.keys.transpose(order),
+                       top=self.top.transpose(extra))
 
     def perturbed(self, n: np.ndarray, digits: int) -> np.ndarray:
         """The published sums of the (reduced) cells, flattened in C order, whose record counts
@@ -214,7 +212,8 @@ class SumCells:
         ws = limbs_to_float(self.limbs.reshape(-1, self.limbs.shape[-1]), self.exponent)
         keys = self.keys.ravel()
         if p.type == "top_contr":
-            comps = self.top.reshape(-1, p.top_k)
+            ranks = self.top.reshape(-1, p.top_k)
+            comps = np.where(ranks == _EMPTY, np.nan, self.by_rank[np.minimum(ranks, len(self.by_rank) - 1)])
         elif p.type == "range":
             t = self.top.reshape(-1, 2)
             comps = np.where(np.isfinite(t[:, :1]), t[:, :1] - t[:, 1:], 0.0)
