@@ -307,3 +307,12 @@ def test_every_flex_type_equals_cell_key_sums_in_process(kw, supp_freq):
         ref = {tuple(str(c) for c in r[:-1]): r[-1] for r in ref[[*dims, "sum_pert"]].itertuples(index=False)}
         for *cell, value in cube.answer(dims, where, "income")["rows"]:
             assert value == pytest.approx(ref.get(tuple(str(c) for c in cell), 0.0), rel=1e-12, abs=1e-9), cell
+
+
+def test_configuration_json_shows_the_sums_and_hierarchies(tmp_path):
+    ckm = load_config(_write(tmp_path)).tables["fromhrc"].ckm.to_dict()
+    assert ckm["sums"] == {"D": 5, "V": 3.0, "fp": 100, "p_small": 0.2, "p_large": 0.05, "epsilon": [1, 0.5],
+                           "top_k": 2}
+    assert ckm["hierarchies"] == {"region": {"North": "Total", "N": "North", "W": "North", "South": "Total",
+                                             "S": "South", "E": "South"}}
+    assert "sums" not in load_config(tmp_path / "service.toml").tables["nosums"].ckm.to_dict()

@@ -56,10 +56,7 @@ MODES = ("query", "tables")
 #: The code of a dimension's total (margin) in a table's answer.
 TOTAL = "Total"
 _CKM_KEYS = {"D", "V", "js", "pstay", "ptable", "record_key", "digits", "min_count", "sums"}
-#: The keys of ``[table.ckm.sums]``: the table recipe's ``[cell_key]`` keys of a magnitude table
-#: (:class:`sdckit.tabular.protection.CellKey`); ``D``, ``V`` and ``fp`` are required.
-SUM_KEYS = ("D", "V", "icat", "step", "fp", "p_small", "p_large", "q", "epsilon", "type", "top_k", "mu_c",
-            "same_key", "use_zero_rkeys", "supp_freq")
+
 
 
 @dataclass(frozen=True)
@@ -100,12 +97,15 @@ class CkmConfig(Result):
     hierarchies: tuple[tuple[str, Hierarchy], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        """The fields, ``ptable_path`` as ``ptable``."""
-        sums = None if self.sums is None else {k: v for k, v in self.sums.params().items()
-                                               if k in SUM_KEYS and v is not None}
-        return plain({"D": self.D, "V": self.V, "js": self.js, "pstay": self.pstay, "ptable": self.ptable_path,
-                      "record_key": self.record_key, "digits": self.digits, "min_count": self.min_count,
-                      "sums": sums, "hierarchies": {d: h.to_parents() for d, h in self.hierarchies}})
+        """The fields, ``ptable_path`` as ``ptable``; ``sums`` (the keys given) and
+        ``hierarchies`` (``{child: parent}`` each) only when configured."""
+        out = {"D": self.D, "V": self.V, "js": self.js, "pstay": self.pstay, "ptable": self.ptable_path,
+               "record_key": self.record_key, "digits": self.digits, "min_count": self.min_count}
+        if self.sums is not None:
+            out["sums"] = {k: v for k, v in self.sums.params().items() if k in sum_keys() and v is not None}
+        if self.hierarchies:
+            out["hierarchies"] = {d: h.to_parents() for d, h in self.hierarchies}
+        return plain(out)
 
 
 def _int(value: Any, low: int, high: int | None, where: str) -> int:
@@ -194,13 +194,22 @@ def parse_mode(raw: dict[str, Any], where: str, base: Path, domains: dict[str, t
     return mode, CkmConfig(D, V, js, pstay, ptable_path, key, digits, min_count, sums, hierarchies)
 
 
+def sum_keys() -> tuple[str, ...]:
+    """The keys of ``[table.ckm.sums]``: the table recipe's ``[cell_key]`` keys of a magnitude
+    table (:class:`sdckit.tabular.protection.CellKey`: ``D``, ``V`` and its ``SUM_PARAMS``);
+    ``D``, ``V`` and ``fp`` are required."""
+    from sdckit.tabular.protection.cell_key import SUM_PARAMS
+
+    return ("D", "V", *SUM_PARAMS)
+
+
 def _sums(raw: Any, where: str) -> CellKey:
     """The checked ``[table.ckm.sums]`` (the recipe's rules: :class:`~sdckit.tabular.protection.CellKey`)."""
     from sdckit.tabular.protection import CellKey
 
     if not isinstance(raw, dict):
         raise ParameterError(f"{where}: must be a table of the flex function's parameters (D, V, fp, ...).")
-    check_keys(raw, SUM_KEYS, where)
+    check_keys(raw, sum_keys(), where)
     for required in ("D", "V", "fp"):
         if required not in raw:
             raise ParameterError(f"{where}: needs {required!r} (D and V of ptable_numeric, fp the flex point).")
