@@ -106,6 +106,8 @@ class CellKeyCube:
         ancestors (:func:`sdckit.tabular.cellkey.rollup_matrix`).
     measures : dict
         ``{column: SumCells}``: the summed columns (:mod:`sdckit.query.tablesums`).
+    full_rows : dict
+        Per dimension, its rows and their groups when no ``where`` filters it (made once).
     """
 
     dimensions: tuple[str, ...]
@@ -117,6 +119,7 @@ class CellKeyCube:
     trees: tuple[Hierarchy, ...] = ()
     rollups: tuple[np.ndarray, ...] = ()
     measures: Mapping[str, SumCells] = field(default_factory=dict)
+    full_rows: dict[int, tuple[list[Any], list[np.ndarray]]] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def build(cls, domains: Mapping[str, tuple[Any, ...]], codes: Mapping[str, np.ndarray], keys: np.ndarray,
@@ -221,8 +224,12 @@ class CellKeyCube:
         groups: dict[int, list[np.ndarray]] = {}
         for axis in range(len(self.dimensions)):
             kept = selections.get(axis, list(range(len(self.codes[axis]))))
-            if axis in axes:
+            if axis in axes and axis in selections:
                 labels[axis], groups[axis] = self._rows(axis, kept)
+            elif axis in axes:  # every code: the same rows for every request
+                if axis not in self.full_rows:
+                    self.full_rows[axis] = self._rows(axis, kept)
+                labels[axis], groups[axis] = self.full_rows[axis]
             else:
                 groups[axis] = [np.asarray(kept, dtype=np.int64)]
         cells = 1
