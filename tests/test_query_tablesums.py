@@ -316,3 +316,19 @@ def test_configuration_json_shows_the_sums_and_hierarchies(tmp_path):
     assert ckm["hierarchies"] == {"region": {"North": "Total", "N": "North", "W": "North", "South": "Total",
                                              "S": "South", "E": "South"}}
     assert "sums" not in load_config(tmp_path / "service.toml").tables["nosums"].ckm.to_dict()
+
+
+def test_min_count_nulls_the_sums_of_the_cells_it_nulls():
+    """With min_count 5 a sum is null exactly where the same cell's perturbed count is 1..4 (a
+    function of the published count only); the other sums are as without min_count."""
+    frame = _frame()
+    domains = {"region": ("N", "S", "E", "W"), "sex": ("F", "M")}
+    codes = {d: pd.Categorical(frame[d], categories=list(v)).codes for d, v in domains.items()}
+    values = {"income": (frame["income"].to_numpy(dtype=float), _params(), None)}
+    hidden, shown = (CellKeyCube.build(domains, codes, frame["rkey"].to_numpy(), ptable(3, 2.0, js=1), min_count=m,
+                                       values=values) for m in (5, None))
+    counts = hidden.answer(["region", "sex"])["rows"]
+    sums, plain = hidden.answer(["region", "sex"], None, "income"), shown.answer(["region", "sex"], None, "income")
+    nulls = [c[:2] for c in counts if c[2] is None]
+    assert nulls and [s[:2] for s in sums["rows"] if s[2] is None] == nulls and sums["suppressed"] == len(nulls)
+    assert all(a == b for a, b in zip(sums["rows"], plain["rows"]) if a[2] is not None)
