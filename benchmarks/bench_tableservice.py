@@ -10,7 +10,11 @@ and p99 latency, throughput and the server's CPU time per request (from /proc).
 
 Goal: p50 < 50 ms for a 3-dimensional table at 1e6 records.
 
+``--measure sum`` adds an income column (log-normal, cents) with ``[table.ckm.sums]`` (cellKey's
+flex function, top_k 3) and asks for its perturbed sums instead of counts.
+
     python benchmarks/bench_tableservice.py [--rows 1000000] [--requests 800] [--clients 8] [--seconds 120]
+                                            [--measure count|sum]
 """
 
 from __future__ import annotations
@@ -47,11 +51,24 @@ DOMAINS = {
 def make_table(folder: Path, n: int) -> Path:
     rng = np.random.default_rng(1)
     path = folder / f"census_{n}.parquet"
-    pd.DataFrame({d: np.asarray(v)[rng.integers(0, len(v), n)] for d, v in DOMAINS.items()}).to_parquet(path)
+    frame = pd.DataFrame({d: np.asarray(v)[rng.integers(0, len(v), n)] for d, v in DOMAINS.items()})
+    frame["income"] = np.round(rng.lognormal(10, 1, n), 2)
+    frame.to_parquet(path)
     return path
 
 
-def write_config(folder: Path, table: Path) -> Path:
+SUMS = """[table.bounds]
+income = [0, 1e9]
+[table.ckm.sums]
+D = 5
+V = 3.0
+fp = 1000
+top_k = 3
+epsilon = [1, 0.5, 0.3]
+"""
+
+
+def write_config(folder: Path, table: Path, measure: str = "count") -> Path:
     domains = "\n".join(f"{d} = {[*v]!r}".replace("'", '"') for d, v in DOMAINS.items())
     config = folder / "service.toml"
     config.write_text(f"""[service]
@@ -66,20 +83,21 @@ mode = "tables"
 D = 3
 V = 2.0
 js = 1
-""")
+{SUMS if measure == "sum" else ""}""")
     return config
 
 
-def random_request(rng: np.random.Generator) -> dict:
+def random_request(rng: np.random.Generator, measure: str = "count") -> dict:
     dims = [str(d) for d in rng.choice(list(DOMAINS), 4, replace=False)]
-    body: dict = {"table": "census", "dimensions": dims[:3], "measure": "count"}
+    body: dict = {"table": "census", "dimensions": dims[:3], "measure": "count" if measure == "count" else "sum:income"}
     if rng.random() < 1 / 3:
         codes = DOMAINS[dims[3]]
         body["where"] = {dims[3]: [codes[i] for i in sorted(set(rng.integers(0, len(codes), 3).tolist()))]}
     return body
 
 
-def load(url: str, key: str, requests: int, clients: int, seconds: float) -> tuple[list[float], float, int]:
+def load(url: str, key: str, requests: int, clients: int, seconds: float,
+         measure: str = "count") -> tuple[list[float], float, int]:
     latencies: list[float] = []
     errors = [0]
     lock = threading.Lock()
@@ -92,7 +110,7 @@ def load(url: str, key: str, requests: int, clients: int, seconds: float) -> tup
             for _ in range(requests // clients):
                 if time.monotonic() > deadline:
                     break
-                body = random_request(rng)
+                body = random_request(rng, measure)
                 t0 = time.perf_counter()
                 r = http.post("/v1/table", json=body)
                 mine.append(time.perf_counter() - t0)
@@ -117,24 +135,26 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=800)
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--seconds", type=float, default=120.0)
+    parser.add_argument("--measure", choices=["count", "sum"], default="count")
     args = parser.parse_args()
     for n in args.rows:
         with tempfile.TemporaryDirectory() as tmp:
             folder = Path(tmp)
-            config = write_config(folder, make_table(folder, n))
+            config = write_config(folder, make_table(folder, n), args.measure)
             key = add_analyst(config, "bench", "restricted")
             t0 = time.perf_counter()
             server = Server(config)
             started = time.perf_counter() - t0
             try:
-                load(server.url, key, 4 * args.clients, args.clients, args.seconds)  # warm-up
+                load(server.url, key, 4 * args.clients, args.clients, args.seconds, args.measure)  # warm-up
                 cpu0 = cpu_seconds(server.proc.pid)
-                latencies, wall, errors = load(server.url, key, args.requests, args.clients, args.seconds)
+                latencies, wall, errors = load(server.url, key, args.requests, args.clients, args.seconds,
+                                              args.measure)
                 cpu = cpu_seconds(server.proc.pid) - cpu0
             finally:
                 server.stop()
         ms = sorted(1000 * x for x in latencies)
-        print(f"{n:>10,} records: start-up {started:.1f} s; {len(ms)} tables, {args.clients} clients: "
+        print(f"{n:>10,} records ({args.measure}): start-up {started:.1f} s; {len(ms)} tables, {args.clients} clients: "
               f"p50 {statistics.median(ms):.1f} ms, p99 {ms[int(0.99 * (len(ms) - 1))]:.1f} ms, "
               f"{len(ms) / wall:.0f} tables/s, server CPU {1000 * cpu / max(len(ms), 1):.1f} ms/table, "
               f"errors {errors}", flush=True)

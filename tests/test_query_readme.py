@@ -107,7 +107,8 @@ def test_readme_quick_start_runs_as_written(tmp_path, monkeypatch, capsys):
 
 def test_readme_table_service_runs_as_written(tmp_path, monkeypatch, capsys):
     """The table service's quick start: the census served as tables, one table by httpx; its
-    grand total is the 304 records with flu or cold, perturbed by at most D = 3."""
+    grand total is the 304 records with flu or cold, perturbed by at most D = 3; their income by
+    EDUCATION's levels, perturbed by the flex function."""
     bash, python = _blocks("tables-quickstart", "tables-client")
     (tmp_path / "src").symlink_to(ROOT / "src")
     monkeypatch.chdir(tmp_path)
@@ -117,6 +118,11 @@ def test_readme_table_service_runs_as_written(tmp_path, monkeypatch, capsys):
         assert printed[0] == "['SEX', 'EDUCATION', 'count']"
         first = ast.literal_eval(printed[1])
         assert first[:2] == ["Total", "Total"] and abs(first[2] - 304) <= 3
+        # the sums by EDUCATION's hierarchy: its levels, and their income 17,397,440 perturbed
+        assert ast.literal_eval(printed[2]) == ["Total", "school", "primary", "secondary", "higher", "bachelor",
+                                                "master", "doctorate"]
+        total = ast.literal_eval(printed[3])
+        assert total[0] == "Total" and total[1] != 17_397_440 and abs(total[1] / 17_397_440 - 1) < 0.02
     finally:
         server.stop()
 

@@ -255,7 +255,7 @@ def test_no_cell_reveals_n_cell_key_or_pert(service):
     ({"table": "census", "dimensions": ["region", "region"]}, 400, ["twice"]),
     ({"table": "census", "dimensions": "region"}, 400, ["must be a list"]),
     ({"table": "census"}, 400, ["needs 'dimensions'"]),
-    ({"table": "census", "dimensions": ["region"], "measure": "sum:hh"}, 400, ["not yet"]),
+    ({"table": "census", "dimensions": ["region"], "measure": "sum:hh"}, 400, ["'hh'", "a dimension"]),
     ({"table": "census", "dimensions": ["region"], "measure": "mean"}, 400, ["'measure'"]),
     ({"table": "census", "dimensions": ["region"], "epsilon": 1}, 400, ["Unknown field 'epsilon'"]),
     ({"dimensions": ["region"]}, 400, ["needs 'table'"]),

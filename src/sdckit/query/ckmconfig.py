@@ -23,6 +23,16 @@ Example::
                                 # service's seed (OS entropy) and kept beside the state database
     # digits = 8                # decimals of the record keys
     # min_count = 5             # perturbed counts 1 .. min_count-1 are suppressed (published as null)
+    [table.bounds]              # the numeric columns a sum may name ("measure": "sum:income"); every
+    income = [0, 1e7]           # record's value must be within (nothing is clipped)
+    [table.ckm.sums]            # sums: cellKey's flex function, as the table recipe's [cell_key]
+    D = 5                       # ptable_numeric(D, V, icat, step)
+    V = 3.0
+    fp = 1000                   # the flex point; p_small, p_large, q, epsilon, type, top_k, mu_c,
+    # icat = [1, 5]             # same_key, use_zero_rkeys, supp_freq: cellKey's defaults if left out
+    [table.hierarchies]         # margins at each level of a dimension: {child = parent} over its
+    region = {N = "North", S = "South", E = "South", W = "North"}   # codes, or an .hrc file
+    # region = "region.hrc"     # (relative to the configuration file)
 """
 
 from __future__ import annotations
@@ -31,17 +41,22 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sdckit.core.errors import ParameterError
+from sdckit.core.errors import DataError, ParameterError
 from sdckit.core.result import Result, plain
 from sdckit.core.tomlfile import check_keys
+
+if TYPE_CHECKING:  # loaded only for a table that declares them (pandas, scipy)
+    from sdckit.tabular.hierarchy import Hierarchy
+    from sdckit.tabular.protection import CellKey
 
 #: Table modes: ``"query"`` (SQL in the analyst's dp or restricted mode) and ``"tables"``.
 MODES = ("query", "tables")
 #: The code of a dimension's total (margin) in a table's answer.
 TOTAL = "Total"
-_CKM_KEYS = {"D", "V", "js", "pstay", "ptable", "record_key", "digits", "min_count"}
+_CKM_KEYS = {"D", "V", "js", "pstay", "ptable", "record_key", "digits", "min_count", "sums"}
+
 
 
 @dataclass(frozen=True)
@@ -61,6 +76,13 @@ class CkmConfig(Result):
         Decimals of the record keys (cellKey's default 8).
     min_count : int or None
         Perturbed counts from 1 to ``min_count - 1`` are suppressed.
+    sums : CellKey or None
+        ``[table.ckm.sums]``: the numeric p-table's and the flex function's parameters
+        (:meth:`sdckit.tabular.protection.CellKey.sum_params` solves them when the service
+        starts); ``None``: sums are not served.
+    hierarchies : tuple of (str, Hierarchy)
+        ``[table.hierarchies]``: the dimensions with a hierarchy over their codes (the domain's
+        codes its leaves); the others are flat (their codes under ``"Total"``).
     """
 
     D: int | None = None
@@ -71,11 +93,19 @@ class CkmConfig(Result):
     record_key: str | None = None
     digits: int = 8
     min_count: int | None = None
+    sums: CellKey | None = None
+    hierarchies: tuple[tuple[str, Hierarchy], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        """The fields, ``ptable_path`` as ``ptable``."""
-        return plain({"D": self.D, "V": self.V, "js": self.js, "pstay": self.pstay, "ptable": self.ptable_path,
-                      "record_key": self.record_key, "digits": self.digits, "min_count": self.min_count})
+        """The fields, ``ptable_path`` as ``ptable``; ``sums`` (the keys given) and
+        ``hierarchies`` (``{child: parent}`` each) only when configured."""
+        out = {"D": self.D, "V": self.V, "js": self.js, "pstay": self.pstay, "ptable": self.ptable_path,
+               "record_key": self.record_key, "digits": self.digits, "min_count": self.min_count}
+        if self.sums is not None:
+            out["sums"] = {k: v for k, v in self.sums.params().items() if k in sum_keys() and v is not None}
+        if self.hierarchies:
+            out["hierarchies"] = {d: h.to_parents() for d, h in self.hierarchies}
+        return plain(out)
 
 
 def _int(value: Any, low: int, high: int | None, where: str) -> int:
@@ -100,10 +130,11 @@ def parse_mode(raw: dict[str, Any], where: str, base: Path, domains: dict[str, t
     if mode not in MODES:
         raise ParameterError(f"{where} 'mode': must be \"query\" (SQL, the analyst's dp or restricted mode) "
                              "or \"tables\" (POST /v1/table, counts perturbed by the cell key method).")
-    ckm_raw = raw.get("ckm")
+    ckm_raw, table = raw.get("ckm"), where
     if mode == "query":
-        if ckm_raw is not None:
-            raise ParameterError(f"{where} [table.ckm]: is only for a table with mode = \"tables\".")
+        for section in ("ckm", "hierarchies"):
+            if raw.get(section) is not None:
+                raise ParameterError(f"{where} [table.{section}]: is only for a table with mode = \"tables\".")
         return mode, None
     if ckm_raw is None or not isinstance(ckm_raw, dict):
         raise ParameterError(f"{where}: mode = \"tables\" needs [table.ckm] with the p-table (D, V and js, "
@@ -156,4 +187,78 @@ def parse_mode(raw: dict[str, Any], where: str, base: Path, domains: dict[str, t
     min_count = ckm_raw.get("min_count")
     if min_count is not None:
         min_count = _int(min_count, 1, None, f"{where} 'min_count'")
-    return mode, CkmConfig(D, V, js, pstay, ptable_path, key, digits, min_count)
+    sums = ckm_raw.get("sums")
+    if sums is not None:
+        sums = _sums(sums, f"{where}.sums")
+    hierarchies = _hierarchies(raw.get("hierarchies", {}), f"{table} [table.hierarchies]", base, domains)
+    return mode, CkmConfig(D, V, js, pstay, ptable_path, key, digits, min_count, sums, hierarchies)
+
+
+def sum_keys() -> tuple[str, ...]:
+    """The keys of ``[table.ckm.sums]``: the table recipe's ``[cell_key]`` keys of a magnitude
+    table (:class:`sdckit.tabular.protection.CellKey`: ``D``, ``V`` and its ``SUM_PARAMS``);
+    ``D``, ``V`` and ``fp`` are required."""
+    from sdckit.tabular.protection.cell_key import SUM_PARAMS
+
+    return ("D", "V", *SUM_PARAMS)
+
+
+def _sums(raw: Any, where: str) -> CellKey:
+    """The checked ``[table.ckm.sums]`` (the recipe's rules: :class:`~sdckit.tabular.protection.CellKey`)."""
+    from sdckit.tabular.protection import CellKey
+
+    if not isinstance(raw, dict):
+        raise ParameterError(f"{where}: must be a table of the flex function's parameters (D, V, fp, ...).")
+    check_keys(raw, sum_keys(), where)
+    for required in ("D", "V", "fp"):
+        if required not in raw:
+            raise ParameterError(f"{where}: needs {required!r} (D and V of ptable_numeric, fp the flex point).")
+    try:
+        return CellKey(record_key="record_key", **raw)
+    except ParameterError as exc:
+        raise ParameterError(f"{where}: {exc}") from None
+
+
+def _hierarchies(raw: Any, where: str, base: Path, domains: dict[str, tuple[Any, ...]]
+                 ) -> tuple[tuple[str, Hierarchy], ...]:
+    """The checked ``[table.hierarchies]``: per dimension a ``{child = parent}`` table or an
+    ``.hrc`` file (relative to ``base``) whose leaves are exactly the dimension's codes."""
+    if not isinstance(raw, dict):
+        raise ParameterError(f"{where}: must be a table of dimension = {{child = parent}} or \"file.hrc\".")
+    if not raw:
+        return ()
+    from sdckit.tabular.hierarchy import as_hierarchy
+
+    out = []
+    for column, value in raw.items():
+        at = f"{where}.{column}"
+        if column not in domains:
+            raise ParameterError(f"{at}: names no dimension of the table; its dimensions are {list(domains)} "
+                                 "([table.domains]).")
+        if isinstance(value, str):
+            path = Path(value)
+            value = (path if path.is_absolute() else base / path).resolve()
+            if not value.is_file():
+                raise ParameterError(f"{at}: no such .hrc file {str(value)!r} (a path relative to the "
+                                     "configuration file).")
+        elif not isinstance(value, dict) or not value or not all(isinstance(p, str) for p in value.values()):
+            raise ParameterError(f"{at}: must be {{child = \"parent\", ...}} over the dimension's codes, or an "
+                                 ".hrc file name.")
+        try:
+            h = as_hierarchy(value, name=column, total=TOTAL)
+        except (DataError, ParameterError, OSError) as exc:
+            raise ParameterError(f"{at}: {exc}") from None
+        codes = [str(c) for c in domains[column]]
+        leaves, inner = set(h.leaves), set(h.codes) - set(h.leaves)
+        clash = [c for c in codes if c in inner]
+        missing = [c for c in codes if c not in leaves]
+        extra = sorted(leaves - set(codes))
+        if clash or missing or extra:
+            what = (f"the code {clash[0]!r} is a subtotal of the hierarchy (records carry leaf codes)" if clash else
+                    f"the code {missing[0]!r} of [table.domains] is not in the hierarchy" if missing else
+                    f"the hierarchy's leaf {extra[0]!r} is not a code of [table.domains]")
+            raise ParameterError(f"{at}: {what}; its leaves must be the dimension's codes.")
+        if TOTAL in h.codes[1:]:
+            raise ParameterError(f"{at}: uses {TOTAL!r} below the top; it is the code of the grand total.")
+        out.append((column, h))
+    return tuple(out)

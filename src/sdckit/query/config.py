@@ -58,7 +58,7 @@ MAX_GROUPS = 100_000
 _SERVICE_KEYS = {"state", "cache", "seed", "sync"}
 _RESTRICTED_KEYS = {"min_query_set", "collusion", "p_percent"}
 _TABLE_KEYS = {"name", "path", "table", "privacy_unit", "max_rows_per_unit", "bounds", "domains",
-               "bounds_from_data", "dimensions", "mode", "ckm", "keys_from_data"}
+               "bounds_from_data", "dimensions", "mode", "ckm", "keys_from_data", "hierarchies"}
 _TOP_KEYS = {"service", "restricted", "table"}
 
 

@@ -10,7 +10,12 @@ A table with ``mode = "tables"`` (:mod:`sdckit.query.ckmconfig`) is answered onl
 The answer has every cell of the dimensions' codes and their margins (code ``"Total"``), each
 with its perturbed count ``n + pert`` only (:func:`sdckit.tabular.cellkey.cell_key_counts`'
 ``n_pert``; the true count, the cell key and the perturbation never leave the service). The
-``where`` filter keeps the records whose codes are among the listed ones.
+``where`` filter keeps the records whose codes are among the listed ones. A dimension with a
+hierarchy (``[table.hierarchies]``) shows every level's margin (its codes root first, then
+depth-first), each perturbed as a cell of its own records. ``"measure": "sum:income"`` answers
+the perturbed sums of a ``[table.bounds]`` column instead, by cellKey's flex function
+(``[table.ckm.sums]``; :mod:`sdckit.query.tablesums`, equal to
+:func:`sdckit.tabular.cell_key_sums`' ``sum_pert``).
 
 When the service starts, the records of each such table are grouped once into its *finest
 cells* — every combination of the codes of all its declared dimensions — with per cell the count
@@ -38,7 +43,7 @@ import io
 import itertools
 import zlib
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -53,7 +58,10 @@ from sdckit.query.data import Database
 from sdckit.query.generate import ROW, code_column, is_text_domain, relation_name
 
 if TYPE_CHECKING:  # the CKM modules (pandas, scipy) load only when a table is served as tables
+    from sdckit.query.tablesums import SumCells
     from sdckit.tabular.cellkey import Lookup
+    from sdckit.tabular.cellkey_sums import CellKeySumParams
+    from sdckit.tabular.hierarchy import Hierarchy
 
 #: Most cells (margins included) one answer may have.
 MAX_CELLS = 100_000
@@ -91,6 +99,15 @@ class CellKeyCube:
         The prepared p-table.
     min_count : int or None
         Perturbed counts ``1 .. min_count - 1`` are published as ``null``.
+    trees : tuple of Hierarchy
+        Each dimension's hierarchy (its codes the leaves; flat: the codes under ``"Total"``).
+    rollups : tuple of numpy.ndarray
+        Each dimension's hierarchy codes x its codes: 1 where the code is the leaf or one of its
+        ancestors (:func:`sdckit.tabular.cellkey.rollup_matrix`).
+    measures : dict
+        ``{column: SumCells}``: the summed columns (:mod:`sdckit.query.tablesums`).
+    full_rows : dict
+        Per dimension, its rows and their groups when no ``where`` filters it (made once).
     """
 
     dimensions: tuple[str, ...]
@@ -99,14 +116,25 @@ class CellKeyCube:
     sums: np.ndarray
     lookup: Lookup
     min_count: int | None = None
+    trees: tuple[Hierarchy, ...] = ()
+    rollups: tuple[np.ndarray, ...] = ()
+    measures: Mapping[str, SumCells] = field(default_factory=dict)
+    full_rows: dict[int, tuple[list[Any], list[np.ndarray]]] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def build(cls, domains: Mapping[str, tuple[Any, ...]], codes: Mapping[str, np.ndarray], keys: np.ndarray,
-              ptable_: Any, digits: int = 8, min_count: int | None = None) -> CellKeyCube:
+              ptable_: Any, digits: int = 8, min_count: int | None = None,
+              hierarchies: Mapping[str, Hierarchy] | None = None,
+              values: Mapping[str, tuple[np.ndarray, CellKeySumParams, int | None]] | None = None) -> CellKeyCube:
         """The cube of records with integer ``codes`` (per dimension: the index of each record's
         code in ``domains[dimension]``; -1 for a value outside it) and record ``keys`` in [0, 1);
-        ``ptable_`` a p-table or a :class:`~sdckit.tabular.cellkey.Lookup` of it."""
-        from sdckit.tabular.cellkey import Lookup, leaf_sums
+        ``ptable_`` a p-table or a :class:`~sdckit.tabular.cellkey.Lookup` of it; ``hierarchies``
+        ``{dimension: Hierarchy}`` whose leaves are the dimension's codes (as text); ``values``
+        ``{column: (values, flex parameters, supp_freq)}`` of the columns whose sums are served."""
+        from sdckit.query.tablesums import SumCells
+        from sdckit.tabular.cellkey import Lookup, leaf_sums, rollup_matrix
+        from sdckit.tabular.dimensions import leaf_positions
+        from sdckit.tabular.hierarchy import as_hierarchy
 
         lookup = ptable_ if isinstance(ptable_, Lookup) else Lookup(ptable_, digits)
         if lookup.digits != digits:
@@ -123,8 +151,16 @@ class CellKeyCube:
             flat *= size
             flat += c
         counts, sums = leaf_sums(flat, keys, int(np.prod(shape, dtype=np.int64)), digits)
+        trees, rollups = [], []
+        for d in dims:
+            names = [str(c) for c in domains[d]]
+            h = as_hierarchy((hierarchies or {}).get(d), name=d, codes=names, total=TOTAL)
+            trees.append(h)
+            rollups.append(rollup_matrix(h, leaf_positions(d, names, h)))
+        measures = {column: SumCells.build(column, x, flat, shape, keys, sums, params, digits, supp_freq)
+                    for column, (x, params, supp_freq) in (values or {}).items()}
         return cls(dims, tuple(tuple(domains[d]) for d in dims), counts.reshape(shape), sums.reshape(shape),
-                   lookup, min_count)
+                   lookup, min_count, tuple(trees), tuple(rollups), measures)
 
     # ------------------------------------------------------------------ requests
     def _axis(self, name: Any, what: str) -> int:
@@ -134,24 +170,43 @@ class CellKeyCube:
         return self.dimensions.index(name)
 
     def _selection(self, axis: int, wanted: Any) -> list[int]:
-        dim, codes = self.dimensions[axis], self.codes[axis]
+        """The positions of the codes ``wanted`` keeps (a subtotal of a hierarchy: its codes)."""
+        dim, codes, tree, up = self.dimensions[axis], self.codes[axis], self.trees[axis], self.rollups[axis]
         if not isinstance(wanted, list) or not wanted:
             raise BadTableRequest(f"'where' of {dim!r} must be a non-empty list of its codes, e.g. [{codes[0]!r}].")
         index = {code: i for i, code in enumerate(codes)}
-        chosen = set()
+        chosen: set[int] = set()
         for code in wanted:
             i = None if isinstance(code, bool) or not isinstance(code, str | int | float) else index.get(code)
-            if i is None:
+            if i is not None:
+                chosen.add(i)
+            elif isinstance(code, str) and code in tree.subtotals:
+                chosen.update(np.flatnonzero(up[tree.index(code)]).tolist())  # a subtotal: its codes
+            else:
                 raise BadTableRequest(f"'where' lists {code!r}, which is not a code of {dim!r}; its codes are "
                                       f"{list(codes)[:20]}" + (" ..." if len(codes) > 20 else "") + ".")
-            chosen.add(i)
         return sorted(chosen)
 
-    def answer(self, dimensions: Any, where: Any = None) -> dict[str, Any]:
+    def _rows(self, axis: int, kept: list[int]) -> tuple[list[Any], list[np.ndarray]]:
+        """The codes of a requested dimension (its hierarchy's, root first, depth-first; those
+        with a kept code below them) and, per code, the positions of the kept codes it adds up."""
+        tree, up, codes = self.trees[axis], self.rollups[axis], self.codes[axis]
+        leaf_of = {str(c): c for c in codes}
+        kept_arr = np.asarray(kept, dtype=np.int64)
+        labels, groups = [], []
+        for r, code in enumerate(tree.codes):
+            members = kept_arr[up[r, kept_arr] == 1]
+            if members.size:
+                labels.append(leaf_of.get(code, code) if r else code)
+                groups.append(members)
+        return labels, groups
+
+    def answer(self, dimensions: Any, where: Any = None, measure: str | None = None) -> dict[str, Any]:
         """The perturbed table over ``dimensions`` (a list of dimension names) of the records that
-        ``where`` (``{dimension: [codes]}``) keeps: ``columns`` (the dimensions and ``count``),
-        ``rows`` (every cell, each dimension's total first, then its codes; the first dimension
-        slowest) and ``suppressed`` (cells published as ``null``)."""
+        ``where`` (``{dimension: [codes]}``) keeps: ``columns`` (the dimensions and ``count``, or
+        ``sum`` for ``measure``, a summed column), ``rows`` (every cell, each dimension's total
+        first, then its codes — or its hierarchy's codes, root first then depth-first; the first
+        dimension slowest) and ``suppressed`` (cells published as ``null``)."""
         if not isinstance(dimensions, list):
             raise BadTableRequest(f"'dimensions' must be a list of dimension names, e.g. {list(self.dimensions[:2])}.")
         axes = [self._axis(d, "'dimensions'") for d in dimensions]
@@ -165,38 +220,62 @@ class CellKeyCube:
         for d, wanted in where.items():
             axis = self._axis(d, "'where'")
             selections[axis] = self._selection(axis, wanted)
-        kept = [selections.get(a, list(range(len(self.codes[a])))) for a in axes]
+        labels: dict[int, list[Any]] = {}
+        groups: dict[int, list[np.ndarray]] = {}
+        for axis in range(len(self.dimensions)):
+            kept = selections.get(axis, list(range(len(self.codes[axis]))))
+            if axis in axes and axis in selections:
+                labels[axis], groups[axis] = self._rows(axis, kept)
+            elif axis in axes:  # every code: the same rows for every request
+                if axis not in self.full_rows:
+                    self.full_rows[axis] = self._rows(axis, kept)
+                labels[axis], groups[axis] = self.full_rows[axis]
+            else:
+                groups[axis] = [np.asarray(kept, dtype=np.int64)]
         cells = 1
-        for k in kept:
-            cells *= len(k) + 1
+        for a in axes:
+            cells *= len(labels[a])
         if cells > MAX_CELLS:
             raise BadTableRequest(f"The table has {cells:,} cells with its margins (over {MAX_CELLS:,}): ask for "
                                   "fewer dimensions or filter codes with 'where'.")
         modulus = 10 ** self.lookup.digits
         n, s = self.counts, self.sums
-        for axis, sel in selections.items():
-            if len(sel) < n.shape[axis]:
-                n, s = n.take(sel, axis=axis), s.take(sel, axis=axis)
-        for axis in reversed(range(n.ndim)):  # sum out the dimensions not asked for, one at a time:
-            if axis not in axes:              # a sum of < 10**5 keys < 10**12 fits in int64
-                n, s = n.sum(axis=axis), s.sum(axis=axis) % modulus
+        m = self.measures[measure] if measure is not None else None
+        # each axis summed into its groups (sums of < 10**5 keys < 10**12), the ones not asked for
+        # first (they shrink the arrays, the others' margins grow them)
+        for axis in sorted(range(n.ndim), key=lambda a: (a in axes, -a)):
+            n, s = _reduce(n, axis, groups[axis]), _reduce(s, axis, groups[axis]) % modulus
+            if m is not None:
+                m = m.reduce(axis, groups[axis], modulus)
+        for axis in reversed(range(n.ndim)):
+            if axis not in axes:
+                n, s = n.squeeze(axis), s.squeeze(axis)
+                m = m.squeeze(axis) if m is not None else None
         order = sorted(axes)
-        n, s = n.transpose([order.index(a) for a in axes]), s.transpose([order.index(a) for a in axes])
-        for axis in range(n.ndim):  # margins: the total of each dimension first
-            n = np.concatenate([n.sum(axis=axis, keepdims=True), n], axis=axis)
-            s = np.concatenate([s.sum(axis=axis, keepdims=True) % modulus, s], axis=axis)
-        n, s = n.ravel(), s.ravel()
-        published = n + self.lookup(n, s)
-        suppressed = np.zeros(len(published), dtype=bool)
-        if self.min_count is not None:
-            suppressed = (published >= 1) & (published < self.min_count)
-        labels = [[TOTAL, *(self.codes[a][i] for i in k)] for a, k in zip(axes, kept)]
-        values = [None if hide else int(v) for v, hide in zip(published.tolist(), suppressed.tolist())]
-        rows = [[*combo, v] for combo, v in zip(itertools.product(*labels), values)]
+        to_request = [order.index(a) for a in axes]
+        n, s = n.transpose(to_request), s.transpose(to_request)
+        counts = n.ravel() + self.lookup(n.ravel(), s.ravel())
+        suppressed = np.zeros(len(counts), dtype=bool)
+        if self.min_count is not None:  # a function of the published count only
+            suppressed = (counts >= 1) & (counts < self.min_count)
+        if m is None:
+            published: list[Any] = counts.tolist()
+        else:
+            published = m.transpose(to_request).perturbed(n, self.lookup.digits).tolist()
+        values = [None if hide else v for v, hide in zip(published, suppressed.tolist())]
+        rows = [[*combo, v] for combo, v in zip(itertools.product(*(labels[a] for a in axes)), values)]
         return {"dimensions": [self.dimensions[a] for a in axes],
                 "where": {self.dimensions[a]: [self.codes[a][i] for i in sel] for a, sel in selections.items()},
-                "columns": [*(self.dimensions[a] for a in axes), "count"], "rows": rows,
+                "columns": [*(self.dimensions[a] for a in axes), "count" if m is None else "sum"], "rows": rows,
                 "suppressed": int(suppressed.sum()), "min_count": self.min_count}
+
+
+def _reduce(a: np.ndarray, axis: int, groups: list[np.ndarray]) -> np.ndarray:
+    """``a`` over ``axis`` summed into one entry per group of its positions."""
+    if len(groups) == 1 and len(groups[0]) == a.shape[axis]:
+        return a.sum(axis=axis, keepdims=True)
+    return np.stack([a.take(g[0], axis=axis) if len(g) == 1 else a.take(g, axis=axis).sum(axis=axis)
+                     for g in groups], axis=axis)
 
 
 class TableService:
@@ -215,6 +294,8 @@ class TableService:
         ptables: dict[Any, Any] = {}  # tables with the same p-table parameters share one solve
         self.cubes: dict[str, CellKeyCube] = {
             name: _cube(db, t, config, ptables) for name, t in config.tables.items() if t.mode == "tables"}
+        #: Per table, its numeric columns ([table.bounds]): the columns a sum may name.
+        self.numeric: dict[str, tuple[str, ...]] = {name: tuple(config.tables[name].bounds) for name in self.cubes}
 
     def answer(self, body: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         """``(table, answer)`` of a request body (a JSON object) naming a table served as tables;
@@ -228,16 +309,32 @@ class TableService:
             raise BadTableRequest(f"The table {table!r} is not served as tables: ask for one whose configuration "
                                   f"says mode = \"tables\" ({sorted(self.cubes)}).")
         measure = body.get("measure", "count")
-        if measure != "count":
-            if isinstance(measure, str) and measure.startswith("sum:"):
-                raise BadTableRequest("\"measure\": \"sum:<column>\" (magnitude tables, cellKey's flex function) is "
-                                      "not yet served; ask for \"count\".")
-            raise BadTableRequest("'measure' must be \"count\" (the number of records in each cell).")
+        column = None if measure == "count" else _sum_column(measure, cube, self.numeric[table], table)
         if "dimensions" not in body:
             raise BadTableRequest(f"The request needs 'dimensions', the list of the table's dimensions: {_EXAMPLE}.")
-        result = cube.answer(body["dimensions"], body.get("where"))
-        return table, {"table": table, "measure": "count", **result,
-                       "method": "cell key method: every cell's count perturbed, the same cell the same in every table"}
+        result = cube.answer(body["dimensions"], body.get("where"), column)
+        method = ("cell key method: every cell's count perturbed, the same cell the same in every table"
+                  if column is None else "cell key method (cellKey's flex function): every cell's sum perturbed, "
+                  "the same cell the same in every table")
+        return table, {"table": table, "measure": measure, **result, "method": method}
+
+
+def _sum_column(measure: Any, cube: CellKeyCube, numeric: tuple[str, ...], table: str) -> str:
+    """The column of a ``"sum:<column>"`` measure, checked (:class:`BadTableRequest` naming it)."""
+    if not isinstance(measure, str) or not measure.startswith("sum:"):
+        raise BadTableRequest("'measure' must be \"count\" (the number of records in each cell) or "
+                              "\"sum:<column>\" (a numeric column of [table.bounds]).")
+    column = measure[4:]
+    if column in cube.measures:
+        return column
+    if column in numeric:
+        raise BadTableRequest(f"The table {table!r} serves no sums (its [table.ckm.sums], the numeric p-table and "
+                              "the flex function, is not configured); ask for \"count\".")
+    if column in cube.dimensions:
+        raise BadTableRequest(f"'measure' sums {column!r}, a dimension (codes), not a numeric column; the numeric "
+                              f"columns are {sorted(numeric)} ([table.bounds]).")
+    raise BadTableRequest(f"'measure' sums {column!r}, which is not a numeric column of {table!r}; its numeric "
+                          f"columns are {sorted(numeric)} ([table.bounds]).")
 
 
 def table_of(body: dict[str, Any]) -> str:
@@ -263,6 +360,11 @@ def _cube(db: Database, t: TableConfig, config: ServiceConfig, ptables: dict[Any
                 pstay = list(ckm.pstay) if isinstance(ckm.pstay, tuple) else ckm.pstay
                 ptables[given] = ptable(ckm.D, ckm.V, js=ckm.js, pstay=pstay)
             table = ptables[given]
+        sum_params = None
+        if ckm.sums is not None:  # tables with the same flex parameters share one solve too
+            if ckm.sums not in ptables:
+                ptables[ckm.sums] = ckm.sums.sum_params()
+            sum_params = ptables[ckm.sums]
     except (ParameterError, DataError) as exc:
         raise type(exc)(f"table {t.name!r} [table.ckm]: {exc}") from None
     columns = []
@@ -273,6 +375,9 @@ def _cube(db: Database, t: TableConfig, config: ServiceConfig, ptables: dict[Any
             columns.append(f"CAST({_q(d)} AS DOUBLE) AS {_q(d)}")
     if ckm.record_key is not None:
         columns.append(f"COALESCE(CAST({_q(ckm.record_key)} AS DOUBLE), 'NaN'::DOUBLE) AS __sdc_key")
+    summed = tuple(t.bounds) if ckm.sums is not None else ()
+    for i, column in enumerate(summed):
+        columns.append(f"COALESCE(TRY_CAST({_q(column)} AS DOUBLE), 'NaN'::DOUBLE) AS __sdc_sum_{i}")
     sql = f"SELECT {', '.join(columns)} FROM {_q(relation_name(t, 'restricted'))} ORDER BY {_q(ROW)}"
     data = db.cursor().execute(sql).fetchnumpy()
     codes = {}
@@ -289,9 +394,23 @@ def _cube(db: Database, t: TableConfig, config: ServiceConfig, ptables: dict[Any
             keys = np.asarray(data["__sdc_key"], dtype=float)
         else:
             keys = _drawn_keys(db, t, config)
-        return CellKeyCube.build(t.domains, codes, keys, table, ckm.digits, ckm.min_count)
+        values = {column: (_summed(data[f"__sdc_sum_{i}"], column, t.bounds[column]), sum_params, ckm.sums.supp_freq)
+                  for i, column in enumerate(summed)} if ckm.sums is not None else {}
+        return CellKeyCube.build(t.domains, codes, keys, table, ckm.digits, ckm.min_count, dict(ckm.hierarchies),
+                                 values)
     except DataError as exc:
         raise DataError(f"table {t.name!r}: {exc}") from None
+
+
+def _summed(values: Any, column: str, bounds: tuple[float, float]) -> np.ndarray:
+    """A summed column's values, checked: numbers (none missing) within the declared bounds."""
+    x = np.asarray(values, dtype=float)
+    bad = np.flatnonzero(~np.isfinite(x) | (x < bounds[0]) | (x > bounds[1]))
+    if bad.size:
+        raise DataError(f"Column {column!r} has a missing, non-numeric or out-of-bounds value at row {int(bad[0])} "
+                        f"(declared [{bounds[0]}, {bounds[1]}] in [table.bounds]): a summed column is summed "
+                        "exactly, never clipped; fix the data or the bounds.")
+    return x
 
 
 def _drawn_keys(db: Database, t: TableConfig, config: ServiceConfig) -> np.ndarray:

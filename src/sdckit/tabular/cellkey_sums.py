@@ -36,6 +36,7 @@ Eurostat SGA "Open source tools for perturbative confidentiality methods", deliv
 from __future__ import annotations
 
 import math
+from functools import cached_property
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import product
@@ -149,22 +150,22 @@ class CellKeySumParams:
         object.__setattr__(self, "epsilon", tuple(eps))
         object.__setattr__(self, "table", table)
 
-    @property
+    @cached_property  # per cell in cell_key_sums' loop: computed once
     def separation(self) -> bool:
         """A p-table for small cells is given."""
         return "small_cells" in set(self.table["type"])
 
-    @property
+    @cached_property
     def even_odd(self) -> bool:
         """Separate p-tables for cells with an even and an odd number of contributors."""
         return "even" in set(self.table["type"])
 
-    @property
+    @cached_property
     def E(self) -> float:  # noqa: N802 - cellKey's name
         """``sum(epsilon**2)``."""
         return float(sum(e * e for e in self.epsilon))
 
-    @property
+    @cached_property
     def m_fixed_sq(self) -> float:
         """The variance of the small-cell p-table's last row (NaN without separation)."""
         if not self.separation:
@@ -173,7 +174,7 @@ class CellKeySumParams:
         last = t[t["i"] == t["i"].max()]
         return float(((last["i"] - last["j"]) ** 2 * last["p"]).sum())
 
-    @property
+    @cached_property
     def zs(self) -> float:
         """The separation point: contributions below it are perturbed like counts (0 without)."""
         return 0.0 if not self.separation else math.sqrt(self.m_fixed_sq) / (math.sqrt(self.E) * self.p_small)

@@ -151,14 +151,7 @@ class CellKey(Protection):
             m = cell_key_measures(cells, pt).to_dict()
             published = cells[dims + ["n_pert"] + (["weighted_pert"] if weight else [])]
             return CellKeyTableResult(cells, published, "count", m, params, time.perf_counter() - t0)
-        if self.D is None or self.V is None or self.fp is None:
-            raise ParameterError("The cell key method for a magnitude table needs D, V (ptable_numeric's) and fp "
-                                 "(the flex point).")
-        pt = ptable_numeric(self.D, self.V, list(self.icat or (1, self.D)), step=self.step or 2)
-        p = CellKeySumParams(ptab=pt, fp=self.fp, p_small=_or(self.p_small, 0.25), p_large=_or(self.p_large, 0.05),
-                             q=_or(self.q, 3.0), epsilon=self.epsilon or (1.0,) * (self.top_k or 1),
-                             type=self.type or "top_contr", top_k=self.top_k or 1, mu_c=_or(self.mu_c, 0.0),
-                             same_key=_or(self.same_key, True), use_zero_rkeys=_or(self.use_zero_rkeys, False))
+        p = self.sum_params()
         cells = cell_key_sums(frame, dims, key_col, response, p, digits=self.digits, hierarchies=hierarchies,
                               weight=weight, supp_freq=self.supp_freq)
         nz = cells["sum"].to_numpy() != 0
@@ -168,6 +161,21 @@ class CellKey(Protection):
              "mean_rel": float(rel.mean()) if nz.any() else 0.0, "max_rel": float(rel.max()) if nz.any() else 0.0}
         params["derived"] = {k: v for k, v in p.to_dict().items() if k in ("separation", "even_odd", "zs", "E")}
         return CellKeyTableResult(cells, cells[dims + ["sum_pert"]], "sum", m, params, time.perf_counter() - t0)
+
+    def sum_params(self) -> CellKeySumParams:
+        """The flex function's parameters of a magnitude table: the p-table
+        :func:`~sdckit.tabular.ptable.ptable_numeric` ``(D, V, icat, step)`` solved and every
+        parameter not given at cellKey's default (also the query service's table mode's, for its
+        ``[table.ckm.sums]``)."""
+        if self.D is None or self.V is None or self.fp is None:
+            raise ParameterError("The cell key method for a magnitude table needs D, V (ptable_numeric's) and fp "
+                                 "(the flex point).")
+        pt = ptable_numeric(self.D, self.V, list(self.icat or (1, self.D)), step=self.step or 2)
+        return CellKeySumParams(ptab=pt, fp=self.fp, p_small=_or(self.p_small, 0.25),
+                                p_large=_or(self.p_large, 0.05), q=_or(self.q, 3.0),
+                                epsilon=self.epsilon or (1.0,) * (self.top_k or 1), type=self.type or "top_contr",
+                                top_k=self.top_k or 1, mu_c=_or(self.mu_c, 0.0), same_key=_or(self.same_key, True),
+                                use_zero_rkeys=_or(self.use_zero_rkeys, False))
 
     def headline(self, result: CellKeyTableResult) -> str:
         return f"cell key method ({result.measure}s)"

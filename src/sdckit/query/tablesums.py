@@ -1,0 +1,240 @@
+"""Sums in the query service's table mode (issue 30 section 3; DESIGN.md section 7): a magnitude
+table whose every cell is perturbed by cellKey's flex function
+(:func:`sdckit.tabular.cell_key_sums`; Giessing and Tent 2019), answered from the finest cells.
+
+:class:`SumCells` keeps, per finest cell of a table served as tables (every combination of the
+codes of all its declared dimensions), what the flex function needs of any union of finest cells:
+
+* the **exact** sum of the values, as signed integer limbs of :data:`LIMB` bits (every value is
+  an integer multiple of the data's smallest power of two, so the sum of any set of records is an
+  exact integer: the same whatever the order or grouping in which the cells are added);
+* the sum mod ``10**digits`` of the record keys of the records with a non-zero value (cellKey's
+  ``use_zero_rkeys = FALSE``; all records with ``use_zero_rkeys``);
+* the ``top_k`` largest contributions (by ``|x|``, then record order: the order
+  ``cell_key_sums`` takes them in) with their record positions, or the largest and smallest value
+  (``type = "range"``).
+
+A requested cell merges its finest cells (:meth:`SumCells.reduce`) and is perturbed by
+:func:`sdckit.tabular.cellkey_sums.perturb_cell`, the function ``cell_key_sums`` runs per cell.
+Each of these is a function of the cell's set of records only, so the same cell gets the same
+perturbed sum in every table and under every where filter, and equals ``cell_key_sums``' ``sum_pert``
+on the same records, keys and parameters (up to the last bit of a sum that ``cell_key_sums`` adds
+in floating point).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from sdckit.core.errors import DataError
+from sdckit.tabular.cellkey import leaf_sums
+from sdckit.tabular.cellkey_sums import CellKeySumParams, NumericLookup, perturb_cell, scrambled_keys
+
+#: Bits per limb of the exact sums: a limb's sum over 2**33 records stays below 2**53, exact in
+#: the float64 of :func:`numpy.bincount`.
+LIMB = 20
+#: Most limbs (the values' range of magnitudes: 16 x 20 bits = 2**320 between the smallest
+#: bit of the smallest value and the largest value).
+MAX_LIMBS = 16
+_EMPTY = np.iinfo(np.int64).max  # record position of an empty top-k slot
+#: Most published sums remembered per column (a table builder's users ask for the same cells).
+MEMO = 200_000
+
+
+def exact_limbs(x: np.ndarray, index: np.ndarray, size: int) -> tuple[np.ndarray, int]:
+    """Per cell ``0 .. size-1`` (``index`` gives each value's cell) the exact sum of the values
+    ``x`` as limbs ``(size, L)`` with ``sum = sum_k limbs[:, k] * 2**(LIMB*k + exponent)``; and
+    ``exponent`` (the smallest bit of any value)."""
+    mant, exp = np.frexp(np.abs(x))  # |x| = mant * 2**exp, mant in [0.5, 1) or 0
+    m = (mant * 2.0 ** 53).astype(np.int64)  # exact: a double has 53 bits
+    e = exp.astype(np.int64) - 53
+    nz = m != 0
+    if not nz.any():
+        return np.zeros((size, 1), dtype=np.int64), 0
+    low = int(e[nz].min())
+    shift = np.where(nz, e - low, 0)
+    limbs_needed = -(-(53 + int(shift.max())) // LIMB)
+    if limbs_needed > MAX_LIMBS:
+        raise DataError(f"The values span more than 2**{LIMB * MAX_LIMBS} between the smallest and the largest "
+                        "(exact sums are kept): round the column.")
+    sign = np.where(x < 0, -1, 1)
+    mask = (1 << LIMB) - 1
+    out = np.zeros((size, limbs_needed), dtype=np.int64)
+    for k in range(limbs_needed):
+        r = LIMB * k - shift  # limb k holds bits r .. r + LIMB - 1 of m (r < 0: m moved up by -r)
+        right = np.right_shift(m, np.clip(r, 0, 63)) & mask
+        left = np.left_shift(m & ((1 << np.clip(LIMB + r, 0, LIMB)) - 1), np.clip(-r, 0, LIMB)) & mask
+        part = np.where(r >= 0, np.where(r < 53, right, 0), np.where(-r < LIMB, left, 0))
+        out[:, k] = np.rint(np.bincount(index, weights=(sign * part).astype(float), minlength=size))
+    return out, low
+
+
+def limbs_to_float(limbs: np.ndarray, exponent: int) -> np.ndarray:
+    """The sums the limbs hold, each the exact sum rounded once to float64."""
+    total = np.zeros(limbs.shape[0], dtype=object)
+    for k in range(limbs.shape[1]):
+        total = total + (limbs[:, k].astype(object) << (LIMB * k))
+    return np.array([math.ldexp(float(t), exponent) for t in total], dtype=float)
+
+
+def _sum(a: np.ndarray, axis: int) -> np.ndarray:
+    return a.sum(axis=axis)
+
+
+def _top(ranks: np.ndarray, axis: int, k: int) -> np.ndarray:
+    """The ``k`` best ranks (the largest contributions) over ``axis``; the ranks run along the
+    last axis."""
+    if ranks.shape[axis] == 1:  # one cell: its own, already in order
+        return ranks.squeeze(axis)
+    r = np.moveaxis(ranks, axis, -2)
+    return np.sort(r.reshape(*r.shape[:-2], -1), axis=-1)[..., :k]
+
+
+@dataclass(frozen=True)
+class SumCells:
+    """What the flex function needs of every finest cell, for one summed column.
+
+    Attributes
+    ----------
+    column : str
+        The summed column.
+    params : CellKeySumParams
+        The flex function's parameters and numeric p-table.
+    limbs : numpy.ndarray
+        Finest cells x limbs: the exact sums (:func:`exact_limbs`); ``exponent`` their scale.
+    keys : numpy.ndarray
+        Per finest cell, the key sum (integers mod ``10**digits``) of the records counted in the
+        cell key (with a non-zero value, unless ``use_zero_rkeys``).
+    top : numpy.ndarray
+        Finest cells x ``top_k`` (``type = "top_contr"``): the ranks of the largest contributions
+        (:data:`_EMPTY` for none), a record's rank its place in the order of ``|x|`` descending,
+        then record position (``cell_key_sums``' order), so the largest contributions of any
+        union of cells are its smallest ranks; ``type = "range"``: finest cells x 2, the largest
+        and the smallest value (-inf and inf in an empty cell).
+    by_rank : numpy.ndarray
+        The values in rank order (``type = "top_contr"``).
+    supp_freq : int or None
+        Cells of at most this many records are sensitive (``cell_key_sums``' ``supp_freq``).
+    memo : dict
+        Published sums already computed, by the cell's inputs to the flex function (its count,
+        key sum, exact sum and components: a function of its records); shared by the cells
+        reduced from these, emptied past :data:`MEMO` entries.
+    """
+
+    column: str
+    params: CellKeySumParams
+    lookup: NumericLookup
+    limbs: np.ndarray
+    exponent: int
+    keys: np.ndarray
+    top: np.ndarray
+    by_rank: np.ndarray
+    supp_freq: int | None = None
+    memo: dict[bytes, float] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def build(cls, column: str, x: np.ndarray, flat: np.ndarray, shape: tuple[int, ...], keys: np.ndarray,
+              all_keys: np.ndarray, params: CellKeySumParams, digits: int,
+              supp_freq: int | None = None) -> SumCells:
+        """The cells of values ``x`` of records in finest cells ``flat`` (C order over ``shape``),
+        with record ``keys`` in [0, 1); ``all_keys``: the finest cells' key sums of every record
+        (the count cube's, used with ``use_zero_rkeys``)."""
+        x = np.asarray(x, dtype=float)
+        if not np.isfinite(x).all():
+            raise DataError(f"Column {column!r} has a missing or non-numeric value at row "
+                            f"{int(np.flatnonzero(~np.isfinite(x))[0])}: a summed column needs every value "
+                            "(code 0 for none).")
+        size = int(np.prod(shape, dtype=np.int64))
+        limbs, exponent = exact_limbs(x, flat, size)
+        if params.use_zero_rkeys:
+            ksum = all_keys.reshape(-1)
+        else:
+            ksum = leaf_sums(flat, np.where(x != 0, keys, 0.0), size, digits)[1]
+        k = params.top_k
+        top = np.zeros((size, 0))
+        by_rank = np.zeros(0)
+        if params.type == "top_contr":
+            order = np.lexsort((np.arange(len(x)), -np.abs(x)))
+            by_rank = x[order]
+            rank = np.empty(len(x), dtype=np.int64)
+            rank[order] = np.arange(len(x))
+            by_leaf = np.lexsort((rank, flat))
+            leaf = flat[by_leaf]
+            place = np.arange(len(leaf)) - np.searchsorted(leaf, leaf, side="left")
+            keep = place < k
+            top = np.full((size, k), _EMPTY, dtype=np.int64)
+            top[leaf[keep], place[keep]] = rank[by_leaf[keep]]
+        elif params.type == "range":
+            top = np.stack([np.full(size, -np.inf), np.full(size, np.inf)], axis=-1)
+            np.maximum.at(top[:, 0], flat, x)
+            np.minimum.at(top[:, 1], flat, x)
+        return cls(column, params, NumericLookup(params.table), limbs.reshape(*shape, -1), exponent,
+                   ksum.reshape(shape), top.reshape(*shape, -1), by_rank, supp_freq)
+
+    def reduce(self, axis: int, groups: Sequence[np.ndarray], modulus: int) -> SumCells:
+        """The cells over ``axis`` merged into one per group of its positions (the axis then runs
+        over the groups)."""
+        def each(f: Callable[[np.ndarray], Any]) -> list[Any]:
+            return [f(g) for g in groups]
+
+        limbs = np.stack(each(lambda g: _sum(self.limbs.take(g, axis=axis), axis)), axis=axis)
+        keys = np.stack(each(lambda g: _sum(self.keys.take(g, axis=axis), axis) % modulus), axis=axis)
+        top = np.zeros((*limbs.shape[:-1], 0))  # mean and sum need no more than the sum
+        if self.params.type == "top_contr":
+            top = np.stack(each(lambda g: _top(self.top.take(g, axis=axis), axis, self.params.top_k)), axis=axis)
+        elif self.params.type == "range":
+            top = np.stack(each(lambda g: np.stack([self.top[..., 0].take(g, axis=axis).max(axis=axis),
+                                                    self.top[..., 1].take(g, axis=axis).min(axis=axis)], axis=-1)),
+                           axis=axis)
+        return replace(self, limbs=limbs, keys=keys, top=top)
+
+    def squeeze(self, axis: int) -> SumCells:
+        """Without ``axis`` (of length 1)."""
+        return replace(self, limbs=self.limbs.squeeze(axis), keys=self.keys.squeeze(axis), top=self.top.squeeze(axis))
+
+    def transpose(self, order: Sequence[int]) -> SumCells:
+        """The cell axes in ``order``."""
+        extra = [*order, len(order)]
+        return replace(self, limbs=self.limbs.transpose(extra), keys=self.keys.transpose(order),
+                       top=self.top.transpose(extra))
+
+    def perturbed(self, n: np.ndarray, digits: int) -> np.ndarray:
+        """The published sums of the (reduced) cells, flattened in C order, whose record counts
+        are ``n`` (same shape as the cells): each cell's exact sum plus cellKey's flex-function
+        noise (:func:`~sdckit.tabular.cellkey_sums.perturb_cell`)."""
+        p = self.params
+        n = np.asarray(n).ravel()
+        ws = limbs_to_float(self.limbs.reshape(-1, self.limbs.shape[-1]), self.exponent)
+        keys = self.keys.ravel()
+        if p.type == "top_contr":
+            ranks = self.top.reshape(-1, p.top_k)
+            comps = np.where(ranks == _EMPTY, np.nan, self.by_rank[np.minimum(ranks, len(self.by_rank) - 1)])
+        elif p.type == "range":
+            t = self.top.reshape(-1, 2)
+            comps = np.where(np.isfinite(t[:, :1]), t[:, :1] - t[:, 1:], 0.0)
+        elif p.type == "mean":
+            comps = np.divide(ws, n, out=np.zeros(len(ws)), where=n != 0)[:, None]
+        else:
+            comps = ws[:, None]
+        out = np.empty(len(ws))
+        inputs = np.concatenate([n[:, None].astype(float), keys[:, None].astype(float),
+                                 self.limbs.reshape(len(ws), -1).astype(float), comps], axis=1)
+        if len(self.memo) > MEMO:
+            self.memo.clear()
+        for c in range(len(ws)):
+            known = self.memo.get(cell := inputs[c].tobytes())
+            if known is not None:
+                out[c] = known
+                continue
+            kind = ("even" if n[c] % 2 == 0 else "odd") if p.even_odd else "all"
+            sensitive = self.supp_freq is not None and bool(n[c] <= self.supp_freq)
+            xs = [v for v in comps[c].tolist() if not math.isnan(v)]
+            r = perturb_cell(float(ws[c]), xs, scrambled_keys(int(keys[c]), digits, p.top_k, p.same_key), kind,
+                             sensitive, p, self.lookup)
+            out[c] = self.memo[cell] = ws[c] + r["pert"]
+        return out
