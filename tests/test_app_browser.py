@@ -94,11 +94,16 @@ def unlabelled(pg) -> list[str]:
         "els => els.filter(e => !e.labels || e.labels.length === 0).map(e => e.id || e.name)")
 
 
-def shot(pg, name: str) -> None:
+def shot(pg, name: str, at: str | None = None) -> None:
+    """Keep a screenshot of the viewport (1200 x 900: what the user sees first, small enough for
+    the README's docs/images/workbench/), scrolled to the element ``at`` when given."""
     folder = os.environ.get("SDCKIT_APP_SCREENSHOTS")
     if folder:
         Path(folder).mkdir(parents=True, exist_ok=True)
-        pg.screenshot(path=str(Path(folder) / f"{name}.png"), full_page=True)
+        if at is not None:
+            pg.locator(at).scroll_into_view_if_needed()
+            pg.evaluate("document.activeElement && document.activeElement.blur()")
+        pg.screenshot(path=str(Path(folder) / f"{name}.png"))
 
 
 # --------------------------------------------------------------------------- security (no browser)
@@ -177,6 +182,29 @@ def test_the_open_screen_reads_through_sdckit_io(tmp_path, suffix):
     assert loaded.frame.equals(read(path))
 
 
+def test_a_file_larger_than_the_sample_says_so_on_the_data_and_roles_screens(bench, tmp_path, monkeypatch):
+    path = tmp_path / "s.csv"
+    survey(60).to_csv(path, index=False)
+    client, csrf = session_client(bench)
+    try:
+        monkeypatch.setattr("sdckit.app.session.SAMPLE_RECORDS", 60, raising=False)  # as many as the records: exact
+        client.post("/open/path", data={"path": str(path), "csrf": csrf})
+        assert "over all 60 records" in client.get("/data").text and "sample of" not in client.get("/roles").text
+        monkeypatch.setattr("sdckit.app.session.SAMPLE_RECORDS", 20, raising=False)
+        client.post("/open/path", data={"path": str(path), "csrf": csrf})  # opened again: sampled
+        html = client.get("/data").text
+        assert "computed on a sample of 20 of 60 records" in html
+        assert "missing values counted over all 60 records" in html
+        distinct = [int(n) for n in re.findall(r'<td class="num">(\d+)</td></tr>', html)]
+        assert len(distinct) == 7 and max(distinct) == 20  # person_id: 20 different values in 20 records
+        roles = client.get("/roles").text
+        assert "computed on a sample of 20 of 60 records" in roles
+        person = re.search(r'data-column="person_id">(.*?)</select>', roles, re.S).group(1)
+        assert 'value="identifier" selected' in person  # unique in the sample: suggested identifier
+    finally:
+        client.close()
+
+
 def test_suggestions_mark_a_unique_column_identifier_and_the_weight_and_household():
     s = suggest_roles(survey())
     assert s["person_id"][0] == "identifier"
@@ -229,6 +257,26 @@ def test_open_roles_risk_in_the_browser_match_the_library(page, bench, tmp_path)
     for k in ("2", "3", "5"):
         assert page.inner_text(f"#fig-k{k}") == f"{expected['k_anonymity_violations'][k]:,}"
     assert page.locator("#fig-household-risk").count() == 0
+    for plot in ("#plot-bands", "#plot-classes"):  # the report's figures, as data: URIs (the CSP)
+        assert page.get_attribute(plot, "src").startswith("data:image/svg+xml;base64,")
+        assert page.evaluate(f"document.querySelector('{plot}').naturalWidth") > 0  # the browser drew it
+    assert page.locator("#fig-suda-msu").count() == 0  # SUDA2 only when asked for
+    assert unlabelled(page) == []
+    page.click("#run-suda")  # a job: its progress page, then back to the risk screen
+    page.wait_for_selector("#fig-suda-msu")
+    assert page.url.endswith("/risk")
+    suda = risk_summary(read(path), ["sex", "age_group", "region"], "weight", suda=True,
+                        suda_max_size=3).to_dict()["suda2"]
+    assert suda["records_with_msu"] > 0
+    assert page.inner_text("#fig-suda-msu") == f"{suda['records_with_msu']:,}"
+    for size, count in suda["msu_by_size"].items():
+        assert page.inner_text(f"#fig-suda-size-{size}") == f"{count:,}"
+    assert page.inner_text("#fig-suda-mean") == f"{suda['mean_score']:.4f}"
+    assert page.inner_text("#fig-suda-max") == f"{suda['max_score']:g}"
+    assert [page.inner_text(f"#fig-dis-{i}") for i in range(len(suda["dis_score_bands"]))] == \
+        [f"{v:,}" for v in suda["dis_score_bands"].values()]
+    assert unlabelled(page) == []
+    shot(page, "4-risk-plots", at="#classes-heading")
     body = page.inner_text("main")
     assert "1001" not in body and "north" not in body  # counts only, never a value
 
