@@ -2,13 +2,16 @@
 
 The server runs in-process on 127.0.0.1 and a free port. The browser opens the address with its
 token, uploads a small file made here, confirms the suggested roles (changing one), and the risk
-screen must show what :func:`sdckit.risk.summary.risk_summary` computes on the same file. Protect
+screen must show what :func:`sdckit.risk.summary.risk_summary` computes on the same file (its
+SUDA2 figures too, computed on demand as a job, and the report's plots); a file larger than the
+sample size says on the Data and Roles screens that it was sampled. Protect
 applies steps with undo (risk, utility and verdict before/after); Release writes the data,
 manifest, report and the recipe + seed file, which ``sdckit protect`` reproduces byte for byte;
 long work runs as jobs whose progress the page polls and which it cancels. The
 security checks (no token, a foreign Origin, a missing CSRF token, a foreign Host) run with httpx.
 Chromium is Debian's ``chromium`` package, which ``.ci/run`` installs; without it the browser tests
-skip and say why. Set ``SDCKIT_APP_SCREENSHOTS`` to a folder to keep a screenshot of each screen.
+skip and say why. Set ``SDCKIT_APP_SCREENSHOTS`` to a folder to keep a screenshot of each screen
+(the README's, docs/images/workbench/, are these reduced to 64 colours with Pillow).
 """
 
 from __future__ import annotations
@@ -101,7 +104,7 @@ def shot(pg, name: str, at: str | None = None) -> None:
     if folder:
         Path(folder).mkdir(parents=True, exist_ok=True)
         if at is not None:
-            pg.locator(at).scroll_into_view_if_needed()
+            pg.locator(at).evaluate("e => e.scrollIntoView({block: 'start'})")
             pg.evaluate("document.activeElement && document.activeElement.blur()")
         pg.screenshot(path=str(Path(folder) / f"{name}.png"))
 
@@ -276,7 +279,7 @@ def test_open_roles_risk_in_the_browser_match_the_library(page, bench, tmp_path)
     assert [page.inner_text(f"#fig-dis-{i}") for i in range(len(suda["dis_score_bands"]))] == \
         [f"{v:,}" for v in suda["dis_score_bands"].values()]
     assert unlabelled(page) == []
-    shot(page, "4-risk-plots", at="#classes-heading")
+    shot(page, "4-risk-plots", at="#plots-heading")
     body = page.inner_text("main")
     assert "1001" not in body and "north" not in body  # counts only, never a value
 
@@ -356,7 +359,7 @@ def test_protect_checks_parameters_as_typed_and_shows_risk_before_and_after(page
     page.fill("#p-k", "3")
     page.click("#apply")
     page.wait_for_selector("#before-after")
-    shot(page, "7-protect-result")
+    shot(page, "7-protect-result", at="#result-heading")
     keys = ["sex", "age_group", "region"]
     original = read(path)
     schema = Schema.infer(original, identifier=["person_id"], quasi=keys, confidential=["income"])
@@ -659,7 +662,7 @@ def test_the_tables_screen_shows_the_hand_worked_pattern_and_verdict(page, bench
     page.click("#protect-table")
     page.wait_for_url("**/tables")
     page.locator("#pattern").wait_for()
-    shot(page, "5-tables")
+    shot(page, "5-tables", at="#pattern-heading")
     rows = page.locator("#pattern tbody tr")
     assert rows.count() == 4
     for i, code in enumerate(HAND_SHOWN):
@@ -795,7 +798,7 @@ def test_compare_in_the_browser_shows_the_library_comparison_of_the_kept_candida
     page.click("#run-compare")
     page.wait_for_url("**/compare")
     page.locator("#shown-table").wait_for()
-    shot(page, "7-compare")
+    shot(page, "7-compare", at="#shown-heading")
     rows = [[c.inner_text() for c in r.locator("td").all()] for r in page.locator("#shown-table tbody tr").all()]
     assert [r[0] for r in rows] == ["little noise", "much noise"]
     # the figures are sdckit.compare's on the same records and the same stream of the session's seed
