@@ -32,7 +32,7 @@ from sdckit.app import jobs
 from sdckit.app.server import Workbench
 from sdckit.app.protect import add_step
 from sdckit.app.release import release_plan, write_release
-from sdckit.app.session import Session, check_roles, open_path, suggest_roles
+from sdckit.app.session import Session, check_roles, open_path, record_sample, suggest_roles
 from sdckit.cli.app import app
 from sdckit.core.errors import ParameterError
 from sdckit.core.random import new_seed
@@ -206,6 +206,14 @@ def test_a_file_larger_than_the_sample_says_so_on_the_data_and_roles_screens(ben
         assert 'value="identifier" selected' in person  # unique in the sample: suggested identifier
     finally:
         client.close()
+
+
+def test_the_record_sample_is_drawn_without_replacement_in_file_order():
+    frame = survey(60)
+    assert record_sample(frame, 60) is frame  # small enough: every record
+    sample = record_sample(frame, 25)
+    assert len(sample) == 25 and sample.index.is_unique and sample.index.is_monotonic_increasing
+    assert sample.equals(frame.loc[sample.index])
 
 
 def test_suggestions_mark_a_unique_column_identifier_and_the_weight_and_household():
@@ -409,7 +417,8 @@ def test_new_endpoints_refuse_without_session_origin_or_csrf(bench, tmp_path):
     survey(20).to_csv(path, index=False)
     endpoints = {"/protect/undo": {}, "/release": {"folder": str(tmp_path / "out"), "format": "csv"},
                  "/open/recipe": {"recipe": str(tmp_path / "r.toml")},
-                 "/tables": {"dimension": "sex", "min_frequency": "3", "protection": "suppression-optimal"}}
+                 "/tables": {"dimension": "sex", "min_frequency": "3", "protection": "suppression-optimal"},
+                 "/risk/suda": {}}
     for url, data in endpoints.items():  # no session at all
         assert httpx.post(f"{bench.base}{url}", data=data).status_code == 403
     client, csrf = session_client(bench)
@@ -425,6 +434,8 @@ def test_new_endpoints_refuse_without_session_origin_or_csrf(bench, tmp_path):
             assert wrong_host.status_code == 403
         assert not (tmp_path / "out").exists()  # nothing of the refused posts happened
         assert 'id="pattern"' not in client.get("/tables").text
+        before = client.post("/risk/suda", data={"csrf": csrf}, follow_redirects=False)
+        assert before.headers["location"] == "/roles"  # SUDA2 needs the confirmed roles
     finally:
         client.close()
 

@@ -237,7 +237,7 @@ def register(app: FastAPI) -> None:
             if session.data is not None and session.data.frame is frame and session.roles == roles:
                 session.suda = figures  # not when the data or the roles changed meanwhile
 
-        return start_job(session, "SUDA2", "/risk", work_on)
+        return start_job(session, "the SUDA2 search", "/risk", work_on)
 
     # ------------------------------------------------------------------ 4. protect
     def protect_page(request: Request, name: str | None, status: int = 200, error: str | None = None,
