@@ -2,13 +2,16 @@
 
 The server runs in-process on 127.0.0.1 and a free port. The browser opens the address with its
 token, uploads a small file made here, confirms the suggested roles (changing one), and the risk
-screen must show what :func:`sdckit.risk.summary.risk_summary` computes on the same file. Protect
+screen must show what :func:`sdckit.risk.summary.risk_summary` computes on the same file (its
+SUDA2 figures too, computed on demand as a job, and the report's plots); a file larger than the
+sample size says on the Data and Roles screens that it was sampled. Protect
 applies steps with undo (risk, utility and verdict before/after); Release writes the data,
 manifest, report and the recipe + seed file, which ``sdckit protect`` reproduces byte for byte;
 long work runs as jobs whose progress the page polls and which it cancels. The
 security checks (no token, a foreign Origin, a missing CSRF token, a foreign Host) run with httpx.
 Chromium is Debian's ``chromium`` package, which ``.ci/run`` installs; without it the browser tests
-skip and say why. Set ``SDCKIT_APP_SCREENSHOTS`` to a folder to keep a screenshot of each screen.
+skip and say why. Set ``SDCKIT_APP_SCREENSHOTS`` to a folder to keep a screenshot of each screen
+(the README's, docs/images/workbench/, are these reduced to 64 colours with Pillow).
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from sdckit.app import jobs
 from sdckit.app.server import Workbench
 from sdckit.app.protect import add_step
 from sdckit.app.release import release_plan, write_release
-from sdckit.app.session import Session, check_roles, open_path, suggest_roles
+from sdckit.app.session import Session, check_roles, open_path, record_sample, suggest_roles
 from sdckit.cli.app import app
 from sdckit.core.errors import ParameterError
 from sdckit.core.random import new_seed
@@ -94,11 +97,16 @@ def unlabelled(pg) -> list[str]:
         "els => els.filter(e => !e.labels || e.labels.length === 0).map(e => e.id || e.name)")
 
 
-def shot(pg, name: str) -> None:
+def shot(pg, name: str, at: str | None = None) -> None:
+    """Keep a screenshot of the viewport (1200 x 900: what the user sees first, small enough for
+    the README's docs/images/workbench/), scrolled to the element ``at`` when given."""
     folder = os.environ.get("SDCKIT_APP_SCREENSHOTS")
     if folder:
         Path(folder).mkdir(parents=True, exist_ok=True)
-        pg.screenshot(path=str(Path(folder) / f"{name}.png"), full_page=True)
+        if at is not None:
+            pg.locator(at).evaluate("e => e.scrollIntoView({block: 'start'})")
+            pg.evaluate("document.activeElement && document.activeElement.blur()")
+        pg.screenshot(path=str(Path(folder) / f"{name}.png"))
 
 
 # --------------------------------------------------------------------------- security (no browser)
@@ -177,6 +185,37 @@ def test_the_open_screen_reads_through_sdckit_io(tmp_path, suffix):
     assert loaded.frame.equals(read(path))
 
 
+def test_a_file_larger_than_the_sample_says_so_on_the_data_and_roles_screens(bench, tmp_path, monkeypatch):
+    path = tmp_path / "s.csv"
+    survey(60).to_csv(path, index=False)
+    client, csrf = session_client(bench)
+    try:
+        monkeypatch.setattr("sdckit.app.session.SAMPLE_RECORDS", 60, raising=False)  # as many as the records: exact
+        client.post("/open/path", data={"path": str(path), "csrf": csrf})
+        assert "over all 60 records" in client.get("/data").text and "sample of" not in client.get("/roles").text
+        monkeypatch.setattr("sdckit.app.session.SAMPLE_RECORDS", 20, raising=False)
+        client.post("/open/path", data={"path": str(path), "csrf": csrf})  # opened again: sampled
+        html = client.get("/data").text
+        assert "computed on a sample of 20 of 60 records" in html
+        assert "missing values counted over all 60 records" in html
+        distinct = [int(n) for n in re.findall(r'<td class="num">(\d+)</td></tr>', html)]
+        assert len(distinct) == 7 and max(distinct) == 20  # person_id: 20 different values in 20 records
+        roles = client.get("/roles").text
+        assert "computed on a sample of 20 of 60 records" in roles
+        person = re.search(r'data-column="person_id">(.*?)</select>', roles, re.S).group(1)
+        assert 'value="identifier" selected' in person  # unique in the sample: suggested identifier
+    finally:
+        client.close()
+
+
+def test_the_record_sample_is_drawn_without_replacement_in_file_order():
+    frame = survey(60)
+    assert record_sample(frame, 60) is frame  # small enough: every record
+    sample = record_sample(frame, 25)
+    assert len(sample) == 25 and sample.index.is_unique and sample.index.is_monotonic_increasing
+    assert sample.equals(frame.loc[sample.index])
+
+
 def test_suggestions_mark_a_unique_column_identifier_and_the_weight_and_household():
     s = suggest_roles(survey())
     assert s["person_id"][0] == "identifier"
@@ -229,6 +268,26 @@ def test_open_roles_risk_in_the_browser_match_the_library(page, bench, tmp_path)
     for k in ("2", "3", "5"):
         assert page.inner_text(f"#fig-k{k}") == f"{expected['k_anonymity_violations'][k]:,}"
     assert page.locator("#fig-household-risk").count() == 0
+    for plot in ("#plot-bands", "#plot-classes"):  # the report's figures, as data: URIs (the CSP)
+        assert page.get_attribute(plot, "src").startswith("data:image/svg+xml;base64,")
+        assert page.evaluate(f"document.querySelector('{plot}').naturalWidth") > 0  # the browser drew it
+    assert page.locator("#fig-suda-msu").count() == 0  # SUDA2 only when asked for
+    assert unlabelled(page) == []
+    page.click("#run-suda")  # a job: its progress page, then back to the risk screen
+    page.wait_for_selector("#fig-suda-msu")
+    assert page.url.endswith("/risk")
+    suda = risk_summary(read(path), ["sex", "age_group", "region"], "weight", suda=True,
+                        suda_max_size=3).to_dict()["suda2"]
+    assert suda["records_with_msu"] > 0
+    assert page.inner_text("#fig-suda-msu") == f"{suda['records_with_msu']:,}"
+    for size, count in suda["msu_by_size"].items():
+        assert page.inner_text(f"#fig-suda-size-{size}") == f"{count:,}"
+    assert page.inner_text("#fig-suda-mean") == f"{suda['mean_score']:.4f}"
+    assert page.inner_text("#fig-suda-max") == f"{suda['max_score']:g}"
+    assert [page.inner_text(f"#fig-dis-{i}") for i in range(len(suda["dis_score_bands"]))] == \
+        [f"{v:,}" for v in suda["dis_score_bands"].values()]
+    assert unlabelled(page) == []
+    shot(page, "4-risk-plots", at="#plots-heading")
     body = page.inner_text("main")
     assert "1001" not in body and "north" not in body  # counts only, never a value
 
@@ -308,7 +367,7 @@ def test_protect_checks_parameters_as_typed_and_shows_risk_before_and_after(page
     page.fill("#p-k", "3")
     page.click("#apply")
     page.wait_for_selector("#before-after")
-    shot(page, "7-protect-result")
+    shot(page, "7-protect-result", at="#result-heading")
     keys = ["sex", "age_group", "region"]
     original = read(path)
     schema = Schema.infer(original, identifier=["person_id"], quasi=keys, confidential=["income"])
@@ -358,7 +417,8 @@ def test_new_endpoints_refuse_without_session_origin_or_csrf(bench, tmp_path):
     survey(20).to_csv(path, index=False)
     endpoints = {"/protect/undo": {}, "/release": {"folder": str(tmp_path / "out"), "format": "csv"},
                  "/open/recipe": {"recipe": str(tmp_path / "r.toml")},
-                 "/tables": {"dimension": "sex", "min_frequency": "3", "protection": "suppression-optimal"}}
+                 "/tables": {"dimension": "sex", "min_frequency": "3", "protection": "suppression-optimal"},
+                 "/risk/suda": {}}
     for url, data in endpoints.items():  # no session at all
         assert httpx.post(f"{bench.base}{url}", data=data).status_code == 403
     client, csrf = session_client(bench)
@@ -374,6 +434,8 @@ def test_new_endpoints_refuse_without_session_origin_or_csrf(bench, tmp_path):
             assert wrong_host.status_code == 403
         assert not (tmp_path / "out").exists()  # nothing of the refused posts happened
         assert 'id="pattern"' not in client.get("/tables").text
+        before = client.post("/risk/suda", data={"csrf": csrf}, follow_redirects=False)
+        assert before.headers["location"] == "/roles"  # SUDA2 needs the confirmed roles
     finally:
         client.close()
 
@@ -611,7 +673,7 @@ def test_the_tables_screen_shows_the_hand_worked_pattern_and_verdict(page, bench
     page.click("#protect-table")
     page.wait_for_url("**/tables")
     page.locator("#pattern").wait_for()
-    shot(page, "5-tables")
+    shot(page, "5-tables", at="#pattern-heading")
     rows = page.locator("#pattern tbody tr")
     assert rows.count() == 4
     for i, code in enumerate(HAND_SHOWN):
@@ -747,7 +809,7 @@ def test_compare_in_the_browser_shows_the_library_comparison_of_the_kept_candida
     page.click("#run-compare")
     page.wait_for_url("**/compare")
     page.locator("#shown-table").wait_for()
-    shot(page, "7-compare")
+    shot(page, "7-compare", at="#shown-heading")
     rows = [[c.inner_text() for c in r.locator("td").all()] for r in page.locator("#shown-table tbody tr").all()]
     assert [r[0] for r in rows] == ["little noise", "much noise"]
     # the figures are sdckit.compare's on the same records and the same stream of the session's seed

@@ -12,7 +12,6 @@ exactly within the session and never reuses the release's own randomness.
 
 from __future__ import annotations
 
-import base64
 import dataclasses
 from dataclasses import dataclass
 from typing import Any
@@ -22,7 +21,7 @@ import pandas as pd
 
 from sdckit.app.jobs import Job
 from sdckit.app.protect import add_step
-from sdckit.app.session import Session, schema_of
+from sdckit.app.session import Session, image, schema_of
 from sdckit.compare import Candidate, compare
 from sdckit.compare.report import comparison_report
 from sdckit.core.errors import ParameterError
@@ -85,11 +84,6 @@ def sample(session: Session) -> tuple[pd.DataFrame, np.random.Generator]:
         rows = np.sort(rng.choice(len(frame), COMPARE_RECORDS, replace=False))
         frame = frame.iloc[rows].reset_index(drop=True)
     return frame, rng
-
-
-def image(svg_text: str) -> str:
-    """An SVG figure as a ``data:`` URI for an ``<img>``."""
-    return "data:image/svg+xml;base64," + base64.b64encode(str(svg_text).encode("utf-8")).decode("ascii")
 
 
 def _progress(job: Job | None):

@@ -11,6 +11,7 @@ confirms them.
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import secrets
 import tempfile
@@ -20,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from sdckit.app.jobs import Job
@@ -29,10 +31,17 @@ from sdckit.core.random import new_seed
 from sdckit.core.schema import Schema
 from sdckit.io import read
 from sdckit.pipeline import Release
-from sdckit.risk.summary import risk_summary
+from sdckit.report import figures as drawing
+from sdckit.report.risk_section import SUDA_MAX_SIZE
+from sdckit.risk.classes import equivalence_classes
+from sdckit.risk.summary import risk_summary, suda_summary
 
 #: Rows shown in the preview of the data set (the first ones; the screen says it is a sample).
 PREVIEW_ROWS = 10
+#: Beyond this many records the distinct values of the Data screen and the role suggestions are
+#: counted on a simple random sample of this size (the pages say so): exact counts of a large
+#: file's text columns are what is slow; missing values and kinds stay exact.
+SAMPLE_RECORDS = 100_000
 #: The roles a column can be given on the roles screen: the schema's four (DESIGN.md section 2)
 #: and the three columns the risk measures use by name.
 ROLES: dict[str, str] = {
@@ -65,17 +74,29 @@ class Loaded:
     _cache: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @property
+    def sample(self) -> pd.DataFrame:
+        """:func:`record_sample` of the frame, drawn once (the whole frame when it is small)."""
+        if "sample" not in self._cache:
+            self._cache["sample"] = record_sample(self.frame)
+        return self._cache["sample"]
+
+    @property
+    def sampled(self) -> bool:
+        """Whether :attr:`sample` is a sample rather than every record."""
+        return len(self.sample) < len(self.frame)
+
+    @property
     def overview(self) -> list[dict[str, Any]]:
-        """:func:`column_overview` of the frame, computed once."""
+        """:func:`column_overview` of the frame (distinct values on :attr:`sample`), computed once."""
         if "overview" not in self._cache:
-            self._cache["overview"] = column_overview(self.frame)
+            self._cache["overview"] = column_overview(self.frame, self.sample)
         return self._cache["overview"]
 
     @property
     def suggestions(self) -> dict[str, tuple[str, str]]:
-        """:func:`suggest_roles` of the frame, computed once."""
+        """:func:`suggest_roles` of :attr:`sample`, computed once."""
         if "suggestions" not in self._cache:
-            self._cache["suggestions"] = suggest_roles(self.frame)
+            self._cache["suggestions"] = suggest_roles(self.sample)
         return self._cache["suggestions"]
 
 
@@ -106,6 +127,8 @@ class Session:
     seed: int | str = field(default_factory=new_seed, repr=False)
     steps: list[Step] = field(default_factory=list)
     risk: dict[str, Any] | None = None  # risk_figures of the confirmed roles, computed once
+    risk_plots: dict[str, str] | None = None  # risk_plots of the same, computed with it
+    suda: dict[str, Any] | None = None  # suda_figures of the confirmed roles, when asked for
     released: dict[str, str] | None = None  # the files the last release wrote, by kind
     table: Any = None  # the Tables screen's last protected table (sdckit.app.tables.TableOutcome)
     candidates: list[Any] = field(default_factory=list)  # steps kept for comparison (sdckit.compare.Candidate)
@@ -125,6 +148,7 @@ class Session:
     def confirm(self, roles: dict[str, str]) -> None:
         """Keep the checked roles; the risk and protection measured on the old ones are dropped."""
         self.roles, self.confirmed, self.risk, self.steps, self.released = roles, True, None, [], None
+        self.risk_plots, self.suda = None, None
         self.table, self.candidates, self.compared = None, [], None
 
     def open(self, loaded: Loaded) -> None:
@@ -134,6 +158,7 @@ class Session:
         self.confirmed = False
         self.steps = []
         self.risk = None
+        self.risk_plots, self.suda = None, None
         self.released = None
         self.table, self.candidates, self.compared = None, [], None
 
@@ -205,14 +230,27 @@ def upload_folder() -> tempfile.TemporaryDirectory[str]:
     return tempfile.TemporaryDirectory(prefix="sdckit-app-")
 
 
-def column_overview(frame: pd.DataFrame) -> list[dict[str, Any]]:
-    """Per column: name, kind (:meth:`Schema.infer`), dtype, missing values and distinct values."""
+def record_sample(frame: pd.DataFrame, size: int | None = None) -> pd.DataFrame:
+    """``frame`` itself when it has at most ``size`` (default :data:`SAMPLE_RECORDS`) records,
+    else a simple random sample of ``size`` of them in file order. It only describes the file on
+    the Data and Roles screens (nothing released is drawn from it), from a fresh generator."""
+    size = SAMPLE_RECORDS if size is None else size
+    if len(frame) <= size:
+        return frame
+    rows = np.sort(np.random.default_rng().choice(len(frame), size, replace=False))
+    return frame.iloc[rows]
+
+
+def column_overview(frame: pd.DataFrame, sample: pd.DataFrame | None = None) -> list[dict[str, Any]]:
+    """Per column: name, kind (:meth:`Schema.infer`), dtype and missing values over every record,
+    and distinct values over ``sample`` (:func:`record_sample`; default: every record)."""
     schema = Schema.infer(frame)
+    sample = frame if sample is None else sample
     out = []
     for column in schema.columns:
         series = frame[column.name]
         out.append({"name": column.name, "kind": column.kind.value, "dtype": str(series.dtype),
-                    "missing": int(series.isna().sum()), "distinct": int(series.nunique(dropna=True))})
+                    "missing": int(series.isna().sum()), "distinct": int(sample[column.name].nunique(dropna=True))})
     return out
 
 
@@ -224,7 +262,8 @@ def preview(frame: pd.DataFrame, rows: int = PREVIEW_ROWS) -> list[list[str]]:
 
 # --------------------------------------------------------------------------- screen 2: roles
 def suggest_roles(frame: pd.DataFrame) -> dict[str, tuple[str, str]]:
-    """Proposed role and the reason for it, by column; the user confirms or changes them.
+    """Proposed role and the reason for it, by column; the user confirms or changes them. On a
+    large file the workbench passes :func:`record_sample` (the Roles screen says so).
 
     * every value distinct and none missing, not a float: ``identifier`` ("unique for each record");
     * a name such as ``weight``/``wgt`` on a positive numeric column: ``weight``;
@@ -287,13 +326,50 @@ def schema_of(frame: pd.DataFrame, roles: Mapping[str, str]) -> Schema:
 
 
 # --------------------------------------------------------------------------- screen 3: risk
-def risk_figures(frame: pd.DataFrame, roles: Mapping[str, str]) -> dict[str, Any]:
-    """:func:`~sdckit.risk.summary.risk_summary` on the quasi-identifiers, with the weight,
-    household and strata columns the user marked: aggregates only (counts and shares)."""
+def quasi_keys(roles: Mapping[str, str]) -> list[str]:
+    """The columns marked quasi-identifier, refused (one line) when there is none."""
     keys = [n for n, r in roles.items() if r == "quasi"]
     if not keys:
         raise SchemaError("No quasi-identifier is marked; mark the key variables on the Roles screen first.")
+    return keys
+
+
+def risk_figures(frame: pd.DataFrame, roles: Mapping[str, str]) -> dict[str, Any]:
+    """:func:`~sdckit.risk.summary.risk_summary` on the quasi-identifiers, with the weight,
+    household and strata columns the user marked: aggregates only (counts and shares)."""
+    keys = quasi_keys(roles)
     weight = next((n for n, r in roles.items() if r == "weight"), None)
     household = next((n for n, r in roles.items() if r == "household"), None)
     strata = [n for n, r in roles.items() if r == "strata"] or None
     return risk_summary(frame, keys, weight, household, strata=strata, suda=False).to_dict()
+
+
+def image(svg_text: str) -> str:
+    """An SVG figure of :mod:`sdckit.report.figures` as a ``data:`` URI for an ``<img>`` (the
+    page's Content-Security-Policy allows no inline style, which matplotlib's SVG carries)."""
+    return "data:image/svg+xml;base64," + base64.b64encode(str(svg_text).encode("utf-8")).decode("ascii")
+
+
+def risk_plots(frame: pd.DataFrame, roles: Mapping[str, str], figures: Mapping[str, Any]) -> dict[str, str]:
+    """The Risk screen's plots, the report's own figures as ``data:`` URIs: ``classes``, the
+    number of equivalence classes of each size on the quasi-identifiers
+    (:func:`~sdckit.risk.classes.equivalence_classes`, :func:`sdckit.report.figures.class_sizes`),
+    and ``bands``, the records per band of individual risk of ``figures`` (:func:`risk_figures`)
+    drawn as the report draws them (:func:`sdckit.report.figures.column_bars`). Counts only."""
+    keys = quasi_keys(roles)
+    classes = equivalence_classes(frame, keys).size_counts
+    bands = pd.DataFrame({"records": figures["risk_bands"]})
+    return {"classes": image(drawing.class_sizes(classes)),
+            "bands": image(drawing.column_bars(bands, ylabel="records"))}
+
+
+def suda_figures(frame: pd.DataFrame, roles: Mapping[str, str], job: Job | None = None) -> dict[str, Any]:
+    """:func:`~sdckit.risk.summary.suda_summary` (SUDA2) on the quasi-identifiers, within the
+    strata the user marked, for minimal sample uniques of up to
+    :data:`~sdckit.report.risk_section.SUDA_MAX_SIZE` keys (as the report): what
+    ``risk_summary(..., suda=True, suda_max_size=...)`` reports as ``suda2``. Counts only; its
+    progress goes to ``job``."""
+    keys = quasi_keys(roles)
+    strata = [n for n, r in roles.items() if r == "strata"] or None
+    progress = None if job is None else (lambda done, total: job.update(done, total, "searching minimal sample uniques"))
+    return suda_summary(frame, keys, min(len(keys), SUDA_MAX_SIZE), strata=strata, progress=progress)

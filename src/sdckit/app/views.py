@@ -168,7 +168,7 @@ def register(app: FastAPI) -> None:
         loaded = request.state.session.data
         frame = loaded.frame
         return page(request, "data.html", columns=loaded.overview, rows=work.preview(frame),
-                    shown=min(len(frame), work.PREVIEW_ROWS), records=len(frame))
+                    shown=min(len(frame), work.PREVIEW_ROWS), records=len(frame), sampled=len(loaded.sample))
 
     # ------------------------------------------------------------------ 2. roles
     def roles_page(request: Request, status: int = 200, error: str | None = None,
@@ -178,7 +178,8 @@ def register(app: FastAPI) -> None:
         if chosen is None:
             chosen = dict(session.roles) if session.confirmed else {n: r for n, (r, _) in suggestions.items()}
         return page(request, "roles.html", status, error=error, columns=session.data.overview,
-                    roles=work.ROLES, chosen=chosen, suggestions=suggestions)
+                    roles=work.ROLES, chosen=chosen, suggestions=suggestions, sampled=len(session.data.sample),
+                    records=len(session.data.frame))
 
     @app.get("/roles")
     def roles_screen(request: Request) -> Response:
@@ -210,12 +211,33 @@ def register(app: FastAPI) -> None:
         if not session.confirmed:
             return page(request, "risk.html", figures=None,
                         note="Confirm the roles first: the risk is measured on the quasi-identifiers.")
-        if session.risk is None:
+        if session.risk is None or session.risk_plots is None:
             try:
-                session.risk = work.risk_figures(session.data.frame, session.roles)
+                figures = work.risk_figures(session.data.frame, session.roles)
+                session.risk_plots = work.risk_plots(session.data.frame, session.roles, figures)
+                session.risk = figures
             except SdcError as exc:
                 return page(request, "risk.html", 400, error=str(exc), figures=None, note=None)
-        return page(request, "risk.html", figures=session.risk, note=None)
+        return page(request, "risk.html", figures=session.risk, plots=session.risk_plots, suda=session.suda,
+                    note=None)
+
+    @app.post("/risk/suda")
+    async def risk_suda(request: Request) -> Response:
+        form = await form_of(request)
+        if (stop := guard(request, form, roles=True)) is not None:
+            return stop
+        session: Session = request.state.session
+        if (busy := busy_line(session)) is not None:
+            return page(request, "risk.html", 409, error=busy, figures=session.risk, plots=session.risk_plots,
+                        suda=session.suda, note=None)
+        frame, roles = session.data.frame, dict(session.roles)
+
+        def work_on(job: jobs.Job) -> None:
+            figures = work.suda_figures(frame, roles, job)
+            if session.data is not None and session.data.frame is frame and session.roles == roles:
+                session.suda = figures  # not when the data or the roles changed meanwhile
+
+        return start_job(session, "the SUDA2 search", "/risk", work_on)
 
     # ------------------------------------------------------------------ 4. protect
     def protect_page(request: Request, name: str | None, status: int = 200, error: str | None = None,

@@ -8,7 +8,7 @@ record or a key value, so that the summary can be shown and written without disc
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -107,6 +107,25 @@ def diversity_summary(frame: pd.DataFrame, keys: Sequence[str], sensitive: str, 
             "records_below_3_distinct": int((distinct < 3).sum())}
 
 
+def suda_summary(frame: pd.DataFrame, keys: Sequence[str], max_size: int | None = None, missing: str = "wildcard",
+                 *, dis_fraction: float = 0.01, strata: Sequence[str] | str | None = None,
+                 progress: Callable[[int, int], None] | None = None) -> dict[str, object]:
+    """Aggregates of :func:`~sdckit.risk.suda.suda2` (Elliot et al. 2002; Manning, Haglin and
+    Keane 2008): the largest MSU size searched, records with at least one minimal sample unique,
+    the MSUs found of each size, the mean and largest SUDA score and the records per DIS-SUDA
+    band (:data:`DIS_BANDS`) — counts only, never a record. ``risk_summary(..., suda=True)``
+    reports it as ``suda2``; ``progress(done, total)`` is passed to :func:`suda2`."""
+    s = suda2(frame, keys, max_size, missing, dis_fraction=dis_fraction, strata=strata, progress=progress)
+    msu_cols = [c for c in s.columns if c.startswith("msu_")]
+    return {
+        "max_size": len(msu_cols), "dis_fraction": dis_fraction,
+        "records_with_msu": int((s["score"] > 0).sum()),
+        "msu_by_size": {c.removeprefix("msu_"): int(s[c].sum()) for c in msu_cols},
+        "mean_score": float(s["score"].mean()), "max_score": float(s["score"].max()),
+        "dis_score_bands": band_counts(s["dis_score"].to_numpy(), DIS_BANDS),
+    }
+
+
 @validated(missing=MISSING_RULE, threshold=Interval(float, 0, 1))
 def risk_summary(
     frame: pd.DataFrame,
@@ -142,17 +161,8 @@ def risk_summary(
         rest = [k for k in keys if k != name]
         without[name] = (int((frequencies(frame, rest, None, missing, strata=strata)["fk"] == 1).sum())
                          if rest else 0)
-    suda_dict = None
-    if suda:
-        s = suda2(frame, keys, suda_max_size, missing, dis_fraction=dis_fraction, strata=strata)
-        msu_cols = [c for c in s.columns if c.startswith("msu_")]
-        suda_dict = {
-            "max_size": len(msu_cols), "dis_fraction": dis_fraction,
-            "records_with_msu": int((s["score"] > 0).sum()),
-            "msu_by_size": {c.removeprefix("msu_"): int(s[c].sum()) for c in msu_cols},
-            "mean_score": float(s["score"].mean()), "max_score": float(s["score"].max()),
-            "dis_score_bands": band_counts(s["dis_score"].to_numpy(), DIS_BANDS),
-        }
+    suda_dict = (suda_summary(frame, keys, suda_max_size, missing, dis_fraction=dis_fraction, strata=strata)
+                 if suda else None)
     population = None
     if sampling_fraction is not None or population_size is not None:
         from sdckit.risk.population import population_risk  # scipy: only for the population models
