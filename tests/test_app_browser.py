@@ -109,6 +109,14 @@ def shot(pg, name: str, at: str | None = None) -> None:
         pg.screenshot(path=str(Path(folder) / f"{name}.png"))
 
 
+def open_by_path(page, bench, path) -> None:
+    """Open the workbench with its token and the file at ``path`` by its path (the Data screen)."""
+    page.goto(bench.url)
+    page.fill("#path", str(path))
+    page.click("#path-form button[type=submit]")
+    page.wait_for_url("**/data")
+
+
 # --------------------------------------------------------------------------- security (no browser)
 def session_client(bench) -> tuple[httpx.Client, str]:
     client = httpx.Client(base_url=bench.base, follow_redirects=True, timeout=10)
@@ -321,10 +329,7 @@ def test_a_bad_file_gives_one_line_and_keeps_the_open_data(page, bench, tmp_path
 def test_two_weights_are_refused_on_the_page(page, bench, tmp_path):
     path = tmp_path / "s.csv"
     survey(20).assign(w2=1.0).to_csv(path, index=False)
-    page.goto(bench.url)
-    page.fill("#path", str(path))
-    page.click("#path-form button[type=submit]")
-    page.wait_for_url("**/data")
+    open_by_path(page, bench, path)
     page.goto(page.url.rsplit("/", 1)[0] + "/roles")
     page.select_option("select[data-column=w2]", "weight")
     page.click("#confirm-roles")
@@ -336,10 +341,7 @@ def test_protect_checks_parameters_as_typed_and_shows_risk_before_and_after(page
     frame = survey()
     path = tmp_path / "survey.parquet"
     frame.to_parquet(path, index=False)
-    page.goto(bench.url)
-    page.fill("#path", str(path))
-    page.click("#path-form button[type=submit]")
-    page.wait_for_url("**/data")
+    open_by_path(page, bench, path)
     page.click("nav >> text=Roles")
     page.click("#confirm-roles")  # the suggestions as they are: hhid is the household id
     page.wait_for_url("**/risk")
@@ -459,10 +461,7 @@ def test_steps_with_undo_then_release_reproduced_by_sdckit_protect(page, bench, 
     data_dir.mkdir()
     path = data_dir / "survey.parquet"
     frame.to_parquet(path, index=False)
-    page.goto(bench.url)
-    page.fill("#path", str(path))
-    page.click("#path-form button[type=submit]")
-    page.wait_for_url("**/data")
+    open_by_path(page, bench, path)
     page.click("nav >> text=Roles")
     page.select_option("select[data-column=hhid]", "")
     page.click("#confirm-roles")
@@ -659,10 +658,7 @@ def hand_table() -> pd.DataFrame:
 def test_the_tables_screen_shows_the_hand_worked_pattern_and_verdict(page, bench, tmp_path):
     path = tmp_path / "shops.csv"
     hand_table().to_csv(path, index=False)
-    page.goto(bench.url)
-    page.fill("#path", str(path))
-    page.click("#path-form button[type=submit]")
-    page.wait_for_url("**/data")
+    open_by_path(page, bench, path)
     page.click("nav >> text=Tables")
     page.wait_for_url("**/tables")
     assert unlabelled(page) == []
@@ -690,10 +686,7 @@ def test_the_tables_screen_shows_the_hand_worked_pattern_and_verdict(page, bench
 def test_the_tables_screen_refuses_bad_input_in_one_line_and_keeps_the_form(page, bench, tmp_path):
     path = tmp_path / "shops.csv"
     hand_table().to_csv(path, index=False)
-    page.goto(bench.url)
-    page.fill("#path", str(path))
-    page.click("#path-form button[type=submit]")
-    page.wait_for_url("**/data")
+    open_by_path(page, bench, path)
     page.goto(f"{bench.base}/tables")
     page.check("input[name=dimension][value=region]")
     page.fill("#min_frequency", "")
@@ -774,10 +767,7 @@ def test_compare_in_the_browser_shows_the_library_comparison_of_the_kept_candida
     frame = survey()
     path = tmp_path / "survey.csv"
     frame.to_csv(path, index=False)
-    page.goto(bench.url)
-    page.fill("#path", str(path))
-    page.click("#path-form button[type=submit]")
-    page.wait_for_url("**/data")
+    open_by_path(page, bench, path)
     page.click("nav >> text=Roles")
     page.select_option("select[data-column=hhid]", "")
     page.select_option("select[data-column=weight]", "")
