@@ -48,7 +48,7 @@ from sdckit.core.result import Result, plain
 from sdckit.core.tomlfile import check_keys
 
 if TYPE_CHECKING:  # loaded only for a table that declares them (pandas, scipy)
-    from sdckit.tabular.hierarchy import Hierarchy
+    from sdckit.tabular.hierarchy import DimensionHierarchy
     from sdckit.tabular.protection import CellKey
 
 #: Table modes: ``"query"`` (SQL in the analyst's dp or restricted mode) and ``"tables"``.
@@ -80,7 +80,7 @@ class CkmConfig(Result):
         ``[table.ckm.sums]``: the numeric p-table's and the flex function's parameters
         (:meth:`sdckit.tabular.protection.CellKey.sum_params` solves them when the service
         starts); ``None``: sums are not served.
-    hierarchies : tuple of (str, Hierarchy)
+    hierarchies : tuple of (str, DimensionHierarchy)
         ``[table.hierarchies]``: the dimensions with a hierarchy over their codes (the domain's
         codes its leaves); the others are flat (their codes under ``"Total"``).
     """
@@ -94,7 +94,7 @@ class CkmConfig(Result):
     digits: int = 8
     min_count: int | None = None
     sums: CellKey | None = None
-    hierarchies: tuple[tuple[str, Hierarchy], ...] = ()
+    hierarchies: tuple[tuple[str, DimensionHierarchy], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """The fields, ``ptable_path`` as ``ptable``; ``sums`` (the keys given) and
@@ -220,14 +220,14 @@ def _sums(raw: Any, where: str) -> CellKey:
 
 
 def _hierarchies(raw: Any, where: str, base: Path, domains: dict[str, tuple[Any, ...]]
-                 ) -> tuple[tuple[str, Hierarchy], ...]:
+                 ) -> tuple[tuple[str, DimensionHierarchy], ...]:
     """The checked ``[table.hierarchies]``: per dimension a ``{child = parent}`` table or an
     ``.hrc`` file (relative to ``base``) whose leaves are exactly the dimension's codes."""
     if not isinstance(raw, dict):
         raise ParameterError(f"{where}: must be a table of dimension = {{child = parent}} or \"file.hrc\".")
     if not raw:
         return ()
-    from sdckit.tabular.hierarchy import as_hierarchy
+    from sdckit.tabular.hierarchy import as_dimension_hierarchy
 
     out = []
     for column, value in raw.items():
@@ -245,7 +245,7 @@ def _hierarchies(raw: Any, where: str, base: Path, domains: dict[str, tuple[Any,
             raise ParameterError(f"{at}: must be {{child = \"parent\", ...}} over the dimension's codes, or an "
                                  ".hrc file name.")
         try:
-            h = as_hierarchy(value, name=column, total=TOTAL)
+            h = as_dimension_hierarchy(value, name=column, total=TOTAL)
         except (DataError, ParameterError, OSError) as exc:
             raise ParameterError(f"{at}: {exc}") from None
         codes = [str(c) for c in domains[column]]

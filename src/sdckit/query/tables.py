@@ -61,7 +61,7 @@ if TYPE_CHECKING:  # the CKM modules (pandas, scipy) load only when a table is s
     from sdckit.query.tablesums import SumCells
     from sdckit.tabular.cellkey import Lookup
     from sdckit.tabular.cellkey_sums import CellKeySumParams
-    from sdckit.tabular.hierarchy import Hierarchy
+    from sdckit.tabular.hierarchy import DimensionHierarchy
 
 #: Most cells (margins included) one answer may have.
 MAX_CELLS = 100_000
@@ -99,7 +99,7 @@ class CellKeyCube:
         The prepared p-table.
     min_count : int or None
         Perturbed counts ``1 .. min_count - 1`` are published as ``null``.
-    trees : tuple of Hierarchy
+    trees : tuple of DimensionHierarchy
         Each dimension's hierarchy (its codes the leaves; flat: the codes under ``"Total"``).
     rollups : tuple of numpy.ndarray
         Each dimension's hierarchy codes x its codes: 1 where the code is the leaf or one of its
@@ -116,7 +116,7 @@ class CellKeyCube:
     sums: np.ndarray
     lookup: Lookup
     min_count: int | None = None
-    trees: tuple[Hierarchy, ...] = ()
+    trees: tuple[DimensionHierarchy, ...] = ()
     rollups: tuple[np.ndarray, ...] = ()
     measures: Mapping[str, SumCells] = field(default_factory=dict)
     full_rows: dict[int, tuple[list[Any], list[np.ndarray]]] = field(default_factory=dict, repr=False, compare=False)
@@ -124,17 +124,17 @@ class CellKeyCube:
     @classmethod
     def build(cls, domains: Mapping[str, tuple[Any, ...]], codes: Mapping[str, np.ndarray], keys: np.ndarray,
               ptable_: Any, digits: int = 8, min_count: int | None = None,
-              hierarchies: Mapping[str, Hierarchy] | None = None,
+              hierarchies: Mapping[str, DimensionHierarchy] | None = None,
               values: Mapping[str, tuple[np.ndarray, CellKeySumParams, int | None]] | None = None) -> CellKeyCube:
         """The cube of records with integer ``codes`` (per dimension: the index of each record's
         code in ``domains[dimension]``; -1 for a value outside it) and record ``keys`` in [0, 1);
         ``ptable_`` a p-table or a :class:`~sdckit.tabular.cellkey.Lookup` of it; ``hierarchies``
-        ``{dimension: Hierarchy}`` whose leaves are the dimension's codes (as text); ``values``
+        ``{dimension: DimensionHierarchy}`` whose leaves are the dimension's codes (as text); ``values``
         ``{column: (values, flex parameters, supp_freq)}`` of the columns whose sums are served."""
         from sdckit.query.tablesums import SumCells
         from sdckit.tabular.cellkey import Lookup, leaf_sums, rollup_matrix
         from sdckit.tabular.dimensions import leaf_positions
-        from sdckit.tabular.hierarchy import as_hierarchy
+        from sdckit.tabular.hierarchy import as_dimension_hierarchy
 
         lookup = ptable_ if isinstance(ptable_, Lookup) else Lookup(ptable_, digits)
         if lookup.digits != digits:
@@ -154,7 +154,7 @@ class CellKeyCube:
         trees, rollups = [], []
         for d in dims:
             names = [str(c) for c in domains[d]]
-            h = as_hierarchy((hierarchies or {}).get(d), name=d, codes=names, total=TOTAL)
+            h = as_dimension_hierarchy((hierarchies or {}).get(d), name=d, codes=names, total=TOTAL)
             trees.append(h)
             rollups.append(rollup_matrix(h, leaf_positions(d, names, h)))
         measures = {column: SumCells.build(column, x, flat, shape, keys, sums, params, digits, supp_freq)
