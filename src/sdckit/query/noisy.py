@@ -307,8 +307,7 @@ def plan(query: Query, table: TableConfig, epsilon: Fraction) -> Plan:
     count_scale = None
     if needs_count:
         sensitivities["count"] = float(k)
-        geometric = Geometric(epsilon=share, sensitivity=k)
-        count_scale = geometric._scale_numerator() / 2**20
+        count_scale = geometric_scale(share, k)
     sum_scales = {}
     averaged = {o.column for o in query.outputs if o.kind in ("avg", "var", "stddev")}
     midpoints: dict[str, float] = {}
@@ -330,13 +329,19 @@ def plan(query: Query, table: TableConfig, epsilon: Fraction) -> Plan:
     for column in distinct_columns(query):
         name = distinct_key(column)
         sensitivities[name] = float(k)
-        other_scales[name] = Geometric(epsilon=share, sensitivity=k)._scale_numerator() / 2**20
+        other_scales[name] = geometric_scale(share, k)
     cells = tuple(itertools.product(*(table.domains[c] for c in query.group_by)))
     used = list(summed) + list(quantile_columns(query))
     data_bounded = tuple(c for c in dict.fromkeys(used) if c in table.data_bounds)
     return Plan(query, epsilon, k, shares, sensitivities, count_scale, sum_scales,
                 {c: table.bounds[c] for c in used}, cells, not data_bounded, data_bounded, midpoints,
                 square_caps, other_scales)
+
+
+def geometric_scale(epsilon: float, k: int) -> float:
+    """The actual scale of the exact geometric noise of a count of sensitivity ``k`` at ``epsilon``
+    (``k / epsilon`` rounded up to a multiple of 2**-20)."""
+    return Geometric(epsilon=epsilon, sensitivity=k)._scale_numerator() / 2**20
 
 
 #: Output kinds that use the noisy COUNT(*).
@@ -367,7 +372,7 @@ def exact_cells(plan_: Plan, table: TableConfig, result: dict[str, np.ndarray]) 
     summed = list(plan_.sum_scales)
     size = len(result[COUNT_ALIAS])
     counts = np.zeros(len(plan_.cells), dtype=np.int64)
-    sums = {c: np.zeros(len(plan_.cells)) for c in summed}
+    sums: dict[str, np.ndarray] = {}
     if plan_.query.group_by:
         cells = cell_indices(table, plan_.query.group_by, result, size)
     else:
