@@ -13,8 +13,8 @@ Goals: COUNT/SUM p50 < 25 ms at 1e6 rows; auditor < 50 ms per query after 1,000 
 
     python benchmarks/bench_query.py [--rows 1000000 10000000] [--queries 10000] [--clients 8]
 
-Accuracy against Tumult Analytics (issue 32): ``--vs tumult`` answers COUNT(*), SUM(income) and
-AVG(income) (income clamped to [0, 200000]) on the first ``--rows`` table (default 1e6 rows, one row
+Accuracy against Tumult Analytics (issue 32): ``--vs tumult`` answers COUNT(*), SUM(income),
+AVG(income), VAR_POP(income) and STDDEV_POP(income) (Tumult: ``variance``, ``stdev``) (income clamped to [0, 200000]) on the first ``--rows`` table (default 1e6 rows, one row
 per person, add/remove-one-person neighbours) ``--reps`` times (200) and prints the median absolute
 errors, under pure epsilon-DP (epsilon 1 per query: sdckit's exact Laplace/geometric noise, the
 budget split equally over a query's measurements) and rho-zCDP (rho 1/2 = epsilon**2 / 2 per query:
@@ -175,12 +175,19 @@ def audit_timing(config: Path, answered: int, timed: int) -> tuple[float, float,
 
 
 ACCURACY_SQL = {"COUNT": "SELECT COUNT(*) FROM census", "SUM": "SELECT SUM(income) FROM census",
-                "AVG": "SELECT AVG(income) FROM census"}
+                "AVG": "SELECT AVG(income) FROM census", "VAR": "SELECT VAR_POP(income) FROM census",
+                "STDDEV": "SELECT STDDEV_POP(income) FROM census"}
+
+
+def truths(clamped: np.ndarray) -> dict[str, float]:
+    """The true answers of :data:`ACCURACY_SQL` on the clamped incomes (population variance)."""
+    return {"COUNT": float(len(clamped)), "SUM": float(clamped.sum()), "AVG": float(clamped.mean()),
+            "VAR": float(clamped.var()), "STDDEV": float(clamped.std())}
 DEFINITIONS = {"pure": "pure epsilon-DP, epsilon 1 per query", "zcdp": "rho-zCDP, rho 1/2 per query"}
 
 
 def sdckit_errors(table: Path, reps: int) -> dict[str, dict[str, float]]:
-    """Median absolute errors of sdckit's COUNT, SUM, AVG per definition (in process)."""
+    """Median absolute errors of sdckit's COUNT, SUM, AVG, VAR_POP, STDDEV_POP per definition (in process)."""
     from fractions import Fraction
 
     from sdckit.query import noisy, noisy_gaussian
@@ -195,7 +202,7 @@ def sdckit_errors(table: Path, reps: int) -> dict[str, dict[str, float]]:
     rng = np.random.default_rng()
     frame = pd.read_parquet(table, columns=["income"])
     clamped = frame["income"].clip(0, 200_000).to_numpy(dtype=float)
-    truth = {"COUNT": float(len(clamped)), "SUM": float(clamped.sum()), "AVG": float(clamped.mean())}
+    truth = truths(clamped)
     out: dict[str, dict[str, float]] = {d: {} for d in DEFINITIONS}
     try:
         for what, sql in ACCURACY_SQL.items():
@@ -230,11 +237,13 @@ def tumult_errors(table: Path, reps: int) -> dict[str, dict[str, float]] | None:
     spark = SparkSession.builder.getOrCreate()
     frame = pd.read_parquet(table)
     clamped = frame["income"].clip(0, 200_000).to_numpy(dtype=float)
-    truth = {"COUNT": float(len(clamped)), "SUM": float(clamped.sum()), "AVG": float(clamped.mean())}
+    truth = truths(clamped)
     sdf = spark.createDataFrame(frame)
     queries = {"COUNT": QueryBuilder("census").count(),
                "SUM": QueryBuilder("census").sum("income", low=0, high=200_000),
-               "AVG": QueryBuilder("census").average("income", low=0, high=200_000)}
+               "AVG": QueryBuilder("census").average("income", low=0, high=200_000),
+               "VAR": QueryBuilder("census").variance("income", low=0, high=200_000),
+               "STDDEV": QueryBuilder("census").stdev("income", low=0, high=200_000)}
     out: dict[str, dict[str, float]] = {}
     for d, (total, each) in {"pure": (PureDPBudget(float("inf")), PureDPBudget(1)),
                              "zcdp": (RhoZCDPBudget(float("inf")), RhoZCDPBudget(0.5))}.items():
@@ -259,9 +268,9 @@ def vs_tumult(rows: int, reps: int) -> None:
               "not a dependency of sdckit): sdckit alone")
     for d, label in DEFINITIONS.items():
         for what in ACCURACY_SQL:
-            line = f"{label:>38}  {what:>5}: sdckit {ours[d][what]:12.4f}"
+            line = f"{label:>38}  {what:>6}: sdckit {ours[d][what]:14.4f}"
             if theirs is not None:
-                line += f"   Tumult {theirs[d][what]:12.4f}"
+                line += f"   Tumult {theirs[d][what]:14.4f}"
             print(line)
 
 

@@ -116,7 +116,12 @@ def test_a_full_query_parses_to_the_object_written_by_hand(config):
     ("SELECT * FROM census", "SELECT *"),
     ("SELECT age FROM census", "not in GROUP BY"),
     ("SELECT COUNT(age) FROM census", "COUNT(column)"),
-    ("SELECT COUNT(DISTINCT age) FROM census", "COUNT(DISTINCT"),
+    ("SELECT COUNT(DISTINCT age, region) FROM census", "COUNT(DISTINCT column)"),
+    ("SELECT COUNT(DISTINCT person_id) FROM census", "'person_id' is not declared"),
+    ("SELECT VARIANCE(age) FROM census", "VAR_POP(column)"),
+    ("SELECT STDDEV(age) FROM census", "STDDEV_POP(column)"),
+    ("SELECT STDDEV_SAMP(age) FROM census", "population"),
+    ("SELECT VAR_POP(region) FROM census", "bounds of 'region'"),
     ("SELECT SUM(region) FROM census", "bounds of 'region'"),
     ("SELECT MAX(age) FROM census", "function MAX"),
     ("SELECT QUANTILE_CONT(age, 1.5) FROM census", "strictly between 0 and 1"),
@@ -187,9 +192,9 @@ def test_generated_sql_binds_every_value_and_quotes_configured_names(config):
 _COLUMNS = {"income": "num", "age": "num", "region": "text", "code": "num"}
 _ALLOWED_IDENTIFIERS = {"income", "age", "region", "code", "sdc_dp_census", "sdc_census", "__sdc_row",
                         "__sdc_code_region", "__sdc_code_code", "__sdc_clamp_income", "__sdc_clamp_age",
-                        "n", "s0", "g0"}
+                        "n", "s0", "g0", "q0", "d0"}
 _ALLOWED_WORDS = {"SELECT", "FROM", "WHERE", "GROUP", "BY", "AND", "OR", "NOT", "IN", "BETWEEN", "COUNT", "SUM",
-                  "LEAST", "GREATEST", "COALESCE", "CAST", "AS", "DOUBLE"}
+                  "LEAST", "GREATEST", "COALESCE", "CAST", "AS", "DOUBLE", "DISTINCT"}
 
 _text = st.text(alphabet=st.sampled_from(list("abN S'\";-/*\\()=%_xyz0 \t\nDROPTABLE")), max_size=12)
 _number = st.one_of(st.integers(-10**6, 10**6), st.floats(-1e6, 1e6, allow_nan=False).map(lambda v: round(v, 3)))
@@ -235,7 +240,8 @@ def _predicate(draw, depth=0):
 
 
 @given(pred=_predicate(), alias=st.from_regex(r"[a-z][a-z0-9_]{0,10}", fullmatch=True),
-       agg=st.sampled_from(["COUNT(*)", "SUM(income)", "AVG(age)"]), grouped=st.booleans())
+       agg=st.sampled_from(["COUNT(*)", "SUM(income)", "AVG(age)", "VAR_POP(income)", "STDDEV_POP(age)",
+                            "COUNT(DISTINCT region)"]), grouped=st.booleans())
 @settings(max_examples=150, deadline=None)
 def test_generated_sql_never_contains_analyst_text(config, pred, alias, agg, grouped):
     """Whatever the analyst writes, the generated statement holds only sdckit's keywords, the

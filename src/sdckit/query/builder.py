@@ -34,7 +34,8 @@ from sdckit.dp.epsilon import brief
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
 
 #: The aggregates and their SQL function.
-AGGREGATES = {"count": "COUNT", "sum": "SUM", "avg": "AVG", "median": "MEDIAN", "quantile": "QUANTILE_CONT"}
+AGGREGATES = {"count": "COUNT", "sum": "SUM", "avg": "AVG", "median": "MEDIAN", "quantile": "QUANTILE_CONT",
+              "var": "VAR_POP", "stddev": "STDDEV_POP", "count_distinct": "COUNT"}
 
 #: What ``where`` may be, for the messages.
 WHERE_FORMS = ("a dict {column: value, [values] or (low, high)}, a SQL condition string, "
@@ -165,8 +166,9 @@ def select_sql(table: str, aggregate: str, column: str | None = None, *, q: floa
     ----------
     table : str
         A table the service serves.
-    aggregate : {"count", "sum", "avg", "median", "quantile"}
-        ``COUNT(*)``; ``SUM``, ``AVG``, ``MEDIAN`` of ``column``; ``QUANTILE_CONT(column, q)``.
+    aggregate : {"count", "sum", "avg", "median", "quantile", "var", "stddev", "count_distinct"}
+        ``COUNT(*)``; ``SUM``, ``AVG``, ``MEDIAN``, ``VAR_POP``, ``STDDEV_POP`` of ``column``;
+        ``QUANTILE_CONT(column, q)``; ``COUNT(DISTINCT column)``.
     column : str, optional
         The aggregated column (bounded in the configuration); none for ``"count"``.
     q : float, optional
@@ -179,7 +181,8 @@ def select_sql(table: str, aggregate: str, column: str | None = None, *, q: floa
         The group columns (each with a declared domain): one row per combination.
     name : str, optional
         The answer's column (``AS name``); the service's default is ``count``, ``sum_<column>``,
-        ``avg_<column>``, ``median_<column>`` or ``q<level>_<column>``.
+        ``avg_<column>``, ``median_<column>``, ``q<level>_<column>``, ``var_<column>``,
+        ``stddev_<column>`` or ``count_distinct_<column>``.
     owner : str
         The caller named in error messages.
 
@@ -207,6 +210,8 @@ def select_sql(table: str, aggregate: str, column: str | None = None, *, q: floa
             if isinstance(q, bool) or not isinstance(q, numbers.Real) or not 0 < float(q) < 1:
                 raise ParameterError(f"The 'q' of {owner} must be a number strictly between 0 and 1; got {brief(q)}.")
             argument += f", {literal(q, 'q', owner)}"
+        if aggregate == "count_distinct":
+            argument = f"DISTINCT {argument}"
         call = f"{AGGREGATES[aggregate]}({argument})"
     if name is not None:
         call += f" AS {identifier(name, 'name', owner)}"

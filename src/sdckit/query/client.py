@@ -44,8 +44,8 @@ class Client:
     The answer's metadata (``epsilon_spent``, ``epsilon_remaining``, ``mechanism``,
     ``noise_scale``, ``ci95``, ``dp``, ``cached``) is in ``frame.attrs``.
 
-    Besides raw SQL, :meth:`count`, :meth:`sum`, :meth:`avg`, :meth:`median` and
-    :meth:`quantile` build the query from arguments (:func:`sdckit.query.builder.select_sql`)
+    Besides raw SQL, :meth:`count`, :meth:`sum`, :meth:`avg`, :meth:`median`,
+    :meth:`quantile`, :meth:`var`, :meth:`stddev` and :meth:`count_distinct` build the query from arguments (:func:`sdckit.query.builder.select_sql`)
     and add each noisy value's 95% interval as two columns.
     """
 
@@ -199,6 +199,37 @@ class Client:
         ``session.evaluate(QueryBuilder("census").average("INCOME", low=0, high=400000), PureDPBudget(1))``.
         """
         return self._build("avg", table, column, where, by, (epsilon, delta, rho), name)
+
+    def var(self, table: str, column: str, where: Any = None, by: str | list[str] | None = None, *,
+            epsilon: Any = None, delta: Any = None, rho: Any = None,
+            name: str | None = None) -> pd.DataFrame:
+        """The population variance of ``column`` (clamped to its declared bounds) over the rows
+        meeting ``where``, per group of ``by``: ``SELECT [by...,] VAR_POP(column) ...``;
+        ``var_<column>`` by default; dp analysts only.
+
+        The parameters, answer and errors are :meth:`count`'s. Tumult Analytics:
+        ``session.evaluate(QueryBuilder("census").variance("INCOME", low=0, high=400000), PureDPBudget(1))``.
+        """
+        return self._build("var", table, column, where, by, (epsilon, delta, rho), name)
+
+    def stddev(self, table: str, column: str, where: Any = None, by: str | list[str] | None = None, *,
+               epsilon: Any = None, delta: Any = None, rho: Any = None,
+               name: str | None = None) -> pd.DataFrame:
+        """The population standard deviation of ``column``: ``SELECT [by...,] STDDEV_POP(column)
+        ...``; ``stddev_<column>`` by default; as :meth:`var` otherwise. Tumult Analytics:
+        ``QueryBuilder("census").stdev("INCOME", low=0, high=400000)``.
+        """
+        return self._build("stddev", table, column, where, by, (epsilon, delta, rho), name)
+
+    def count_distinct(self, table: str, column: str, where: Any = None, by: str | list[str] | None = None, *,
+                       epsilon: Any = None, delta: Any = None, rho: Any = None,
+                       name: str | None = None) -> pd.DataFrame:
+        """The number of distinct values of ``column`` over the rows meeting ``where`` (at most
+        ``max_rows_per_unit`` rows per person), per group of ``by``: ``SELECT [by...,]
+        COUNT(DISTINCT column) ...``; ``count_distinct_<column>`` by default; dp analysts only.
+        Tumult Analytics: ``QueryBuilder("census").count_distinct(["INCOME"])``.
+        """
+        return self._build("count_distinct", table, column, where, by, (epsilon, delta, rho), name)
 
     def median(self, table: str, column: str, where: Any = None, by: str | list[str] | None = None, *,
                epsilon: Any = None, name: str | None = None) -> pd.DataFrame:

@@ -21,7 +21,9 @@ are sdckit's aliases ``n``, ``s0``, ..., ``g0``, ...
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -61,6 +63,41 @@ def is_text_domain(table: TableConfig, column: str) -> bool:
 
 def sum_alias(i: int) -> str:
     return f"s{i}"
+
+
+def square_alias(i: int) -> str:
+    """The i-th squared-deviation sum (VAR_POP/STDDEV_POP) of :func:`aggregate_sql`."""
+    return f"q{i}"
+
+
+def distinct_alias(i: int) -> str:
+    """The i-th ``COUNT(DISTINCT column)`` of :func:`aggregate_sql`."""
+    return f"d{i}"
+
+
+def midpoint_sensitivity(lo: float, hi: float, k: int) -> tuple[float, float]:
+    """``(m, sensitivity)`` of the sum of deviations ``clamp(x) - m`` from the midpoint
+    ``m = (lo + hi) / 2`` for ``k`` rows per person: ``k max(hi - m, m - lo)`` computed exactly
+    and rounded up to a double (``m`` is the double nearest the midpoint)."""
+    m = lo / 2 + hi / 2  # no overflow; exact unless an operand is subnormal
+    exact_sens = k * max(Fraction(hi) - Fraction(m), Fraction(m) - Fraction(lo))
+    sens = float(exact_sens)
+    if Fraction(sens) < exact_sens:
+        sens = math.nextafter(sens, math.inf)
+    return m, sens
+
+
+def square_cap(lo: float, hi: float) -> float:
+    """The largest double ``cap <= a**2``, ``a = max(hi - m, m - lo)`` the largest deviation of a
+    clamped value from the midpoint ``m`` (:func:`midpoint_sensitivity`): every squared deviation
+    is taken as ``LEAST((clamp(x) - m)**2, cap)`` in ``[0, cap]`` (the ``LEAST`` only absorbs
+    rounding), and ``cap`` is the largest population variance a column in ``[lo, hi]`` can have."""
+    m = midpoint_sensitivity(lo, hi, 1)[0]
+    exact_a = max(Fraction(hi) - Fraction(m), Fraction(m) - Fraction(lo))
+    cap = float(exact_a * exact_a)
+    if Fraction(cap) > exact_a * exact_a:
+        cap = math.nextafter(cap, 0.0)
+    return cap
 
 
 def group_alias(i: int) -> str:
@@ -174,7 +211,9 @@ def aggregate_sql(query: Query, table: TableConfig, mode: str, persons: bool = F
     """``SELECT COUNT(*) AS n, SUM(..) AS s0, .., group AS g0, .. FROM relation WHERE .. GROUP BY ..``.
 
     One ``COUNT(*)`` (``n``), one ``SUM`` per distinct summed/averaged column in order of first
-    use (``s0``, ...) and the group columns (``g0``, ...; a text-domain column as its code, a
+    use (``s0``, ...), one sum of capped squared deviations from the bounds' midpoint per column
+    under VAR_POP/STDDEV_POP (``q0``, ...; :func:`square_cap`), one ``COUNT(DISTINCT column)``
+    per column under it (``d0``, ...; the values as they are, a missing one not counted) and the group columns (``g0``, ...; a text-domain column as its code, a
     column with keys from the data as it is). In dp mode the sums are over the clamped columns
     (bounds in force when the data was loaded), in restricted mode over the values as they are.
     ``persons``: also ``COUNT(DISTINCT privacy unit) AS p`` (``COUNT(*)`` when one row is one
@@ -192,6 +231,16 @@ def aggregate_sql(query: Query, table: TableConfig, mode: str, persons: bool = F
     for i, column in enumerate(summed_columns(query)):
         value = _col(clamp_column(column) if mode == "dp" else column, table)
         selects.append(_alias(exp.Sum(this=value), sum_alias(i)))
+    for i, column in enumerate(squared_columns(query)):  # SUM(LEAST((x - m) * (x - m), cap)), m and cap bound
+        lo, hi = table.bounds[column]
+        m = midpoint_sensitivity(lo, hi, 1)[0]
+        value = _col(clamp_column(column) if mode == "dp" else column, table)
+        square = exp.Mul(this=exp.Paren(this=exp.Sub(this=value, expression=bind(m))),
+                         expression=exp.Paren(this=exp.Sub(this=value.copy(), expression=bind(m))))
+        capped = exp.Anonymous(this="LEAST", expressions=[square, bind(square_cap(lo, hi))])
+        selects.append(_alias(exp.Sum(this=capped), square_alias(i)))
+    for i, column in enumerate(distinct_columns(query)):
+        selects.append(_alias(exp.Count(this=exp.Distinct(expressions=[_col(column, table)])), distinct_alias(i)))
     selects.extend(_alias(_group_expression(c, table), group_alias(i)) for i, c in enumerate(query.group_by))
     return _statement(selects, query, table, mode, bind, group=True)
 
@@ -274,5 +323,15 @@ def quantile_columns(query: Query) -> tuple[str, ...]:
 
 
 def summed_columns(query: Query) -> tuple[str, ...]:
-    """Distinct columns under SUM or AVG, in order of first use."""
-    return tuple(dict.fromkeys(o.column for o in query.aggregates if o.kind in ("sum", "avg")))
+    """Distinct columns under SUM, AVG, VAR_POP or STDDEV_POP, in order of first use."""
+    return tuple(dict.fromkeys(o.column for o in query.aggregates if o.kind in ("sum", "avg", "var", "stddev")))
+
+
+def squared_columns(query: Query) -> tuple[str, ...]:
+    """Distinct columns under VAR_POP or STDDEV_POP, in order of first use."""
+    return tuple(dict.fromkeys(o.column for o in query.aggregates if o.kind in ("var", "stddev")))
+
+
+def distinct_columns(query: Query) -> tuple[str, ...]:
+    """Distinct columns under COUNT(DISTINCT ...), in order of first use."""
+    return tuple(dict.fromkeys(o.column for o in query.aggregates if o.kind == "count_distinct"))

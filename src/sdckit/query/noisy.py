@@ -26,6 +26,18 @@ How one query is answered with budget ``epsilon``:
   of ``D`` and ``Var(noisy COUNT) = 2 p / (1 - p)**2``, ``p = exp(-1 / b_C)``, against
   ``(2 b_S**2 + avg**2 Var(noisy COUNT)) / n**2`` with ``b_S = 2 b_D`` (``lo >= 0``) before. It
   costs the COUNT share and the share of its column (the split is stated in the answer).
+* **VAR_POP / STDDEV_POP** (as Tumult Analytics, three measurements): the noisy COUNT, the noisy
+  ``D`` above and the noisy ``S = SUM(v - cap / 2)`` of the squared deviations from the midpoint
+  ``v = min((clamp(x) - m)**2, cap)`` in ``[0, cap]`` (``cap`` ~ ``((hi - lo) / 2)**2``,
+  :func:`~sdckit.query.generate.square_cap`), sensitivity ``k cap / 2`` (Tumult shifts ``x**2``
+  by its midpoint instead: ``k max(lo**2, hi**2) / 2`` when ``0`` is in the bounds, four times
+  ours when ``lo = 0``). ``VAR = (S / n + cap / 2) - (D / n)**2``, ``n = max(noisy COUNT, 1)``,
+  clamped to ``[0, cap]`` (variance is shift-invariant); ``STDDEV`` its square root. ci95: the
+  exact range of that function over the box of the three measurements' ``1 - 0.05 / 3`` intervals
+  (a union bound), clamped to ``[0, cap]`` (:func:`variance_range`).
+* **COUNT(DISTINCT col)** over the bounded relation: one person holds at most ``k`` rows there,
+  so she adds or removes at most ``k`` distinct values over all groups: sensitivity ``k``, the
+  COUNT's mechanism, one measurement per column.
 * **Quantiles** (``MEDIAN``, ``QUANTILE_CONT(col, q)``): one more measurement each; the answer is
   a point of a public grid of 1025 points of the bounds, chosen by permute-and-flip (McKenna &
   Sheldon 2020) with exact coins (:func:`permute_and_flip`); no ci95 (value intervals would need
@@ -53,8 +65,9 @@ from sdckit.dp.accountant import exact_text, split_epsilon
 from sdckit.dp.mechanisms import Geometric, grid_scale, laplace_randomise
 from sdckit.dp.exact_samplers import bernoulli_exp_neg_rational
 from sdckit.query.config import TableConfig
-from sdckit.query.generate import (BIN_ALIAS, COUNT_ALIAS, QUANTILE_BINS, cell_indices, quantile_columns, sum_alias,
-                                   summed_columns)
+from sdckit.query.generate import (BIN_ALIAS, COUNT_ALIAS, QUANTILE_BINS, cell_indices, distinct_alias, distinct_columns,
+                                   midpoint_sensitivity, quantile_columns, square_alias, square_cap, squared_columns,
+                                   sum_alias, summed_columns)
 from sdckit.query.sql import Query
 
 
@@ -87,6 +100,50 @@ _MAX_EXPONENT = 64
 def quantile_key(output: Any) -> str:
     """The measurement name of a quantile output."""
     return f"quantile:{output.column}:{output.q!r}"
+
+
+def square_key(column: str) -> str:
+    """The measurement name of a column's sum of squared deviations (VAR_POP, STDDEV_POP)."""
+    return f"sumsq:{column}"
+
+
+def distinct_key(column: str) -> str:
+    """The measurement name of a column's COUNT(DISTINCT ...)."""
+    return f"distinct:{column}"
+
+
+#: Each of the three measurements of a variance gets this confidence in its 95% interval (union bound).
+VARIANCE_LEVEL = 1.0 - 0.05 / 3
+
+
+def variance_estimate(s: float, d: float, c: float, cap: float) -> float:
+    """``(S / n + cap / 2) - (D / n)**2`` clamped to ``[0, cap]``, ``n = max(c, 1)``: the population
+    variance from the noisy sum of shifted squared deviations ``S``, of deviations ``D`` and the
+    noisy count ``c``."""
+    n = max(c, 1)
+    return min(max(s / n + cap / 2 - (d / n) ** 2, 0.0), cap)
+
+
+def variance_range(s: float, rs: float, d: float, rd: float, c: float, rc: float, cap: float) -> list[float]:
+    """The range of ``f(S, D, C) = S / C + cap / 2 - (D / C)**2`` over the box ``[s +/- rs] x
+    [d +/- rd] x [c +/- rc]``, clamped to ``[0, cap]`` (``[0, cap]`` when the box reaches ``C <= 0``).
+
+    Exact: with ``u = 1 / C``, ``f = S u - D**2 u**2 + cap / 2`` rises with ``S`` and falls with
+    ``D**2``; at the largest ``S`` and smallest ``D**2`` it is concave in ``u`` (its maximum at the
+    ends or at ``u = S / (2 D**2)``), at the smallest ``S`` and largest ``D**2`` its minimum is at
+    an end of ``u``."""
+    if c - rc <= 0:
+        return [0.0, cap]
+    ends = (1.0 / (c + rc), 1.0 / (c - rc))
+    d_small = 0.0 if d - rd <= 0 <= d + rd else min(abs(d - rd), abs(d + rd))
+    d_large = max(abs(d - rd), abs(d + rd))
+    s_high, s_low = s + rs, s - rs
+    tops = list(ends)
+    if d_small > 0 and ends[0] < s_high / (2 * d_small ** 2) < ends[1]:
+        tops.append(s_high / (2 * d_small ** 2))
+    high = max(s_high * u - d_small ** 2 * u * u for u in tops) + cap / 2
+    low = min(s_low * u - d_large ** 2 * u * u for u in ends) + cap / 2
+    return [min(max(low, 0.0), cap), min(max(high, 0.0), cap)]
 
 
 def permute_and_flip(below: np.ndarray, n: int, q: float, epsilon: float, k: int, rng: np.random.Generator) -> int:
@@ -132,9 +189,11 @@ def quantile_rank_radius(epsilon: float, k: int, confidence: float = 0.95, candi
 class Plan(Result):
     """The mechanisms one query will use, checked before anything is charged.
 
-    ``shares`` maps each measurement (``"count"`` or a summed column) to its epsilon;
-    ``count_scale`` and ``sum_scales`` are the noise scales; ``sensitivities`` the L1
-    sensitivities; ``cells`` the group keys (one empty tuple without GROUP BY).
+    ``shares`` maps each measurement (``"count"``, a summed column, :func:`square_key`,
+    :func:`distinct_key`, :func:`quantile_key`) to its epsilon; ``count_scale`` and
+    ``sum_scales`` are the noise scales (``other_scales`` of the squared-deviation sums and
+    distinct counts); ``sensitivities`` the L1 sensitivities; ``cells`` the group keys (one empty
+    tuple without GROUP BY); ``square_caps`` the cap of each variance column's squared deviations.
     """
 
     query: Query
@@ -150,13 +209,18 @@ class Plan(Result):
     data_bounded: tuple[str, ...] = field(default=())
     #: Averaged columns -> the bounds' midpoint ``m``: their measurement is ``SUM(clamp(x) - m)``.
     midpoints: dict[str, float] = field(default_factory=dict)
+    #: Variance columns -> the cap of their squared deviations (:func:`~sdckit.query.generate.square_cap`).
+    square_caps: dict[str, float] = field(default_factory=dict)
+    #: :func:`square_key` and :func:`distinct_key` measurements -> their noise's actual scale.
+    other_scales: dict[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """The fields, with the epsilon as exact text and the number of ``cells``."""
         return plain({"query": self.query, "epsilon": exact_text(self.epsilon), "k": self.k, "shares": self.shares,
                       "sensitivities": self.sensitivities, "count_scale": self.count_scale,
                       "sum_scales": self.sum_scales, "bounds": self.bounds, "cells": len(self.cells),
-                      "is_dp": self.is_dp, "data_bounded": self.data_bounded, "midpoints": self.midpoints})
+                      "is_dp": self.is_dp, "data_bounded": self.data_bounded, "midpoints": self.midpoints,
+                      "square_caps": self.square_caps, "other_scales": self.other_scales})
 
     def mechanism(self) -> str:
         """A sentence stating the mechanisms, the sensitivities and the budget split."""
@@ -174,6 +238,10 @@ class Plan(Result):
                 continue
             parts.append(f"SUM({column}) clamped to [{lo:g}, {hi:g}]: exact Laplace on a dyadic grid, "
                          f"sensitivity {self.sensitivities[column]:g}, epsilon {self.shares[column]:.6g}, scale {scale:.6g}")
+        parts.extend(other_texts(self.query, self.square_caps, self.midpoints, self.k,
+                                 lambda name: f"exact {'geometric (discrete Laplace)' if name.startswith('distinct:') else 'Laplace on a dyadic grid'}, "
+                                 f"sensitivity {self.sensitivities[name]:g}, epsilon {self.shares[name]:.6g}, "
+                                 f"scale {self.other_scales[name]:.6g}"))
         for o in self.query.outputs:
             if o.kind == "quantile" and f"QUANTILE({o.column}, {o.q:g})" not in " ".join(parts):
                 lo, hi = self.bounds[o.column]
@@ -199,6 +267,26 @@ class Plan(Result):
         return text
 
 
+def other_texts(query: Query, caps: dict[str, float], midpoints: dict[str, float], k: int,
+                noise: Callable[[str], str]) -> list[str]:
+    """The sentences of the squared-deviation sums, the VAR_POP/STDDEV_POP estimator and the
+    distinct counts; ``noise(name)`` states a measurement's mechanism and scale (Laplace or
+    Gaussian)."""
+    parts = []
+    for column in squared_columns(query):
+        cap = caps[column]
+        parts.append(f"SUM(min(({column} - {midpoints[column]:g})^2, {cap:g}) - {cap / 2:g}) (squared deviations from the "
+                     f"bounds' midpoint, shifted by half their cap): {noise(square_key(column))}")
+    if squared_columns(query):
+        parts.append("VAR_POP = (noisy SUM of shifted squared deviations / n + cap/2) - (noisy SUM(x - m) / n)^2 clamped to "
+                     "[0, cap], n = max(noisy COUNT, 1), STDDEV_POP its square root (as Tumult Analytics, three "
+                     "measurements: COUNT, SUM(x - m), squared deviations; ci95 over the box of their 1 - 0.05/3 intervals)")
+    for column in distinct_columns(query):
+        parts.append(f"COUNT(DISTINCT {column}) over at most {k} row(s) per privacy unit (one person adds at most {k} "
+                     f"distinct values): {noise(distinct_key(column))}")
+    return parts
+
+
 def plan(query: Query, table: TableConfig, epsilon: Fraction) -> Plan:
     """Check that ``query`` can be answered with ``epsilon`` and fix its mechanisms.
 
@@ -207,9 +295,10 @@ def plan(query: Query, table: TableConfig, epsilon: Fraction) -> Plan:
     """
     k = table.max_rows_per_unit if table.privacy_unit else 1
     summed = summed_columns(query)
-    needs_count = any(o.kind in ("count", "avg") for o in query.outputs)
+    needs_count = any(o.kind in COUNTED for o in query.outputs)
     quantiles = list(dict.fromkeys(quantile_key(o) for o in query.outputs if o.kind == "quantile"))
-    measurements = (["count"] if needs_count else []) + list(summed) + quantiles
+    others = [square_key(c) for c in squared_columns(query)] + [distinct_key(c) for c in distinct_columns(query)]
+    measurements = (["count"] if needs_count else []) + list(summed) + others + quantiles
     share = split_epsilon(epsilon, len(measurements))
     shares = {m: share for m in measurements}
     if quantiles and math.floor(share * 2**EPS_BITS) < 1:
@@ -218,10 +307,9 @@ def plan(query: Query, table: TableConfig, epsilon: Fraction) -> Plan:
     count_scale = None
     if needs_count:
         sensitivities["count"] = float(k)
-        geometric = Geometric(epsilon=share, sensitivity=k)
-        count_scale = geometric._scale_numerator() / 2**20
+        count_scale = geometric_scale(share, k)
     sum_scales = {}
-    averaged = {o.column for o in query.outputs if o.kind == "avg"}
+    averaged = {o.column for o in query.outputs if o.kind in ("avg", "var", "stddev")}
     midpoints: dict[str, float] = {}
     for column in summed:
         lo, hi = table.bounds[column]
@@ -231,23 +319,41 @@ def plan(query: Query, table: TableConfig, epsilon: Fraction) -> Plan:
         sensitivities[column] = float(sens)
         grid, steps = grid_scale(np.asarray(sens, dtype=float), share)
         sum_scales[column] = float(steps) * float(grid)  # the noise's actual scale (>= sens/epsilon)
+    square_caps = {c: square_cap(*table.bounds[c]) for c in squared_columns(query)}
+    other_scales = {}
+    for column, cap in square_caps.items():
+        name = square_key(column)
+        sensitivities[name] = square_sensitivity(cap, k)
+        grid, steps = grid_scale(np.asarray(sensitivities[name], dtype=float), share)
+        other_scales[name] = float(steps) * float(grid)
+    for column in distinct_columns(query):
+        name = distinct_key(column)
+        sensitivities[name] = float(k)
+        other_scales[name] = geometric_scale(share, k)
     cells = tuple(itertools.product(*(table.domains[c] for c in query.group_by)))
     used = list(summed) + list(quantile_columns(query))
     data_bounded = tuple(c for c in dict.fromkeys(used) if c in table.data_bounds)
     return Plan(query, epsilon, k, shares, sensitivities, count_scale, sum_scales,
-                {c: table.bounds[c] for c in used}, cells, not data_bounded, data_bounded, midpoints)
+                {c: table.bounds[c] for c in used}, cells, not data_bounded, data_bounded, midpoints,
+                square_caps, other_scales)
 
 
-def midpoint_sensitivity(lo: float, hi: float, k: int) -> tuple[float, float]:
-    """``(m, sensitivity)`` of the sum of deviations ``clamp(x) - m`` from the midpoint
-    ``m = (lo + hi) / 2`` for ``k`` rows per person: ``k max(hi - m, m - lo)`` computed exactly
-    and rounded up to a double (``m`` is the double nearest the midpoint)."""
-    m = lo / 2 + hi / 2  # no overflow; exact unless an operand is subnormal
-    exact_sens = k * max(Fraction(hi) - Fraction(m), Fraction(m) - Fraction(lo))
+def geometric_scale(epsilon: float, k: int) -> float:
+    """The actual scale of the exact geometric noise of a count of sensitivity ``k`` at ``epsilon``
+    (``k / epsilon`` rounded up to a multiple of 2**-20)."""
+    return Geometric(epsilon=epsilon, sensitivity=k)._scale_numerator() / 2**20
+
+
+#: Output kinds that use the noisy COUNT(*).
+COUNTED = ("count", "avg", "var", "stddev")
+
+
+def square_sensitivity(cap: float, k: int) -> float:
+    """``k cap / 2`` rounded up to a double: the sensitivity of ``SUM(v - cap / 2)`` with every
+    ``v`` in ``[0, cap]`` and at most ``k`` rows per person."""
+    exact_sens = k * Fraction(cap) / 2
     sens = float(exact_sens)
-    if Fraction(sens) < exact_sens:
-        sens = math.nextafter(sens, math.inf)
-    return m, sens
+    return sens if Fraction(sens) >= exact_sens else math.nextafter(sens, math.inf)
 
 
 def deviation_sums(sums: np.ndarray, counts: np.ndarray, m: float) -> np.ndarray:
@@ -259,22 +365,32 @@ def deviation_sums(sums: np.ndarray, counts: np.ndarray, m: float) -> np.ndarray
 
 def exact_cells(plan_: Plan, table: TableConfig, result: dict[str, np.ndarray]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """True counts and clamped sums per cell from the result of
-    :func:`~sdckit.query.generate.aggregate_sql` (``n, s0, ..., g0, ...`` as numpy arrays); rows
-    whose group values are outside the declared domains belong to no cell."""
+    :func:`~sdckit.query.generate.aggregate_sql` (``n, s0, ..., q0, ..., d0, ..., g0, ...`` as
+    numpy arrays; the squared-deviation sums under :func:`square_key`, the distinct counts under
+    :func:`distinct_key` among the sums); rows whose group values are outside the declared
+    domains belong to no cell."""
     summed = list(plan_.sum_scales)
     size = len(result[COUNT_ALIAS])
     counts = np.zeros(len(plan_.cells), dtype=np.int64)
-    sums = {c: np.zeros(len(plan_.cells)) for c in summed}
+    sums: dict[str, np.ndarray] = {}
     if plan_.query.group_by:
         cells = cell_indices(table, plan_.query.group_by, result, size)
     else:
         cells = np.zeros(size, dtype=np.int64)
     keep = cells >= 0
     counts[cells[keep]] = np.asarray(result[COUNT_ALIAS], dtype=np.int64)[keep]
-    for j, column in enumerate(summed):
-        values = result[sum_alias(j)]
+    read = ([(column, sum_alias(j)) for j, column in enumerate(summed)]
+            + [(square_key(c), square_alias(j)) for j, c in enumerate(squared_columns(plan_.query))])
+    for name, alias in read:
+        values = result[alias]
         values = np.ma.filled(values, 0.0) if isinstance(values, np.ma.MaskedArray) else values
-        sums[column][cells[keep]] = np.asarray(values, dtype=float)[keep]
+        sums[name] = np.zeros(len(plan_.cells))
+        sums[name][cells[keep]] = np.asarray(values, dtype=float)[keep]
+    for j, column in enumerate(distinct_columns(plan_.query)):
+        values = result[distinct_alias(j)]
+        values = np.ma.filled(values, 0) if isinstance(values, np.ma.MaskedArray) else values
+        sums[distinct_key(column)] = np.zeros(len(plan_.cells), dtype=np.int64)
+        sums[distinct_key(column)][cells[keep]] = np.asarray(values, dtype=np.int64)[keep]
     return counts, sums
 
 
@@ -301,7 +417,8 @@ def answer(plan_: Plan, table: TableConfig, result: dict[str, np.ndarray], rng: 
 
 
 def answer_rows(plan_: Any, noisy_count: Any, noisy_sum: dict[str, np.ndarray], count_radius: tuple[Any, Any],
-                sum_radius: Callable[[str, float], float], chosen: dict[str, list[float]] | None = None
+                sum_radius: Callable[[str, float], float], chosen: dict[str, list[float]] | None = None,
+                other: dict[str, np.ndarray] | None = None, radius: Callable[[str, float], Any] | None = None
                 ) -> tuple[list[list[Any]], list[list[Any]]]:
     """The rows and 95% intervals of a DP answer from its noisy measurements, for the Laplace
     answers here and the Gaussian ones (:mod:`sdckit.query.noisy_gaussian`): ``count_radius`` is
@@ -309,7 +426,11 @@ def answer_rows(plan_: Any, noisy_count: Any, noisy_sum: dict[str, np.ndarray], 
     the quantiles' answers. COUNT +/- its 95% radius (clipped at 0); SUM +/- its 95% radius, or,
     measured as deviations from the midpoint m, noisy SUM(x - m) + m COUNT with the union of the
     two 97.5% radii; AVG = m + SUM(x - m) / COUNT clamped to the bounds, its interval the corners
-    of the two 97.5% intervals (the bounds when the count's may reach 0)."""
+    of the two 97.5% intervals (the bounds when the count's may reach 0). ``other`` holds the
+    noisy :func:`square_key` and :func:`distinct_key` measurements, ``radius(name, level)`` any
+    measurement's radius (``"count"`` included): VAR_POP and STDDEV_POP by
+    :func:`variance_estimate`, their interval :func:`variance_range` at :data:`VARIANCE_LEVEL`
+    each (STDDEV_POP: its square root); COUNT(DISTINCT) as COUNT."""
     rc95, rc975 = count_radius
     zero = rc95 - rc95  # 0 of the radius's type: an int for the discrete Laplace, a float for the Gaussian
     rows, ci = [], []
@@ -338,6 +459,21 @@ def answer_rows(plan_: Any, noisy_count: Any, noisy_sum: dict[str, np.ndarray], 
             elif o.kind == "quantile":
                 row.append(chosen[quantile_key(o)][i])
                 row_ci.append(None)
+            elif o.kind == "count_distinct":
+                c = int(other[distinct_key(o.column)][i])
+                r = radius(distinct_key(o.column), 0.95)
+                row.append(c)
+                row_ci.append([max(zero, c - r), max(zero, c + r)])
+            elif o.kind in ("var", "stddev"):
+                cap, level = plan_.square_caps[o.column], VARIANCE_LEVEL
+                s, d, c = float(other[square_key(o.column)][i]), float(noisy_sum[o.column][i]), int(noisy_count[i])
+                low, high = variance_range(s, radius(square_key(o.column), level), d, radius(o.column, level), c,
+                                           radius("count", level), cap)
+                value = variance_estimate(s, d, c, cap)
+                if o.kind == "stddev":
+                    value, low, high = math.sqrt(value), math.sqrt(low), math.sqrt(high)
+                row.append(value)
+                row_ci.append([low, high])
             else:
                 lo, hi = plan_.bounds[o.column]
                 m = plan_.midpoints[o.column]
@@ -379,6 +515,14 @@ def answer_cells(plan_: Plan, table: TableConfig, counts: np.ndarray, sums: dict
                 for c in plan_.sum_scales}
     noisy_sum = {c: laplace_randomise(measured[c], plan_.sensitivities[c], plan_.shares[c], rng, noise_at_zero=True)
                  for c in plan_.sum_scales}
+    other: dict[str, np.ndarray] = {}  # drawn after the others: the answers without them are unchanged
+    for name in plan_.other_scales:
+        if name.startswith("distinct:"):
+            other[name] = sums[name] + Geometric(epsilon=plan_.shares[name], sensitivity=plan_.k).noise(n, rng)
+        else:
+            column = name.split(":", 1)[1]
+            shifted = deviation_sums(sums[name], counts, plan_.square_caps[column] / 2)
+            other[name] = laplace_randomise(shifted, plan_.sensitivities[name], plan_.shares[name], rng, noise_at_zero=True)
     rc95 = rc975 = 0
     if plan_.count_scale is not None:
         rc95 = discrete_laplace_radius(plan_.count_scale, 0.95)
@@ -392,6 +536,12 @@ def answer_cells(plan_: Plan, table: TableConfig, counts: np.ndarray, sums: dict
             scales.append(plan_.count_scale)
         elif o.kind == "sum" and o.column not in plan_.midpoints:
             scales.append(plan_.sum_scales[o.column])
+        elif o.kind == "count_distinct":
+            scales.append(plan_.other_scales[distinct_key(o.column)])
+        elif o.kind in ("var", "stddev"):
+            scales.append({"squares": plan_.other_scales[square_key(o.column)], "sum": plan_.sum_scales[o.column],
+                           "count": plan_.count_scale, "midpoint": plan_.midpoints[o.column],
+                           "cap": plan_.square_caps[o.column]})
         elif o.kind == "quantile":
             lo, hi = plan_.bounds[o.column]
             scales.append({"grid_resolution": (hi - lo) / QUANTILE_BINS, "epsilon": plan_.shares[quantile_key(o)],
@@ -399,7 +549,14 @@ def answer_cells(plan_: Plan, table: TableConfig, counts: np.ndarray, sums: dict
         else:  # AVG, or the SUM of an averaged column: the deviations' scale, the count's, the midpoint
             scales.append({"sum": plan_.sum_scales[o.column], "count": plan_.count_scale,
                            "midpoint": plan_.midpoints[o.column]})
+    def radius(name: str, level: float) -> Any:
+        if name == "count":
+            return discrete_laplace_radius(plan_.count_scale, level)
+        if name.startswith("distinct:"):
+            return discrete_laplace_radius(plan_.other_scales[name], level)
+        return laplace_radius(plan_.other_scales[name] if name.startswith("sumsq:") else plan_.sum_scales[name], level)
+
     out_rows, ci = answer_rows(plan_, noisy_count, noisy_sum, (rc95, rc975),
-                               lambda column, level: laplace_radius(plan_.sum_scales[column], level), chosen)
+                               lambda column, level: laplace_radius(plan_.sum_scales[column], level), chosen, other, radius)
     return {"columns": columns, "rows": out_rows, "mechanism": plan_.mechanism(), "noise_scale": scales,
             "ci95": ci, "dp": plan_.is_dp}

@@ -29,6 +29,9 @@ A dp analyst's budget has one definition, fixed at ``analyst add``
   epsilon 1, delta 1e-6, but it holds for the multivariate discrete Gaussian of a GROUP BY.)
 * **AVG** ``= m + noisy D / max(noisy COUNT, 1)`` clamped, a SUM of an averaged column
   ``noisy D + m noisy COUNT`` (as in :mod:`sdckit.query.noisy`).
+* **VAR_POP / STDDEV_POP** and **COUNT(DISTINCT)** as in :mod:`sdckit.query.noisy`: the sum of
+  squared deviations shifted by half their cap is one more SUM measurement (L2 sensitivity
+  ``k cap / 2``), a distinct count one more COUNT measurement (L2 sensitivity ``k``).
 * **ci95**: the discrete Gaussian of variance ``V`` is sub-Gaussian with ``P(|Y| >= r) <= 2
   exp(-r**2 / (2 V))`` (CKS20, Proposition 25), so ``r = sqrt(2 V ln(2 / 0.05))``; AVG the corners
   at 97.5% each; SUM of an averaged column ``+/- (r_D + |m| r_C)`` at 97.5% each.
@@ -52,8 +55,9 @@ from sdckit.dp.zcdp import rho_for
 from sdckit.dp.exact_samplers import discrete_gaussian
 from sdckit.dp.mechanisms import add_on_grid, dyadic_grid
 from sdckit.query.config import TableConfig
-from sdckit.query.generate import summed_columns
-from sdckit.query.noisy import answer_rows, deviation_sums, midpoint_sensitivity
+from sdckit.query.generate import distinct_columns, midpoint_sensitivity, square_cap, squared_columns, summed_columns
+from sdckit.query.noisy import (COUNTED, answer_rows, deviation_sums, distinct_key, other_texts, square_key,
+                                square_sensitivity)
 from sdckit.query.sql import Query
 
 #: The grid of a Gaussian SUM is about this many binary orders finer than its standard deviation.
@@ -126,11 +130,15 @@ class GaussianPlan:
     is_dp: bool
     midpoints: dict[str, float] = field(default_factory=dict)
     data_bounded: tuple[str, ...] = field(default=())
+    #: Variance columns -> the cap of their squared deviations (:func:`~sdckit.query.generate.square_cap`).
+    square_caps: dict[str, float] = field(default_factory=dict)
 
     def measurement_texts(self) -> list[str]:
         """One sentence per measurement (mechanism, sensitivity, variance, rho), then AVG's."""
         parts = []
         for name, m in self.measurements.items():
+            if ":" in name:  # squared deviations and distinct counts: below
+                continue
             what = ("COUNT" if name == "count" else
                     f"SUM({name} - {self.midpoints[name]:g}) (deviations from the bounds' midpoint)"
                     if name in self.midpoints else f"SUM({name}) clamped to [{self.bounds[name][0]:g}, {self.bounds[name][1]:g}]")
@@ -140,6 +148,13 @@ class GaussianPlan:
                          f"rho {exact_text(m.rho)}")
         if any(o.kind == "avg" for o in self.query.outputs):
             parts.append("AVG = m + noisy SUM(x - m) / max(noisy COUNT, 1) clamped to the bounds, m the bounds' midpoint")
+
+        def noise(name: str) -> str:
+            m = self.measurements[name]
+            grid = "integers" if name.startswith("distinct:") else f"grid {m.grid:.6g}"
+            return (f"exact discrete Gaussian on {grid}, L2 sensitivity {m.sensitivity:g} ({m.steps} steps), variance "
+                    f"{m.t * m.c} steps^2 (sigma {m.sigma:.6g}), rho {exact_text(m.rho)}")
+        parts.extend(other_texts(self.query, self.square_caps, self.midpoints, self.k, noise))
         return parts
 
     def mechanism(self) -> str:
@@ -162,10 +177,12 @@ class GaussianPlan:
 
 
 def measurement_names(query: Query) -> list[str]:
-    """The Gaussian measurements of ``query``: ``"count"`` (when COUNT or AVG is asked), then each
-    summed or averaged column."""
-    needs_count = any(o.kind in ("count", "avg") for o in query.outputs)
-    return (["count"] if needs_count else []) + list(summed_columns(query))
+    """The Gaussian measurements of ``query``: ``"count"`` (when COUNT, AVG, VAR_POP or STDDEV_POP
+    is asked), each summed or averaged column, each variance column's squared deviations
+    (:func:`~sdckit.query.noisy.square_key`), each distinct count (:func:`~sdckit.query.noisy.distinct_key`)."""
+    needs_count = any(o.kind in COUNTED for o in query.outputs)
+    return ((["count"] if needs_count else []) + list(summed_columns(query)) + [square_key(c) for c in squared_columns(query)]
+            + [distinct_key(c) for c in distinct_columns(query)])
 
 
 def plan(query: Query, table: TableConfig, definition: str, epsilon: Fraction | None = None,
@@ -194,7 +211,7 @@ def plan(query: Query, table: TableConfig, definition: str, epsilon: Fraction | 
         share = rho_for(eps_i, delta_i)
         shares = {n: share for n in names}
         asked = {"epsilon": epsilon, "delta": delta}
-    averaged = {o.column for o in query.outputs if o.kind == "avg"}
+    averaged = {o.column for o in query.outputs if o.kind in ("avg", "var", "stddev")}
     extra = k if query.group_by else 1  # grid steps lost to rounding, one per cell a person touches
     measurements: dict[str, Measurement] = {}
     midpoints: dict[str, float] = {}
@@ -205,10 +222,12 @@ def plan(query: Query, table: TableConfig, definition: str, epsilon: Fraction | 
         sens = k * max(abs(lo), abs(hi))
         if column in averaged:
             midpoints[column], sens = midpoint_sensitivity(lo, hi, k)
-        sigma = max(sens, 1e-300) / math.sqrt(2.0 * float(shares[column]))
-        grid = float(dyadic_grid(np.asarray(sigma), GRID_BITS))
-        steps = math.ceil(sens / grid) + extra
-        measurements[column] = Measurement(float(sens), grid, steps, *variance_for(steps, shares[column]))
+        measurements[column] = gridded(sens, shares[column], extra)
+    square_caps = {c: square_cap(*table.bounds[c]) for c in squared_columns(query)}
+    for column, cap in square_caps.items():
+        measurements[square_key(column)] = gridded(square_sensitivity(cap, k), shares[square_key(column)], extra)
+    for column in distinct_columns(query):
+        measurements[distinct_key(column)] = Measurement(float(k), 1.0, k, *variance_for(k, shares[distinct_key(column)]))
     total_rho = sum((m.rho for m in measurements.values()), Fraction(0))
     cost = (Fraction(0), Fraction(0), total_rho) if definition == "zcdp" else (epsilon, delta, Fraction(0))
     if cells is None:
@@ -216,7 +235,16 @@ def plan(query: Query, table: TableConfig, definition: str, epsilon: Fraction | 
     data_bounded = tuple(c for c in summed if c in table.data_bounds)
     return GaussianPlan(query, definition, asked, cost, k, measurements,
                         {c: measurements[c].sigma for c in summed}, {c: table.bounds[c] for c in summed},
-                        cells, not data_bounded, midpoints, data_bounded)
+                        cells, not data_bounded, midpoints, data_bounded, square_caps)
+
+
+def gridded(sens: float, rho: Fraction, extra: int) -> Measurement:
+    """A SUM's measurement: L2 sensitivity ``sens`` on a dyadic grid about 2**-GRID_BITS of the
+    noise's sigma, ``ceil(sens / grid) + extra`` steps, variance for ``rho``."""
+    sigma = max(sens, 1e-300) / math.sqrt(2.0 * float(rho))
+    grid = float(dyadic_grid(np.asarray(sigma), GRID_BITS))
+    steps = math.ceil(sens / grid) + extra
+    return Measurement(float(sens), grid, steps, *variance_for(steps, rho))
 
 
 def answer_cells(plan_: GaussianPlan, counts: np.ndarray, sums: dict[str, np.ndarray],
@@ -234,6 +262,13 @@ def answer_cells(plan_: GaussianPlan, counts: np.ndarray, sums: dict[str, np.nda
         m = ms[column]
         values = deviation_sums(sums[column], counts, plan_.midpoints[column]) if column in plan_.midpoints else sums[column]
         noisy_sum[column] = add_on_grid(np.asarray(values, dtype=float), m.grid, discrete_gaussian(n, m.t, m.c, rng))
+    other: dict[str, np.ndarray] = {}  # drawn after the others: the answers without them are unchanged
+    for name, m in ms.items():
+        if name.startswith("distinct:"):
+            other[name] = np.asarray(sums[name], dtype=np.int64) + discrete_gaussian(n, m.t, m.c, rng)
+        elif name.startswith("sumsq:"):
+            shifted = deviation_sums(sums[name], counts, plan_.square_caps[name.split(":", 1)[1]] / 2)
+            other[name] = add_on_grid(np.asarray(shifted, dtype=float), m.grid, discrete_gaussian(n, m.t, m.c, rng))
     rc95 = ms["count"].radius(0.95) if "count" in ms else 0.0
     rc975 = ms["count"].radius(0.975) if "count" in ms else 0.0
     scales: list[Any] = []
@@ -244,10 +279,17 @@ def answer_cells(plan_: GaussianPlan, counts: np.ndarray, sums: dict[str, np.nda
             scales.append({"sigma": ms["count"].sigma})
         elif o.kind == "sum" and o.column not in plan_.midpoints:
             scales.append({"sigma": ms[o.column].sigma})
+        elif o.kind == "count_distinct":
+            scales.append({"sigma": ms[distinct_key(o.column)].sigma})
+        elif o.kind in ("var", "stddev"):
+            scales.append({"squares_sigma": ms[square_key(o.column)].sigma, "sum_sigma": ms[o.column].sigma,
+                           "count_sigma": ms["count"].sigma, "midpoint": plan_.midpoints[o.column],
+                           "cap": plan_.square_caps[o.column]})
         else:
             scales.append({"sum_sigma": ms[o.column].sigma, "count_sigma": ms["count"].sigma,
                            "midpoint": plan_.midpoints[o.column]})
     rows, ci = answer_rows(plan_, noisy_count, noisy_sum, (rc95, rc975),
-                           lambda column, level: ms[column].radius(level))
+                           lambda column, level: ms[column].radius(level), None, other,
+                           lambda name, level: ms[name].radius(level))
     return {"columns": [o.label for o in plan_.query.outputs], "rows": rows, "mechanism": plan_.mechanism(),
             "noise_scale": scales, "ci95": ci, "dp": plan_.is_dp}

@@ -138,6 +138,14 @@ class Service:
         if data_keys and analyst.mode == "restricted":
             raise UnsupportedQuery(f"GROUP BY {data_keys[0]!r} takes its keys from the data (thresholding), a dp "
                                    "mechanism: in restricted mode GROUP BY only columns with a declared domain.")
+        dp_only = [o for o in query.outputs if o.kind in DP_ONLY]
+        if dp_only and analyst.mode == "restricted":
+            raise UnsupportedQuery("VAR_POP, STDDEV_POP and COUNT(DISTINCT) are answered in dp mode only: the restricted "
+                                   "mode's auditor reasons over exact COUNT and SUM answers.")
+        if dp_only and data_keys:
+            raise UnsupportedQuery(f"GROUP BY {data_keys[0]!r} takes its keys from the data: VAR_POP, STDDEV_POP and "
+                                   "COUNT(DISTINCT) are answered only over groups of declared domains (not yet with "
+                                   "keys from the data).")
         if data_keys and analyst.definition != "approx":
             raise UnsupportedQuery(f"GROUP BY {data_keys[0]!r} takes its keys from the data, released by thresholding, "
                                    "which is (epsilon, delta)-DP: this analyst's budget is "
@@ -312,6 +320,10 @@ class Service:
     def _cache_key(mode: str, query: Any, epsilon: Any) -> str:
         text = json.dumps({"mode": mode, "query": query.to_dict(), "epsilon": str(epsilon)}, sort_keys=True)
         return hashlib.sha256(text.encode()).hexdigest()
+
+
+#: Aggregates answered in dp mode only (with groups of declared domains).
+DP_ONLY = ("var", "stddev", "count_distinct")
 
 
 def _exclusive(state: Path) -> Any:

@@ -3,6 +3,7 @@
 Supported (seed 002 section 4.6.2: statistical queries over query sets defined by predicates)::
 
     SELECT [group columns,] COUNT(*) | SUM(col) | AVG(col) | MEDIAN(col) | QUANTILE_CONT(col, q)
+           | VAR_POP(col) | STDDEV_POP(col) | COUNT(DISTINCT col)   -- the last three: dp mode only
            [AS name], ...
     FROM table
     [WHERE predicate]          -- col op literal (=, <>, !=, <, <=, >, >=), col [NOT] IN (...),
@@ -101,7 +102,8 @@ Predicate = Union[Compare, InList, Between, And, Or, Not]
 class Output:
     """One column of the answer: a group column or an aggregate.
 
-    ``kind`` is ``"group"``, ``"count"``, ``"sum"``, ``"avg"`` or ``"quantile"`` (level ``q``);
+    ``kind`` is ``"group"``, ``"count"``, ``"sum"``, ``"avg"``, ``"quantile"`` (level ``q``),
+    ``"var"`` (``VAR_POP``), ``"stddev"`` (``STDDEV_POP``) or ``"count_distinct"``;
     ``column`` the grouped or aggregated column (``None`` for ``COUNT(*)``); ``label`` the name
     shown to the analyst.
     """
@@ -315,18 +317,25 @@ def _output(node: exp.Expression, label: str | None, table: TableConfig, group_b
         if isinstance(inner, exp.Star):
             return Output("count", None, label or "count")
         if isinstance(inner, exp.Distinct):
-            raise UnsupportedQuery("COUNT(DISTINCT ...) is not supported.")
+            if len(inner.expressions) != 1 or any(inner.args.get(key) for key in inner.args if key != "expressions"):
+                raise UnsupportedQuery("COUNT(DISTINCT ...) takes one column: COUNT(DISTINCT column).")
+            column = _column(inner.expressions[0], table, "The argument of COUNT(DISTINCT ...)")
+            return Output("count_distinct", column, label or f"count_distinct_{column}")
         raise UnsupportedQuery("COUNT(column) is not supported: use COUNT(*) (with WHERE for a condition).")
-    for cls, kind in ((exp.Sum, "sum"), (exp.Avg, "avg")):
+    if isinstance(node, exp.Variance | exp.Stddev | exp.StddevSamp):
+        raise UnsupportedQuery("The sample variance and standard deviation (VARIANCE, VAR_SAMP, STDDEV, STDDEV_SAMP) "
+                               "are not answered: write VAR_POP(column) or STDDEV_POP(column) (population).")
+    for cls, kind, word in ((exp.Sum, "sum", "SUM"), (exp.Avg, "avg", "AVG"), (exp.VariancePop, "var", "VAR_POP"),
+                            (exp.StddevPop, "stddev", "STDDEV_POP")):
         if isinstance(node, cls):
             if isinstance(node.this, exp.Distinct):
-                raise UnsupportedQuery(f"{kind.upper()}(DISTINCT ...) is not supported.")
-            column = _column(node.this, table, f"The argument of {kind.upper()}")
+                raise UnsupportedQuery(f"{word}(DISTINCT ...) is not supported.")
+            column = _column(node.this, table, f"The argument of {word}")
             if column not in table.bounds and not table.bounds_from_data:
-                raise UnsupportedQuery(f"{kind.upper()}({column}) needs public bounds of {column!r} ([table.bounds] in the configuration).")
+                raise UnsupportedQuery(f"{word}({column}) needs public bounds of {column!r} ([table.bounds] in the configuration).")
             for key, value in node.args.items():
                 if key != "this" and value:
-                    raise UnsupportedQuery(f"{kind.upper()} with extra arguments is not supported.")
+                    raise UnsupportedQuery(f"{word} with extra arguments is not supported.")
             return Output(kind, column, label or f"{kind}_{column}")
     if isinstance(node, exp.Median | exp.Quantile | exp.PercentileCont):
         if isinstance(node, exp.Median):
@@ -347,8 +356,10 @@ def _output(node: exp.Expression, label: str | None, table: TableConfig, group_b
         raise UnsupportedQuery("This quantile form is not supported: write MEDIAN(column) or QUANTILE_CONT(column, q).")
     if isinstance(node, exp.Func):
         name = node.sql_name() if hasattr(node, "sql_name") else _name(node)
-        raise UnsupportedQuery(f"The function {name} is not supported: only COUNT(*), SUM, AVG, MEDIAN and QUANTILE_CONT.")
-    raise UnsupportedQuery(f"{_name(node)} in the select list is not supported: only group columns and COUNT(*), SUM, AVG, MEDIAN, QUANTILE_CONT.")
+        raise UnsupportedQuery(f"The function {name} is not supported: only COUNT(*), SUM, AVG, MEDIAN, QUANTILE_CONT, "
+                               "VAR_POP, STDDEV_POP and COUNT(DISTINCT column).")
+    raise UnsupportedQuery(f"{_name(node)} in the select list is not supported: only group columns and COUNT(*), SUM, AVG, "
+                           "MEDIAN, QUANTILE_CONT, VAR_POP, STDDEV_POP, COUNT(DISTINCT column).")
 
 
 def _literal(node: exp.Expression) -> Any:
