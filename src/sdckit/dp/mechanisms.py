@@ -311,7 +311,7 @@ class Geometric(Mechanism):
 
     def __post_init__(self) -> None:
         validate_params(type(self).__name__, vars(self), self.constraints)
-        if self._scale_numerator() > MAX_INT:
+        if self.scale_numerator() > MAX_INT:
             raise ParameterError(
                 f"The 'epsilon' parameter of {type(self).__name__} is too small for the "
                 f"sensitivity {self.sensitivity} (scale above 2**32). Got {self.epsilon!r} instead."
@@ -325,13 +325,16 @@ class Geometric(Mechanism):
     def privacy(self) -> tuple[float, float]:
         return self.epsilon, 0.0
 
-    def _scale_numerator(self) -> int:
+    def scale_numerator(self) -> int:
+        """The scale actually sampled, as a numerator over ``SCALE_DENOMINATOR`` (2**20): the
+        exact ``sensitivity / epsilon`` rounded up, so the noise is never smaller than epsilon
+        requires (the query service states and reuses it)."""
         return math.ceil(Fraction(self.sensitivity) * SCALE_DENOMINATOR / Fraction(self.epsilon))
 
     @renamed_seed("rng")
     def noise(self, size: int, seed: RandomState = None) -> np.ndarray:
         """``size`` exact draws of the integer noise."""
-        return discrete_laplace(int(size), self._scale_numerator(), SCALE_DENOMINATOR, as_generator(seed))
+        return discrete_laplace(int(size), self.scale_numerator(), SCALE_DENOMINATOR, as_generator(seed))
 
     @renamed_seed("rng")
     def randomise(self, values: Any, seed: RandomState = None) -> np.ndarray:

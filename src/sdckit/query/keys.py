@@ -113,7 +113,7 @@ class Selection(Result):
     def make(cls, epsilon: float, delta: Fraction, k: int) -> Selection:
         """The selection for an ``epsilon`` (a float) and ``delta`` share and ``k`` rows per person."""
         geometric = Geometric(epsilon=epsilon, sensitivity=k)
-        scale = Fraction(geometric._scale_numerator(), SCALE_DENOMINATOR)
+        scale = Fraction(geometric.scale_numerator(), SCALE_DENOMINATOR)
         return cls(epsilon, delta, k, scale, threshold(scale, k, delta))
 
     def release_probability(self, persons: int) -> float:

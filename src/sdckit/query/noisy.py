@@ -341,7 +341,7 @@ def plan(query: Query, table: TableConfig, epsilon: Fraction) -> Plan:
 def geometric_scale(epsilon: float, k: int) -> float:
     """The actual scale of the exact geometric noise of a count of sensitivity ``k`` at ``epsilon``
     (``k / epsilon`` rounded up to a multiple of 2**-20)."""
-    return Geometric(epsilon=epsilon, sensitivity=k)._scale_numerator() / 2**20
+    return Geometric(epsilon=epsilon, sensitivity=k).scale_numerator() / 2**20
 
 
 #: Output kinds that use the noisy COUNT(*).
