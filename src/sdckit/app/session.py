@@ -176,6 +176,10 @@ class SessionStore:
             self._sessions[session.id] = session
             return session
 
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._sessions)
+
     def get(self, session_id: str | None) -> Session | None:
         if not session_id:
             return None
