@@ -127,13 +127,13 @@ def register(app: FastAPI) -> None:
         form = await form_of(request)
         if form is None:
             return refused()
-        path = form.get("path", "").strip()
+        path, rda = form.get("path", "").strip(), form.get("rda", "").strip()
         if not path:
-            return page(request, "open.html", 400, error="Give the path of a data file on this machine.")
+            return page(request, "open.html", 400, error="Give the path of a data file on this machine.", rda=rda)
         try:
-            loaded = await run_in_threadpool(work.open_path, path)
+            loaded = await run_in_threadpool(work.open_path, path, None, rda)
         except SdcError as exc:
-            return page(request, "open.html", 400, error=str(exc), path=path)
+            return page(request, "open.html", 400, error=str(exc), path=path, rda=rda)
         request.state.session.open(loaded)
         return RedirectResponse("/data", status_code=303)
 
