@@ -384,15 +384,9 @@ def register(app: FastAPI) -> None:
         session: Session = request.state.session
         frame, roles = session.data.frame, session.roles
         outcome = session.table
-        if form is None and outcome is not None:  # the form shows what was asked last
-            r = outcome.request
-            form = {"response": r.response or "", "protection": r.protection, "base": str(r.base)}
-            for rule in r.rules:
-                form.update({"min_frequency": str(rule.n)} if isinstance(rule, tabulating.MinFrequency) else
-                            {"dominance_n": str(rule.n), "dominance_k": f"{rule.k:g}"} if isinstance(rule, tabulating.Dominance)
-                            else {"p_percent": f"{rule.p:g}"})
-            dimensions = list(r.dimensions)
-        form = form if form is not None else {"min_frequency": "3", "protection": "suppression-optimal", "base": "3"}
+        if form is None:  # the form shows what was asked last, or the defaults
+            form = tabulating.request_form(outcome.request if outcome is not None else None)
+            dimensions = list(outcome.request.dimensions) if outcome is not None else dimensions
         return page(request, "tables.html", status, error=error, form=form, chosen=dimensions or [],
                     dimension_choices=tabulating.dimension_choices(frame, roles),
                     response_choices=tabulating.response_choices(frame, roles),
@@ -422,7 +416,7 @@ def register(app: FastAPI) -> None:
         frame = session.data.frame
 
         def work_on(job: jobs.Job) -> None:
-            session.table = tabulating.protect_table(frame, wanted, job)
+            session.table = tabulating.protect_table(frame, wanted, job, session.seed)
 
         return start_job(session, "the table", "/tables", work_on)
 
