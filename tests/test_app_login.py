@@ -118,3 +118,16 @@ def test_serving_beyond_localhost_needs_a_key_store_and_allow_remote(keystore, t
     assert result.exit_code != 0 and isinstance(result.exception, ParameterError), result.output
     assert needle in str(result.exception) and "\n" not in str(result.exception)
     assert not (tmp_path / "no.db").exists()
+
+
+def test_sdckit_app_with_state_prints_the_login_address(keystore, monkeypatch):
+    started = []
+    monkeypatch.setattr(Workbench, "run", lambda self: started.append(self.start()))
+    result = CliRunner().invoke(app, ["app", "--no-browser", "--state", str(keystore[0])])
+    assert result.exit_code == 0, result.output
+    try:
+        url = started[0].url
+        assert url.endswith("/login") and url in result.output and "token" not in result.output
+        assert "API key" in httpx.get(url).text
+    finally:
+        started[0].stop()

@@ -197,17 +197,22 @@ def create_app(port: int, token: str, host: str = HOST, state: State | None = No
         assert guard.state is not None
         analyst = await run_in_threadpool(check_key, guard.state, key)
         if analyst is None:
-            guard.state.log(None, None, "refused: workbench login", 403)
             return login_page("Wrong API key: paste a key `sdckit analyst add` printed.", 403)
-        guard.state.log(analyst.name, None, "workbench login", 200)
         session = store.create()
         response = RedirectResponse("/open", status_code=303, headers=SECURITY_HEADERS)
         set_session_cookie(response, guard, session)
         return response
 
     def check_key(state: State, key: str) -> Any:
+        """The analyst of ``key`` or None, by the service's own check, one at a time; the audit
+        log of the state database records the login or its refusal (never the key)."""
         with login_lock:
-            return state.authenticate(key)
+            analyst = state.authenticate(key)
+        if analyst is None:
+            state.log(None, None, "refused: workbench login", 403)
+        else:
+            state.log(analyst.name, None, "workbench login", 200)
+        return analyst
 
     @app.get("/static/{name}")
     def static(name: str) -> Response:
