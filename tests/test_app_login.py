@@ -131,3 +131,17 @@ def test_sdckit_app_with_state_prints_the_login_address(keystore, monkeypatch):
         assert "API key" in httpx.get(url).text
     finally:
         started[0].stop()
+
+
+def test_log_out_ends_the_session(bench, keystore):
+    with httpx.Client(base_url=bench.base, timeout=10) as client:
+        assert client.post("/login", data={"key": keystore[1]}).status_code == 303
+        page = client.get("/open").text
+        assert "Logged in as <strong>ann</strong>" in page
+        csrf = page.split('name="csrf-token" content="')[1].split('"')[0]
+        before = len(bench.app.state.sessions)
+        assert client.post("/logout", data={}).status_code == 403  # without the CSRF token
+        out = client.post("/logout", data={"csrf": csrf})
+        assert out.status_code == 303 and out.headers["location"] == "/login"
+        assert len(bench.app.state.sessions) == before - 1
+        assert client.get("/open").status_code == 303  # to the login again

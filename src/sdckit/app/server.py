@@ -198,7 +198,7 @@ def create_app(port: int, token: str, host: str = HOST, state: State | None = No
         analyst = await run_in_threadpool(check_key, guard.state, key)
         if analyst is None:
             return login_page("Wrong API key: paste a key `sdckit analyst add` printed.", 403)
-        session = store.create()
+        session = store.create(analyst.name)
         response = RedirectResponse("/open", status_code=303, headers=SECURITY_HEADERS)
         set_session_cookie(response, guard, session)
         return response
@@ -221,6 +221,16 @@ def create_app(port: int, token: str, host: str = HOST, state: State | None = No
         if "/" in name or name.startswith(".") or suffix not in STATIC_TYPES or not (files / name).is_file():
             return PlainTextResponse("Not found", status_code=404)
         return Response((files / name).read_bytes(), media_type=STATIC_TYPES[suffix])
+
+    @app.post("/logout")
+    async def log_out(request: Request) -> Response:
+        """End the session (its CSRF token required); the cookie is cleared."""
+        if await views.form_of(request) is None:
+            return views.refused()
+        store.end(session_of(request))
+        response = RedirectResponse("/login" if guard.state is not None else "/", status_code=303)
+        response.delete_cookie(guard.cookie, path="/", httponly=True, samesite="strict", secure=guard.tls)
+        return response
 
     views.register(app)
     return app

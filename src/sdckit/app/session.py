@@ -136,6 +136,7 @@ class Session:
     candidates: list[Any] = field(default_factory=list)  # steps kept for comparison (sdckit.compare.Candidate)
     compared: Any = None  # the Compare screen's last comparison or tuning (sdckit.app.compare.Shown)
     jobs: dict[str, Job] = field(default_factory=dict)  # its long computations, by id
+    user: str | None = None  # login mode: the analyst whose API key opened the session
 
     @property
     def busy(self) -> Job | None:
@@ -172,11 +173,18 @@ class SessionStore:
         self._sessions: dict[str, Session] = {}
         self._lock = threading.Lock()
 
-    def create(self) -> Session:
+    def create(self, user: str | None = None) -> Session:
         with self._lock:
-            session = Session(id=secrets.token_urlsafe(32), csrf=secrets.token_urlsafe(32))
+            session = Session(id=secrets.token_urlsafe(32), csrf=secrets.token_urlsafe(32), user=user)
             self._sessions[session.id] = session
             return session
+
+    def end(self, session: Session) -> None:
+        """Forget ``session`` (a logout): its jobs are asked to stop, its data dropped."""
+        for job in session.jobs.values():
+            job.cancel()
+        with self._lock:
+            self._sessions.pop(session.id, None)
 
     def __len__(self) -> int:
         with self._lock:
