@@ -240,8 +240,7 @@ def protect_table(frame: pd.DataFrame, request: TableRequest, job: Job | None = 
         m = dict(result.measures)
         disclosure = tuple(m.pop("disclosure"))
         measures = CellKeyMeasures(**m, disclosure=pd.DataFrame(list(disclosure)))
-        figures = list(protection.figures(result))
-        figures += [row for row in measures.summary() if row[0] not in dict(figures)]
+        figures = measures.summary()  # the protection's figures (CellKey.figures) and more
         figures += [(f"mean additivity gap over {d}", f"{gap:.3g}") for d, gap in measures.additivity.items()]
         stage(3, "done")
         return TableOutcome(request, result, safe, verdict, tuple(figures), disclosure)
