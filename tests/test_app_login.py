@@ -145,3 +145,19 @@ def test_log_out_ends_the_session(bench, keystore):
         assert out.status_code == 303 and out.headers["location"] == "/login"
         assert len(bench.app.state.sessions) == before - 1
         assert client.get("/open").status_code == 303  # to the login again
+
+
+def test_only_the_analysts_named_may_log_in(keystore):
+    bob = State(keystore[0]).add_analyst("bob", "restricted")
+    server = Workbench(0, state=keystore[0], analysts=["bob"]).start()
+    try:
+        refused = httpx.post(f"{server.base}/login", data={"key": keystore[1]})  # ann's right key
+        assert refused.status_code == 403 and "set-cookie" not in refused.headers
+        assert len(server.app.state.sessions) == 0
+        assert httpx.post(f"{server.base}/login", data={"key": bob}).status_code == 303
+    finally:
+        server.stop()
+    with pytest.raises(ParameterError, match="'carol'"):
+        Workbench(0, state=keystore[0], analysts=["carol"])
+    with pytest.raises(ParameterError, match="--state"):
+        Workbench(0, analysts=["bob"])

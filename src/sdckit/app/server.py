@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from importlib import resources
 from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -98,6 +99,7 @@ class Guard:
     host: str = HOST
     state: State | None = None  # login mode: the query service's key store
     tls: bool = False  # behind a TLS-terminating proxy: Secure cookie, https origins
+    analysts: frozenset[str] | None = None  # login mode: the analysts who may log in (None: all)
 
     @cached_property
     def hosts(self) -> frozenset[str]:
@@ -130,7 +132,8 @@ def login_page(message: str | None = None, status: int = 200) -> Response:
     return Response(html, status_code=status, media_type="text/html; charset=utf-8", headers=SECURITY_HEADERS)
 
 
-def create_app(port: int, token: str, host: str = HOST, state: State | None = None, tls: bool = False) -> FastAPI:
+def create_app(port: int, token: str, host: str = HOST, state: State | None = None, tls: bool = False,
+               analysts: frozenset[str] | None = None) -> FastAPI:
     """The workbench application for a server on ``host:port`` whose start token is ``token``;
     with ``state`` (a query-service state database), in login mode: an API key of its store opens
     a session, the token none."""
@@ -140,7 +143,7 @@ def create_app(port: int, token: str, host: str = HOST, state: State | None = No
     # The method packages (scikit-learn for the synthesizers, ...) load in the background, so that
     # the Protect screen opens at once.
     threading.Thread(target=methods, name="sdckit-app-warm-up", daemon=True).start()
-    guard = Guard(port, token, host, state, tls)
+    guard = Guard(port, token, host, state, tls, analysts)
     store = SessionStore()
     login_lock = threading.Lock()  # one key check at a time (scrypt, about 50 ms): a rate limit
     app = FastAPI(title="sdckit workbench", docs_url=None, redoc_url=None, openapi_url=None)
@@ -197,7 +200,8 @@ def create_app(port: int, token: str, host: str = HOST, state: State | None = No
         assert guard.state is not None
         analyst = await run_in_threadpool(check_key, guard.state, key)
         if analyst is None:
-            return login_page("Wrong API key: paste a key `sdckit analyst add` printed.", 403)
+            return login_page("Wrong API key, or one whose analyst may not use this workbench: paste a key "
+                              "`sdckit analyst add` printed for you.", 403)
         session = store.create(analyst.name)
         response = RedirectResponse("/open", status_code=303, headers=SECURITY_HEADERS)
         set_session_cookie(response, guard, session)
@@ -210,6 +214,9 @@ def create_app(port: int, token: str, host: str = HOST, state: State | None = No
             analyst = state.authenticate(key)
         if analyst is None:
             state.log(None, None, "refused: workbench login", 403)
+        elif guard.analysts is not None and analyst.name not in guard.analysts:
+            state.log(analyst.name, None, "refused: workbench login (not among --analysts)", 403)
+            return None
         else:
             state.log(analyst.name, None, "workbench login", 200)
         return analyst
@@ -285,16 +292,23 @@ class Workbench:
     """
 
     def __init__(self, port: int = 0, host: str = HOST, state: str | Path | None = None,
-                 allow_remote: bool = False, tls: bool = False) -> None:
+                 allow_remote: bool = False, tls: bool = False, analysts: Sequence[str] | None = None) -> None:
         check_serving(host, state, allow_remote)
         keys = None if state is None else State(state)
+        allowed = None
+        if analysts is not None:
+            if keys is None:
+                raise ParameterError("--analysts names who may log in: give --state STATE.db too.")
+            allowed = frozenset(str(a).strip() for a in analysts if str(a).strip())
+            for name in sorted(allowed):
+                keys.analyst(name)  # one line when the store has no such analyst
         self.socket = bind(port, host)
         self.port: int = self.socket.getsockname()[1]
         token = secrets.token_urlsafe(32)
         shown = f"[{host}]" if ":" in host else host
         self.base = f"{'https' if tls else 'http'}://{shown}:{self.port}"
         self.url = f"{self.base}/login" if keys is not None else f"{self.base}/?token={token}"
-        self.app = create_app(self.port, token, host, keys, tls)
+        self.app = create_app(self.port, token, host, keys, tls, allowed)
         config = uvicorn.Config(self.app, log_level="warning", access_log=False,
                                 lifespan="off")
         self.server = uvicorn.Server(config)

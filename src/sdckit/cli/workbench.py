@@ -20,6 +20,9 @@ def workbench(
                                                   "with an API key of its analysts (`sdckit analyst add`).")] = None,
     allow_remote: Annotated[bool, typer.Option("--allow-remote", help="Accept serving beyond this machine over plain "
                                                "HTTP, which sends API keys and data in clear.")] = False,
+    analysts: Annotated[Optional[str], typer.Option("--analysts", help="With --state: only these analysts "
+                                                    "(comma-separated) may log in (default: every analyst of the store; "
+                                                    "the workbench shows records, not noisy answers).")] = None,
     behind_tls: Annotated[bool, typer.Option("--behind-tls", help="A TLS proxy serves the app: Secure cookie, "
                                              "https origins.")] = False,
 ) -> None:
@@ -31,7 +34,8 @@ def workbench(
 
     from sdckit.app.server import Workbench
 
-    bench = Workbench(port, host=host, state=state, allow_remote=allow_remote, tls=behind_tls)
+    bench = Workbench(port, host=host, state=state, allow_remote=allow_remote, tls=behind_tls,
+                      analysts=None if analysts is None else analysts.split(","))
     typer.echo(f"sdckit workbench: {bench.url}", nl=True)
     if state is None:
         typer.echo("Open that address (it holds this start's secret token); stop with Ctrl-C.")
