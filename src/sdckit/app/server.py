@@ -29,11 +29,11 @@ import ipaddress
 import secrets
 import socket
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from importlib import resources
 from pathlib import Path
-from collections.abc import Sequence
 from typing import Any
 from urllib.parse import parse_qs
 
