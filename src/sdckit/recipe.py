@@ -19,6 +19,7 @@ The format is a contract the CLI and later features extend::
     [input]
     path = "census.csv"               # relative to the recipe file
     format = "csv"                    # optional; from the extension otherwise
+    # rda = "job.rda"                 # tau-ARGUS .asc input: its metadata (default: the .rda beside)
     [schema]                          # roles; kinds are inferred unless [schema.kinds] overrides
     identifier = ["ID"]
     quasi = ["AGE", "ZIP"]
@@ -77,7 +78,7 @@ if TYPE_CHECKING:
 _TOP_KEYS = {"seed", "seed_file", "allow_weak_seed", "fail_unsafe", "fingerprint_key_file", "keep_identifiers", "input",
              "schema", "method", "output", "report", "budget", "engine", "memory", "scheduler"}
 #: The privacy ledger an earlier sdckit kept beside the recipe (now per user: issue 27).
-_INPUT_KEYS = {"path", "format", "sep", "encoding", "table", "query"}
+_INPUT_KEYS = {"path", "format", "sep", "encoding", "table", "query", "rda"}
 _OUTPUT_KEYS = {"dir", "format", "name", "table"}
 _REPORT_KEYS = {"enabled", *REPORT_RULES}
 #: The manifest and the report are named after the release's stem, so that two recipes writing
@@ -174,6 +175,8 @@ def parse_data_source(data: Mapping[str, Any], source: Path) -> tuple[int | str 
     check_keys(inp, _INPUT_KEYS, "[input]", source)
     input_path = (source.resolve().parent / str(inp["path"])).resolve()
     input_options = {k: v for k, v in inp.items() if k != "path"}
+    if "rda" in input_options:  # tau-ARGUS microdata's metadata, relative to the recipe as the path
+        input_options["rda"] = (source.resolve().parent / str(input_options["rda"])).resolve()
     detect_format(input_path, input_options.get("format"))
     schema = data.get("schema", {})
     if not isinstance(schema, Mapping):

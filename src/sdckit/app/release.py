@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -43,12 +43,15 @@ def toml_value(value: Any) -> str:
 
 
 def recipe_text(input_path: Path, roles: Mapping[str, str], methods: list[Method], seed_file: str,
-                fmt: str, name: str) -> str:
-    """The session as a recipe TOML (:mod:`sdckit.recipe`): input, schema roles, the steps in
-    order, the output beside the recipe; the seed is in ``seed_file``, never in the recipe."""
+                fmt: str, name: str, options: Mapping[str, Any] | None = None) -> str:
+    """The session as a recipe TOML (:mod:`sdckit.recipe`): input (with the reader's
+    ``options``: a tau-ARGUS file's ``rda``), schema roles, the steps in order, the output
+    beside the recipe; the seed is in ``seed_file``, never in the recipe."""
     lines = ["# Saved by the sdckit workbench: `sdckit protect` on this file reproduces its release.",
              f"seed_file = {json.dumps(seed_file)}  # secret: keep it, never publish it", "",
-             "[input]", f"path = {json.dumps(str(input_path))}", "", "[schema]"]
+             "[input]", f"path = {json.dumps(str(input_path))}"]
+    lines += [f"{k} = {json.dumps(str(v))}" for k, v in (options or {}).items()]
+    lines += ["", "[schema]"]
     for role in ("identifier", "quasi", "confidential", "non_confidential"):
         names = [n for n, r in roles.items() if r == role]
         if names:
@@ -74,6 +77,7 @@ class ReleasePlan:
     folder: Path
     format: str
     source: Path
+    options: Mapping[str, Any] = field(default_factory=dict)  # the reader's (a tau-ARGUS file's rda)
 
 
 def release_session(session: Session, folder: str, fmt: str, input_path: str | None = None,
@@ -116,7 +120,7 @@ def release_plan(session: Session, folder: str, fmt: str, input_path: str | None
     if source.parent == out:
         raise ParameterError(f"The folder {str(out)!r} holds the input file; choose another folder, "
                              "so that nothing overwrites the original.")
-    return ReleasePlan(out, fmt, source)
+    return ReleasePlan(out, fmt, source, loaded.options if source == loaded.source else {})
 
 
 def write_release(session: Session, plan: ReleasePlan, job: Job | None = None) -> dict[str, str]:
@@ -130,7 +134,7 @@ def write_release(session: Session, plan: ReleasePlan, job: Job | None = None) -
     stem = source.name.split(".")[0] + "_protected"
     methods = [s.method for s in session.steps]
     recipe_path, seed_path = out / f"{stem}.recipe.toml", out / f"{stem}.seed"
-    text = recipe_text(source, session.roles, methods, seed_path.name, fmt, stem)  # refuses before writing
+    text = recipe_text(source, session.roles, methods, seed_path.name, fmt, stem, plan.options)  # refuses before writing
     total = len(methods) + 4  # the steps, then the report's stages (as `sdckit protect` counts them)
 
     def report(done: int, stage: str) -> None:
@@ -164,7 +168,7 @@ def open_recipe(session: Session, path: str) -> None:
     if not text:
         raise ParameterError("Give the path of a recipe (a .toml file) on this machine.")
     recipe = load_recipe(Path(text).expanduser())
-    loaded = open_path(recipe.input_path)
+    loaded = open_path(recipe.input_path, rda=recipe.input_options.get("rda"))
     roles = {str(n): r for r in ("identifier", "quasi", "confidential", "non_confidential")
              for n in recipe.schema.get(r, ())}
     clean = check_roles(loaded.frame, roles)

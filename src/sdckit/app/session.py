@@ -29,7 +29,8 @@ from sdckit.core.errors import DataError, SchemaError, SdcError
 from sdckit.core.method import Method
 from sdckit.core.random import new_seed
 from sdckit.core.schema import Schema
-from sdckit.io import read
+from sdckit.io import detect_format, read
+from sdckit.io.tauargus import rda_beside
 from sdckit.pipeline import Release
 from sdckit.report import figures as drawing
 from sdckit.report.risk_section import SUDA_MAX_SIZE
@@ -71,6 +72,7 @@ class Loaded:
     name: str
     frame: pd.DataFrame
     source: Path | None = None
+    options: dict[str, Any] = field(default_factory=dict)  # the reader's: a tau-ARGUS file's rda
     _cache: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @property
@@ -134,6 +136,7 @@ class Session:
     candidates: list[Any] = field(default_factory=list)  # steps kept for comparison (sdckit.compare.Candidate)
     compared: Any = None  # the Compare screen's last comparison or tuning (sdckit.app.compare.Shown)
     jobs: dict[str, Job] = field(default_factory=dict)  # its long computations, by id
+    user: str | None = None  # login mode: the analyst whose API key opened the session
 
     @property
     def busy(self) -> Job | None:
@@ -170,11 +173,22 @@ class SessionStore:
         self._sessions: dict[str, Session] = {}
         self._lock = threading.Lock()
 
-    def create(self) -> Session:
+    def create(self, user: str | None = None) -> Session:
         with self._lock:
-            session = Session(id=secrets.token_urlsafe(32), csrf=secrets.token_urlsafe(32))
+            session = Session(id=secrets.token_urlsafe(32), csrf=secrets.token_urlsafe(32), user=user)
             self._sessions[session.id] = session
             return session
+
+    def end(self, session: Session) -> None:
+        """Forget ``session`` (a logout): its jobs are asked to stop, its data dropped."""
+        for job in session.jobs.values():
+            job.cancel()
+        with self._lock:
+            self._sessions.pop(session.id, None)
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._sessions)
 
     def get(self, session_id: str | None) -> Session | None:
         if not session_id:
@@ -184,8 +198,13 @@ class SessionStore:
 
 
 # --------------------------------------------------------------------------- screen 1: open
-def open_path(path: str | Path, name: str | None = None) -> Loaded:
+def open_path(path: str | Path, name: str | None = None, rda: str | Path | None = None) -> Loaded:
     """Read the file at ``path`` with :func:`sdckit.io.read` (format from its extension).
+
+    tau-ARGUS microdata (``.asc``, ``.asc.gz``) are laid out by their metadata: ``rda``, or
+    the ``.rda`` beside the file (:func:`sdckit.io.tauargus.rda_beside`), which gives the
+    columns' names and which are numeric; the ``.rda`` is kept in the reader's options
+    (``Loaded.options``) for the saved recipe.
 
     Raises :class:`DataError` with one line for anything that goes wrong, so that the page can
     show it and keep the data set already open.
@@ -194,8 +213,29 @@ def open_path(path: str | Path, name: str | None = None) -> Loaded:
     label = name or path.name
     if not path.is_file():
         raise DataError(f"No file at {str(path)!r}; give the full path of a data file on this machine.")
+    options: dict[str, Any] = {}
+    given = str(rda or "").strip()
     try:
-        frame = read(path)
+        tau = detect_format(path) == "tauargus"
+    except SdcError:
+        tau = False
+    if given and not tau:
+        raise DataError(f"A .rda describes tau-ARGUS microdata (.asc); {label!r} is not one: leave the "
+                        ".rda field empty.")
+    if given:
+        found = Path(given).expanduser()
+        if not found.is_file():
+            raise DataError(f"No .rda file at {given!r}; give the full path of the tau-ARGUS metadata, or leave "
+                            "it empty for the .rda beside the data file.")
+        options["rda"] = found.resolve()
+    elif tau:
+        try:
+            options["rda"] = rda_beside(path).resolve()
+        except DataError:
+            raise DataError(f"No single .rda beside {label!r}: give the path of its tau-ARGUS metadata "
+                            "(.rda) too.") from None
+    try:
+        frame = read(path, **options)
     except SdcError:
         raise
     except Exception as exc:  # a reader's own error (pandas, pyarrow, pyreadstat): one line
@@ -203,14 +243,14 @@ def open_path(path: str | Path, name: str | None = None) -> Loaded:
         raise DataError(f"Could not read {label!r}: {first}") from None
     if frame.shape[1] == 0 or frame.shape[0] == 0:
         raise DataError(f"{label!r} has no records; open a file with a header line and data rows.")
-    return Loaded(name=label, frame=frame, source=path.resolve())
+    return Loaded(name=label, frame=frame, source=path.resolve(), options=options)
 
 
 def open_upload(path: Path, name: str) -> Loaded:
     """:func:`open_path` on an uploaded file saved at ``path``; a refusal names the file as the
     user knows it (``name``), not the private folder it was saved in."""
     try:
-        return dataclasses.replace(open_path(path, name), source=None)  # the folder is removed
+        return dataclasses.replace(open_path(path, name), source=None, options={})  # the folder is removed
     except SdcError as exc:
         raise DataError(" ".join(str(exc).replace(str(path), name).split())) from None
 

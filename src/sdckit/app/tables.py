@@ -1,14 +1,20 @@
 """The Tables screen's calls: a table built from the session's microdata, its sensitive cells by
 the rules the user chose, protected by suppression, controlled rounding or controlled tabular
-adjustment, and the pattern with the protection's verdict (issue 31, screen 5).
+adjustment — or a frequency table perturbed by the cell key method — and the pattern with the
+protection's verdict (issue 31, screen 5).
 
 Every figure comes from :mod:`sdckit.tabular` — :meth:`~sdckit.tabular.Table.from_microdata`,
 the rules, and the registered protection values (:mod:`sdckit.tabular.protection`:
-``CellSuppression``, ``ControlledRounding``, ``TabularAdjustment``), whose ``apply``,
+``CellSuppression``, ``ControlledRounding``, ``TabularAdjustment``, ``CellKey``), whose ``apply``,
 ``figures`` and ``verdict`` are what ``sdckit table protect`` runs and prints — never from code
 of the app's own. A table is
 tabulated data: its cells are counts and sums, the very values a published table carries, so the
 pattern shows them, with the suppressed ones marked; no record is shown.
+
+The cell key method (Thompson, Broadfoot & Elazar 2013) needs a key per record: the workbench
+draws them with :func:`sdckit.tabular.record_keys` from the stream :data:`CELL_KEY_STREAM` of the
+session's seed (never shown), in the data set's record order, so every table of a session
+perturbs the same cell the same way, and the keys are not the release's randomness.
 """
 
 from __future__ import annotations
@@ -21,12 +27,15 @@ import numpy as np
 import pandas as pd
 
 from sdckit.app.jobs import Job
-from sdckit.core.errors import ParameterError
-from sdckit.tabular import Dominance, MinFrequency, PPercent, Table
-from sdckit.tabular.protection import CellSuppression, ControlledRounding, Protection, TabularAdjustment
+from sdckit.core.errors import DataError, ParameterError
+from sdckit.core.random import parse_seed
+from sdckit.tabular import Dominance, MinFrequency, PPercent, Table, record_keys
+from sdckit.tabular.cellkey import CellKeyMeasures
+from sdckit.tabular.protection import CellKey, CellSuppression, ControlledRounding, Protection, TabularAdjustment
 
-__all__ = ["Dominance", "MinFrequency", "PPercent", "PROTECTIONS", "TableOutcome", "TableRequest", "dimension_choices",
-           "pattern", "protect_table", "response_choices", "table_request"]
+__all__ = ["CELL_KEY_STREAM", "Dominance", "MinFrequency", "PPercent", "PROTECTIONS", "TableOutcome", "TableRequest",
+           "dimension_choices", "keyed_records", "pattern", "protect_table", "request_form", "response_choices",
+           "table_request"]
 
 #: A table has at most this many dimensions on the screen (more: write a table recipe).
 MAX_DIMENSIONS = 3
@@ -38,7 +47,16 @@ PROTECTIONS: dict[str, str] = {
     "suppression-fast": "cell suppression, fast (heuristic, audited)",
     "rounding": "controlled rounding",
     "adjustment": "controlled tabular adjustment",
+    "cell-key": "cell key method (counts perturbed by record keys)",
 }
+#: Stream of the session's seed the cell key method's record keys are drawn from (not the release's).
+CELL_KEY_STREAM = 0xCE11CE7
+#: The column of record keys added to (a copy of) the dimensions' columns; never shown.
+KEY_COLUMN = "__sdckit_record_key"
+#: The form's p-table fields of the cell key method (:func:`sdckit.tabular.ptable`), their defaults.
+PTABLE_FIELDS = {"ckm_d": ("D", int, "3"), "ckm_v": ("V", float, "2"), "ckm_js": ("js", int, "1")}
+#: The published value of a protected cell by protection (suppression: the value, or ``x``).
+SHOWN = {"rounding": "rounded", "adjustment": "adjusted", "cell-key": "n_pert"}
 #: Status of a cell as the pattern colours it, by the protection's own status names.
 STATUS_CLASS = {"safe": "safe", "primary": "primary", "secondary": "secondary", "sensitive": "primary",
                 "adjusted": "secondary", "changed": "changed"}
@@ -54,9 +72,13 @@ class TableRequest:
     rules: tuple[Any, ...]
     protection: str
     base: int = 3
+    ptable: tuple[int, float, int] = (3, 2.0, 1)  # the cell key method's D, V, js
 
     def value(self) -> Protection:
         """The registered protection value this request names (its own rules check it)."""
+        if self.protection == "cell-key":
+            d, v, js = self.ptable
+            return CellKey(record_key=KEY_COLUMN, D=d, V=v, js=js)
         if self.protection.startswith("suppression"):
             return CellSuppression(self.rules, method=self.protection.split("-")[1])
         if self.protection == "rounding":
@@ -66,6 +88,10 @@ class TableRequest:
     def describe(self) -> str:
         """One line: the table and what protects it."""
         what = f"sum of {self.response}" if self.response else "counts"
+        if self.protection == "cell-key":
+            d, v, js = self.ptable
+            return (f"{what} by {' x '.join(self.dimensions)}; {PROTECTIONS[self.protection]}, p-table D={d}, "
+                    f"V={v:g}, js={js} (no sensitivity rule applies)")
         rules = ", ".join(map(str, self.rules)) or "no rule"
         extra = f" to base {self.base}" if self.protection == "rounding" else ""
         return f"{what} by {' x '.join(self.dimensions)}; rules {rules}; {PROTECTIONS[self.protection]}{extra}"
@@ -80,6 +106,7 @@ class TableOutcome:
     safe: bool
     verdict: str
     figures: tuple[tuple[str, str], ...] = ()  # the protection's figures, as the CLI prints them
+    disclosure: tuple[dict[str, Any], ...] = ()  # the cell key method's disclosure rows (cell_key_measures)
 
 
 def dimension_choices(frame: pd.DataFrame, roles: Mapping[str, str]) -> list[str]:
@@ -139,6 +166,18 @@ def table_request(frame: pd.DataFrame, roles: Mapping[str, str], form: Mapping[s
     protection = form.get("protection", "")
     if protection not in PROTECTIONS:
         raise ParameterError(f"Unknown protection {protection!r}; choose one of the list.")
+    if protection == "cell-key":  # no sensitivity rule applies: the rules' fields are not read
+        if response is not None:
+            raise ParameterError("The cell key method here perturbs counts: choose counts of records (sums "
+                                 "are a table recipe's work, `sdckit table protect`).")
+        given = {}
+        for key, (name, kind, _) in PTABLE_FIELDS.items():
+            given[name] = _number(form, key, f"The p-table's {name}", kind)
+            if given[name] is None:
+                raise ParameterError(f"Give the p-table's {name} for the cell key method.")
+        request = TableRequest(dims, None, (), protection, ptable=(given["D"], given["V"], given["js"]))
+        request.value()  # the method's own parameter rules
+        return request
     rules: list[Any] = []
     n = _number(form, "min_frequency", "The minimum frequency", int)
     if n is not None:
@@ -166,14 +205,45 @@ def table_request(frame: pd.DataFrame, roles: Mapping[str, str], form: Mapping[s
     return request
 
 
-def protect_table(frame: pd.DataFrame, request: TableRequest, job: Job | None = None) -> TableOutcome:
+def keyed_records(frame: pd.DataFrame, dimensions: Sequence[str], seed: int | str, digits: int = 8) -> pd.DataFrame:
+    """The dimensions' columns of ``frame`` and a record key per record (:data:`KEY_COLUMN`):
+    :func:`sdckit.tabular.record_keys` of the stream :data:`CELL_KEY_STREAM` of ``seed``, in
+    record order (the same keys for every table of the data set)."""
+    stream = np.random.SeedSequence([parse_seed(seed), CELL_KEY_STREAM])
+    keyed = frame[list(dimensions)].copy()
+    keyed[KEY_COLUMN] = record_keys(len(frame), stream, digits)
+    return keyed
+
+
+def protect_table(frame: pd.DataFrame, request: TableRequest, job: Job | None = None,
+                  seed: int | str | None = None) -> TableOutcome:
     """Build the table, protect it with the request's protection value, and that value's
     verdict and figures (what ``sdckit table protect`` prints). ``job`` follows the stages (a cancel is
-    honoured between them)."""
+    honoured between them). The cell key method perturbs the table of the records keyed by
+    :func:`keyed_records` of ``seed`` (the session's), and adds :func:`~sdckit.tabular.cell_key_measures`'
+    figures and disclosure rows."""
 
     def stage(done: int, text: str) -> None:
         if job is not None:
             job.update(done, 3, text)
+
+    if request.protection == "cell-key":
+        if seed is None:
+            raise DataError("The cell key method needs the session's seed for its record keys.")
+        stage(0, "drawing the record keys")
+        keyed = keyed_records(frame, request.dimensions, seed)
+        stage(1, "perturbing the counts")
+        protection = request.value()
+        result = protection.apply(keyed, list(request.dimensions))
+        stage(2, "the verdict")
+        safe, verdict = protection.verdict(result)
+        m = dict(result.measures)
+        disclosure = tuple(m.pop("disclosure"))
+        measures = CellKeyMeasures(**m, disclosure=pd.DataFrame(list(disclosure)))
+        figures = measures.summary()  # the protection's figures (CellKey.figures) and more
+        figures += [(f"mean additivity gap over {d}", f"{gap:.3g}") for d, gap in measures.additivity.items()]
+        stage(3, "done")
+        return TableOutcome(request, result, safe, verdict, tuple(figures), disclosure)
 
     stage(0, "building the table")
     table = Table.from_microdata(frame, list(request.dimensions), response=request.response)
@@ -197,12 +267,12 @@ class PatternCell:
 
 
 def _published(row: pd.Series, protection: str) -> tuple[str, str, str]:
-    value = row["value"]
+    value = row["n" if protection == "cell-key" else "value"]
     original = f"{value:,.10g}"
     if protection.startswith("suppression"):
         status = str(row["status"])
         return ("x" if status in ("primary", "secondary") else original), status, f"{status}; value {original}"
-    shown = row["rounded" if protection == "rounding" else "adjusted"]
+    shown = row[SHOWN[protection]]
     status = str(row["status"]) if "status" in row.index else "safe"
     if status == "safe" and shown != value:
         status = "changed"
@@ -234,3 +304,19 @@ def sensitive_count(outcome: TableOutcome) -> int:
     if "status" in cells.columns:
         return int(np.sum(cells["status"].isin(["primary", "sensitive"])))
     return 0
+
+
+def request_form(request: TableRequest | None) -> dict[str, str]:
+    """The Tables form's fields for ``request`` (what was asked last), or the defaults."""
+    form = {"min_frequency": "3", "protection": "suppression-optimal", "base": "3"}
+    form.update({key: default for key, (_, _, default) in PTABLE_FIELDS.items()})
+    if request is None:
+        return form
+    form.update({"min_frequency": "", "response": request.response or "", "protection": request.protection,
+                 "base": str(request.base)})
+    form.update({key: f"{value:g}" for key, value in zip(PTABLE_FIELDS, request.ptable)})
+    for rule in request.rules:
+        form.update({"min_frequency": str(rule.n)} if isinstance(rule, MinFrequency) else
+                    {"dominance_n": str(rule.n), "dominance_k": f"{rule.k:g}"} if isinstance(rule, Dominance)
+                    else {"p_percent": f"{rule.p:g}"})
+    return form

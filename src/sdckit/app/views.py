@@ -127,13 +127,13 @@ def register(app: FastAPI) -> None:
         form = await form_of(request)
         if form is None:
             return refused()
-        path = form.get("path", "").strip()
+        path, rda = form.get("path", "").strip(), form.get("rda", "").strip()
         if not path:
-            return page(request, "open.html", 400, error="Give the path of a data file on this machine.")
+            return page(request, "open.html", 400, error="Give the path of a data file on this machine.", rda=rda)
         try:
-            loaded = await run_in_threadpool(work.open_path, path)
+            loaded = await run_in_threadpool(work.open_path, path, None, rda)
         except SdcError as exc:
-            return page(request, "open.html", 400, error=str(exc), path=path)
+            return page(request, "open.html", 400, error=str(exc), path=path, rda=rda)
         request.state.session.open(loaded)
         return RedirectResponse("/data", status_code=303)
 
@@ -384,15 +384,9 @@ def register(app: FastAPI) -> None:
         session: Session = request.state.session
         frame, roles = session.data.frame, session.roles
         outcome = session.table
-        if form is None and outcome is not None:  # the form shows what was asked last
-            r = outcome.request
-            form = {"response": r.response or "", "protection": r.protection, "base": str(r.base)}
-            for rule in r.rules:
-                form.update({"min_frequency": str(rule.n)} if isinstance(rule, tabulating.MinFrequency) else
-                            {"dominance_n": str(rule.n), "dominance_k": f"{rule.k:g}"} if isinstance(rule, tabulating.Dominance)
-                            else {"p_percent": f"{rule.p:g}"})
-            dimensions = list(r.dimensions)
-        form = form if form is not None else {"min_frequency": "3", "protection": "suppression-optimal", "base": "3"}
+        if form is None:  # the form shows what was asked last, or the defaults
+            form = tabulating.request_form(outcome.request if outcome is not None else None)
+            dimensions = list(outcome.request.dimensions) if outcome is not None else dimensions
         return page(request, "tables.html", status, error=error, form=form, chosen=dimensions or [],
                     dimension_choices=tabulating.dimension_choices(frame, roles),
                     response_choices=tabulating.response_choices(frame, roles),
@@ -422,7 +416,7 @@ def register(app: FastAPI) -> None:
         frame = session.data.frame
 
         def work_on(job: jobs.Job) -> None:
-            session.table = tabulating.protect_table(frame, wanted, job)
+            session.table = tabulating.protect_table(frame, wanted, job, session.seed)
 
         return start_job(session, "the table", "/tables", work_on)
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from pathlib import Path
+from typing import Annotated, Optional
 
 import typer
 
@@ -11,19 +12,35 @@ from sdckit.cli.app import app
 
 @app.command("app")
 def workbench(
-    port: Annotated[int, typer.Option("--port", help="Port on 127.0.0.1 (default: a free one).")] = 0,
+    port: Annotated[int, typer.Option("--port", help="Port to listen on (default: a free one).")] = 0,
     no_browser: Annotated[bool, typer.Option("--no-browser", help="Print the address only; do not open a browser.")] = False,
+    host: Annotated[str, typer.Option("--host", help="Address to listen on (default 127.0.0.1, this machine only); "
+                                      "another one needs --state and --allow-remote.")] = "127.0.0.1",
+    state: Annotated[Optional[Path], typer.Option("--state", help="The query service's state database: log in "
+                                                  "with an API key of its analysts (`sdckit analyst add`).")] = None,
+    allow_remote: Annotated[bool, typer.Option("--allow-remote", help="Accept serving beyond this machine over plain "
+                                               "HTTP, which sends API keys and data in clear.")] = False,
+    analysts: Annotated[Optional[str], typer.Option("--analysts", help="With --state: only these analysts "
+                                                    "(comma-separated) may log in (default: every analyst of the store; "
+                                                    "the workbench shows records, not noisy answers).")] = None,
+    behind_tls: Annotated[bool, typer.Option("--behind-tls", help="A TLS proxy serves the app: Secure cookie, "
+                                             "https origins.")] = False,
 ) -> None:
     """Open the workbench in the browser: open a file, mark the columns' roles, see the risk,
-    protect step by step and write the release with its recipe, on this machine only
-    (127.0.0.1, a new secret address at each start)."""
+    protect step by step and write the release with its recipe; on this machine only (127.0.0.1,
+    a new secret address at each start) unless --host, where users log in with a query-service
+    API key (--state)."""
     import webbrowser
 
     from sdckit.app.server import Workbench
 
-    bench = Workbench(port)
+    bench = Workbench(port, host=host, state=state, allow_remote=allow_remote, tls=behind_tls,
+                      analysts=None if analysts is None else analysts.split(","))
     typer.echo(f"sdckit workbench: {bench.url}", nl=True)
-    typer.echo("Open that address (it holds this start's secret token); stop with Ctrl-C.")
+    if state is None:
+        typer.echo("Open that address (it holds this start's secret token); stop with Ctrl-C.")
+    else:
+        typer.echo("Open that address and log in with an API key of the state database; stop with Ctrl-C.")
     if not no_browser:
         webbrowser.open(bench.url)
     bench.run()
