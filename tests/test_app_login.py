@@ -31,7 +31,7 @@ def keystore(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def bench(keystore):
-    server = Workbench(0, host="127.0.0.2", state=keystore[0]).start()
+    server = Workbench(0, host="127.0.0.2", state=keystore[0], analysts=["ann"]).start()
     yield server
     server.stop()
 
@@ -98,7 +98,7 @@ def test_the_host_header_must_be_the_configured_host_or_loopback(bench, keystore
 
 
 def test_behind_tls_the_cookie_is_secure(keystore):
-    server = Workbench(0, state=keystore[0], tls=True).start()
+    server = Workbench(0, state=keystore[0], tls=True, analysts=["ann"]).start()
     try:
         plain = server.base.replace("https://", "http://")
         ok = httpx.post(f"{plain}/login", data={"key": keystore[1]})
@@ -109,7 +109,9 @@ def test_behind_tls_the_cookie_is_secure(keystore):
 
 @pytest.mark.parametrize("extra, needle", [
     (["--host", "0.0.0.0"], "--state"),
-    (["--host", "0.0.0.0", "--state", "STATE"], "--allow-remote"),
+    (["--host", "0.0.0.0", "--state", "STATE", "--analysts", "ann"], "--allow-remote"),
+    (["--state", "STATE"], "--analysts"),
+    (["--state", "STATE", "--analysts", " "], "--analysts"),
     (["--host", "127.0.0.1", "--state", "MISSING"], "No state database"),
 ])
 def test_serving_beyond_localhost_needs_a_key_store_and_allow_remote(keystore, tmp_path, extra, needle):
@@ -123,7 +125,7 @@ def test_serving_beyond_localhost_needs_a_key_store_and_allow_remote(keystore, t
 def test_sdckit_app_with_state_prints_the_login_address(keystore, monkeypatch):
     started = []
     monkeypatch.setattr(Workbench, "run", lambda self: started.append(self.start()))
-    result = CliRunner().invoke(app, ["app", "--no-browser", "--state", str(keystore[0])])
+    result = CliRunner().invoke(app, ["app", "--no-browser", "--state", str(keystore[0]), "--analysts", "ann"])
     assert result.exit_code == 0, result.output
     try:
         url = started[0].url

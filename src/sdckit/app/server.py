@@ -302,6 +302,11 @@ class Workbench:
             allowed = frozenset(str(a).strip() for a in analysts if str(a).strip())
             for name in sorted(allowed):
                 keys.analyst(name)  # one line when the store has no such analyst
+        if keys is not None and not allowed:
+            # A query-service analyst gets noisy or audited answers; the workbench shows records
+            # and writes files. Logging in is granted by name, never to every key of the store.
+            raise ParameterError("--state needs --analysts NAME[,NAME...]: the workbench shows the records, so "
+                                 "name the analysts of the store who may log in.")
         self.socket = bind(port, host)
         self.port: int = self.socket.getsockname()[1]
         token = secrets.token_urlsafe(32)

@@ -20,9 +20,9 @@ def workbench(
                                                   "with an API key of its analysts (`sdckit analyst add`).")] = None,
     allow_remote: Annotated[bool, typer.Option("--allow-remote", help="Accept serving beyond this machine over plain "
                                                "HTTP, which sends API keys and data in clear.")] = False,
-    analysts: Annotated[Optional[str], typer.Option("--analysts", help="With --state: only these analysts "
-                                                    "(comma-separated) may log in (default: every analyst of the store; "
-                                                    "the workbench shows records, not noisy answers).")] = None,
+    analysts: Annotated[Optional[str], typer.Option("--analysts", help="With --state (required): the analysts "
+                                                    "(comma-separated) who may log in; the workbench shows records, "
+                                                    "not noisy answers.")] = None,
     behind_tls: Annotated[bool, typer.Option("--behind-tls", help="A TLS proxy serves the app: Secure cookie, "
                                              "https origins.")] = False,
 ) -> None:
