@@ -402,14 +402,16 @@ def _budget_fields(charged: Fraction, analyst: Analyst,
 
 def _rows_asked(body: dict[str, Any], table: Any) -> int | None:
     """The contribution bound a dp query asks (``max_rows_per_unit``: an int from 1 to the
-    table's configured bound), ``None`` when it asks none; a 400 otherwise, before any charge."""
+    table's configured bound), ``None`` when it asks none or the configured bound (the same
+    query: the same stored answer, the fast paths); a 400 otherwise, before any charge."""
     if ROWS_FIELD not in body:
         return None
     value, most = body[ROWS_FIELD], rows_per_unit(table)
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= most:
+        shown = _short(json.dumps(value))[:40]
         raise UnsupportedQuery(f"{ROWS_FIELD!r} must be an int from 1 to {most} (the table {table.name!r}'s configured "
-                               f"bound): the most rows per privacy unit this query counts; got {_short(json.dumps(value))[:40]}.")
-    return value
+                               f"bound): the most rows per privacy unit this query counts; got {shown}.")
+    return None if value == most else value
 
 
 def _sql_of(body: Any) -> str | None:
