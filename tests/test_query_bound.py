@@ -39,7 +39,9 @@ def _write(folder, frame: pd.DataFrame | None = None, name: str = "t", cache: bo
         f'[service]\nstate = "state.db"\ncache = {str(cache).lower()}\nseed = "{SEED}"\n'
         f'[[table]]\nname = "t"\npath = "t.csv"\nprivacy_unit = "pid"\nmax_rows_per_unit = {K}\n'
         '[table.bounds]\nv = [0, 10]\n[table.domains]\ng = ["a", "b"]\n'
-        '[[table]]\nname = "one"\npath = "t.csv"\n[table.bounds]\nv = [0, 10]\n')
+        '[[table]]\nname = "one"\npath = "t.csv"\n[table.bounds]\nv = [0, 10]\n'
+        f'[[table]]\nname = "keyed"\npath = "t.csv"\nprivacy_unit = "pid"\nmax_rows_per_unit = {K}\n'
+        'keys_from_data = ["g"]\n[table.bounds]\nv = [0, 10]\n')
 
 
 @pytest.fixture(scope="module")
@@ -122,6 +124,16 @@ def test_gaussian_answers_use_k_prime(svc):
         assert body["noise_scale"][0] == {"sigma": pytest.approx(kept)}
         status, body = _ask(svc, key, "SELECT COUNT(*) FROM t WHERE v >= 0", rows, rho=1000)
         assert abs(body["rows"][0][0] - (OTHERS + kept)) <= 1
+
+
+def test_keys_from_the_data_use_k_prime(svc):
+    """(epsilon, delta) GROUP BY keys from the data: at k' = 1 person 1 counts once, in 'a' (her
+    first row), so 'a' holds 41 rows and 'b' no person (never released); the threshold's k is k'."""
+    key = _key(svc, "keys", epsilon="1000000", delta="1/1000")
+    status, body = _ask(svc, key, "SELECT g, COUNT(*) FROM keyed GROUP BY g", 1, epsilon=1000, delta="1e-9")
+    assert status == 200, body
+    assert body["max_rows_per_unit"] == 1 and body["key_selection"]["k"] == 1
+    assert [row[0] for row in body["rows"]] == ["a"] and abs(body["rows"][0][1] - (OTHERS + 1)) <= 1
 
 
 # ------------------------------------------------------------------ the attack: neighbouring tables
