@@ -242,7 +242,7 @@ def test_http_reference_lists_every_route_of_the_app_with_its_answers():
     # the refusal of an unknown field names the fields each endpoint takes
     assert "Unknown field '__probe__' in the request: send 'sql' and, in dp mode, 'epsilon'" in page
     assert "Unknown field '__probe__' in the request; send table, dimensions, measure, where" in page
-    assert "- **Request fields**: `sql`, `epsilon`, `delta`, `rho` (as the app's" in page
+    assert "- **Request fields**: `sql`, `epsilon`, `delta`, `rho`, `max_rows_per_unit` (as the app's" in page
     assert "- **Request fields**: `table`, `dimensions`, `measure`, `where` (as the app's" in page
     assert "- **Request fields**: none (no body)" in page
 

@@ -9,11 +9,12 @@ builder (:mod:`sdckit.query.builder`) by the first :meth:`Client.count` and its 
 
 from __future__ import annotations
 
+import numbers
 from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from sdckit.core.errors import SdcError
+from sdckit.core.errors import ParameterError, SdcError
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -79,21 +80,26 @@ class Client:
                                      f"({type(exc).__name__}): is `sdckit serve` running there?") from None
 
     def query(self, sql: str, epsilon: float | str | None = None, delta: float | str | None = None,
-              rho: float | str | None = None) -> dict[str, Any]:
+              rho: float | str | None = None, *, max_rows_per_unit: int | None = None) -> dict[str, Any]:
         """The raw JSON answer. Send the privacy loss in the analyst's budget definition:
-        ``epsilon`` (pure), ``epsilon`` and ``delta`` ((epsilon, delta)-DP) or ``rho`` (zCDP)."""
+        ``epsilon`` (pure), ``epsilon`` and ``delta`` ((epsilon, delta)-DP) or ``rho`` (zCDP).
+        ``max_rows_per_unit`` (dp mode): count at most this many rows per person (the first ones),
+        from 1 to the table's configured bound, which it defaults to; the noise scales with it."""
         body: dict[str, Any] = {"sql": sql}
         for name, value in (("epsilon", epsilon), ("delta", delta), ("rho", rho)):
             if value is not None:
                 body[name] = value
+        if max_rows_per_unit is not None:
+            body["max_rows_per_unit"] = rows_bound(max_rows_per_unit, "Client.query")
         return self._check(self._send("POST", "/v1/query", json=body))
 
     def sql(self, sql: str, epsilon: float | str | None = None, delta: float | str | None = None,
-            rho: float | str | None = None) -> pd.DataFrame:
-        """The answer as a DataFrame, its metadata in ``.attrs``; :class:`QueryError` if refused."""
+            rho: float | str | None = None, *, max_rows_per_unit: int | None = None) -> pd.DataFrame:
+        """The answer as a DataFrame, its metadata in ``.attrs``; :class:`QueryError` if refused.
+        ``max_rows_per_unit`` as :meth:`query`."""
         import pandas as pd  # only here: the client itself needs no numpy/pandas (issue 28 item 4)
 
-        return _frame(pd, self.query(sql, epsilon, delta, rho))
+        return _frame(pd, self.query(sql, epsilon, delta, rho, max_rows_per_unit=max_rows_per_unit))
 
     def table(self, table: str, dimensions: list[str], where: dict[str, list[Any]] | None = None,
               measure: str = "count") -> pd.DataFrame:
@@ -117,7 +123,7 @@ class Client:
     # ------------------------------------------------------------ the query builder (issue 32 item 5)
     def count(self, table: str, where: Any = None, by: str | list[str] | None = None, *,
               epsilon: Any = None, delta: Any = None, rho: Any = None,
-              name: str | None = None) -> pd.DataFrame:
+              name: str | None = None, max_rows_per_unit: int | None = None) -> pd.DataFrame:
         """The number of rows of ``table`` meeting ``where``, per group of ``by``.
 
         Sends ``SELECT [by...,] COUNT(*) FROM table [WHERE ...] [GROUP BY by...]``
@@ -142,6 +148,11 @@ class Client:
             restricted analyst (exact answers).
         name : str, optional
             The answer's column; ``count`` by default.
+        max_rows_per_unit : int, optional
+            Count at most this many rows per person (the first ones in the table's order), from
+            1 to the ``max_rows_per_unit`` of the service's configuration (the default); every
+            noise scale is proportional to it (Tumult Analytics' ``MaxRowsPerID`` truncation,
+            chosen per query). Stated in ``attrs["max_rows_per_unit"]``; dp analysts only.
 
         Returns
         -------
@@ -175,11 +186,11 @@ class Client:
         >>> with Client("http://127.0.0.1:8000", key) as c:          # doctest: +SKIP
         ...     c.count("census", where={"AGE": (18, None)}, by=["SEX"], epsilon=0.5)
         """
-        return self._build("count", table, None, where, by, (epsilon, delta, rho), name)
+        return self._build("count", table, None, where, by, (epsilon, delta, rho), name, rows=max_rows_per_unit)
 
     def sum(self, table: str, column: str, where: Any = None, by: str | list[str] | None = None, *,
             epsilon: Any = None, delta: Any = None, rho: Any = None,
-            name: str | None = None) -> pd.DataFrame:
+            name: str | None = None, max_rows_per_unit: int | None = None) -> pd.DataFrame:
         """The sum of ``column`` (clamped to its declared bounds) over the rows meeting ``where``,
         per group of ``by``: ``SELECT [by...,] SUM(column) ...``; ``sum_<column>`` by default.
 
@@ -187,22 +198,22 @@ class Client:
         ``session.evaluate(QueryBuilder("census").sum("INCOME", low=0, high=400000), PureDPBudget(1))``;
         here the bounds are the service's configuration, not the query's.
         """
-        return self._build("sum", table, column, where, by, (epsilon, delta, rho), name)
+        return self._build("sum", table, column, where, by, (epsilon, delta, rho), name, rows=max_rows_per_unit)
 
     def avg(self, table: str, column: str, where: Any = None, by: str | list[str] | None = None, *,
             epsilon: Any = None, delta: Any = None, rho: Any = None,
-            name: str | None = None) -> pd.DataFrame:
+            name: str | None = None, max_rows_per_unit: int | None = None) -> pd.DataFrame:
         """The mean of ``column`` over the rows meeting ``where``, per group of ``by``:
         ``SELECT [by...,] AVG(column) ...``; ``avg_<column>`` by default.
 
         The parameters, answer and errors are :meth:`count`'s. Tumult Analytics:
         ``session.evaluate(QueryBuilder("census").average("INCOME", low=0, high=400000), PureDPBudget(1))``.
         """
-        return self._build("avg", table, column, where, by, (epsilon, delta, rho), name)
+        return self._build("avg", table, column, where, by, (epsilon, delta, rho), name, rows=max_rows_per_unit)
 
     def var(self, table: str, column: str, where: Any = None, by: str | list[str] | None = None, *,
             epsilon: Any = None, delta: Any = None, rho: Any = None,
-            name: str | None = None) -> pd.DataFrame:
+            name: str | None = None, max_rows_per_unit: int | None = None) -> pd.DataFrame:
         """The population variance of ``column`` (clamped to its declared bounds) over the rows
         meeting ``where``, per group of ``by``: ``SELECT [by...,] VAR_POP(column) ...``;
         ``var_<column>`` by default; dp analysts only.
@@ -210,47 +221,51 @@ class Client:
         The parameters, answer and errors are :meth:`count`'s. Tumult Analytics:
         ``session.evaluate(QueryBuilder("census").variance("INCOME", low=0, high=400000), PureDPBudget(1))``.
         """
-        return self._build("var", table, column, where, by, (epsilon, delta, rho), name)
+        return self._build("var", table, column, where, by, (epsilon, delta, rho), name, rows=max_rows_per_unit)
 
     def stddev(self, table: str, column: str, where: Any = None, by: str | list[str] | None = None, *,
                epsilon: Any = None, delta: Any = None, rho: Any = None,
-               name: str | None = None) -> pd.DataFrame:
+               name: str | None = None, max_rows_per_unit: int | None = None) -> pd.DataFrame:
         """The population standard deviation of ``column``: ``SELECT [by...,] STDDEV_POP(column)
         ...``; ``stddev_<column>`` by default; as :meth:`var` otherwise. Tumult Analytics:
         ``QueryBuilder("census").stdev("INCOME", low=0, high=400000)``.
         """
-        return self._build("stddev", table, column, where, by, (epsilon, delta, rho), name)
+        return self._build("stddev", table, column, where, by, (epsilon, delta, rho), name, rows=max_rows_per_unit)
 
     def count_distinct(self, table: str, column: str, where: Any = None, by: str | list[str] | None = None, *,
                        epsilon: Any = None, delta: Any = None, rho: Any = None,
-                       name: str | None = None) -> pd.DataFrame:
+                       name: str | None = None, max_rows_per_unit: int | None = None) -> pd.DataFrame:
         """The number of distinct values of ``column`` over the rows meeting ``where`` (at most
         ``max_rows_per_unit`` rows per person), per group of ``by``: ``SELECT [by...,]
         COUNT(DISTINCT column) ...``; ``count_distinct_<column>`` by default; dp analysts only.
         Tumult Analytics: ``QueryBuilder("census").count_distinct(["INCOME"])``.
         """
-        return self._build("count_distinct", table, column, where, by, (epsilon, delta, rho), name)
+        return self._build("count_distinct", table, column, where, by, (epsilon, delta, rho), name,
+                           rows=max_rows_per_unit)
 
     def median(self, table: str, column: str, where: Any = None, by: str | list[str] | None = None, *,
-               epsilon: Any = None, name: str | None = None) -> pd.DataFrame:
+               epsilon: Any = None, name: str | None = None,
+               max_rows_per_unit: int | None = None) -> pd.DataFrame:
         """The median of ``column``: ``SELECT [by...,] MEDIAN(column) ...``; ``median_<column>``
         by default; a pure epsilon budget only, and no interval columns (the service gives none).
 
         The parameters and errors are :meth:`count`'s. Tumult Analytics:
         ``session.evaluate(QueryBuilder("census").median("INCOME", low=0, high=400000), PureDPBudget(1))``.
         """
-        return self._build("median", table, column, where, by, (epsilon, None, None), name)
+        return self._build("median", table, column, where, by, (epsilon, None, None), name, rows=max_rows_per_unit)
 
     def quantile(self, table: str, column: str, q: float, where: Any = None, by: str | list[str] | None = None, *,
-                 epsilon: Any = None, name: str | None = None) -> pd.DataFrame:
+                 epsilon: Any = None, name: str | None = None,
+               max_rows_per_unit: int | None = None) -> pd.DataFrame:
         """The ``q``-quantile of ``column`` (0 < q < 1): ``SELECT [by...,] QUANTILE_CONT(column, q)
         ...``; ``q<q>_<column>`` by default; as :meth:`median` otherwise. Tumult Analytics:
         ``QueryBuilder("census").quantile("INCOME", 0.9, low=0, high=400000)``.
         """
-        return self._build("quantile", table, column, where, by, (epsilon, None, None), name, q)
+        return self._build("quantile", table, column, where, by, (epsilon, None, None), name, q, rows=max_rows_per_unit)
 
     def _build(self, aggregate: str, table: str, column: str | None, where: Any, by: Any,
-               loss: tuple[Any, Any, Any], name: str | None, q: float | None = None) -> pd.DataFrame:
+               loss: tuple[Any, Any, Any], name: str | None, q: float | None = None,
+               rows: int | None = None) -> pd.DataFrame:
         """Check the arguments, send the SQL built from them, add the interval columns."""
         from sdckit.dp.epsilon import exact  # only here: the client starts with httpx alone
         from sdckit.query.builder import select_sql
@@ -261,9 +276,18 @@ class Client:
         # a Fraction, Decimal or numpy number is charged exactly what it says
         sent = [None if value is None else str(exact(value, owner, field, below_one=field == "delta"))
                 for field, value in zip(("epsilon", "delta", "rho"), loss)]
-        frame = self.sql(text, *sent)
+        frame = self.sql(text, *sent, max_rows_per_unit=None if rows is None else rows_bound(rows, owner))
         frame.attrs["sql"] = text
         return with_intervals(frame)
+
+
+def rows_bound(value: Any, owner: str) -> int:
+    """``value`` if it is an int >= 1 (a contribution bound), else a one-line
+    :class:`~sdckit.core.errors.ParameterError` (nothing sent); the service checks the upper end."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+        raise ParameterError(f"The max_rows_per_unit of {owner} must be an int >= 1 (at most the table's configured "
+                             f"bound); got {value!r:.40}.")
+    return int(value)
 
 
 def _frame(pd: Any, payload: dict[str, Any]) -> pd.DataFrame:

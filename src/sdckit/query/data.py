@@ -8,7 +8,10 @@ For each table two relations are made (names in :mod:`sdckit.query.generate`):
 * ``sdc_dp_<name>``: at most ``max_rows_per_unit`` rows per privacy unit (the first ones in file
   order; a choice that depends on the unit's own rows only, so bounding is a stable
   transformation and one person changes at most ``max_rows_per_unit`` rows), with each bounded
-  column clamped to its bounds as DOUBLE (``__sdc_clamp_<col>``; a missing value counts as 0).
+  column clamped to its bounds as DOUBLE (``__sdc_clamp_<col>``; a missing value counts as 0)
+  and the row's rank among its unit's rows (``__sdc_rank``, 1-based, file order), so that a
+  query may ask a smaller bound ``k' <= max_rows_per_unit``: the rows of rank ``<= k'`` are the
+  first ``k'`` in file order, again a choice that depends on the unit's own rows only.
 
 Then the dp relation's fast paths are built (:mod:`sdckit.query.cube`, :mod:`sdckit.query.ranges`):
 :meth:`Database.fast_cells` answers the COUNT/SUM/AVG queries they cover without a scan.
@@ -32,7 +35,7 @@ from sdckit.core.errors import DataError
 from sdckit.query.config import IDENTIFIER, ServiceConfig, TableConfig
 from sdckit.query import ranges
 from sdckit.query.cube import Cube, summable_columns
-from sdckit.query.generate import ROW, clamp_column, code_column, is_text_domain, relation_name
+from sdckit.query.generate import RANK, ROW, clamp_column, code_column, is_text_domain, relation_name, rows_per_unit
 
 if TYPE_CHECKING:
     import duckdb
@@ -86,9 +89,14 @@ class Database:
             summable = list(cube.sums) if cube is not None else summable_columns(self._con, t)
             self.ranges[name] = ranges.build(self._con, t, set(cube.keys) if cube is not None else set(), summable)
 
-    def fast_cells(self, query: Any, n_cells: int) -> tuple[np.ndarray, dict[str, np.ndarray]] | None:
+    def fast_cells(self, query: Any, n_cells: int, rows: int | None = None
+                   ) -> tuple[np.ndarray, dict[str, np.ndarray]] | None:
         """True counts and clamped sums per cell of a dp query from the cube or a range index,
-        without a scan (the same numbers as DuckDB's), or ``None`` when neither answers it."""
+        without a scan (the same numbers as DuckDB's), or ``None`` when neither answers it. They
+        hold the dp relation's rows: a query asking fewer ``rows`` per person than the configured
+        bound is never answered here (``None``: the scan filters the rank)."""
+        if rows is not None and rows != rows_per_unit(self.config.tables[query.table]):
+            return None
         cube = self.cubes.get(query.table)
         if cube is not None and cube.covers(query):
             return cube.cells(query, n_cells)
@@ -149,7 +157,7 @@ class Database:
             for c in t.bounds)
         clamp_params = [float(v) for c in t.bounds for v in t.bounds[c]]
         dp = relation_name(t, "dp")
-        bounded = ""
+        bounded, rank = "", "CAST(1 AS SMALLINT)"  # one row per person: every rank is 1
         if t.privacy_unit:
             unit = _q(t.privacy_unit)
             missing, distinct = self._con.execute(
@@ -159,11 +167,12 @@ class Database:
                                 "every row must name its person.")
             self.unique_units[t.name] = int(distinct) == n
             if int(distinct) != n:
-                bounded = (f" QUALIFY row_number() OVER (PARTITION BY {unit} ORDER BY {_q(ROW)}) "
-                           f"<= {int(t.max_rows_per_unit)}")
+                rank = f"CAST(row_number() OVER (PARTITION BY {unit} ORDER BY {_q(ROW)}) AS SMALLINT)"
+                bounded = f" QUALIFY {_q(RANK)} <= {int(t.max_rows_per_unit)}"
         else:
             self.unique_units[t.name] = True
-        self._con.execute(f"CREATE TABLE {_q(dp)} AS SELECT *{clamps} FROM {_q(base)}{bounded}", clamp_params)
+        self._con.execute(f"CREATE TABLE {_q(dp)} AS SELECT *{clamps}, {rank} AS {_q(RANK)} FROM {_q(base)}{bounded}",
+                          clamp_params)
         return t
 
     def _data_bounds(self, t: TableConfig, base: str, types: dict[str, str]) -> TableConfig:

@@ -12,7 +12,9 @@ Relations (created by :mod:`sdckit.query.data` when the service starts):
   records the restricted mode's membership vectors use, and ``"__sdc_code_<col>"`` for each
   text-domain column (its value's index in the domain, -1 outside it);
 * ``"sdc_dp_<table>"``: the same after bounding each privacy unit's contribution to
-  ``max_rows_per_unit`` rows, with ``"__sdc_clamp_<col>"`` (the bounded column clamped, DOUBLE).
+  ``max_rows_per_unit`` rows, with ``"__sdc_clamp_<col>"`` (the bounded column clamped, DOUBLE)
+  and ``"__sdc_rank"`` (the row's rank among its person's rows, 1-based, file order): a query
+  asking a smaller bound ``k'`` (:func:`rows_per_unit`) keeps ``"__sdc_rank" <= k'`` (bound).
 
 ``=``, ``<>`` and ``IN`` on a text-domain column compare the code when the value is in the domain
 (the same rows, faster) and the text otherwise; GROUP BY groups on the code. The result columns
@@ -36,6 +38,8 @@ from sdckit.query.sql import And, Between, Compare, InList, Not, Or, Predicate, 
 
 #: The row-order column of every loaded table.
 ROW = "__sdc_row"
+#: The dp relation's rank of a row among its person's rows (1-based, in :data:`ROW` order).
+RANK = "__sdc_rank"
 #: Aliases of the aggregate query's result columns (sdckit's own names).
 COUNT_ALIAS = "n"
 #: The number of distinct privacy units per group (keys taken from the data, :mod:`sdckit.query.keys`).
@@ -110,6 +114,38 @@ class Generated(Result):
 
     sql: str
     params: tuple[Any, ...]
+
+
+def rows_per_unit(table: TableConfig, asked: int | None = None) -> int:
+    """The contribution bound ``k`` a dp query uses: the rows per privacy unit the query asks
+    (``asked``, ``1 <= asked <= max_rows_per_unit``, checked by the service) or the configured
+    ``max_rows_per_unit`` (1 when one row is one person). Every sensitivity scales with it."""
+    configured = table.max_rows_per_unit if table.privacy_unit else 1
+    if asked is None:
+        return configured
+    if isinstance(asked, bool) or not isinstance(asked, int) or not 1 <= asked <= configured:
+        raise ParameterError(f"Internal check: max_rows_per_unit {asked!r} is not an int from 1 to {configured}.")
+    return asked
+
+
+def _rank_condition(table: TableConfig, rows: int | None, bind: _Params) -> exp.Expression | None:
+    """``"__sdc_rank" <= ?`` (``rows`` bound) when a dp query asks fewer rows per person than the
+    dp relation keeps; ``None`` otherwise (the relation is already bounded)."""
+    if rows is None or rows == rows_per_unit(table):
+        return None
+    return exp.LTE(this=exp.Column(this=exp.to_identifier(RANK, quoted=True)),
+                   expression=bind(rows_per_unit(table, rows)))
+
+
+def _where(statement: exp.Select, query: Query, table: TableConfig, bind: _Params, rows: int | None) -> exp.Select:
+    """``statement`` with the query's WHERE and, in dp mode, the asked contribution bound."""
+    parts = [] if query.where is None else [_condition(query.where, table, bind)]
+    rank = _rank_condition(table, rows, bind)
+    if rank is not None:
+        parts.append(rank)
+    for part in parts:
+        statement = statement.where(exp.Paren(this=part) if len(parts) > 1 else part, copy=False)
+    return statement
 
 
 def relation_name(table: TableConfig, mode: str) -> str:
@@ -197,17 +233,17 @@ def _group_expression(column: str, table: TableConfig) -> exp.Column:
 
 
 def _statement(selects: list[exp.Expression], query: Query, table: TableConfig, mode: str,
-               bind: _Params, group: bool) -> Generated:
+               bind: _Params, group: bool, rows: int | None = None) -> Generated:
     statement = exp.Select(expressions=selects).from_(
         exp.Table(this=exp.to_identifier(relation_name(table, mode), quoted=True)), copy=False)
-    if query.where is not None:
-        statement = statement.where(_condition(query.where, table, bind), copy=False)
+    statement = _where(statement, query, table, bind, rows if mode == "dp" else None)
     if group and query.group_by:
         statement = statement.group_by(*[_group_expression(c, table) for c in query.group_by], copy=False)
     return Generated(statement.sql(dialect="duckdb"), tuple(bind.values))
 
 
-def aggregate_sql(query: Query, table: TableConfig, mode: str, persons: bool = False) -> Generated:
+def aggregate_sql(query: Query, table: TableConfig, mode: str, persons: bool = False,
+                  rows: int | None = None) -> Generated:
     """``SELECT COUNT(*) AS n, SUM(..) AS s0, .., group AS g0, .. FROM relation WHERE .. GROUP BY ..``.
 
     One ``COUNT(*)`` (``n``), one ``SUM`` per distinct summed/averaged column in order of first
@@ -218,6 +254,8 @@ def aggregate_sql(query: Query, table: TableConfig, mode: str, persons: bool = F
     (bounds in force when the data was loaded), in restricted mode over the values as they are.
     ``persons``: also ``COUNT(DISTINCT privacy unit) AS p`` (``COUNT(*)`` when one row is one
     person), each group's number of persons, for the thresholded release of data keys.
+    ``rows`` (dp mode): the contribution bound the query asks (:func:`rows_per_unit`); the rows
+    of rank above it are left out.
     """
     bind = _Params()
     selects: list[exp.Expression] = [_alias(exp.Count(this=exp.Star()), COUNT_ALIAS)]
@@ -242,7 +280,7 @@ def aggregate_sql(query: Query, table: TableConfig, mode: str, persons: bool = F
     for i, column in enumerate(distinct_columns(query)):
         selects.append(_alias(exp.Count(this=exp.Distinct(expressions=[_col(column, table)])), distinct_alias(i)))
     selects.extend(_alias(_group_expression(c, table), group_alias(i)) for i, c in enumerate(query.group_by))
-    return _statement(selects, query, table, mode, bind, group=True)
+    return _statement(selects, query, table, mode, bind, group=True, rows=rows)
 
 
 def membership_sql(query: Query, table: TableConfig) -> Generated:
@@ -295,10 +333,10 @@ QUANTILE_BINS = 1024
 BIN_ALIAS = "b"
 
 
-def histogram_sql(query: Query, table: TableConfig, column: str) -> Generated:
+def histogram_sql(query: Query, table: TableConfig, column: str, rows: int | None = None) -> Generated:
     """``SELECT group AS g0, .., bin AS b, COUNT(*) AS n FROM sdc_dp_<t> WHERE .. GROUP BY ..``:
     the clamped ``column``'s histogram over :data:`QUANTILE_BINS` equal bins of its bounds (the
-    last bin holds the upper bound), per cell, for a dp quantile."""
+    last bin holds the upper bound), per cell, for a dp quantile; ``rows`` as :func:`aggregate_sql`."""
     bind = _Params()
     low, high = table.bounds[column]
     scaled = exp.Mul(this=exp.Paren(this=exp.Sub(this=_col(clamp_column(column), table), expression=bind(float(low)))),
@@ -309,8 +347,7 @@ def histogram_sql(query: Query, table: TableConfig, column: str) -> Generated:
     selects.append(_alias(exp.Count(this=exp.Star()), COUNT_ALIAS))
     statement = exp.Select(expressions=selects).from_(
         exp.Table(this=exp.to_identifier(relation_name(table, "dp"), quoted=True)), copy=False)
-    if query.where is not None:
-        statement = statement.where(_condition(query.where, table, bind), copy=False)
+    statement = _where(statement, query, table, bind, rows)
     keys = [exp.Column(this=exp.to_identifier(group_alias(i), quoted=True)) for i in range(len(query.group_by))]
     keys.append(exp.Column(this=exp.to_identifier(BIN_ALIAS, quoted=True)))
     statement = statement.group_by(*keys, copy=False)

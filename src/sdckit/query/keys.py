@@ -59,7 +59,8 @@ from sdckit.dp.accountant import exact_text, split_epsilon
 from sdckit.dp.mechanisms import SCALE_DENOMINATOR, Geometric
 from sdckit.query import noisy_gaussian
 from sdckit.query.config import MAX_GROUPS, TableConfig
-from sdckit.query.generate import COUNT_ALIAS, PERSONS_ALIAS, group_alias, is_text_domain, sum_alias, summed_columns
+from sdckit.query.generate import (COUNT_ALIAS, PERSONS_ALIAS, group_alias, is_text_domain, rows_per_unit, sum_alias,
+                                   summed_columns)
 from sdckit.query.sql import Query
 
 #: Decimal digits of the threshold's tail computation.
@@ -170,15 +171,16 @@ class KeysPlan:
                   f"Corollary 13){kept}; at most {self.selection.k} row(s) per privacy unit")
 
 
-def plan(query: Query, table: TableConfig, epsilon: Fraction, delta: Fraction) -> KeysPlan:
+def plan(query: Query, table: TableConfig, epsilon: Fraction, delta: Fraction, rows: int | None = None) -> KeysPlan:
     """Fix the key selection and the aggregates' mechanisms for an ``(epsilon, delta)`` charge;
-    :class:`ParameterError` before anything is charged when it cannot be answered."""
-    k = table.max_rows_per_unit if table.privacy_unit else 1
+    :class:`ParameterError` before anything is charged when it cannot be answered. ``rows``: the
+    rows per person the query asks (:func:`~sdckit.query.generate.rows_per_unit`)."""
+    k = rows_per_unit(table, rows)
     m = len(noisy_gaussian.measurement_names(query))
     parts = 1 + m
     selection = Selection.make(split_epsilon(epsilon, parts), delta / parts, k)
     aggregates = noisy_gaussian.plan(query, table, "approx", epsilon=epsilon * m / parts, delta=delta * m / parts,
-                                     cells=())
+                                     cells=(), rows=rows)
     return KeysPlan(query, table.keys_from_data(query.group_by), (epsilon, delta), selection, aggregates)
 
 

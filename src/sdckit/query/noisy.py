@@ -66,7 +66,7 @@ from sdckit.dp.mechanisms import Geometric, grid_scale, laplace_randomise
 from sdckit.dp.exact_samplers import bernoulli_exp_neg_rational
 from sdckit.query.config import TableConfig
 from sdckit.query.generate import (BIN_ALIAS, COUNT_ALIAS, QUANTILE_BINS, cell_indices, distinct_alias, distinct_columns,
-                                   midpoint_sensitivity, quantile_columns, square_alias, square_cap, squared_columns,
+                                   midpoint_sensitivity, quantile_columns, rows_per_unit, square_alias, square_cap, squared_columns,
                                    sum_alias, summed_columns)
 from sdckit.query.sql import Query
 
@@ -287,13 +287,14 @@ def other_texts(query: Query, caps: dict[str, float], midpoints: dict[str, float
     return parts
 
 
-def plan(query: Query, table: TableConfig, epsilon: Fraction) -> Plan:
+def plan(query: Query, table: TableConfig, epsilon: Fraction, rows: int | None = None) -> Plan:
     """Check that ``query`` can be answered with ``epsilon`` and fix its mechanisms.
 
     Raises :class:`~sdckit.core.errors.ParameterError` (an epsilon too small to sample exactly)
-    before any budget is charged.
+    before any budget is charged. ``rows``: the rows per person the query asks, ``k`` in every
+    sensitivity (:func:`~sdckit.query.generate.rows_per_unit`; the configured bound by default).
     """
-    k = table.max_rows_per_unit if table.privacy_unit else 1
+    k = rows_per_unit(table, rows)
     summed = summed_columns(query)
     needs_count = any(o.kind in COUNTED for o in query.outputs)
     quantiles = list(dict.fromkeys(quantile_key(o) for o in query.outputs if o.kind == "quantile"))

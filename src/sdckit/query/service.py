@@ -32,7 +32,7 @@ from sdckit.query import keys, noisy, noisy_gaussian
 from sdckit.query.analysts import DEFINITIONS, Analyst
 from sdckit.query.config import load_config
 from sdckit.query.data import Database
-from sdckit.query.generate import aggregate_sql, histogram_sql, quantile_columns
+from sdckit.query.generate import aggregate_sql, histogram_sql, quantile_columns, rows_per_unit
 from sdckit.query.restricted import Refused, Restricted, check_dimensions
 from sdckit.query.sql import UnsupportedQuery, parse
 from sdckit.query.state import State
@@ -46,11 +46,15 @@ UNAUTHORIZED = ("Missing or wrong API key: send the header 'Authorization: Beare
 QUERY_FAILED = ("The service failed while answering; the request is logged. Any budget already charged for it "
                 "stays charged.")
 TABLE_FAILED = "The service failed while answering; the request is logged."
-_BODY_KEYS = {"sql", "epsilon", "delta", "rho"}
+#: The request field of a dp query's contribution bound (issue 32): at most this many rows per
+#: privacy unit, ``1 <= k' <= max_rows_per_unit`` of the configuration; stated in the answer.
+ROWS_FIELD = "max_rows_per_unit"
+_BODY_KEYS = {"sql", "epsilon", "delta", "rho", ROWS_FIELD}
 #: The privacy-loss fields a dp query sends, per budget definition (issue 32).
 _LOSS_FIELDS = {"pure": ("epsilon",), "approx": ("epsilon", "delta"), "zcdp": ("rho",)}
 
 Response = tuple[int, dict[str, Any]]
+
 
 
 class NotJSON:
@@ -121,7 +125,8 @@ class Service:
         extra = sorted(set(body) - _BODY_KEYS)
         if extra:
             raise UnsupportedQuery(f"Unknown field {extra[0]!r} in the request: send 'sql' and, in dp mode, "
-                                   "'epsilon' (pure), 'epsilon' and 'delta' (approximate DP) or 'rho' (zCDP).")
+                                   "'epsilon' (pure), 'epsilon' and 'delta' (approximate DP) or 'rho' (zCDP), "
+                                   f"and optionally {ROWS_FIELD!r}.")
         if "sql" not in body:
             raise UnsupportedQuery("The request needs the field 'sql' holding one SELECT statement.")
         sql = body["sql"]
@@ -157,12 +162,16 @@ class Service:
                                        "reasons over COUNT and SUM answers.")
             if epsilon_given is not None or "delta" in body or "rho" in body:
                 raise UnsupportedQuery("A restricted analyst gets exact answers: leave out 'epsilon' (and 'delta', 'rho').")
+            if ROWS_FIELD in body:
+                raise UnsupportedQuery(f"A restricted analyst gets exact answers over every row: leave out {ROWS_FIELD!r} "
+                                       "(a contribution bound of dp mode).")
             check_dimensions(query, self.config.tables[query.table])
             return self._restricted(analyst, query, sql)
+        rows = _rows_asked(body, self.config.tables[query.table])
         if data_keys:
-            return self._data_keys(analyst, query, sql, body)
+            return self._data_keys(analyst, query, sql, body, rows)
         if analyst.definition != "pure":
-            return self._gaussian(analyst, query, sql, body)
+            return self._gaussian(analyst, query, sql, body, rows)
         if "delta" in body or "rho" in body:
             raise UnsupportedQuery("This analyst's budget is pure epsilon-DP (fixed at `analyst add`): send 'epsilon' "
                                    "only, not 'delta' or 'rho'.")
@@ -172,38 +181,40 @@ class Service:
             raise UnsupportedQuery("'epsilon' must be a number > 0 (or a string such as \"0.1\" or \"1/3\").")
         epsilon = exact(epsilon_given, "the query", "epsilon")
         table = self.config.tables[query.table]
-        plan = noisy.plan(query, table, epsilon)
-        cache_key = self._cache_key("dp", query, epsilon)
+        plan = noisy.plan(query, table, epsilon, rows)
+        cache_key = self._cache_key("dp", query, epsilon, rows)
         stored = self._stored_dp(analyst, sql, cache_key)
         if stored is not None:
             return stored
         charge_id, after = self.state.charge(analyst.name, epsilon, sql, json.dumps(query.to_dict()))
-        fast = self.db.fast_cells(query, len(plan.cells))  # the same true answer, without a scan
+        fast = self.db.fast_cells(query, len(plan.cells), plan.k)  # the same true answer, without a scan
         if fast is not None:
             result = noisy.answer_cells(plan, table, *fast, self._rng(charge_id))
         else:
-            data = self.db.aggregate(aggregate_sql(query, table, "dp"))
-            hists = {c: self.db.aggregate(histogram_sql(query, table, c)) for c in quantile_columns(query)}
+            data = self.db.aggregate(aggregate_sql(query, table, "dp", rows=plan.k))
+            hists = {c: self.db.aggregate(histogram_sql(query, table, c, plan.k)) for c in quantile_columns(query)}
             result = noisy.answer(plan, table, data, self._rng(charge_id), hists)
+        result[ROWS_FIELD] = plan.k
         if self.config.cache:
             self.state.store(analyst.name, cache_key, result)
         return 200, {**result, **_budget_fields(epsilon, after), "cached": False}
 
-    def _data_keys(self, analyst: Analyst, query: Any, sql: str, body: dict[str, Any]) -> Response:
+    def _data_keys(self, analyst: Analyst, query: Any, sql: str, body: dict[str, Any], rows: int | None) -> Response:
         """A dp GROUP BY with keys taken from the data (an ``approx`` analyst): the keys released by
         thresholding, their aggregates with Gaussian noise (:mod:`sdckit.query.keys`), charged the
         ``(epsilon, delta)`` asked."""
         loss = self._loss(analyst, body)
         table = self.config.tables[query.table]
-        plan = keys.plan(query, table, loss["epsilon"], loss["delta"])
-        cache_key = self._cache_key("keys", query, tuple(sorted(loss.items())))
+        plan = keys.plan(query, table, loss["epsilon"], loss["delta"], rows)
+        cache_key = self._cache_key("keys", query, tuple(sorted(loss.items())), rows)
         stored = self._stored_dp(analyst, sql, cache_key)
         if stored is not None:
             return stored
         eps, delta, rho = plan.cost
         charge_id, after = self.state.charge(analyst.name, eps, sql, json.dumps(query.to_dict()), delta, rho)
-        data = self.db.aggregate(aggregate_sql(query, table, "dp", persons=True))
+        data = self.db.aggregate(aggregate_sql(query, table, "dp", persons=True, rows=plan.selection.k))
         result = keys.answer(plan, table, data, self._rng(charge_id))
+        result[ROWS_FIELD] = plan.selection.k
         if self.config.cache:
             self.state.store(analyst.name, cache_key, result)
         return 200, {**result, **_budget_fields(eps, after, plan.cost), "cached": False}
@@ -227,23 +238,24 @@ class Service:
         return {"epsilon": exact(body["epsilon"], "the query", "epsilon"),
                 "delta": exact(body["delta"], "the query", "delta", below_one=True)}
 
-    def _gaussian(self, analyst: Analyst, query: Any, sql: str, body: dict[str, Any]) -> Response:
+    def _gaussian(self, analyst: Analyst, query: Any, sql: str, body: dict[str, Any], rows: int | None) -> Response:
         """A dp query of an analyst whose budget is (epsilon, delta)-DP or rho-zCDP: Gaussian noise
         (:mod:`sdckit.query.noisy_gaussian`), charged in that definition."""
         loss = self._loss(analyst, body)
         table = self.config.tables[query.table]
-        plan = noisy_gaussian.plan(query, table, analyst.definition, **loss)
-        cache_key = self._cache_key(analyst.definition, query, tuple(sorted(loss.items())))
+        plan = noisy_gaussian.plan(query, table, analyst.definition, **loss, rows=rows)
+        cache_key = self._cache_key(analyst.definition, query, tuple(sorted(loss.items())), rows)
         stored = self._stored_dp(analyst, sql, cache_key)
         if stored is not None:
             return stored
         eps, delta, rho = plan.cost
         charge_id, after = self.state.charge(analyst.name, eps, sql, json.dumps(query.to_dict()), delta, rho)
-        fast = self.db.fast_cells(query, len(plan.cells))
+        fast = self.db.fast_cells(query, len(plan.cells), plan.k)
         if fast is None:
-            data = self.db.aggregate(aggregate_sql(query, table, "dp"))
+            data = self.db.aggregate(aggregate_sql(query, table, "dp", rows=plan.k))
             fast = noisy.exact_cells(plan, table, data)
         result = noisy_gaussian.answer_cells(plan, *fast, self._rng(charge_id))
+        result[ROWS_FIELD] = plan.k
         if self.config.cache:
             self.state.store(analyst.name, cache_key, result)
         return 200, {**result, **_budget_fields(eps, after, plan.cost), "cached": False}
@@ -317,8 +329,14 @@ class Service:
             return _error(500, failure)
 
     @staticmethod
-    def _cache_key(mode: str, query: Any, epsilon: Any) -> str:
-        text = json.dumps({"mode": mode, "query": query.to_dict(), "epsilon": str(epsilon)}, sort_keys=True)
+    def _cache_key(mode: str, query: Any, epsilon: Any, rows: int | None = None) -> str:
+        """The stored answer's key: the mode, the parsed query, the privacy loss and the rows per
+        person the query asked (left out when it asked none, so that keys stored before the field
+        existed still match: such a query uses the configured bound)."""
+        fields = {"mode": mode, "query": query.to_dict(), "epsilon": str(epsilon)}
+        if rows is not None:
+            fields[ROWS_FIELD] = rows
+        text = json.dumps(fields, sort_keys=True)
         return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -380,6 +398,20 @@ def _budget_fields(charged: Fraction, analyst: Analyst,
         out.update({"delta_spent": float(delta), "delta_remaining": float(analyst.delta_remaining)})
         out["exact"].update({"delta_spent": exact_text(delta), "delta_remaining": exact_text(analyst.delta_remaining)})
     return out
+
+
+def _rows_asked(body: dict[str, Any], table: Any) -> int | None:
+    """The contribution bound a dp query asks (``max_rows_per_unit``: an int from 1 to the
+    table's configured bound), ``None`` when it asks none or the configured bound (the same
+    query: the same stored answer, the fast paths); a 400 otherwise, before any charge."""
+    if ROWS_FIELD not in body:
+        return None
+    value, most = body[ROWS_FIELD], rows_per_unit(table)
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= most:
+        shown = _short(json.dumps(value))[:40]
+        raise UnsupportedQuery(f"{ROWS_FIELD!r} must be an int from 1 to {most} (the table {table.name!r}'s configured "
+                               f"bound): the most rows per privacy unit this query counts; got {shown}.")
+    return None if value == most else value
 
 
 def _sql_of(body: Any) -> str | None:
