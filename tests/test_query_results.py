@@ -84,9 +84,10 @@ def test_a_plan_gives_its_epsilon_exactly_and_its_number_of_cells():
     out = p.to_dict()
     assert json.loads(json.dumps(out)) == out
     assert list(out) == ["query", "epsilon", "k", "shares", "sensitivities", "count_scale", "sum_scales", "bounds",
-                         "cells", "is_dp", "data_bounded", "midpoints"]
+                         "cells", "is_dp", "data_bounded", "midpoints", "square_caps", "other_scales"]
     assert out["epsilon"] == "0.25" and out["cells"] == 2 and out["k"] == 2 and out["is_dp"] is True
     assert out["query"] == p.query.to_dict() and out["shares"] == {"count": 0.25} and out["sum_scales"] == {}
+    assert out["square_caps"] == {} and out["other_scales"] == {}  # no VAR_POP/STDDEV_POP asked
 
 
 def test_an_analyst_gives_its_budget_in_its_definition():
