@@ -12,7 +12,7 @@ import pytest
 from scipy import stats
 
 from sdckit.core.errors import DataError
-from sdckit.query import noisy
+from sdckit.query import noisy, quantiles
 from sdckit.query.config import load_config
 from sdckit.query.data import Database
 from sdckit.query.generate import aggregate_sql
@@ -93,7 +93,7 @@ def test_permute_and_flip_has_its_exact_distribution():
             law[j] += stay * coins[j] / 24
             stay *= 1 - coins[j]
     rng = np.random.default_rng(5)
-    draws = np.array([noisy.permute_and_flip(below, 4, 0.5, 2.0, 1, rng) for _ in range(5_000)])
+    draws = np.array([quantiles.permute_and_flip(below, 4, 0.5, 2.0, 1, rng) for _ in range(5_000)])
     observed = np.bincount(draws, minlength=4)
     assert law[0] == pytest.approx(law[3]) and law[1] == pytest.approx(law[2])
     assert stats.chisquare(observed, law * observed.sum()).pvalue > 1e-3
@@ -278,19 +278,19 @@ def test_quantile_rank_radius_by_hand_and_nearly_tight():
     histogram where every candidate but the best is exactly r records off, the union bound says
     P(a wrong candidate) <= 5%; permute-and-flip gives about half that (the best is met, on average,
     half-way through the permutation). Half the radius would be violated most of the time."""
-    assert noisy.quantile_rank_radius(1.0, 1) == pytest.approx(2 * math.log(20500))
-    assert noisy.quantile_rank_radius(0.5, 3) == pytest.approx(12 * math.log(20500))
+    assert quantiles.quantile_rank_radius(1.0, 1) == pytest.approx(2 * math.log(20500))
+    assert quantiles.quantile_rank_radius(0.5, 3) == pytest.approx(12 * math.log(20500))
     eps_rounded = math.floor(0.3 * 2**20) / 2**20
-    assert noisy.quantile_rank_radius(0.3, 1) == pytest.approx(2 * math.log(20500) / eps_rounded, rel=1e-12)
-    r = noisy.quantile_rank_radius(0.5, 1)
+    assert quantiles.quantile_rank_radius(0.3, 1) == pytest.approx(2 * math.log(20500) / eps_rounded, rel=1e-12)
+    r = quantiles.quantile_rank_radius(0.5, 1)
     off = math.ceil(r)  # every other candidate is this many records from the target rank n/2
     below = np.array([0] * 512 + [off] + [2 * off] * 512)
     rng = np.random.default_rng(11)
-    wrong = np.mean([noisy.permute_and_flip(below, 2 * off, 0.5, 0.5, 1, rng) != 512 for _ in range(400)])
+    wrong = np.mean([quantiles.permute_and_flip(below, 2 * off, 0.5, 0.5, 1, rng) != 512 for _ in range(400)])
     assert 0.005 < wrong <= 0.05  # expected about 0.024 (binomial sd 0.008)
     half = math.ceil(r / 2)
     below = np.array([0] * 512 + [half] + [2 * half] * 512)
-    assert np.mean([noisy.permute_and_flip(below, 2 * half, 0.5, 0.5, 1, rng) != 512 for _ in range(60)]) > 0.5
+    assert np.mean([quantiles.permute_and_flip(below, 2 * half, 0.5, 0.5, 1, rng) != 512 for _ in range(60)]) > 0.5
 
 
 def test_a_quantile_answer_states_its_rank_radius(tmp_path):

@@ -15,7 +15,7 @@ import pytest
 from scipy import stats
 
 from query_helpers import Server, make_data, write_config
-from sdckit.query import Client, noisy, noisy_gaussian
+from sdckit.query import Client, noisy, noisy_gaussian, variance
 from sdckit.query.builder import select_sql
 from sdckit.query.config import load_config
 from sdckit.query.data import Database
@@ -141,7 +141,7 @@ def test_variance_range_is_the_exact_range_over_the_box():
     for _ in range(30):
         s, d, c = rng.normal(0, 40), rng.normal(0, 30), rng.uniform(5, 40)
         rs, rd, rc = rng.uniform(0, 30), rng.uniform(0, 30), rng.uniform(0, 4)
-        low, high = noisy.variance_range(s, rs, d, rd, c, rc, 25.0)
+        low, high = variance.variance_range(s, rs, d, rd, c, rc, 25.0)
         S, D, C = np.meshgrid(np.linspace(s - rs, s + rs, 41), np.linspace(d - rd, d + rd, 81),
                               np.linspace(c - rc, c + rc, 81), indexing="ij")
         f = np.clip(S / C + 12.5 - (D / C) ** 2, 0, 25)

@@ -34,14 +34,14 @@ How one query is answered with budget ``epsilon``:
   ours when ``lo = 0``). ``VAR = (S / n + cap / 2) - (D / n)**2``, ``n = max(noisy COUNT, 1)``,
   clamped to ``[0, cap]`` (variance is shift-invariant); ``STDDEV`` its square root. ci95: the
   exact range of that function over the box of the three measurements' ``1 - 0.05 / 3`` intervals
-  (a union bound), clamped to ``[0, cap]`` (:func:`variance_range`).
+  (a union bound), clamped to ``[0, cap]`` (:func:`sdckit.query.variance.variance_range`).
 * **COUNT(DISTINCT col)** over the bounded relation: one person holds at most ``k`` rows there,
   so she adds or removes at most ``k`` distinct values over all groups: sensitivity ``k``, the
   COUNT's mechanism, one measurement per column.
 * **Quantiles** (``MEDIAN``, ``QUANTILE_CONT(col, q)``): one more measurement each; the answer is
   a point of a public grid of 1025 points of the bounds, chosen by permute-and-flip (McKenna &
-  Sheldon 2020) with exact coins (:func:`permute_and_flip`); no ci95 (value intervals would need
-  the data's density), but a 95% bound on its rank error (:func:`quantile_rank_radius`).
+  Sheldon 2020) with exact coins (:func:`sdckit.query.quantiles.permute_and_flip`); no ci95 (value intervals would need
+  the data's density), but a 95% bound on its rank error (:func:`sdckit.query.quantiles.quantile_rank_radius`).
 * **ci95** per value: COUNT ``[c - r, c + r]`` with ``r`` the exact 95% radius of the discrete
   Laplace; SUM ``[s - b ln 20, s + b ln 20]`` (of a midpoint column ``s +/- (r_D + |m| r_C)`` with
   97.5% radii); AVG the range of ``m + (D +/- r_D)/(C -/+ r_C)`` with 97.5% radii (a union bound: coverage >= 95%), within the bounds. Released counts are not
@@ -63,12 +63,13 @@ from sdckit.core.errors import ParameterError
 from sdckit.core.result import Result, plain
 from sdckit.dp.accountant import exact_text, split_epsilon
 from sdckit.dp.mechanisms import Geometric, grid_scale, laplace_randomise
-from sdckit.dp.exact_samplers import bernoulli_exp_neg_rational
 from sdckit.query.config import TableConfig
 from sdckit.query.generate import (BIN_ALIAS, COUNT_ALIAS, QUANTILE_BINS, cell_indices, distinct_alias, distinct_columns,
                                    midpoint_sensitivity, quantile_columns, rows_per_unit, square_alias, square_cap, squared_columns,
                                    sum_alias, summed_columns)
+from sdckit.query.quantiles import EPS_BITS, permute_and_flip, quantile_rank_radius
 from sdckit.query.sql import Query
+from sdckit.query.variance import VARIANCE_LEVEL, square_sensitivity, variance_estimate, variance_range
 
 
 def discrete_laplace_radius(scale: float, confidence: float) -> int:
@@ -89,14 +90,6 @@ def laplace_radius(scale: float, confidence: float) -> float:
     return scale * -math.log1p(-confidence)
 
 
-#: Epsilon of a quantile is rounded down to a multiple of 2**-EPS_BITS (exact rational sampling).
-EPS_BITS = 20
-#: Utilities are integers: D * #{x < c} - round(q D) * n with D = 2**Q_BITS.
-Q_BITS = 16
-#: Exponents past this are clipped (probability below exp(-64); clipping only shrinks differences).
-_MAX_EXPONENT = 64
-
-
 def quantile_key(output: Any) -> str:
     """The measurement name of a quantile output."""
     return f"quantile:{output.column}:{output.q!r}"
@@ -110,79 +103,6 @@ def square_key(column: str) -> str:
 def distinct_key(column: str) -> str:
     """The measurement name of a column's COUNT(DISTINCT ...)."""
     return f"distinct:{column}"
-
-
-#: Each of the three measurements of a variance gets this confidence in its 95% interval (union bound).
-VARIANCE_LEVEL = 1.0 - 0.05 / 3
-
-
-def variance_estimate(s: float, d: float, c: float, cap: float) -> float:
-    """``(S / n + cap / 2) - (D / n)**2`` clamped to ``[0, cap]``, ``n = max(c, 1)``: the population
-    variance from the noisy sum of shifted squared deviations ``S``, of deviations ``D`` and the
-    noisy count ``c``."""
-    n = max(c, 1)
-    return min(max(s / n + cap / 2 - (d / n) ** 2, 0.0), cap)
-
-
-def variance_range(s: float, rs: float, d: float, rd: float, c: float, rc: float, cap: float) -> list[float]:
-    """The range of ``f(S, D, C) = S / C + cap / 2 - (D / C)**2`` over the box ``[s +/- rs] x
-    [d +/- rd] x [c +/- rc]``, clamped to ``[0, cap]`` (``[0, cap]`` when the box reaches ``C <= 0``).
-
-    Exact: with ``u = 1 / C``, ``f = S u - D**2 u**2 + cap / 2`` rises with ``S`` and falls with
-    ``D**2``; at the largest ``S`` and smallest ``D**2`` it is concave in ``u`` (its maximum at the
-    ends or at ``u = S / (2 D**2)``), at the smallest ``S`` and largest ``D**2`` its minimum is at
-    an end of ``u``."""
-    if c - rc <= 0:
-        return [0.0, cap]
-    ends = (1.0 / (c + rc), 1.0 / (c - rc))
-    d_small = 0.0 if d - rd <= 0 <= d + rd else min(abs(d - rd), abs(d + rd))
-    d_large = max(abs(d - rd), abs(d + rd))
-    s_high, s_low = s + rs, s - rs
-    tops = list(ends)
-    if d_small > 0 and ends[0] < s_high / (2 * d_small ** 2) < ends[1]:
-        tops.append(s_high / (2 * d_small ** 2))
-    high = max(s_high * u - d_small ** 2 * u * u for u in tops) + cap / 2
-    low = min(s_low * u - d_large ** 2 * u * u for u in ends) + cap / 2
-    return [min(max(low, 0.0), cap), min(max(high, 0.0), cap)]
-
-
-def permute_and_flip(below: np.ndarray, n: int, q: float, epsilon: float, k: int, rng: np.random.Generator) -> int:
-    """Index of the grid point chosen as the q-quantile (McKenna & Sheldon 2020, permute-and-flip).
-
-    ``below[j]`` is the number of records below grid point ``j``; the utility
-    ``u_j = -|D below_j - round(q D) n|`` (``D = 2**16``) changes by at most ``D k`` when one person
-    (``k`` rows) is added or removed. Candidates are visited in a random order and candidate ``j``
-    is taken with probability ``exp(-epsilon (u* - u_j) / (2 D k))``, the best one surely: an
-    epsilon-DP choice. Every coin is exact (:func:`~sdckit.dp.exact_samplers.bernoulli_exp_neg_rational`
-    with ``epsilon`` rounded down to a multiple of 2**-20); no floating point on the sampling path.
-    """
-    d = 2**Q_BITS
-    utility = -np.abs(d * below.astype(np.int64) - int(round(q * d)) * int(n))
-    gap = utility.max() - utility  # >= 0, 0 at the best candidates
-    eps_num = math.floor(epsilon * 2**EPS_BITS)
-    den = 2 ** (EPS_BITS + 1) * d * k
-    cap = -(-_MAX_EXPONENT * den // eps_num)  # gaps past this have probability below exp(-64)
-    num = np.minimum(gap, cap) * eps_num
-    coins = bernoulli_exp_neg_rational(num, den, rng)
-    order = rng.permutation(below.size)
-    return int(order[np.argmax(coins[order])])
-
-
-def quantile_rank_radius(epsilon: float, k: int, confidence: float = 0.95, candidates: int = QUANTILE_BINS + 1) -> float:
-    """Records by which, with probability >= ``confidence``, the rank of a permute-and-flip
-    quantile (:func:`permute_and_flip`) is further from the target rank than the best grid point's.
-
-    Permute-and-flip outputs candidate ``j`` only if ``j``'s own coin comes up, so
-    ``P(out = j) <= exp(-eps' gap_j / (2 D k))`` (``eps'`` the epsilon rounded down to a multiple of
-    2**-20, gaps clipped only past exponent 64, far beyond this bound). A union bound over the
-    ``m`` candidates: ``P(gap >= G) <= m exp(-eps' G / (2 D k)) = 1 - confidence`` at
-    ``G = (2 D k / eps') ln(m / (1 - confidence))``, and a gap ``G`` in utility is ``G / D`` records:
-    ``|below_out - q n| <= |below_best - q n| + (2 k / eps') ln(m / (1 - confidence))``. This is
-    a statement about ranks; a value interval would need the data's density near the quantile,
-    which is not released (so the quantile's ``ci95`` stays ``null``).
-    """
-    eps = math.floor(epsilon * 2**EPS_BITS) / 2**EPS_BITS
-    return 2.0 * k * math.log(candidates / (1.0 - confidence)) / eps
 
 
 @dataclass(frozen=True)
@@ -347,14 +267,6 @@ def geometric_scale(epsilon: float, k: int) -> float:
 
 #: Output kinds that use the noisy COUNT(*).
 COUNTED = ("count", "avg", "var", "stddev")
-
-
-def square_sensitivity(cap: float, k: int) -> float:
-    """``k cap / 2`` rounded up to a double: the sensitivity of ``SUM(v - cap / 2)`` with every
-    ``v`` in ``[0, cap]`` and at most ``k`` rows per person."""
-    exact_sens = k * Fraction(cap) / 2
-    sens = float(exact_sens)
-    return sens if Fraction(sens) >= exact_sens else math.nextafter(sens, math.inf)
 
 
 def deviation_sums(sums: np.ndarray, counts: np.ndarray, m: float) -> np.ndarray:

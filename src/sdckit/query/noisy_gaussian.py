@@ -57,9 +57,9 @@ from sdckit.dp.mechanisms import add_on_grid, dyadic_grid
 from sdckit.query.config import TableConfig
 from sdckit.query.generate import (distinct_columns, midpoint_sensitivity, rows_per_unit, square_cap, squared_columns,
                                    summed_columns)
-from sdckit.query.noisy import (COUNTED, answer_rows, deviation_sums, distinct_key, other_texts, square_key,
-                                square_sensitivity)
+from sdckit.query.noisy import COUNTED, answer_rows, deviation_sums, distinct_key, other_texts, square_key
 from sdckit.query.sql import Query
+from sdckit.query.variance import square_sensitivity
 
 #: The grid of a Gaussian SUM is about this many binary orders finer than its standard deviation.
 GRID_BITS = 20
