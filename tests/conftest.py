@@ -160,9 +160,9 @@ with _environment({"COLUMNS": "200"}):
     import sdckit.cli  # noqa: E402, F401
 
 
-#: Files of the longest tests (the README runs start sdckit as a process per command, the query
-#: service runs a real server): with pytest-xdist they are run first, see below.
-LONGEST_FIRST = ("test_readme.py", "test_query_server.py", "test_query_readme.py")
+#: Files of the longest tests (the README and docs runs start sdckit as a process per command, the
+#: query service runs a real server): with pytest-xdist they are run first, see below.
+LONGEST_FIRST = ("test_readme.py", "test_docs.py", "test_query_server.py", "test_query_readme.py")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -2,8 +2,10 @@
 prints what the page quotes, and the generated Reference covers the code it is generated from.
 
 The runner's rules are in ``tests/readme_runner.py``; a docs page runs its ``## `` sections in
-order in one folder and one Python interpreter, as a tutorial is read. The folder also holds the
-repository's bundled tau-ARGUS job files (``tests/data/tauargus``), as in a clone. A page that
+order in one folder and one Python interpreter, as a tutorial is read (a page marked
+``<!-- sections: independent -->``, such as the full guides under ``reference/`` that hold the
+README's former sections, runs each section on its own in a fresh folder, as the README's
+sections run). The folder also holds the repository's bundled tau-ARGUS job files (``tests/data/tauargus``), as in a clone. A page that
 starts the query service shows ``sdckit serve CONFIG --port PORT`` in a block marked
 ``<!-- not-run: ... -->`` (the reader runs it in a second terminal): the test starts the real
 service there (``tests/query_helpers.Server``: 127.0.0.1, a free port, which replaces PORT in the
@@ -47,12 +49,32 @@ def _pages() -> dict[str, str]:
     return _hook().pages()
 
 
-@pytest.mark.parametrize("page", [p for p in PAGES if any(runnable(s) for s in parse(p.read_text("utf-8")))],
-                         ids=lambda p: str(p.relative_to(DOCS)))
-def test_docs_page_runs_as_shown(page, tmp_path):
+#: A page whose sections are independent (the full guides under reference/, the README's former
+#: sections) says so: each of its ``## `` sections then runs on its own in a fresh folder, as the
+#: README's do, and the test suite shares them out over its workers.
+INDEPENDENT = "<!-- sections: independent -->"
+
+
+def cases(pages, root=DOCS):
+    """One case per page, or per runnable section of a page marked INDEPENDENT."""
+    for page in pages:
+        text = page.read_text(encoding="utf-8")
+        name = str(page.relative_to(root))
+        runnable_titles = [s.title for s in parse(text) if runnable(s)]
+        if INDEPENDENT in text.splitlines():
+            assert len(set(runnable_titles)) == len(runnable_titles), f"{name}: two sections of one title"
+            yield from (pytest.param(page, title, id=f"{name}::{title}") for title in runnable_titles)
+        elif runnable_titles:
+            yield pytest.param(page, None, id=name)
+
+
+@pytest.mark.parametrize(("page", "title"), list(cases(PAGES)))
+def test_docs_page_runs_as_shown(page, title, tmp_path):
     sections = parse(page.read_text(encoding="utf-8"))
     runner = Runner(tmp_path, files_declared(sections), source=str(page.relative_to(ROOT)))
     shutil.copytree(ROOT / "tests" / "data" / "tauargus", tmp_path / "tests" / "data" / "tauargus")
+    if title is not None:
+        sections = [s for s in sections if s.title == title]
     served = serve_block(sections)
     if served is None:
         runner.run_page(sections)
@@ -89,6 +111,21 @@ def with_port(sections: list[Section], shown: str, port: int) -> list[Section]:
     def move(block):
         return dataclasses.replace(block, text=block.text.replace(f"127.0.0.1:{shown}", f"127.0.0.1:{port}"))
     return [Section(s.title, [move(b) for b in s.blocks]) for s in sections]
+
+
+def test_a_page_of_independent_sections_is_run_section_by_section(tmp_path):
+    together = tmp_path / "together.md"
+    together.write_text("## A\n\n```python\nx = 1\n```\n\n## B\n\n```python\nprint(x)\n```\n")
+    alone = tmp_path / "alone.md"
+    alone.write_text(INDEPENDENT + "\n\n" + together.read_text() + "\n## C\n\nno example\n")
+    found = [(c.values[0].name, c.values[1], c.id) for c in cases([alone, together], root=tmp_path)]
+    assert found == [("alone.md", "A", "alone.md::A"), ("alone.md", "B", "alone.md::B"),
+                     ("together.md", None, "together.md")]
+    # run alone, B does not see A's names: the sections of such a page must not depend on each other
+    sections = parse(alone.read_text())
+    runner = Runner(tmp_path / "run", files_declared(sections), source="docs/alone.md")
+    with pytest.raises(AssertionError, match="NameError"):
+        runner.run_page([s for s in sections if s.title == "B"])
 
 
 def test_a_docs_page_runs_its_sections_in_one_folder_and_names_its_line(tmp_path):

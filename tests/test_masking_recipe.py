@@ -1,4 +1,5 @@
-"""The perturbative masking methods in a recipe, through the CLI (README example)."""
+"""The perturbative masking methods in a recipe, through the CLI (the example of
+docs/reference/microdata-guide.md)."""
 
 from __future__ import annotations
 

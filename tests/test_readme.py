@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from readme_runner import README, Runner, files_declared, parse, runnable
+from readme_runner import README, ROOT, SHELLS, Runner, files_declared, parse, runnable
 
 SECTIONS = parse(README.read_text(encoding="utf-8"))
 FILES = files_declared(SECTIONS)
@@ -18,13 +18,36 @@ def test_readme_section_runs_as_shown(section, tmp_path):
     Runner(tmp_path, FILES).run(section)
 
 
+#: The pages whose examples the test suite runs: the README (here) and every page of docs/
+#: (tests/test_docs.py), which hold the README's former sections (issue 33).
+PAGES = [README, *sorted(p for p in (ROOT / "docs").rglob("*.md") if "hooks" not in p.parts)]
+
+
+def run_commands(pages) -> str:
+    """The shell blocks the runner executes on ``pages`` (not the not-run ones), as one text."""
+    skipped = {"not-run", "output", "file"}
+    return "\n".join(b.text for page in pages for s in parse(page.read_text(encoding="utf-8"))
+                     for b in s.blocks if b.lang in SHELLS and not skipped & set(b.directives))
+
+
 def test_quick_start_and_every_command_group_are_exercised():
     titles = [s.title for s in SECTIONS if runnable(s)]
     assert "Quick start" in titles
-    text = README.read_text(encoding="utf-8")
+    assert "sdckit demo" in run_commands([README])
+    # every command group is run by an example of the README or of a docs page
+    text = run_commands(PAGES)
     for command in ("sdckit demo", "sdckit protect", "sdckit assess", "sdckit check", "sdckit risk",
-                    "sdckit compare", "sdckit tune", "sdckit dp-error", "sdckit verify-record"):
+                    "sdckit compare", "sdckit tune", "sdckit dp-error", "sdckit verify-record",
+                    "sdckit table protect", "sdckit table audit"):
         assert command in text, command
+
+
+def test_a_command_shown_but_not_run_does_not_count(tmp_path):
+    page = tmp_path / "p.md"
+    page.write_text("## S\n\n<!-- not-run: a server -->\n```bash\nsdckit tune x.toml\n```\n\n"
+                    "```bash\nsdckit risk x.csv\n```\n\n<!-- output -->\n```\nsdckit check\n```\n")
+    text = run_commands([page])
+    assert "sdckit risk" in text and "sdckit tune" not in text and "sdckit check" not in text
 
 
 def _section(text, tmp_path):

@@ -73,7 +73,8 @@ def example_methods(
     Each of ``seeds`` repetitions simulates new data; the table holds means over them. At
     n = 1000 with the defaults (seed 2015): additive noise H = 0.484 (p = 0), multiplicative
     noise H = 0.336 (p = 0), rank swapping H = 0.074 (mean p = 0.26), synthetic data
-    H = 0.061 (mean p = 0.64), against a null baseline of 0.065 (the README runs it).
+    H = 0.061 (mean p = 0.64), against a null baseline of 0.065 (the microdata guide,
+    ``docs/reference/microdata-guide.md``, runs it).
     """
     check_param("example_methods", "n", n, Interval(int, 10, None))
     return compare(correlated_normal(n), seed001_candidates(), seeds=seeds, n_random=n_random,
