@@ -290,3 +290,23 @@ def test_choose_a_method_links_every_registered_method():
     text = (DOCS / "how-to" / "choose-a-method.md").read_text(encoding="utf-8")
     for name in available():
         assert f"[`{name}`](../reference/methods.md#{name})" in text, name
+
+
+def test_every_picture_a_page_shows_exists_or_is_drawn_at_build_time():
+    """Pictures are files under docs/ or drawn by the hook from the library (the report's figures,
+    a suppression pattern), so none can drift from the code; each page shows the ones it names."""
+    hook = _hook()
+    drawn = hook.pictures()
+    assert set(drawn) == set(hook.PICTURES)
+    for path, svg in drawn.items():
+        assert svg.lstrip().startswith("<svg") and svg.rstrip().endswith("</svg>"), path
+        assert 'xmlns="http://www.w3.org/2000/svg"' in svg[:svg.index(">")], path  # a file of its own, for <img>
+    # matplotlib writes each text as a path with the text in a comment: 22 primary + 17 secondary "x"
+    assert drawn["images/generated/table-pattern.svg"].count("<!-- x -->") == 39
+    for path, (page, _) in hook.PICTURES.items():
+        assert f"../{path}" in (DOCS / page).read_text("utf-8"), (page, path)
+    for page in PAGES:
+        for target in re.findall(r"!\[[^\]]*\]\(([^)\s]+)\)", page.read_text("utf-8")):
+            resolved = (page.parent / target).resolve()
+            name = resolved.relative_to(DOCS.resolve()).as_posix()
+            assert resolved.is_file() or name in drawn, (page.name, target)

@@ -614,9 +614,99 @@ def pages() -> dict[str, str]:
     return out
 
 
+# ----------------------------------------------------------------------------- pictures
+#: The pictures the pages show, drawn at build time by the library itself (so they cannot drift):
+#: path under docs/ -> (page that shows it, what it is).
+PICTURES = {
+    "images/generated/report-distances.svg": ("how-to/read-the-report.md", "the distances section's figure"),
+    "images/generated/report-classes.svg": ("how-to/read-the-report.md", "the classes section's figure"),
+    "images/generated/table-pattern.svg": ("tutorials/protect-a-table.md", "the suppression pattern"),
+}
+
+
+def report_pictures() -> dict[str, str]:
+    """Two figures of the report that docs/how-to/read-the-report.md builds (the same release, seed
+    and settings), as the report draws them (:mod:`sdckit.report.figures`)."""
+    import pandas as pd
+
+    from sdckit import protect
+    from sdckit.masking import AdditiveNoise
+    from sdckit.report import build_report
+
+    original = pd.read_csv(ROOT / "src/sdckit/datasets/census.csv", dtype={"ZIP": str})
+    schema = {"identifier": ["ID"], "quasi": ["AGE", "SEX", "ZIP"], "confidential": ["INCOME", "HEIGHT", "DISEASE"]}
+    seed = "00112233445566778899aabbccddeeff"
+    release = protect(original, [AdditiveNoise(alpha=0.5, columns=["INCOME", "HEIGHT"])], schema=schema, seed=seed)
+    report = build_report(original, release.data, schema=release.schema, manifest=release.manifest, seed=seed,
+                          n_random=5000, n_null=20)
+    figure = {s.anchor: str(s.context["figure"]) for s in report.sections if "figure" in s.context}
+    return {"images/generated/report-distances.svg": figure["distances"],
+            "images/generated/report-classes.svg": figure["classes"]}
+
+
+#: Colours of the pattern picture, as the table report colours its cells.
+PATTERN_COLOURS = {"safe": "#ffffff", "primary": "#f4c7c3", "secondary": "#fde2b8"}
+
+
+def pattern_picture() -> str:
+    """The suppression pattern of docs/tutorials/protect-a-table.md (income by ZIP with its
+    provinces x education, MinFrequency(3) and PPercent(10), optimal), one coloured cell per
+    table cell, "x" where suppressed."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import pandas as pd
+
+    from sdckit.report.figures import to_svg
+    from sdckit.tabular import DimensionHierarchy, MinFrequency, PPercent, Table, suppress
+
+    data = pd.read_csv(ROOT / "src/sdckit/datasets/census.csv", dtype={"ZIP": str})
+    places = DimensionHierarchy.from_lengths(data["ZIP"], [2, 3])
+    table = Table.from_microdata(data, ["ZIP", "EDUCATION"], {"ZIP": places}, response="INCOME")
+    cells = suppress(table, [MinFrequency(3), PPercent(10)], method="optimal").cells
+    rows = list(dict.fromkeys(cells["ZIP"]))
+    cols = list(dict.fromkeys(cells["EDUCATION"]))
+    status = {(z, e): st for z, e, st in zip(cells["ZIP"], cells["EDUCATION"], cells["status"])}
+    value = {(z, e): v for z, e, v in zip(cells["ZIP"], cells["EDUCATION"], cells["value"])}
+    fig, ax = plt.subplots(figsize=(1.3 + 1.15 * len(cols), 0.5 + 0.26 * len(rows)))
+    for i, z in enumerate(rows):
+        for j, e in enumerate(cols):
+            st = status.get((z, e))
+            colour = "#eeeeee" if st is None else PATTERN_COLOURS[st]
+            ax.add_patch(plt.Rectangle((j, i), 1, 1, facecolor=colour, edgecolor="#c8ccd2", linewidth=0.6))
+            if st is not None:
+                text = "x" if st != "safe" else f"{value[(z, e)] / 1000:,.0f}k"
+                ax.text(j + 0.5, i + 0.5, text, ha="center", va="center", fontsize=7)
+    ax.set_xlim(0, len(cols))
+    ax.set_ylim(len(rows), 0)
+    ax.set_xticks([j + 0.5 for j in range(len(cols))], cols, fontsize=7)
+    ax.set_yticks([i + 0.5 for i in range(len(rows))], rows, fontsize=7)
+    ax.xaxis.tick_top()
+    ax.tick_params(length=0)
+    for side in ax.spines.values():
+        side.set_visible(False)
+    handles = [plt.Rectangle((0, 0), 1, 1, facecolor=c, edgecolor="#c8ccd2") for c in PATTERN_COLOURS.values()]
+    ax.legend(handles, ["published", "primary (x)", "secondary (x)"], loc="upper center",
+              bbox_to_anchor=(0.5, -0.01), ncol=3, fontsize=7, frameon=False)
+    try:
+        return to_svg(fig)
+    finally:
+        plt.close(fig)
+
+
+def pictures() -> dict[str, str]:
+    """Every generated picture: its path under docs/ -> its SVG text."""
+    out = report_pictures()
+    out["images/generated/table-pattern.svg"] = pattern_picture()
+    return out
+
+
 def on_files(files: Any, config: Any) -> Any:
     from mkdocs.structure.files import File
 
     for path, text in pages().items():
         files.append(File.generated(config, path, content=text))
+    for path, svg in pictures().items():
+        files.append(File.generated(config, path, content=svg.encode("utf-8")))
     return files
