@@ -9,6 +9,7 @@ Hand-worked table: person 1 has 5 rows (v = 10, groups a, b, a, b, a), persons 2
 
 from __future__ import annotations
 
+import json
 from fractions import Fraction
 
 import httpx
@@ -243,5 +244,18 @@ def test_http_and_the_client_builder_send_the_bound(tmp_path):
                 with pytest.raises(ParameterError, match="max_rows_per_unit"):
                     c.count("t", epsilon=1, max_rows_per_unit=bad)
             assert c.budget()["epsilon_spent"] == spent  # nothing sent
+        key_file = tmp_path / "web.key"
+        key_file.write_text(key)
+        from typer.testing import CliRunner
+
+        from sdckit.cli.app import app
+        out = CliRunner().invoke(app, ["query", "SELECT COUNT(*) FROM t", "--url", server.url, "--key-file",
+                                       str(key_file), "--epsilon", "1000", "--max-rows-per-unit", "1", "--json"])
+        assert out.exit_code == 0, out.output
+        answer = json.loads(out.output)
+        assert answer["max_rows_per_unit"] == 1 and answer["rows"] == [[OTHERS + 1]]  # the person counted once
+        out = CliRunner().invoke(app, ["query", "SELECT COUNT(*) FROM t", "--url", server.url, "--key-file",
+                                       str(key_file), "--epsilon", "1", "--max-rows-per-unit", "0"])
+        assert out.exit_code != 0 and "max_rows_per_unit" in str(out.exception) + out.output
     finally:
         server.stop()

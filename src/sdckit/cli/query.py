@@ -22,6 +22,9 @@ def query(
     epsilon: Annotated[Optional[str], typer.Option("--epsilon", help="Budget this query spends (dp mode).")] = None,
     delta: Annotated[Optional[str], typer.Option("--delta", help="Delta this query spends (an (epsilon, delta)-DP analyst).")] = None,
     rho: Annotated[Optional[str], typer.Option("--rho", help="Rho this query spends (a rho-zCDP analyst).")] = None,
+    max_rows_per_unit: Annotated[Optional[int], typer.Option("--max-rows-per-unit", help="Count at most this many rows "
+                                                             "per person in this query (dp mode; 1 to the table's "
+                                                             "bound, its default): less noise.")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the service's JSON answer.")] = False,
 ) -> None:
     """Send SQL to the query service and print the answer with its budget and noise."""
@@ -32,7 +35,7 @@ def query(
     except OSError:
         raise ParameterError(f"The '--key-file' {key_file} cannot be read.") from None
     with Client(url, key) as client:  # exact forms such as "0.1" or "1/3" are read by the service
-        payload = client.query(sql, epsilon, delta, rho)
+        payload = client.query(sql, epsilon, delta, rho, max_rows_per_unit=max_rows_per_unit)
     if json_out:
         typer.echo(json.dumps(payload))
         return
