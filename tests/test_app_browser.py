@@ -29,6 +29,7 @@ import pytest
 from typer.testing import CliRunner
 
 from sdckit.app import jobs
+from sdckit.app import session as work
 from sdckit.app.server import Workbench
 from sdckit.app.protect import add_step
 from sdckit.app.release import release_plan, write_release
@@ -157,6 +158,24 @@ def test_a_post_from_another_origin_or_without_the_csrf_token_is_refused(bench, 
         client.close()
 
 
+def finished(client: httpx.Client, job_url: str, within: float = 20) -> dict:
+    """The progress of the job at ``job_url`` (``/jobs/<id>``) once it is no longer running."""
+    end = time.monotonic() + within
+    while (progress := client.get(f"{job_url}/progress").json())["state"] == "running" and time.monotonic() < end:
+        time.sleep(0.05)
+    return progress
+
+
+def risk_html(client: httpx.Client) -> str:
+    """The Risk screen, once its measure (a job when it does not end at once) is done."""
+    answer = client.get("/risk")
+    if answer.url.path.startswith("/jobs/"):
+        assert finished(client, answer.url.path)["state"] == "done"
+        answer = client.get("/risk")
+    assert answer.url.path == "/risk"
+    return answer.text
+
+
 def test_new_roles_give_new_risk_figures(bench, tmp_path):
     path = tmp_path / "s.csv"
     survey().to_csv(path, index=False)
@@ -167,7 +186,7 @@ def test_new_roles_give_new_risk_figures(bench, tmp_path):
         for keys in (3, 2):  # the second time region is no key any more
             chosen = roles[:1 + keys] + [""] * (3 - keys) + roles[4:]
             client.post("/roles", data={"csrf": csrf, **{f"role-{i}": r for i, r in enumerate(chosen)}})
-            html = client.get("/risk").text
+            html = risk_html(client)
             expected = risk_summary(read(path), ["sex", "age_group", "region"][:keys], "weight", suda=False).to_dict()
             assert f'id="fig-global-risk">{expected["global_risk"]:.6f}<' in html
     finally:
@@ -233,6 +252,66 @@ def test_suggestions_mark_a_unique_column_identifier_and_the_weight_and_househol
 
 
 # --------------------------------------------------------------------------- screens in the browser
+def test_a_slow_risk_measure_is_a_job_and_blocks_no_other_request_of_the_session(bench, tmp_path, monkeypatch):
+    path = tmp_path / "s.csv"
+    survey().to_csv(path, index=False)
+    measure = work.risk_figures
+
+    def slow(frame, roles):
+        time.sleep(1)
+        return measure(frame, roles)
+
+    monkeypatch.setattr(work, "risk_figures", slow)
+    client, csrf = session_client(bench)
+    roles = ["identifier", "quasi", "quasi", "quasi", "confidential", "weight", ""]
+    try:
+        client.post("/open/path", data={"path": str(path), "csrf": csrf})
+        client.post("/roles", data={"csrf": csrf, **{f"role-{i}": r for i, r in enumerate(roles)}},
+                    follow_redirects=False)
+        started = time.monotonic()
+        answer = client.get("/risk", follow_redirects=False)
+        assert time.monotonic() - started < 0.9 and answer.status_code == 303
+        job_url = answer.headers["location"]
+        assert job_url.startswith("/jobs/")
+        started = time.monotonic()
+        data = client.get("/data")  # the same session, while the risk is measured
+        assert data.status_code == 200 and time.monotonic() - started < 0.5
+        assert client.get("/risk", follow_redirects=False).headers["location"] == job_url  # no second job
+        assert client.get(f"{job_url}/progress").json()["state"] == "running"
+        assert finished(client, job_url)["done_url"] == "/risk"
+        expected = risk_summary(read(path), ["sex", "age_group", "region"], "weight", suda=False).to_dict()
+        assert f'id="fig-global-risk">{expected["global_risk"]:.6f}<' in client.get("/risk").text
+    finally:
+        client.close()
+
+
+def test_a_cancelled_risk_measure_shows_measure_the_risk(bench, tmp_path, monkeypatch):
+    path = tmp_path / "s.csv"
+    survey().to_csv(path, index=False)
+    measure = work.risk_figures
+
+    def slow(frame, roles):
+        time.sleep(1)
+        return measure(frame, roles)
+
+    monkeypatch.setattr(work, "risk_figures", slow)
+    client, csrf = session_client(bench)
+    try:
+        client.post("/open/path", data={"path": str(path), "csrf": csrf})
+        client.post("/roles", data={"csrf": csrf, **{f"role-{i}": r for i, r in enumerate(
+            ["identifier", "quasi", "quasi", "quasi", "confidential", "weight", ""])}}, follow_redirects=False)
+        job_url = client.get("/risk", follow_redirects=False).headers["location"]
+        client.post(f"{job_url}/cancel", data={"csrf": csrf})
+        assert finished(client, job_url)["state"] == "cancelled"  # at its report after the (slow) measure
+        monkeypatch.setattr(work, "risk_figures", measure)
+        html = client.get("/risk").text  # not measured again until asked
+        assert 'id="measure-risk"' in html and "cancelled" in html and 'id="fig-global-risk"' not in html
+        assert client.post("/risk/measure", data={"csrf": csrf}).status_code == 200
+        assert 'id="fig-global-risk"' in risk_html(client)
+    finally:
+        client.close()
+
+
 def test_open_roles_risk_in_the_browser_match_the_library(page, bench, tmp_path):
     frame = survey()
     path = tmp_path / "survey.csv"
@@ -420,7 +499,7 @@ def test_new_endpoints_refuse_without_session_origin_or_csrf(bench, tmp_path):
     endpoints = {"/protect/undo": {}, "/release": {"folder": str(tmp_path / "out"), "format": "csv"},
                  "/open/recipe": {"recipe": str(tmp_path / "r.toml")},
                  "/tables": {"dimension": "sex", "min_frequency": "3", "protection": "suppression-optimal"},
-                 "/risk/suda": {}}
+                 "/risk/suda": {}, "/risk/measure": {}}
     for url, data in endpoints.items():  # no session at all
         assert httpx.post(f"{bench.base}{url}", data=data).status_code == 403
     client, csrf = session_client(bench)

@@ -130,6 +130,7 @@ class Session:
     steps: list[Step] = field(default_factory=list)
     risk: dict[str, Any] | None = None  # risk_figures of the confirmed roles, computed once
     risk_plots: dict[str, str] | None = None  # risk_plots of the same, computed with it
+    risk_job: Job | None = None  # the job measuring them (the Risk screen shows how it ended)
     suda: dict[str, Any] | None = None  # suda_figures of the confirmed roles, when asked for
     released: dict[str, str] | None = None  # the files the last release wrote, by kind
     table: Any = None  # the Tables screen's last protected table (sdckit.app.tables.TableOutcome)
@@ -151,7 +152,7 @@ class Session:
     def confirm(self, roles: dict[str, str]) -> None:
         """Keep the checked roles; the risk and protection measured on the old ones are dropped."""
         self.roles, self.confirmed, self.risk, self.steps, self.released = roles, True, None, [], None
-        self.risk_plots, self.suda = None, None
+        self.risk_plots, self.suda, self.risk_job = None, None, None
         self.table, self.candidates, self.compared = None, [], None
 
     def open(self, loaded: Loaded) -> None:
@@ -161,7 +162,7 @@ class Session:
         self.confirmed = False
         self.steps = []
         self.risk = None
-        self.risk_plots, self.suda = None, None
+        self.risk_plots, self.suda, self.risk_job = None, None, None
         self.released = None
         self.table, self.candidates, self.compared = None, [], None
 

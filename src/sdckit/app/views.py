@@ -34,6 +34,11 @@ SCREENS = (("/open", "Open"), ("/data", "Data"), ("/roles", "Roles"), ("/risk", 
            ("/compare", "Compare"), ("/tables", "Tables"), ("/release", "Release"))
 #: The largest upload accepted (bytes); a bigger file is opened by its path on the machine.
 MAX_UPLOAD = 2 * 1024**3
+#: The label of the Risk screen's job (the first measure of the confirmed roles' risk).
+RISK_JOB = "measuring the risk"
+#: How long (seconds) a request waits for a job that usually ends at once (the risk of a small
+#: file) before it sends the browser to the job's progress page instead.
+QUICK_JOB = 0.3
 
 
 @lru_cache(maxsize=1)
@@ -103,11 +108,16 @@ def busy_line(session: Session) -> str | None:
     return None if busy is None else f"Wait for {busy.label} to end, or cancel it."
 
 
-def start_job(session: Session, label: str, done_url: str, work: Any) -> Response:
-    """Run ``work(job)`` as a job of the session and send the browser to its progress page."""
+def new_job(session: Session, label: str, done_url: str, work: Any) -> jobs.Job:
+    """Run ``work(job)`` as a job of the session (its thread started)."""
     job = jobs.Job(label, done_url)
     session.jobs[job.id] = jobs.start(job, work)
-    return RedirectResponse(f"/jobs/{job.id}", status_code=303)
+    return job
+
+
+def start_job(session: Session, label: str, done_url: str, work: Any) -> Response:
+    """Run ``work(job)`` as a job of the session and send the browser to its progress page."""
+    return RedirectResponse(f"/jobs/{new_job(session, label, done_url, work).id}", status_code=303)
 
 
 def register(app: FastAPI) -> None:
@@ -203,6 +213,33 @@ def register(app: FastAPI) -> None:
         return RedirectResponse("/risk", status_code=303)
 
     # ------------------------------------------------------------------ 3. risk
+    def risk_page(request: Request, status: int = 200, error: str | None = None) -> Response:
+        session: Session = request.state.session
+        return page(request, "risk.html", status, error=error, figures=session.risk, plots=session.risk_plots,
+                    suda=session.suda, note=None)
+
+    def measure_risk(request: Request) -> Response:
+        """Start the risk measure of the confirmed roles as a job: the Risk screen when it ended within
+        :data:`QUICK_JOB` seconds (its one line when refused), its progress page otherwise."""
+        session: Session = request.state.session
+        frame, roles = session.data.frame, dict(session.roles)
+
+        def work_on(job: jobs.Job) -> None:
+            job.update(0, 2, "measuring the risk")
+            figures = work.risk_figures(frame, roles)
+            job.update(1, 2, "drawing the plots")
+            plots = work.risk_plots(frame, roles, figures)
+            if session.data is not None and session.data.frame is frame and session.roles == roles:
+                session.risk, session.risk_plots = figures, plots  # not when the data or roles changed
+
+        job = session.risk_job = new_job(session, RISK_JOB, "/risk", work_on)
+        job.join(QUICK_JOB)  # a small file's figures come at once, without the progress page
+        if job.state == "done":
+            return risk_page(request)
+        if job.state == "failed":
+            return risk_page(request, 400, job.error)
+        return RedirectResponse(f"/jobs/{job.id}", status_code=303)
+
     @app.get("/risk")
     def risk_screen(request: Request) -> Response:
         if (redirect := need_data(request)) is not None:
@@ -211,15 +248,26 @@ def register(app: FastAPI) -> None:
         if not session.confirmed:
             return page(request, "risk.html", figures=None,
                         note="Confirm the roles first: the risk is measured on the quasi-identifiers.")
-        if session.risk is None or session.risk_plots is None:
-            try:
-                figures = work.risk_figures(session.data.frame, session.roles)
-                session.risk_plots = work.risk_plots(session.data.frame, session.roles, figures)
-                session.risk = figures
-            except SdcError as exc:
-                return page(request, "risk.html", 400, error=str(exc), figures=None, note=None)
-        return page(request, "risk.html", figures=session.risk, plots=session.risk_plots, suda=session.suda,
-                    note=None)
+        if session.risk is not None and session.risk_plots is not None:
+            return risk_page(request)
+        job = session.risk_job
+        if job is not None and job.state == "running":
+            return RedirectResponse(f"/jobs/{job.id}", status_code=303)
+        if job is not None and job.state in ("failed", "cancelled"):  # measured again when asked
+            return risk_page(request, 400 if job.state == "failed" else 200, job.error)
+        if (busy := busy_line(session)) is not None:
+            return risk_page(request, 200, busy)
+        return measure_risk(request)
+
+    @app.post("/risk/measure")
+    async def risk_measure(request: Request) -> Response:
+        form = await form_of(request)
+        if (stop := guard(request, form, roles=True)) is not None:
+            return stop
+        session: Session = request.state.session
+        if (busy := busy_line(session)) is not None:
+            return risk_page(request, 409, busy)
+        return await run_in_threadpool(measure_risk, request)
 
     @app.post("/risk/suda")
     async def risk_suda(request: Request) -> Response:
@@ -228,8 +276,7 @@ def register(app: FastAPI) -> None:
             return stop
         session: Session = request.state.session
         if (busy := busy_line(session)) is not None:
-            return page(request, "risk.html", 409, error=busy, figures=session.risk, plots=session.risk_plots,
-                        suda=session.suda, note=None)
+            return risk_page(request, 409, busy)
         frame, roles = session.data.frame, dict(session.roles)
 
         def work_on(job: jobs.Job) -> None:
