@@ -41,6 +41,7 @@ from sdckit.core.schema import Schema
 from sdckit.io import read
 from sdckit.masking import LocalSuppression
 from sdckit.pipeline import protect
+from sdckit.risk import distance_linkage
 from sdckit.risk.summary import risk_summary
 
 def chromium_path() -> str | None:
@@ -517,6 +518,32 @@ def test_new_endpoints_refuse_without_session_origin_or_csrf(bench, tmp_path):
         assert 'id="pattern"' not in client.get("/tables").text
         before = client.post("/risk/suda", data={"csrf": csrf}, follow_redirects=False)
         assert before.headers["location"] == "/roles"  # SUDA2 needs the confirmed roles
+    finally:
+        client.close()
+
+
+def test_protect_shows_the_distance_linkage_of_the_release_as_the_library(bench, tmp_path):
+    path = tmp_path / "s.csv"
+    survey().to_csv(path, index=False)
+    client, csrf = session_client(bench)
+    roles = ["identifier", "quasi", "quasi", "quasi", "confidential", "weight", ""]
+    try:
+        client.post("/open/path", data={"path": str(path), "csrf": csrf})
+        client.post("/roles", data={"csrf": csrf, **{f"role-{i}": r for i, r in enumerate(roles)}},
+                    follow_redirects=False)
+        answer = client.post("/protect", data={"csrf": csrf, "method": "microaggregation", "p-k": "3"},
+                             follow_redirects=False)
+        assert finished(client, answer.headers["location"])["state"] == "done"
+        html = client.get("/protect").text
+        release = session_in_server(bench, client).steps[-1].release.data
+        # income is the one numeric column of the quasi-identifiers and confidential ones; 60
+        # records, fewer than the sample's size: every released record is linked, exactly
+        expected = distance_linkage(read(path), release, ["income"])
+        shown = float(re.search(r'id="after-linkage">([0-9.,]+)<', html).group(1).replace(",", ""))
+        assert shown == round(expected.correct, 1) and 0 < expected.correct < 60  # k = 3 blurs, not all
+        assert re.search(r'id="after-linkage-rate">([0-9.]+)%<', html).group(1) == f"{100 * expected.rate:.1f}"
+        assert "of 60 (" in html and "on all 60 released records" in html and "standardized column income" in html
+        assert 'id="before-linkage">—<' in html  # the original's own linkage is trivial: not shown
     finally:
         client.close()
 

@@ -24,7 +24,9 @@ from sdckit.methods import available, get_method
 from sdckit.permutation import assess
 from sdckit.pipeline import ProgressCallback, Release, protect
 from sdckit.report.model import assessed_columns
+from sdckit.risk import distance_linkage
 from sdckit.utility import utility_loss
+from sdckit.utility.columns import shared_numeric_columns
 
 #: The information-loss measures shown after each step (:data:`sdckit.utility.summary.MEASURES`).
 UTILITY_MEASURES = ("il1", "correlation", "pmse")
@@ -32,6 +34,8 @@ UTILITY_MEASURES = ("il1", "correlation", "pmse")
 PERMUTATION_RECORDS = 2000
 #: Stream of the session's seed the verdict's randomness is drawn from (not the release's).
 PERMUTATION_STREAM = 0x5DC0A991
+#: Stream of the session's seed the linkage's sample is drawn from.
+LINKAGE_STREAM = 0x5DC011A6
 
 
 @dataclass(frozen=True)
@@ -161,6 +165,30 @@ def permutation_verdict(original: pd.DataFrame, release: Release, seed: int | st
             "columns": columns}
 
 
+def linkage_figures(original: pd.DataFrame, release: Release, seed: int | str) -> dict[str, Any]:
+    """Distance-based record linkage of the release to the original as the report measures it
+    (:func:`sdckit.report.measures.linkage_section`: :func:`sdckit.risk.distance_linkage`, row i
+    of the release being row i of the original) on the numeric columns of those the report
+    assesses (:func:`sdckit.report.model.assessed_columns`), on a simple random sample of
+    :data:`PERMUTATION_RECORDS` released records when there are more, as the verdict: the
+    released records linked to their own original (``correct``, ties credited fractionally) of
+    ``linked``, and their share ``rate`` (Domingo-Ferrer and Torra 2001). Its randomness is
+    derived from the session's seed; a release it cannot link gives a one-line ``note``."""
+    released = release.data
+    numeric = set(shared_numeric_columns(original, released))
+    columns = [c for c in assessed_columns(original, released, release.schema) if c in numeric]
+    try:
+        if not columns:
+            raise DataError("no numeric quasi-identifier or confidential column is released")
+        rng = np.random.default_rng(np.random.SeedSequence([parse_seed(seed), LINKAGE_STREAM]))
+        result = distance_linkage(original, released, columns, sample=PERMUTATION_RECORDS, seed=rng)
+    except (SdcError, ValueError, TypeError) as exc:
+        return {"rate": None, "note": " ".join(str(exc).split()), "columns": columns, "records": len(released)}
+    return {"rate": float(result.rate), "correct": float(result.correct), "linked": len(result.records),
+            "sampled": result.sampled, "standard_error": float(result.standard_error), "note": None,
+            "columns": columns, "records": len(released)}
+
+
 def add_step(session: Session, method: Method, job: Job | None = None) -> Step:
     """Apply ``method`` on the result of the session's steps (the release of all steps so far
     plus this one, :func:`protect_steps`), measure the risk before and after, the utility and
@@ -170,7 +198,7 @@ def add_step(session: Session, method: Method, job: Job | None = None) -> Step:
     assert loaded is not None
     frame = loaded.frame
     methods = [*(s.method for s in session.steps), method]
-    total = len(methods) + 3
+    total = len(methods) + 4
 
     def report(done: int, stage: str) -> None:
         if job is not None:
@@ -184,7 +212,9 @@ def add_step(session: Session, method: Method, job: Job | None = None) -> Step:
     report(len(methods) + 1, "measuring the utility")
     utility = utility_figures(frame, release.data)
     report(len(methods) + 2, "the permutation verdict")
-    step = Step(method, release, before, after, utility, permutation_verdict(frame, release, session.seed))
+    verdict = permutation_verdict(frame, release, session.seed)
+    report(len(methods) + 3, "distance-based record linkage")
+    step = Step(method, release, before, after, utility, verdict, linkage_figures(frame, release, session.seed))
     report(total, "done")
     session.steps.append(step)
     session.released = None

@@ -105,8 +105,9 @@ class Loaded:
 @dataclass(frozen=True)
 class Step:
     """A step of the Protect screen: its method, the release of every step so far, the risk
-    before (the previous step's, or the original's) and after, and the utility and the
-    permutation-paradigm verdict of the release against the original."""
+    before (the previous step's, or the original's) and after, and the utility, the
+    permutation-paradigm verdict and the distance-based record linkage of the release against
+    the original."""
 
     method: Method
     release: Release
@@ -114,6 +115,7 @@ class Step:
     after: dict[str, Any]
     utility: dict[str, float | None]
     verdict: dict[str, Any]
+    linkage: dict[str, Any] = field(default_factory=dict)  # protect.linkage_figures of the release
 
 
 @dataclass
