@@ -380,6 +380,26 @@ def test_open_roles_risk_in_the_browser_match_the_library(page, bench, tmp_path)
     assert "1001" not in body and "north" not in body  # counts only, never a value
 
 
+def test_a_slow_risk_measure_shows_its_progress_then_the_figures_in_the_browser(page, bench, tmp_path, monkeypatch):
+    path = tmp_path / "s.csv"
+    survey().to_csv(path, index=False)
+    measure = work.risk_figures
+
+    def slow(frame, roles):
+        time.sleep(1)
+        return measure(frame, roles)
+
+    monkeypatch.setattr(work, "risk_figures", slow)
+    open_by_path(page, bench, path)
+    page.click("nav >> text=Roles")
+    page.click("#confirm-roles")
+    page.wait_for_url("**/jobs/*")  # the measure's progress page ...
+    assert page.inner_text("h1") == "Measuring the risk"
+    page.wait_for_url("**/risk")  # ... which returns to the Risk screen when it is done
+    expected = risk_summary(read(path), ["sex", "age_group", "region"], "weight", "hhid", suda=False).to_dict()
+    assert page.inner_text("#fig-global-risk") == f"{expected['global_risk']:.6f}"
+
+
 def test_a_bad_file_gives_one_line_and_keeps_the_open_data(page, bench, tmp_path):
     good = tmp_path / "good.csv.gz"
     survey(12).to_csv(good, index=False, compression="gzip")
