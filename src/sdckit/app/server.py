@@ -126,7 +126,7 @@ def set_session_cookie(response: Response, guard: Guard, session: Session) -> No
 
 
 def login_page(message: str | None = None, status: int = 200) -> Response:
-    from sdckit.app.views import environment
+    from sdckit.app.pages import environment
 
     html = environment().get_template("login.html").render(error=message)
     return Response(html, status_code=status, media_type="text/html; charset=utf-8", headers=SECURITY_HEADERS)
@@ -137,7 +137,7 @@ def create_app(port: int, token: str, host: str = HOST, state: State | None = No
     """The workbench application for a server on ``host:port`` whose start token is ``token``;
     with ``state`` (a query-service state database), in login mode: an API key of its store opens
     a session, the token none."""
-    from sdckit.app import views
+    from sdckit.app import pages, views
     from sdckit.app.protect import methods
 
     # The method packages (scikit-learn for the synthesizers, ...) load in the background, so that
@@ -232,8 +232,8 @@ def create_app(port: int, token: str, host: str = HOST, state: State | None = No
     @app.post("/logout")
     async def log_out(request: Request) -> Response:
         """End the session (its CSRF token required); the cookie is cleared."""
-        if await views.form_of(request) is None:
-            return views.refused()
+        if await pages.form_of(request) is None:
+            return pages.refused()
         store.end(session_of(request))
         response = RedirectResponse("/login" if guard.state is not None else "/", status_code=303)
         response.delete_cookie(guard.cookie, path="/", httponly=True, samesite="strict", secure=guard.tls)

@@ -8,30 +8,22 @@ input is shown as one line on the page, and the session keeps what it had.
 
 from __future__ import annotations
 
-import hmac
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, unquote
+from urllib.parse import unquote
 
 from fastapi import FastAPI, Request
-from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
-from jinja2 import Environment, PackageLoader, StrictUndefined
+from fastapi.responses import JSONResponse, RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 
-from sdckit import __version__
-from sdckit.app import jobs
-from sdckit.app import compare as comparing
+from sdckit.app import jobs, views_compare, views_tables
 from sdckit.app import protect as protecting
 from sdckit.app import release as releasing
 from sdckit.app import session as work
-from sdckit.app import tables as tabulating
+from sdckit.app.pages import busy_line, csrf_ok, form_of, guard, need_data, new_job, page, refused, start_job
 from sdckit.app.session import Session
 from sdckit.core.errors import DataError, SdcError
 
-#: The screens in the order of the navigation bar: path, title.
-SCREENS = (("/open", "Open"), ("/data", "Data"), ("/roles", "Roles"), ("/risk", "Risk"), ("/protect", "Protect"),
-           ("/compare", "Compare"), ("/tables", "Tables"), ("/release", "Release"))
 #: The largest upload accepted (bytes); a bigger file is opened by its path on the machine.
 MAX_UPLOAD = 2 * 1024**3
 #: The label of the Risk screen's job (the first measure of the confirmed roles' risk).
@@ -41,87 +33,10 @@ RISK_JOB = "measuring the risk"
 QUICK_JOB = 0.3
 
 
-@lru_cache(maxsize=1)
-def environment() -> Environment:
-    """Templates of the package, autoescape always on, undefined names an error."""
-    return Environment(loader=PackageLoader("sdckit.app", "templates"), autoescape=True,
-                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
-
-
-def page(request: Request, template: str, status: int = 200, **context: Any) -> HTMLResponse:
-    session: Session = request.state.session
-    html = environment().get_template(template).render(
-        screens=SCREENS, current=request.url.path, session=session, version=__version__,
-        data=session.data, error=context.pop("error", None), **context)
-    return HTMLResponse(html, status_code=status)
-
-
-def csrf_ok(session: Session, value: str | None) -> bool:
-    return value is not None and hmac.compare_digest(value.encode(), session.csrf.encode())
-
-
-async def posted(request: Request) -> dict[str, list[str]] | None:
-    """The posted form, every value of each field (a field may repeat: checkboxes), or None when
-    its CSRF token is wrong."""
-    body = (await request.body()).decode("utf-8", errors="replace")
-    fields = parse_qs(body, keep_blank_values=True)
-    return fields if csrf_ok(request.state.session, (fields.get("csrf") or [None])[-1]) else None
-
-
-def last_values(fields: dict[str, list[str]]) -> dict[str, str]:
-    """A form with the last value of each field."""
-    return {k: v[-1] for k, v in fields.items()}
-
-
-async def form_of(request: Request) -> dict[str, str] | None:
-    """The posted form (last value of each field), or None when its CSRF token is wrong."""
-    fields = await posted(request)
-    return None if fields is None else last_values(fields)
-
-
-def refused() -> Response:
-    return Response("Forbidden: the form's CSRF token is missing or wrong; reload the page.",
-                    status_code=403, media_type="text/plain")
-
-
-def need_data(request: Request) -> Response | None:
-    """A redirect to the Open screen when the session has no data set yet."""
-    return None if request.state.session.data is not None else RedirectResponse("/open", status_code=303)
-
-
-def guard(request: Request, form: Any, roles: bool = False) -> Response | None:
-    """What a POST of a screen answers instead of its work: 403 when the form's CSRF token was
-    wrong (``form`` None), the Open screen without a data set, the Roles screen when ``roles``
-    are needed and not confirmed; None when the work may go on."""
-    if form is None:
-        return refused()
-    if (redirect := need_data(request)) is not None:
-        return redirect
-    if roles and not request.state.session.confirmed:
-        return RedirectResponse("/roles", status_code=303)
-    return None
-
-
-def busy_line(session: Session) -> str | None:
-    """The one line that refuses new work while a job of the session runs (one at a time)."""
-    busy = session.busy
-    return None if busy is None else f"Wait for {busy.label} to end, or cancel it."
-
-
-def new_job(session: Session, label: str, done_url: str, work: Any) -> jobs.Job:
-    """Run ``work(job)`` as a job of the session (its thread started)."""
-    job = jobs.Job(label, done_url)
-    session.jobs[job.id] = jobs.start(job, work)
-    return job
-
-
-def start_job(session: Session, label: str, done_url: str, work: Any) -> Response:
-    """Run ``work(job)`` as a job of the session and send the browser to its progress page."""
-    return RedirectResponse(f"/jobs/{new_job(session, label, done_url, work).id}", status_code=303)
-
-
 def register(app: FastAPI) -> None:
-    """Attach the screens' routes to ``app``."""
+    """Attach the screens' routes to ``app`` (Compare and Tables from their own modules)."""
+    views_compare.register(app)
+    views_tables.register(app)
 
     @app.get("/")
     def home(request: Request) -> Response:
@@ -353,119 +268,6 @@ def register(app: FastAPI) -> None:
         if request.state.session.data is not None:
             protecting.undo_step(request.state.session)
         return RedirectResponse("/protect", status_code=303)
-
-    # ------------------------------------------------------------------ 4b. compare and tune
-    def compare_page(request: Request, status: int = 200, error: str | None = None,
-                     form: dict[str, str] | None = None) -> Response:
-        session: Session = request.state.session
-        return page(request, "compare.html", status, error=error, form=form or {},
-                    candidates=session.candidates, steps=session.steps, shown=session.compared,
-                    tunable=comparing.tunable_steps(session), sample_limit=comparing.COMPARE_RECORDS)
-
-    @app.get("/compare")
-    def compare_screen(request: Request) -> Response:
-        if (redirect := need_data(request)) is not None:
-            return redirect
-        if not request.state.session.confirmed:
-            return page(request, "risk.html", figures=None,
-                        note="Confirm the roles first: candidates are steps on the columns by their roles.")
-        return compare_page(request)
-
-    @app.post("/compare/keep")
-    async def compare_keep(request: Request) -> Response:
-        form = await form_of(request)
-        if (stop := guard(request, form, roles=True)) is not None:
-            return stop
-        try:
-            comparing.keep_candidate(request.state.session, form.get("label", ""))
-        except SdcError as exc:
-            return compare_page(request, 400, " ".join(str(exc).split()), form)
-        return RedirectResponse("/compare", status_code=303)
-
-    @app.post("/compare/drop")
-    async def compare_drop(request: Request) -> Response:
-        form = await form_of(request)
-        if (stop := guard(request, form, roles=True)) is not None:
-            return stop
-        comparing.drop_candidate(request.state.session, form.get("label", ""))
-        return RedirectResponse("/compare", status_code=303)
-
-    async def compare_job(request: Request, label: str, done_url: str, check: Any, work: Any) -> Response:
-        """The common path of the Compare screen's jobs: guard, one-line refusals, the job."""
-        form = await form_of(request)
-        if (stop := guard(request, form, roles=True)) is not None:
-            return stop
-        session: Session = request.state.session
-        try:
-            if (busy := busy_line(session)) is not None:
-                raise DataError(busy)
-            checked = check(session, form)
-        except SdcError as exc:
-            return compare_page(request, 400, " ".join(str(exc).split()), form)
-        return start_job(session, label, done_url, lambda j: work(session, checked, j))
-
-    def set_compared(session: Session, shown: Any) -> None:
-        session.compared = shown
-
-    @app.post("/compare/run")
-    async def compare_run(request: Request) -> Response:
-        return await compare_job(request, "the comparison", "/compare", lambda session, _: comparing.check_comparable(session),
-                                 lambda session, _, j: set_compared(session, comparing.run_comparison(session, j)))
-
-    @app.post("/compare/tune")
-    async def compare_tune(request: Request) -> Response:
-        def check(session: Session, form: dict[str, str]) -> tuple[int, float]:
-            return comparing.tuning_request(session, form.get("step", ""), form.get("target", ""))
-
-        return await compare_job(request, "the tuning", "/compare", check,
-                                 lambda session, wanted, j: set_compared(session, comparing.run_tuning(session, *wanted, j)))
-
-    @app.post("/compare/apply")
-    async def compare_apply(request: Request) -> Response:
-        return await compare_job(request, "applying the tuned value", "/protect", lambda session, _: comparing.tuned(session),
-                                 lambda session, shown, j: comparing.apply_tuned(session, shown, j))
-
-    # ------------------------------------------------------------------ 5. tables
-    def tables_page(request: Request, status: int = 200, error: str | None = None,
-                    form: dict[str, str] | None = None, dimensions: list[str] | None = None) -> Response:
-        session: Session = request.state.session
-        frame, roles = session.data.frame, session.roles
-        outcome = session.table
-        if form is None:  # the form shows what was asked last, or the defaults
-            form = tabulating.request_form(outcome.request if outcome is not None else None)
-            dimensions = list(outcome.request.dimensions) if outcome is not None else dimensions
-        return page(request, "tables.html", status, error=error, form=form, chosen=dimensions or [],
-                    dimension_choices=tabulating.dimension_choices(frame, roles),
-                    response_choices=tabulating.response_choices(frame, roles),
-                    protections=tabulating.PROTECTIONS, max_dimensions=tabulating.MAX_DIMENSIONS,
-                    outcome=outcome, pattern=tabulating.pattern(outcome) if outcome is not None else None)
-
-    @app.get("/tables")
-    def tables_screen(request: Request) -> Response:
-        if (redirect := need_data(request)) is not None:
-            return redirect
-        return tables_page(request)
-
-    @app.post("/tables")
-    async def tables_protect(request: Request) -> Response:
-        fields = await posted(request)
-        form = None if fields is None else last_values(fields)
-        if (stop := guard(request, form)) is not None:
-            return stop
-        session: Session = request.state.session
-        dimensions = [d for d in fields.get("dimension", []) if d]
-        try:
-            if (busy := busy_line(session)) is not None:
-                raise DataError(busy)
-            wanted = tabulating.table_request(session.data.frame, session.roles, form, dimensions)
-        except SdcError as exc:
-            return tables_page(request, 400, " ".join(str(exc).split()), form, dimensions)
-        frame = session.data.frame
-
-        def work_on(job: jobs.Job) -> None:
-            session.table = tabulating.protect_table(frame, wanted, job, session.seed)
-
-        return start_job(session, "the table", "/tables", work_on)
 
     # ------------------------------------------------------------------ 6. release
     def release_page(request: Request, status: int = 200, error: str | None = None,

@@ -1,0 +1,102 @@
+"""What every screen of the workbench shares: the page template around a screen, the posted form
+and its CSRF check, the guards of a POST (no data set yet, roles not confirmed, a job running)
+and starting a job (issue 31; the screens are in :mod:`sdckit.app.views`,
+:mod:`sdckit.app.views_compare` and :mod:`sdckit.app.views_tables`)."""
+
+from __future__ import annotations
+
+import hmac
+from functools import lru_cache
+from typing import Any
+from urllib.parse import parse_qs
+
+from fastapi import Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from jinja2 import Environment, PackageLoader, StrictUndefined
+
+from sdckit import __version__
+from sdckit.app import jobs
+from sdckit.app.session import Session
+
+#: The screens in the order of the navigation bar: path, title.
+SCREENS = (("/open", "Open"), ("/data", "Data"), ("/roles", "Roles"), ("/risk", "Risk"), ("/protect", "Protect"),
+           ("/compare", "Compare"), ("/tables", "Tables"), ("/release", "Release"))
+
+
+@lru_cache(maxsize=1)
+def environment() -> Environment:
+    """Templates of the package, autoescape always on, undefined names an error."""
+    return Environment(loader=PackageLoader("sdckit.app", "templates"), autoescape=True,
+                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+
+
+def page(request: Request, template: str, status: int = 200, **context: Any) -> HTMLResponse:
+    session: Session = request.state.session
+    html = environment().get_template(template).render(
+        screens=SCREENS, current=request.url.path, session=session, version=__version__,
+        data=session.data, error=context.pop("error", None), **context)
+    return HTMLResponse(html, status_code=status)
+
+
+def csrf_ok(session: Session, value: str | None) -> bool:
+    return value is not None and hmac.compare_digest(value.encode(), session.csrf.encode())
+
+
+async def posted(request: Request) -> dict[str, list[str]] | None:
+    """The posted form, every value of each field (a field may repeat: checkboxes), or None when
+    its CSRF token is wrong."""
+    body = (await request.body()).decode("utf-8", errors="replace")
+    fields = parse_qs(body, keep_blank_values=True)
+    return fields if csrf_ok(request.state.session, (fields.get("csrf") or [None])[-1]) else None
+
+
+def last_values(fields: dict[str, list[str]]) -> dict[str, str]:
+    """A form with the last value of each field."""
+    return {k: v[-1] for k, v in fields.items()}
+
+
+async def form_of(request: Request) -> dict[str, str] | None:
+    """The posted form (last value of each field), or None when its CSRF token is wrong."""
+    fields = await posted(request)
+    return None if fields is None else last_values(fields)
+
+
+def refused() -> Response:
+    return Response("Forbidden: the form's CSRF token is missing or wrong; reload the page.",
+                    status_code=403, media_type="text/plain")
+
+
+def need_data(request: Request) -> Response | None:
+    """A redirect to the Open screen when the session has no data set yet."""
+    return None if request.state.session.data is not None else RedirectResponse("/open", status_code=303)
+
+
+def guard(request: Request, form: Any, roles: bool = False) -> Response | None:
+    """What a POST of a screen answers instead of its work: 403 when the form's CSRF token was
+    wrong (``form`` None), the Open screen without a data set, the Roles screen when ``roles``
+    are needed and not confirmed; None when the work may go on."""
+    if form is None:
+        return refused()
+    if (redirect := need_data(request)) is not None:
+        return redirect
+    if roles and not request.state.session.confirmed:
+        return RedirectResponse("/roles", status_code=303)
+    return None
+
+
+def busy_line(session: Session) -> str | None:
+    """The one line that refuses new work while a job of the session runs (one at a time)."""
+    busy = session.busy
+    return None if busy is None else f"Wait for {busy.label} to end, or cancel it."
+
+
+def new_job(session: Session, label: str, done_url: str, work: Any) -> jobs.Job:
+    """Run ``work(job)`` as a job of the session (its thread started)."""
+    job = jobs.Job(label, done_url)
+    session.jobs[job.id] = jobs.start(job, work)
+    return job
+
+
+def start_job(session: Session, label: str, done_url: str, work: Any) -> Response:
+    """Run ``work(job)`` as a job of the session and send the browser to its progress page."""
+    return RedirectResponse(f"/jobs/{new_job(session, label, done_url, work).id}", status_code=303)
