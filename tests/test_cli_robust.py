@@ -111,6 +111,12 @@ def test_ctrl_c_while_the_commands_load_exits_130(tmp_path, delay):
     _, err = proc.communicate(timeout=60)
     if proc.returncode == 0:          # it had already finished: nothing to interrupt
         return
+    out = tmp_path / "out"
+    written = out.exists() and any(p.name.endswith(".manifest.json") for p in out.iterdir())
+    if proc.returncode == -signal.SIGINT and written:
+        # it had finished (the manifest is written last, atomically) and the signal came while the
+        # interpreter was shutting down, when Python has given SIGINT back its default action
+        return
     assert proc.returncode == 130, err
     assert "Traceback" not in err
 
