@@ -65,6 +65,24 @@ def survey(n: int = 60) -> pd.DataFrame:
     })
 
 
+#: The roles of survey()'s columns: person_id, sex, age_group, region, income, weight, hhid.
+SURVEY_ROLES = ["identifier", "quasi", "quasi", "quasi", "confidential", "weight", ""]
+
+
+@pytest.fixture()
+def slow_risk(monkeypatch):
+    """The Risk screen's measure slowed by 1 s (the job's page, the other requests meanwhile);
+    yields the real measure, to put back."""
+    measure = work.risk_figures
+
+    def slow(frame, roles):
+        time.sleep(1)
+        return measure(frame, roles)
+
+    monkeypatch.setattr(work, "risk_figures", slow)
+    return measure
+
+
 @pytest.fixture(scope="module")
 def bench():
     server = Workbench(0).start()
@@ -181,7 +199,7 @@ def test_new_roles_give_new_risk_figures(bench, tmp_path):
     path = tmp_path / "s.csv"
     survey().to_csv(path, index=False)
     client, csrf = session_client(bench)
-    roles = ["identifier", "quasi", "quasi", "quasi", "confidential", "weight", ""]
+    roles = SURVEY_ROLES
     try:
         client.post("/open/path", data={"path": str(path), "csrf": csrf})
         for keys in (3, 2):  # the second time region is no key any more
@@ -253,18 +271,11 @@ def test_suggestions_mark_a_unique_column_identifier_and_the_weight_and_househol
 
 
 # --------------------------------------------------------------------------- screens in the browser
-def test_a_slow_risk_measure_is_a_job_and_blocks_no_other_request_of_the_session(bench, tmp_path, monkeypatch):
+def test_a_slow_risk_measure_is_a_job_and_blocks_no_other_request_of_the_session(bench, tmp_path, slow_risk):
     path = tmp_path / "s.csv"
     survey().to_csv(path, index=False)
-    measure = work.risk_figures
-
-    def slow(frame, roles):
-        time.sleep(1)
-        return measure(frame, roles)
-
-    monkeypatch.setattr(work, "risk_figures", slow)
     client, csrf = session_client(bench)
-    roles = ["identifier", "quasi", "quasi", "quasi", "confidential", "weight", ""]
+    roles = SURVEY_ROLES
     try:
         client.post("/open/path", data={"path": str(path), "csrf": csrf})
         client.post("/roles", data={"csrf": csrf, **{f"role-{i}": r for i, r in enumerate(roles)}},
@@ -286,25 +297,17 @@ def test_a_slow_risk_measure_is_a_job_and_blocks_no_other_request_of_the_session
         client.close()
 
 
-def test_a_cancelled_risk_measure_shows_measure_the_risk(bench, tmp_path, monkeypatch):
+def test_a_cancelled_risk_measure_shows_measure_the_risk(bench, tmp_path, slow_risk, monkeypatch):
     path = tmp_path / "s.csv"
     survey().to_csv(path, index=False)
-    measure = work.risk_figures
-
-    def slow(frame, roles):
-        time.sleep(1)
-        return measure(frame, roles)
-
-    monkeypatch.setattr(work, "risk_figures", slow)
     client, csrf = session_client(bench)
     try:
         client.post("/open/path", data={"path": str(path), "csrf": csrf})
-        client.post("/roles", data={"csrf": csrf, **{f"role-{i}": r for i, r in enumerate(
-            ["identifier", "quasi", "quasi", "quasi", "confidential", "weight", ""])}}, follow_redirects=False)
+        client.post("/roles", data={"csrf": csrf, **{f"role-{i}": r for i, r in enumerate(SURVEY_ROLES)}}, follow_redirects=False)
         job_url = client.get("/risk", follow_redirects=False).headers["location"]
         client.post(f"{job_url}/cancel", data={"csrf": csrf})
         assert finished(client, job_url)["state"] == "cancelled"  # at its report after the (slow) measure
-        monkeypatch.setattr(work, "risk_figures", measure)
+        monkeypatch.setattr(work, "risk_figures", slow_risk)
         html = client.get("/risk").text  # not measured again until asked
         assert 'id="measure-risk"' in html and "cancelled" in html and 'id="fig-global-risk"' not in html
         assert client.post("/risk/measure", data={"csrf": csrf}).status_code == 200
@@ -380,16 +383,9 @@ def test_open_roles_risk_in_the_browser_match_the_library(page, bench, tmp_path)
     assert "1001" not in body and "north" not in body  # counts only, never a value
 
 
-def test_a_slow_risk_measure_shows_its_progress_then_the_figures_in_the_browser(page, bench, tmp_path, monkeypatch):
+def test_a_slow_risk_measure_shows_its_progress_then_the_figures_in_the_browser(page, bench, tmp_path, slow_risk):
     path = tmp_path / "s.csv"
     survey().to_csv(path, index=False)
-    measure = work.risk_figures
-
-    def slow(frame, roles):
-        time.sleep(1)
-        return measure(frame, roles)
-
-    monkeypatch.setattr(work, "risk_figures", slow)
     open_by_path(page, bench, path)
     page.click("nav >> text=Roles")
     page.click("#confirm-roles")
@@ -546,7 +542,7 @@ def test_protect_shows_the_distance_linkage_of_the_release_as_the_library(bench,
     path = tmp_path / "s.csv"
     survey().to_csv(path, index=False)
     client, csrf = session_client(bench)
-    roles = ["identifier", "quasi", "quasi", "quasi", "confidential", "weight", ""]
+    roles = SURVEY_ROLES
     try:
         client.post("/open/path", data={"path": str(path), "csrf": csrf})
         client.post("/roles", data={"csrf": csrf, **{f"role-{i}": r for i, r in enumerate(roles)}},
