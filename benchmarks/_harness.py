@@ -1,6 +1,7 @@
 """What the benchmark scripts share: the median time of repeated calls, the peak resident memory
-of a process, and running the script itself again in a child process (so that each measurement's
-peak memory is its own) that prints its result as one JSON line last.
+of a process, running the script itself again in a child process (so that each measurement's
+peak memory is its own) that prints its result as one JSON line last, and concurrent clients of
+a service on loopback.
 
 Imported by the scripts as ``from _harness import ...`` (``python benchmarks/bench_x.py`` puts
 this folder on ``sys.path``).
@@ -13,6 +14,7 @@ import resource
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -40,3 +42,44 @@ def run_self(script: str, *args: str) -> dict[str, Any]:
     line of its standard output (the child's own peak memory is in it)."""
     out = subprocess.run([sys.executable, script, *args], capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def concurrent_clients(url: str, key: str, clients: int, per_client: int,
+                       request: Callable[[Any], tuple[str, str, dict[str, Any]]],
+                       seconds: float | None = None) -> tuple[list[tuple[str, float]], float, int]:
+    """``clients`` threads, each with its own HTTP client (bearer ``key``) and generator (seeded by
+    its number), each drawing ``request(rng) -> (label, path, json body)`` and timing its POST,
+    ``per_client`` times (until ``seconds`` have passed, if given). Returns each POST's
+    ``(label, seconds)``, the wall time and the number of answers other than 200."""
+    import httpx
+    import numpy as np
+
+    latencies: list[tuple[str, float]] = []
+    errors = [0]
+    lock = threading.Lock()
+    deadline = None if seconds is None else time.monotonic() + seconds
+
+    def worker(seed: int) -> None:
+        rng = np.random.default_rng(seed)
+        mine = []
+        with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {key}"}, timeout=120) as http:
+            for _ in range(per_client):
+                if deadline is not None and time.monotonic() > deadline:
+                    break
+                label, path, body = request(rng)
+                t0 = time.perf_counter()
+                status = http.post(path, json=body).status_code
+                mine.append((label, time.perf_counter() - t0))
+                if status != 200:
+                    with lock:
+                        errors[0] += 1
+        with lock:
+            latencies.extend(mine)
+
+    start = time.perf_counter()
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return latencies, time.perf_counter() - start, errors[0]

@@ -35,11 +35,9 @@ import os
 import statistics
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
-import httpx
 import numpy as np
 import pandas as pd
 
@@ -47,6 +45,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "tests"))
 
+from _harness import concurrent_clients  # noqa: E402
 from query_helpers import Server  # noqa: E402
 from sdckit.query.state import State  # noqa: E402
 
@@ -101,33 +100,13 @@ def random_query(rng: np.random.Generator) -> tuple[str, str]:
 
 
 def load(url: str, key: str, queries: int, clients: int) -> tuple[list[tuple[str, float]], float, int]:
-    latencies: list[tuple[str, float]] = []
-    errors = [0]
-    lock = threading.Lock()
-    per_client = queries // clients
+    """``queries`` random queries from ``clients`` concurrent clients: (kind, seconds) of each,
+    the wall time and the refusals."""
+    def request(rng: np.random.Generator) -> tuple[str, str, dict]:
+        kind, sql = random_query(rng)
+        return kind, "/v1/query", {"sql": sql, "epsilon": 0.001}
 
-    def worker(seed: int) -> None:
-        rng = np.random.default_rng(seed)
-        mine = []
-        with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {key}"}, timeout=120) as http:
-            for _ in range(per_client):
-                kind, sql = random_query(rng)
-                t0 = time.perf_counter()
-                r = http.post("/v1/query", json={"sql": sql, "epsilon": 0.001})
-                mine.append((kind, time.perf_counter() - t0))
-                if r.status_code != 200:
-                    with lock:
-                        errors[0] += 1
-        with lock:
-            latencies.extend(mine)
-
-    start = time.perf_counter()
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(clients)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    return latencies, time.perf_counter() - start, errors[0]
+    return concurrent_clients(url, key, clients, queries // clients, request)
 
 
 def cpu_seconds(pid: int) -> float:

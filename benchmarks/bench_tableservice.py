@@ -23,11 +23,9 @@ import argparse
 import statistics
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
-import httpx
 import numpy as np
 import pandas as pd
 
@@ -36,6 +34,7 @@ sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+from _harness import concurrent_clients  # noqa: E402
 from bench_query import cpu_seconds  # noqa: E402
 from query_helpers import Server, add_analyst  # noqa: E402
 
@@ -98,35 +97,13 @@ def random_request(rng: np.random.Generator, measure: str = "count") -> dict:
 
 def load(url: str, key: str, requests: int, clients: int, seconds: float,
          measure: str = "count") -> tuple[list[float], float, int]:
-    latencies: list[float] = []
-    errors = [0]
-    lock = threading.Lock()
-    deadline = time.monotonic() + seconds
+    """``requests`` random tables from ``clients`` concurrent clients (for at most ``seconds``):
+    the seconds of each, the wall time and the refusals."""
+    def request(rng: np.random.Generator) -> tuple[str, str, dict]:
+        return "table", "/v1/table", random_request(rng, measure)
 
-    def worker(seed: int) -> None:
-        rng = np.random.default_rng(seed)
-        mine = []
-        with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {key}"}, timeout=120) as http:
-            for _ in range(requests // clients):
-                if time.monotonic() > deadline:
-                    break
-                body = random_request(rng, measure)
-                t0 = time.perf_counter()
-                r = http.post("/v1/table", json=body)
-                mine.append(time.perf_counter() - t0)
-                if r.status_code != 200:
-                    with lock:
-                        errors[0] += 1
-        with lock:
-            latencies.extend(mine)
-
-    start = time.perf_counter()
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(clients)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    return latencies, time.perf_counter() - start, errors[0]
+    latencies, wall, errors = concurrent_clients(url, key, clients, requests // clients, request, seconds)
+    return [t for _, t in latencies], wall, errors
 
 
 def main() -> None:
