@@ -27,6 +27,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from sdckit.core.duckdb_session import quote_identifier, quote_literal
 from sdckit.core.errors import ParameterError
 from sdckit.dp.epsilon import brief
 
@@ -49,13 +50,13 @@ def identifier(name: Any, what: str, owner: str) -> str:
     if not isinstance(name, str) or not IDENTIFIER.fullmatch(name):
         raise ParameterError(f"The {what} of {owner} must be a name of letters, digits and _ (not starting "
                              f"with a digit), as declared in the service's configuration; got {brief(name)}.")
-    return f'"{name}"'
+    return quote_identifier(name)
 
 
 def literal(value: Any, column: str, owner: str) -> str:
     """A string or number as a SQL literal: ``'it''s'``, ``42``, ``-0.5``, ``1e-05``."""
     if isinstance(value, str):
-        return "'" + value.replace("'", "''") + "'"
+        return quote_literal(value)
     if isinstance(value, numbers.Integral) and not isinstance(value, bool):
         return str(int(value))
     if isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(float(value)):
