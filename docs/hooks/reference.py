@@ -644,7 +644,7 @@ def report_pictures() -> dict[str, str]:
             "images/generated/report-classes.svg": figure["classes"]}
 
 
-#: Colours of the pattern picture, as the table report colours its cells.
+#: Colours of the pattern picture: the workbench's Tables screen's (src/sdckit/app/static/app.css).
 PATTERN_COLOURS = {"safe": "#ffffff", "primary": "#f4c7c3", "secondary": "#fde2b8"}
 
 
