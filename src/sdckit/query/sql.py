@@ -22,96 +22,28 @@ from the :class:`Query` object.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any
 
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 from sqlglot.tokens import TokenType
 
-from sdckit.core.errors import ParameterError
 from sdckit.core.result import Result, plain
 from sdckit.query.config import ServiceConfig, TableConfig
+from sdckit.query.sqlnodes import UnknownTable, UnsupportedQuery, column_name, node_name
+from sdckit.query.sqloutputs import Output, parse_output
+from sdckit.query.sqlwhere import (MAX_DEPTH, And, Between, Compare, InList, Not, Or, Predicate, parse_predicate,
+                                   predicate_columns, predicate_dict)
+
+__all__ = ["MAX_DEPTH", "MAX_SQL", "And", "Between", "Compare", "InList", "Not", "Or", "Output", "Predicate", "Query",
+           "UnknownTable", "UnsupportedQuery", "parse", "predicate_columns"]
 
 #: Longest SQL text accepted.
 MAX_SQL = 10_000
-#: Deepest WHERE tree accepted.
-MAX_DEPTH = 64
 
 _DIALECT = "duckdb"
-
-
-class UnsupportedQuery(ParameterError):
-    """The SQL cannot be parsed or uses something the service does not support (HTTP 400)."""
-
-
-class UnknownTable(UnsupportedQuery):
-    """The FROM table is not one the service serves."""
-
-
-# ---------------------------------------------------------------- the query object
-@dataclass(frozen=True)
-class Compare:
-    """``column op value``."""
-
-    column: str
-    op: str  # one of = <> < <= > >=
-    value: Any
-
-
-@dataclass(frozen=True)
-class InList:
-    """``column [NOT] IN (values)``."""
-
-    column: str
-    values: tuple[Any, ...]
-    negated: bool = False
-
-
-@dataclass(frozen=True)
-class Between:
-    """``column [NOT] BETWEEN low AND high`` (both ends included)."""
-
-    column: str
-    low: Any
-    high: Any
-    negated: bool = False
-
-
-@dataclass(frozen=True)
-class And:
-    items: tuple[Predicate, ...]
-
-
-@dataclass(frozen=True)
-class Or:
-    items: tuple[Predicate, ...]
-
-
-@dataclass(frozen=True)
-class Not:
-    item: Predicate
-
-
-Predicate = Union[Compare, InList, Between, And, Or, Not]
-
-
-@dataclass(frozen=True)
-class Output:
-    """One column of the answer: a group column or an aggregate.
-
-    ``kind`` is ``"group"``, ``"count"``, ``"sum"``, ``"avg"``, ``"quantile"`` (level ``q``),
-    ``"var"`` (``VAR_POP``), ``"stddev"`` (``STDDEV_POP``) or ``"count_distinct"``;
-    ``column`` the grouped or aggregated column (``None`` for ``COUNT(*)``); ``label`` the name
-    shown to the analyst.
-    """
-
-    kind: str
-    column: str | None
-    label: str
-    q: float | None = None  # the quantile's level (kind "quantile")
 
 
 @dataclass(frozen=True)
@@ -133,39 +65,10 @@ class Query(Result):
         found by it."""
         return plain({"table": self.table,
                       "outputs": [[o.kind, o.column, o.label] + ([o.q] if o.q is not None else []) for o in self.outputs],
-                      "where": _pred_dict(self.where), "group_by": self.group_by})
-
-
-def _pred_dict(p: Predicate | None) -> Any:
-    if p is None:
-        return None
-    if isinstance(p, Compare):
-        return ["cmp", p.column, p.op, p.value]
-    if isinstance(p, InList):
-        return ["in", p.column, list(p.values), p.negated]
-    if isinstance(p, Between):
-        return ["between", p.column, p.low, p.high, p.negated]
-    if isinstance(p, And):
-        return ["and", [_pred_dict(i) for i in p.items]]
-    if isinstance(p, Or):
-        return ["or", [_pred_dict(i) for i in p.items]]
-    return ["not", _pred_dict(p.item)]
-
-
-def predicate_columns(p: Predicate | None) -> set[str]:
-    """Columns a predicate names."""
-    if p is None:
-        return set()
-    if isinstance(p, And | Or):
-        return set().union(*(predicate_columns(i) for i in p.items))
-    if isinstance(p, Not):
-        return predicate_columns(p.item)
-    return {p.column}
+                      "where": predicate_dict(self.where), "group_by": self.group_by})
 
 
 # ---------------------------------------------------------------- parsing
-_COMPARISONS = {exp.EQ: "=", exp.NEQ: "<>", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}
-_FLIP = {"=": "=", "<>": "<>", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
 _SELECT_ARGS = {"expressions", "from", "from_", "where", "group", "kind"}
 _CLAUSES = {"joins": "JOIN", "laterals": "LATERAL", "having": "HAVING", "order": "ORDER BY",
             "limit": "LIMIT", "offset": "OFFSET", "distinct": "DISTINCT", "with": "WITH (common table expressions)",
@@ -174,10 +77,6 @@ _CLAUSES = {"joins": "JOIN", "laterals": "LATERAL", "having": "HAVING", "order":
             "settings": "SETTINGS", "locks": "FOR UPDATE", "connect": "CONNECT BY", "match": "MATCH_RECOGNIZE",
             "cluster": "CLUSTER BY", "distribute": "DISTRIBUTE BY", "sort": "SORT BY", "operation_modifiers": "modifiers",
             "hint": "hints", "options": "OPTION", "fetch": "FETCH"}
-
-
-def _name(node: exp.Expression) -> str:
-    return type(node).__name__.upper()
 
 
 def _tokens_check(sql: str) -> list:
@@ -216,7 +115,7 @@ def parse(sql: str, config: ServiceConfig) -> Query:
         raise UnsupportedQuery("Several statements are not supported: send exactly one SELECT.")
     tree = statements[0]
     if not isinstance(tree, exp.Select):
-        raise UnsupportedQuery(f"Only SELECT is supported; got {_name(tree)}.")
+        raise UnsupportedQuery(f"Only SELECT is supported; got {node_name(tree)}.")
     return _select(tree, config)
 
 
@@ -236,14 +135,14 @@ def _select(tree: exp.Select, config: ServiceConfig) -> Query:
         if isinstance(item, exp.Alias):
             label = item.alias
             item = item.this
-        outputs.append(_output(item, label, table, group_by))
+        outputs.append(parse_output(item, label, table, group_by))
     if not any(o.kind != "group" for o in outputs):
         raise UnsupportedQuery("Select at least one aggregate: COUNT(*), SUM(column) or AVG(column).")
     labels = [o.label for o in outputs]
     if len(set(labels)) != len(labels):
         raise UnsupportedQuery("Two output columns have the same name: give them different aliases (AS name).")
     where = tree.args.get("where")
-    predicate = _predicate(where.this, table, 0) if where is not None else None
+    predicate = parse_predicate(where.this, table) if where is not None else None
     return Query(table.name, tuple(outputs), predicate, group_by)
 
 
@@ -253,7 +152,7 @@ def _from(tree: exp.Select, config: ServiceConfig) -> TableConfig:
         raise UnsupportedQuery("FROM is required: name one of the service's tables.")
     node = source.this
     if not isinstance(node, exp.Table) or not isinstance(node.this, exp.Identifier):
-        raise UnsupportedQuery(f"FROM must name one table; {_name(node)} is not supported.")
+        raise UnsupportedQuery(f"FROM must name one table; {node_name(node)} is not supported.")
     if node.args.get("db") or node.args.get("catalog"):
         raise UnsupportedQuery("Schema-qualified table names are not supported: name the table alone.")
     if node.alias:
@@ -268,23 +167,6 @@ def _from(tree: exp.Select, config: ServiceConfig) -> TableConfig:
     raise UnknownTable(f"Unknown table {name!r}: the service serves {', '.join(sorted(config.tables))}.")
 
 
-def _column(node: exp.Expression, table: TableConfig, what: str) -> str:
-    if isinstance(node, exp.Paren):
-        return _column(node.this, table, what)
-    if not isinstance(node, exp.Column) or not isinstance(node.this, exp.Identifier):
-        raise UnsupportedQuery(f"{what} must be a column; {_name(node)} is not supported there.")
-    qualifier = node.table
-    if node.args.get("db") or node.args.get("catalog") or (qualifier and qualifier.lower() != table.name.lower()):
-        raise UnsupportedQuery(f"A column qualifier other than the table {table.name!r} is not supported.")
-    name = node.this.this
-    for declared in table.queryable:
-        if declared.lower() == name.lower():
-            return declared
-    raise UnsupportedQuery(
-        f"Column {name!r} is not declared for table {table.name!r}; the declared columns are "
-        f"{', '.join(table.queryable) or 'none'} (bounds or domain in the service configuration).")
-
-
 def _group(tree: exp.Select, table: TableConfig) -> tuple[str, ...]:
     group = tree.args.get("group")
     if group is None:
@@ -294,7 +176,7 @@ def _group(tree: exp.Select, table: TableConfig) -> tuple[str, ...]:
             raise UnsupportedQuery(f"GROUP BY {key.upper()} is not supported.")
     columns = []
     for item in group.expressions:
-        column = _column(item, table, "A GROUP BY item")
+        column = column_name(item, table, "A GROUP BY item")
         if column not in table.domains and column not in table.key_columns:
             raise UnsupportedQuery(f"GROUP BY {column!r} needs a declared domain ([table.domains] in the configuration), "
                                    "or, in dp mode, its keys taken from the data ('keys_from_data').")
@@ -302,166 +184,3 @@ def _group(tree: exp.Select, table: TableConfig) -> tuple[str, ...]:
             raise UnsupportedQuery(f"GROUP BY names {column!r} twice.")
         columns.append(column)
     return tuple(columns)
-
-
-def _output(node: exp.Expression, label: str | None, table: TableConfig, group_by: tuple[str, ...]) -> Output:
-    if isinstance(node, exp.Star):
-        raise UnsupportedQuery("SELECT * is not supported: select COUNT(*), SUM(column) or AVG(column).")
-    if isinstance(node, exp.Column):
-        column = _column(node, table, "A selected item")
-        if column not in group_by:
-            raise UnsupportedQuery(f"Column {column!r} is selected but not in GROUP BY: only group columns and aggregates may be selected.")
-        return Output("group", column, label or column)
-    if isinstance(node, exp.Count):
-        inner = node.this
-        if isinstance(inner, exp.Star):
-            return Output("count", None, label or "count")
-        if isinstance(inner, exp.Distinct):
-            if len(inner.expressions) != 1 or any(inner.args.get(key) for key in inner.args if key != "expressions"):
-                raise UnsupportedQuery("COUNT(DISTINCT ...) takes one column: COUNT(DISTINCT column).")
-            column = _column(inner.expressions[0], table, "The argument of COUNT(DISTINCT ...)")
-            return Output("count_distinct", column, label or f"count_distinct_{column}")
-        raise UnsupportedQuery("COUNT(column) is not supported: use COUNT(*) (with WHERE for a condition).")
-    if isinstance(node, exp.Variance | exp.Stddev | exp.StddevSamp):
-        raise UnsupportedQuery("The sample variance and standard deviation (VARIANCE, VAR_SAMP, STDDEV, STDDEV_SAMP) "
-                               "are not answered: write VAR_POP(column) or STDDEV_POP(column) (population).")
-    for cls, kind, word in ((exp.Sum, "sum", "SUM"), (exp.Avg, "avg", "AVG"), (exp.VariancePop, "var", "VAR_POP"),
-                            (exp.StddevPop, "stddev", "STDDEV_POP")):
-        if isinstance(node, cls):
-            if isinstance(node.this, exp.Distinct):
-                raise UnsupportedQuery(f"{word}(DISTINCT ...) is not supported.")
-            column = _column(node.this, table, f"The argument of {word}")
-            if column not in table.bounds and not table.bounds_from_data:
-                raise UnsupportedQuery(f"{word}({column}) needs public bounds of {column!r} ([table.bounds] in the configuration).")
-            for key, value in node.args.items():
-                if key != "this" and value:
-                    raise UnsupportedQuery(f"{word} with extra arguments is not supported.")
-            return Output(kind, column, label or f"{kind}_{column}")
-    if isinstance(node, exp.Median | exp.Quantile | exp.PercentileCont):
-        if isinstance(node, exp.Median):
-            level: Any = 0.5
-        else:
-            level_node = node.args.get("quantile") if isinstance(node, exp.Quantile) else node.args.get("expression")
-            if level_node is None:
-                raise UnsupportedQuery("QUANTILE_CONT(column, q) needs a level q between 0 and 1.")
-            level = _literal(level_node)
-        if isinstance(level, str) or not 0 < level < 1:
-            raise UnsupportedQuery("A quantile's level q must be a number strictly between 0 and 1.")
-        column = _column(node.this, table, "The argument of a quantile")
-        if column not in table.bounds and not table.bounds_from_data:
-            raise UnsupportedQuery(f"A quantile of {column!r} needs public bounds ([table.bounds] in the configuration).")
-        name = "median" if isinstance(node, exp.Median) else f"q{level:g}"
-        return Output("quantile", column, label or f"{name}_{column}", float(level))
-    if isinstance(node, exp.WithinGroup | exp.PercentileDisc | exp.ApproxQuantile):
-        raise UnsupportedQuery("This quantile form is not supported: write MEDIAN(column) or QUANTILE_CONT(column, q).")
-    if isinstance(node, exp.Func):
-        name = node.sql_name() if hasattr(node, "sql_name") else _name(node)
-        raise UnsupportedQuery(f"The function {name} is not supported: only COUNT(*), SUM, AVG, MEDIAN, QUANTILE_CONT, "
-                               "VAR_POP, STDDEV_POP and COUNT(DISTINCT column).")
-    raise UnsupportedQuery(f"{_name(node)} in the select list is not supported: only group columns and COUNT(*), SUM, AVG, "
-                           "MEDIAN, QUANTILE_CONT, VAR_POP, STDDEV_POP, COUNT(DISTINCT column).")
-
-
-def _literal(node: exp.Expression) -> Any:
-    if isinstance(node, exp.Paren):
-        return _literal(node.this)
-    negative = False
-    while isinstance(node, exp.Neg):
-        negative = not negative
-        node = node.this
-    if isinstance(node, exp.Literal):
-        if node.is_string:
-            if negative:
-                raise UnsupportedQuery("A minus sign before a string is not supported.")
-            return node.this
-        text = node.this
-        try:
-            value: Any = int(text)
-        except ValueError:
-            try:
-                value = float(text)
-            except ValueError:
-                raise UnsupportedQuery("A number literal cannot be read.") from None
-        if isinstance(value, float) and not math.isfinite(value):
-            raise UnsupportedQuery("A number literal is not finite.")
-        if isinstance(value, int) and abs(value) > 2**63 - 1:
-            raise UnsupportedQuery("An integer literal is too large.")
-        return -value if negative else value
-    if isinstance(node, exp.Null):
-        raise UnsupportedQuery("NULL is not supported in conditions.")
-    if isinstance(node, exp.Boolean):
-        raise UnsupportedQuery("TRUE/FALSE literals are not supported in conditions.")
-    if isinstance(node, exp.Column):
-        raise UnsupportedQuery("Comparing a column with another column is not supported: compare with a literal value.")
-    if isinstance(node, exp.Func):
-        raise UnsupportedQuery(f"The function {_name(node)} is not supported in conditions: use literal values.")
-    raise UnsupportedQuery(f"{_name(node)} is not supported as a value: use a literal number or 'string'.")
-
-
-def _typed(value: Any, column: str, table: TableConfig) -> Any:
-    if column not in table.columns:
-        raise UnsupportedQuery(f"Column {column!r} is only a GROUP BY column with keys from the data: a condition may "
-                               "name it only if it has bounds or a domain in the configuration.")
-    numeric = column in table.bounds or (column in table.domains and not isinstance(table.domains[column][0], str))
-    if numeric and isinstance(value, str):
-        raise UnsupportedQuery(f"Column {column!r} is numeric: compare it with a number, not a string.")
-    if not numeric and not isinstance(value, str):
-        raise UnsupportedQuery(f"Column {column!r} holds text: compare it with a 'string'.")
-    return value
-
-
-def _predicate(node: exp.Expression, table: TableConfig, depth: int) -> Predicate:
-    if depth > MAX_DEPTH:
-        raise UnsupportedQuery(f"The WHERE clause is nested more than {MAX_DEPTH} levels deep.")
-    if isinstance(node, exp.Paren):
-        return _predicate(node.this, table, depth + 1)
-    if isinstance(node, exp.And):
-        return And((_predicate(node.this, table, depth + 1), _predicate(node.expression, table, depth + 1)))
-    if isinstance(node, exp.Or):
-        return Or((_predicate(node.this, table, depth + 1), _predicate(node.expression, table, depth + 1)))
-    if isinstance(node, exp.Not):
-        inner = node.this
-        while isinstance(inner, exp.Paren):
-            inner = inner.this
-        if isinstance(inner, exp.In):
-            p = _predicate(inner, table, depth + 1)
-            return InList(p.column, p.values, not p.negated)
-        if isinstance(inner, exp.Between):
-            p = _predicate(inner, table, depth + 1)
-            return Between(p.column, p.low, p.high, not p.negated)
-        return Not(_predicate(node.this, table, depth + 1))
-    for cls, op in _COMPARISONS.items():
-        if type(node) is cls:
-            left, right = node.this, node.expression
-            for side in (left, right):
-                if isinstance(side, exp.Func):
-                    raise UnsupportedQuery(f"The function {_name(side)} is not supported in WHERE: compare a column with a literal value.")
-            if isinstance(left, exp.Column | exp.Paren) and not isinstance(right, exp.Column):
-                column = _column(left, table, "The left side of a comparison")
-                return Compare(column, op, _typed(_literal(right), column, table))
-            if isinstance(right, exp.Column) and not isinstance(left, exp.Column):
-                column = _column(right, table, "The right side of a comparison")
-                return Compare(column, _FLIP[op], _typed(_literal(left), column, table))
-            if isinstance(left, exp.Column) and isinstance(right, exp.Column):
-                raise UnsupportedQuery("Comparing a column with another column is not supported: compare with a literal value.")
-            raise UnsupportedQuery("A comparison must have a column on one side and a literal value on the other.")
-    if isinstance(node, exp.In):
-        if node.args.get("query") or node.args.get("unnest") or node.args.get("field"):
-            raise UnsupportedQuery("IN with a sub-query is not supported: list literal values.")
-        column = _column(node.this, table, "The left side of IN")
-        values = tuple(_typed(_literal(v), column, table) for v in node.expressions)
-        if not values:
-            raise UnsupportedQuery("IN needs at least one value.")
-        return InList(column, values)
-    if isinstance(node, exp.Between):
-        column = _column(node.this, table, "The left side of BETWEEN")
-        low = _typed(_literal(node.args["low"]), column, table)
-        high = _typed(_literal(node.args["high"]), column, table)
-        return Between(column, low, high)
-    if isinstance(node, exp.Is):
-        raise UnsupportedQuery("IS [NOT] NULL is not supported.")
-    if isinstance(node, exp.Like | exp.ILike):
-        raise UnsupportedQuery("LIKE is not supported: use = or IN with the domain's values.")
-    if isinstance(node, exp.Func):
-        raise UnsupportedQuery(f"The function {_name(node)} is not supported in WHERE.")
-    raise UnsupportedQuery(f"{_name(node)} is not supported in WHERE: use comparisons, IN, BETWEEN, AND, OR, NOT.")
