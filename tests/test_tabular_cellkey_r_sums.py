@@ -141,11 +141,25 @@ def test_cellkeys_test_numvars_income(keys, ptabs):
     assert round(out["sum"].mean(), 3) == pytest.approx(13184145.52, rel=1.5e-8)
 
 
+def test_cellkeys_test_numvars_savings_with_the_simple_approach(keys, ptabs):
+    # ck_params_nums(type = "mean", top_k = 3 (ignored), ptab, mult_params = ck_simpleparams(p = 0.1,
+    # epsilon = 1), mu_c = 2.5, same_key = TRUE, use_zero_rkeys = FALSE)
+    f = numvars_records(keys)
+    params = CellKeySumParams(ptab=pt(ptabs, "all"), p=0.1, type="mean", mu_c=2.5, same_key=True, use_zero_rkeys=False)
+    out = cell_key_sums(f, ["sex", "age"], "rk", "savings", params, digits=8, weight="w")
+    r = r_cells("numvars", ["sex", "age"])
+    cells = r[r["vname"] == "savings"]
+    assert_unweighted_sums(cells, f, ["sex", "age"], "savings")
+    assert compare(cells, out, ["sex", "age"], params, 8) == 0
+    assert round(out["sum_pert"].mean(), 3) == pytest.approx(1306306.6, rel=1.5e-8)
+
+
 def shared_records(keys: pd.DataFrame) -> pd.DataFrame:
     f = pd.read_csv(SDCMICRO_TESTDATA, usecols=["roof", "water", "income", "expend", "savings", "sampling_weight"],
                     dtype={"roof": str, "water": str})
     f["bal"] = f["income"] - f["expend"]
     f["inc_hi"] = np.where(f["income"] >= 9e7, f["income"], 0.0)
+    f["exp_s"] = f["expend"]
     f["rk"] = keys["shared_rkey"].astype(float)
     return f
 
@@ -161,6 +175,7 @@ SHARED = {  # variable: ck_params_nums(...) as run in R, p-table types, supp_fre
                  same_key=False, use_zero_rkeys=True), ("all", "small_cells"), None),
     "inc_hi": (dict(type="range", fp=1e7, p_small=0.25, p_large=0.05, q=3, same_key=True, use_zero_rkeys=False),
                ("all", "small_cells"), None),
+    "exp_s": (dict(type="mean", p=0.05, mu_c=1, same_key=True, use_zero_rkeys=True), ("even", "odd"), 20),
 }
 
 
