@@ -41,6 +41,7 @@ from scipy.optimize import brentq
 from sdckit.core.errors import DataError, ParameterError, SecurityWarning
 from sdckit.tabular import Table, cell_key_counts, cell_key_measures, ptable, read_ptable, record_keys, write_ptable
 from sdckit.tabular.cellkey import lookup
+from tabular_helpers import ck_create_testdata
 
 STRONG = "0123456789abcdef0123456789abcdef"
 DATA = Path(__file__).parent / "data"
@@ -331,13 +332,7 @@ def test_r_record_keys_emulation_matches_cellkeys_test():
 
 def _cellkey_testdata() -> pd.DataFrame:
     """cellKey's ck_create_testdata() (sex, age groups) with test_countvars.R's record keys."""
-    d = pd.read_csv(DATA / "sdcmicro" / "testdata.csv.gz", usecols=["sex", "age"])
-    age = d["age"].to_numpy(dtype=float)
-    lo, hi = age.min(), age.max()
-    breaks = np.linspace(lo, hi, 7)
-    breaks[0], breaks[-1] = lo - (hi - lo) / 1000, hi + (hi - lo) / 1000  # R's cut(age, 6), (a, b]
-    f = pd.DataFrame({"sex": np.where(d["sex"] == 1, "male", "female"),
-                      "age": [f"age_group{g}" for g in np.searchsorted(breaks, age, side="left")]})
+    f = ck_create_testdata()[["sex", "age"]]
     f["rec_key"] = np.array(r_runif_keys(1474937517, len(f), 5)) / 1e5
     return f
 

@@ -12,10 +12,9 @@ Reference values from the R packages (R is not installed here):
   c(1, 0.5, 0.3), q = 2)`` with ``top_k = 3`` gives ``E = 1.34`` and ``zs = 0`` (no small-cell
   table); the invalid inputs those tests list are refused.
 
-cellKey's printed magnitude tables (test_numvars.R, the vignette) cannot be reproduced without R:
-their record keys are drawn from a seed that is the SHA-1 of R's serialisation of the data
-(``ck_create_seed_from_hash``), and the vignette's weights from an unseeded session. The flex
-function is checked instead on cells worked by hand from cellKey's ``.perturb_cell_flex``.
+cellKey's printed magnitude tables (the vignette, test_numvars.R and the shared test data), run in R
+with their record keys kept as data, are reproduced in tests/test_tabular_cellkey_r_sums.py; here
+the flex function is checked on cells worked by hand from cellKey's ``.perturb_cell_flex``.
 """
 
 from __future__ import annotations
@@ -82,6 +81,30 @@ def test_a_cell_worked_by_hand():
     # above fp the flex function scales: x_delta = x m(x) epsilon_1
     c = one_cell([5000.0], 0.9, fp=1000, p_small=0.2, p_large=0.03, q=2)
     assert c["x_delta_1"] == pytest.approx(5000 * flex_m(5000, 0.2, 0.03, 1000, 2))
+
+
+def test_the_simple_approach_worked_by_hand():
+    # ck_simpleparams(p = 0.1): x_delta = x p epsilon also above fp (the flex function would scale it):
+    # cv 5010, x1 = 5000: x_delta 500, a = 10.02 capped at row 2, key 0.6 -> v = 2, x_hat = 1000
+    c = one_cell([5000.0, 10.0], 0.6, fp=None, p=0.1)
+    assert (c["x_delta_1"], c["v_1"], c["x_hat_1"], c["sum_pert"]) == (500, 2, 1000, 6010)
+    # with a small-cell table (zs = sqrt(4) / (1 x 0.1) = 20): records 25 and -24, cv 1; x_delta 2.5 > 1 is
+    # rescaled to 1 and 1 / 0.1 = 10 < zs: the small-cell table, and no noise in the simple approach even
+    # for the first component (cellKey's .perturb_cell_simple); the flex function looks it up (key 0.9, v = 1)
+    f = pd.DataFrame({"g": "a", "x": [25.0, -24.0], "rk": [0.9, 0.0]})
+    tabs = {"all": HAND.drop(columns="type"), "small_cells": HAND.drop(columns="type")}
+    simple = CellKeySumParams(ptab=tabs, p=0.1, top_k=1)
+    flex = CellKeySumParams(ptab=tabs, fp=1000, p_small=0.1, top_k=1)
+    assert simple.zs == flex.zs == pytest.approx(20)
+    s, fl = (cell_key_sums(f, ["g"], "rk", "x", prm).set_index("g").loc["a"] for prm in (simple, flex))
+    assert (s["lookup"], s["x_delta_1"], s["x_hat_1"], s["sum_pert"]) == ("small_cells", 1, 0, 1)
+    assert (fl["lookup"], fl["x_delta_1"], fl["v_1"], fl["sum_pert"]) == ("small_cells", 1, 1, 2)
+    with pytest.raises(ParameterError, match="either 'fp'"):
+        CellKeySumParams(ptab=HAND, fp=1000, p=0.1)
+    with pytest.raises(ParameterError, match="either 'fp'"):
+        CellKeySumParams(ptab=HAND)
+    with pytest.raises(ParameterError):
+        CellKeySumParams(ptab=HAND, p=0)  # ck_simpleparams: 0 < p <= 1
 
 
 def test_sensitive_cells_get_mu_c_but_never_change_sign():

@@ -23,10 +23,16 @@ range or sum) and looked up, like a count's, by the cell key in a p-table for ma
 * ``x_hat_j = sign(xo) |x_delta_j| sign(v_j) (mu + |v_j|)`` (``mu = mu_c`` for sensitive cells),
   bounded so that the cell's sign never flips; ``xo += x_hat_j``.
 
+cellKey's simple approach (``ck_simpleparams(p, epsilon)``: ``CellKeySumParams(p=...)``) takes
+``x_delta_j = x_j p epsilon_j`` for every contribution instead of the flex function.
+
 The cell's perturbed sum is its weighted sum plus ``sum x_hat_j``. A cell with sum 0 or cell key
 0 is not perturbed. The cell key is the sum of the record keys mod 1 — of every record of the
 cell (``use_zero_rkeys = True``) or only of those with a non-zero value — so the same cell gets
-the same perturbation in every table.
+the same perturbation in every table. Checked against cellKey run in R on its vignette, its
+test_numvars.R and sdcMicro's testdata (tests/test_tabular_cellkey_r_sums.py; the differences
+kept on purpose are in DESIGN.md: each cell's own ``top_k`` contributions, rotations of the exact
+cell key).
 
 References: Giessing, S. and Tent, R. (2019), "Concepts for generalising tools implementing the
 cell key method to the case of continuous variables", UNECE SDC work session, The Hague;
@@ -96,7 +102,10 @@ class CellKeySumParams:
     """Parameters of the flex function, as cellKey's ``ck_params_nums(type, top_k, ptab,
     mult_params = ck_flexparams(fp, p, epsilon, q), mu_c, same_key, use_zero_rkeys)`` names them.
 
-    ``p_small`` and ``p_large`` are ``ck_flexparams``' ``p = c(p_small, p_large)``. ``type``:
+    ``p_small`` and ``p_large`` are ``ck_flexparams``' ``p = c(p_small, p_large)``. Give ``p``
+    instead of ``fp`` for cellKey's simple approach, ``mult_params = ck_simpleparams(p, epsilon)``:
+    every contribution's noise is the share ``p`` of it (``p_small``, ``p_large`` and ``q`` are
+    then unused). ``type``:
     ``"top_contr"`` (the ``top_k`` largest contributions), ``"mean"``, ``"range"`` or ``"sum"``
     of the cell (then ``top_k`` is 1). ``ptab``: a :func:`~sdckit.tabular.ptable_numeric` table,
     or ``{"all" | "even" and "odd", optionally "small_cells": table}``; ``separation`` (a
@@ -106,7 +115,7 @@ class CellKeySumParams:
     """
 
     ptab: Any
-    fp: float
+    fp: float | None = None
     p_small: float = 0.25
     p_large: float = 0.05
     q: float = 3.0
@@ -116,12 +125,14 @@ class CellKeySumParams:
     mu_c: float = 0.0
     same_key: bool = True
     use_zero_rkeys: bool = False
+    p: float | None = None
     table: pd.DataFrame = field(init=False, repr=False)
 
     #: The parameter rules, checked on construction (:mod:`sdckit.core.params`); ``top_k`` is
     #: checked only with ``type="top_contr"`` (otherwise it is 1, as cellKey).
     constraints: ClassVar[dict[str, ParamRule]] = {
-        "fp": Interval(float, 0, None, closed="neither", finite=True),
+        "fp": [IsNone(), Interval(float, 0, None, closed="neither", finite=True)],
+        "p": [IsNone(), Interval(float, 0, 1, closed="right")],
         "p_small": Interval(float, 0, 1), "p_large": Interval(float, 0, 1), "q": Interval(float, 1, None),
         "epsilon": Satisfies(_is_epsilon, "descending numbers in [0, 1] starting with 1"),
         "type": Options(TYPES), "mu_c": Interval(float, 0, None),
@@ -132,6 +143,9 @@ class CellKeySumParams:
     def __post_init__(self) -> None:
         owner = type(self).__name__
         validate_params(owner, {k: getattr(self, k) for k in self.constraints}, self.constraints)
+        if (self.fp is None) == (self.p is None):
+            raise ParameterError(f"{owner} needs either 'fp' (the flex function, cellKey's ck_flexparams) or 'p' "
+                                 f"(cellKey's ck_simpleparams), not {'both' if self.p is not None else 'neither'}.")
         if self.p_large > self.p_small:
             raise ParameterError(f"The 'p_large' parameter of {owner} must be at most p_small={self.p_small} "
                                  f"(cellKey's p in descending order). Got {self.p_large!r} instead.")
@@ -160,6 +174,11 @@ class CellKeySumParams:
         """Separate p-tables for cells with an even and an odd number of contributors."""
         return "even" in set(self.table["type"])
 
+    @property
+    def simple(self) -> bool:
+        """cellKey's simple approach (``ck_simpleparams``: ``p`` given) instead of the flex function."""
+        return self.p is not None
+
     @cached_property
     def E(self) -> float:  # noqa: N802 - cellKey's name
         """``sum(epsilon**2)``."""
@@ -177,11 +196,12 @@ class CellKeySumParams:
     @cached_property
     def zs(self) -> float:
         """The separation point: contributions below it are perturbed like counts (0 without)."""
-        return 0.0 if not self.separation else math.sqrt(self.m_fixed_sq) / (math.sqrt(self.E) * self.p_small)
+        p = self.p if self.simple else self.p_small
+        return 0.0 if not self.separation else math.sqrt(self.m_fixed_sq) / (math.sqrt(self.E) * p)
 
     def to_dict(self) -> dict[str, Any]:
         """The parameters (not the p-table's rows), e.g. for a manifest."""
-        return plain({"type": self.type, "top_k": self.top_k, "fp": self.fp, "p_small": self.p_small,
+        return plain({"type": self.type, "top_k": self.top_k, "fp": self.fp, "p": self.p, "p_small": self.p_small,
                 "p_large": self.p_large, "q": self.q, "epsilon": list(self.epsilon), "mu_c": self.mu_c,
                 "same_key": self.same_key, "use_zero_rkeys": self.use_zero_rkeys,
                 "separation": self.separation, "even_odd": self.even_odd, "zs": self.zs, "E": self.E})
@@ -248,21 +268,28 @@ class NumericLookup:
 
 def perturb_cell(cv: float, x: Sequence[float], keys: list[tuple[int, int]], kind: str, sensitive: bool,
                  params: CellKeySumParams, look: NumericLookup) -> dict[str, Any]:
-    """cellKey's ``.perturb_cell_flex`` for one cell: the components' ``x_delta``, ``v`` and
-    ``x_hat``, and the perturbed value."""
+    """cellKey's ``.perturb_cell_flex`` (``.perturb_cell_simple`` when ``params.simple``) for one
+    cell: the components' ``x_delta``, ``v`` and ``x_hat``, and the perturbed value.
+
+    The simple approach differs in two places: ``x_delta = x_j p epsilon_j`` for every
+    contribution, and a component rescaled below the separation point gets no noise even when
+    it is the first. A cell with sum 0 is not perturbed in either (cellKey's simple approach
+    returns NA when its cell key is not 0)."""
     k = params.top_k
     out = {"x_delta": [float("nan")] * k, "v": [float("nan")] * k, "x_hat": [float("nan")] * k, "lookup": kind}
     if keys[0][0] == 0 or cv == 0:
         out.update(x_delta=[1.0] + [float("nan")] * (k - 1), x_hat=[0.0] + [float("nan")] * (k - 1),
                    v=[0.0] + [float("nan")] * (k - 1), pert=0.0)
         return out
-    p_sm, zs, mu = params.p_small, params.zs, params.mu_c if sensitive else 0.0
+    p_sm, zs, mu = params.p if params.simple else params.p_small, params.zs, params.mu_c if sensitive else 0.0
     xo = cv
     for j, xj in enumerate(x):
         zero = False
         use = kind
         if abs(xj) < zs:
             x_delta, use = 1.0, "small_cells"
+        elif params.simple:
+            x_delta = xj * p_sm * params.epsilon[j]
         elif abs(xj) < params.fp:
             x_delta = xj * p_sm
         else:
@@ -272,7 +299,7 @@ def perturb_cell(cv: float, x: Sequence[float], keys: list[tuple[int, int]], kin
             scale = p_sm * params.epsilon[j]
             if scale and abs(xo / scale) < zs:
                 x_delta, use = 1.0, "small_cells"
-                zero = j > 0
+                zero = params.simple or j > 0
         out["x_delta"][j] = x_delta
         out["lookup"] = use
         if zero:

@@ -201,7 +201,10 @@ def ptable_numeric(D: int, V: float, icat: Sequence[int], step: int = 2, optim: 
     decimals, as ptable), each row the maximum-entropy distribution with mean 0 and variance at
     most ``V`` (``= V`` with ``optim = 4``), as :func:`ptable` solves it (``pstay`` and ``js``
     do not apply: ptable ignores them for magnitude tables). A value ``a`` between two ``i`` is
-    looked up in both rows and the two ``v`` interpolated linearly (cellKey).
+    looked up in both rows and the two ``v`` interpolated linearly (cellKey). ptable's own
+    tables (``pt_ex_nums``) are reproduced in ``i``, ``j`` and ``v`` and to 5e-7 in ``p`` and the
+    bounds: ptable stops NLopt at ``xtol_rel = 1e-8``, short of the optimum SciPy reaches
+    (tests/test_tabular_cellkey_r_sums.py).
 
     Parameters
     ----------
