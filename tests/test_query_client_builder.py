@@ -221,4 +221,5 @@ def test_min_max_and_bounds_from_the_client(served):
     with Client(url, keys["zoe"]) as client:
         before = Fraction(client.budget()["exact"]["rho_spent"])
         client.bounds("census", "income", rho="1/8")  # epsilon 1/2 exactly: rho 1/8 charged
-        assert Fraction(client.budget()["exact"]["rho_spent"]) - before == Fraction(1, 8)
+        client.median("census", "age", rho="1/32")  # epsilon 1/4 exactly: rho 1/32 charged
+        assert Fraction(client.budget()["exact"]["rho_spent"]) - before == Fraction(1, 8) + Fraction(1, 32)

@@ -245,24 +245,25 @@ class Client:
                            rows=max_rows_per_unit)
 
     def median(self, table: str, column: str, where: Any = None, by: str | list[str] | None = None, *,
-               epsilon: Any = None, name: str | None = None,
+               epsilon: Any = None, delta: Any = None, rho: Any = None, name: str | None = None,
                max_rows_per_unit: int | None = None) -> pd.DataFrame:
         """The median of ``column``: ``SELECT [by...,] MEDIAN(column) ...``; ``median_<column>``
-        by default; a pure epsilon budget only, and no interval columns (the service gives none).
+        by default; any budget definition (a pure epsilon-DP mechanism, charged in the analyst's),
+        and no interval columns (the service gives none).
 
         The parameters and errors are :meth:`count`'s. Tumult Analytics:
         ``session.evaluate(QueryBuilder("census").median("INCOME", low=0, high=400000), PureDPBudget(1))``.
         """
-        return self._build("median", table, column, where, by, (epsilon, None, None), name, rows=max_rows_per_unit)
+        return self._build("median", table, column, where, by, (epsilon, delta, rho), name, rows=max_rows_per_unit)
 
     def quantile(self, table: str, column: str, q: float, where: Any = None, by: str | list[str] | None = None, *,
-                 epsilon: Any = None, name: str | None = None,
-               max_rows_per_unit: int | None = None) -> pd.DataFrame:
+                 epsilon: Any = None, delta: Any = None, rho: Any = None, name: str | None = None,
+                 max_rows_per_unit: int | None = None) -> pd.DataFrame:
         """The ``q``-quantile of ``column`` (0 < q < 1): ``SELECT [by...,] QUANTILE_CONT(column, q)
         ...``; ``q<q>_<column>`` by default; as :meth:`median` otherwise. Tumult Analytics:
         ``QueryBuilder("census").quantile("INCOME", 0.9, low=0, high=400000)``.
         """
-        return self._build("quantile", table, column, where, by, (epsilon, None, None), name, q, rows=max_rows_per_unit)
+        return self._build("quantile", table, column, where, by, (epsilon, delta, rho), name, q, rows=max_rows_per_unit)
 
     def min(self, table: str, column: str, where: Any = None, by: str | list[str] | None = None, *,
             epsilon: Any = None, delta: Any = None, rho: Any = None,
