@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from query_helpers import make_data, write_config
+from query_helpers import SEED, make_data, write_config
 from sdckit.dp.mechanisms import SCALE_DENOMINATOR, Geometric
 from sdckit.query import bounds
 from sdckit.query.config import load_config
@@ -208,3 +208,23 @@ def test_rho_too_small_and_restricted_mode_are_refused(service):
     key = service.state.add_analyst("bd_restricted", "restricted", None, 0, None)
     status, body = service.query(key, {"sql": "SELECT BOUNDS(income) FROM census"})
     assert status == 400 and "dp mode only" in body["error"]
+
+
+def test_bounds_is_dp_on_a_bounds_from_data_column_where_max_is_not(tmp_path):
+    """``bounds_from_data`` reads the exact min and max (answers over them say NOT differentially
+    private); BOUNDS reads the raw values through the noisy histogram only: dp, and its text says
+    to declare what it finds in [table.bounds]. Values 0, 3, ..., 297 (upper 512 at epsilon 1, the
+    bin (256, 512] holding 14 records > T = 8, the bin (128, 256] 43; a seeded service)."""
+    pd.DataFrame({"v": np.arange(100) * 3.0, "g": 0}).to_csv(tmp_path / "t.csv", index=False)
+    (tmp_path / "s.toml").write_text(f'[service]\nstate = "state.db"\ncache = false\nseed = "{SEED}"\n[[table]]\n'
+                                     'name = "t"\npath = "t.csv"\nbounds_from_data = true\n[table.domains]\ng = [0]\n')
+    svc = Service(tmp_path / "s.toml")
+    try:
+        key = svc.state.add_analyst("fd", "dp", "3", 0, None)
+        status, body = svc.query(key, {"sql": "SELECT BOUNDS(v) FROM t", "epsilon": "1"})
+        assert status == 200 and body["dp"] is True and "[table.bounds]" in body["mechanism"]
+        assert body["rows"][0][1] in (256.0, 512.0) and not body["mechanism"].startswith("NOT")
+        status, body = svc.query(key, {"sql": "SELECT MAX(v) FROM t", "epsilon": "1"})
+        assert status == 200 and body["dp"] is False and body["mechanism"].startswith("NOT differentially private")
+    finally:
+        svc.close()
