@@ -45,6 +45,10 @@ def config(tmp_path_factory):
     (("census", "median", "income"), {"where": {"grp": 7}}, 'SELECT MEDIAN("income") FROM "census" WHERE "grp" = 7'),
     (("census", "quantile", "income"), {"q": 0.9, "by": ["region"]},
      'SELECT "region", QUANTILE_CONT("income", 0.9) FROM "census" GROUP BY "region"'),
+    (("census", "min", "income"), {"by": "region"}, 'SELECT "region", MIN("income") FROM "census" GROUP BY "region"'),
+    (("census", "max", "age"), {"name": "top"}, 'SELECT MAX("age") AS "top" FROM "census"'),
+    (("census", "bounds", "income"), {"where": {"age": (18, None)}},
+     'SELECT BOUNDS("income") FROM "census" WHERE "age" >= 18'),
 ])
 def test_the_sql_written_by_hand(args, kwargs, expected, config):
     text = select_sql(*args, **kwargs)
@@ -198,3 +202,24 @@ def test_the_builder_sends_rho_and_delta_in_the_analysts_definition(served):
     assert list(summed.columns) == ["sum_income", "sum_income_low", "sum_income_high"]
     assert Fraction(budget["exact"]["epsilon_spent"]) == Fraction(1, 2)
     assert Fraction(budget["exact"]["delta_spent"]) == Fraction(1, 10**7)
+
+
+def test_min_max_and_bounds_from_the_client(served):
+    """``Client.min/max`` (the quantiles 0 and 1 over the bounds' grid) and ``Client.bounds`` (found
+    under DP) answer in the analyst's definition and charge exactly what they are given."""
+    url, keys, _, _ = served
+    with Client(url, keys["ana"]) as client:
+        before = _spent(client)
+        low = client.min("census", "income", by="region", epsilon="1/8")
+        high = client.max("census", "age", epsilon="1/8")
+        found = client.bounds("census", "income", where={"age": (18, None)}, epsilon="1/4")
+        assert _spent(client) - before == Fraction(1, 2)
+    assert list(low.columns) == ["region", "min_income"] and low["min_income"].between(0, 200_000).all()
+    assert list(high.columns) == ["max_age"] and 0 <= high["max_age"].iloc[0] <= 120
+    assert list(found.columns) == ["income_lower_bound", "income_upper_bound"]
+    assert found.iloc[0].tolist()[0] <= 0 < found.iloc[0].tolist()[1] and "BOUNDS(income)" in found.attrs["mechanism"]
+    with Client(url, keys["zoe"]) as client:
+        before = Fraction(client.budget()["exact"]["rho_spent"])
+        client.bounds("census", "income", rho="1/8")  # epsilon 1/2 exactly: rho 1/8 charged
+        client.median("census", "age", rho="1/32")  # epsilon 1/4 exactly: rho 1/32 charged
+        assert Fraction(client.budget()["exact"]["rho_spent"]) - before == Fraction(1, 8) + Fraction(1, 32)

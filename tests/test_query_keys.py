@@ -313,3 +313,13 @@ def test_keys_from_data_over_http(tmp_path):
         server.stop()
     a = State(load_config(tmp_path / "service.toml").state).analyst("h_approx")
     assert (a.epsilon_spent, a.delta_spent) == (Fraction(2), Fraction(1, 2_000_000))
+
+
+def test_min_max_with_keys_from_the_data_are_a_400_before_any_charge(svc):
+    """MIN/MAX (quantiles) are answered over groups of declared domains only: with keys taken from
+    the data the query is refused (one line), nothing charged (issue 32)."""
+    key = svc.state.add_analyst("k_minmax", "dp", "1", "1e-6", None)
+    status, body = svc.query(key, {"sql": "SELECT city, MIN(income) FROM t GROUP BY city", "epsilon": "0.5",
+                                   "delta": "1e-7"})
+    assert status == 400 and "declared domains only" in body["error"] and "\n" not in body["error"]
+    assert svc.state.analyst("k_minmax").epsilon_spent == 0

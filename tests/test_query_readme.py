@@ -101,6 +101,10 @@ def test_readme_quick_start_runs_as_written(tmp_path, monkeypatch, capsys):
         assert _run_python(builder, 8000, port_used) == [
             'SELECT COUNT(*) FROM "casc" WHERE "AGI" >= 50000 AND "FEDTAX" <= 20000',
             "['count', 'count_low', 'count_high']", "0.2"]
+        # MIN/MAX and BOUNDS (issue 32): the columns and the exact budget left (1 - 0.1 - 0.5 - 0.2 - 0.1 - 0.05)
+        found = re.search(r"<!-- query-bounds -->\n<!-- not-run:[^\n]*-->\n```python\n(.*?)```",
+                          (ROOT / "README.md").read_text(encoding="utf-8"), re.S).group(1)
+        assert _run_python(found, 8000, port_used) == ["['AGI_lower_bound', 'AGI_upper_bound']", "['max_FEDTAX']", "0.05"]
     finally:
         server.stop()
 

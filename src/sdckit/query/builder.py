@@ -1,7 +1,8 @@
 """The SQL the query service accepts, built from Python arguments (issue 32 item 5).
 
 :func:`select_sql` writes one ``SELECT`` of the subset :mod:`sdckit.query.sql` parses: one
-aggregate (``COUNT(*)``, ``SUM``, ``AVG``, ``MEDIAN``, ``QUANTILE_CONT``), the group columns, a
+aggregate (``COUNT(*)``, ``SUM``, ``AVG``, ``MEDIAN``, ``QUANTILE_CONT``, ``MIN``, ``MAX``, ...,
+``BOUNDS``), the group columns, a
 ``WHERE`` from a dict of conditions and/or SQL condition strings, ``GROUP BY``. The client's
 :meth:`~sdckit.query.client.Client.count` and its siblings send it.
 
@@ -36,7 +37,8 @@ IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
 
 #: The aggregates and their SQL function.
 AGGREGATES = {"count": "COUNT", "sum": "SUM", "avg": "AVG", "median": "MEDIAN", "quantile": "QUANTILE_CONT",
-              "var": "VAR_POP", "stddev": "STDDEV_POP", "count_distinct": "COUNT"}
+              "var": "VAR_POP", "stddev": "STDDEV_POP", "count_distinct": "COUNT", "min": "MIN", "max": "MAX",
+              "bounds": "BOUNDS"}
 
 #: What ``where`` may be, for the messages.
 WHERE_FORMS = ("a dict {column: value, [values] or (low, high)}, a SQL condition string, "
@@ -167,9 +169,9 @@ def select_sql(table: str, aggregate: str, column: str | None = None, *, q: floa
     ----------
     table : str
         A table the service serves.
-    aggregate : {"count", "sum", "avg", "median", "quantile", "var", "stddev", "count_distinct"}
-        ``COUNT(*)``; ``SUM``, ``AVG``, ``MEDIAN``, ``VAR_POP``, ``STDDEV_POP`` of ``column``;
-        ``QUANTILE_CONT(column, q)``; ``COUNT(DISTINCT column)``.
+    aggregate : {"count", "sum", "avg", "median", "quantile", "var", "stddev", "count_distinct", "min", "max", "bounds"}
+        ``COUNT(*)``; ``SUM``, ``AVG``, ``MEDIAN``, ``VAR_POP``, ``STDDEV_POP``, ``MIN``, ``MAX``,
+        ``BOUNDS`` of ``column``; ``QUANTILE_CONT(column, q)``; ``COUNT(DISTINCT column)``.
     column : str, optional
         The aggregated column (bounded in the configuration); none for ``"count"``.
     q : float, optional
@@ -183,7 +185,8 @@ def select_sql(table: str, aggregate: str, column: str | None = None, *, q: floa
     name : str, optional
         The answer's column (``AS name``); the service's default is ``count``, ``sum_<column>``,
         ``avg_<column>``, ``median_<column>``, ``q<level>_<column>``, ``var_<column>``,
-        ``stddev_<column>`` or ``count_distinct_<column>``.
+        ``stddev_<column>``, ``count_distinct_<column>``, ``min_<column>``, ``max_<column>``
+        (``BOUNDS``: ``<name>_lower_bound`` and ``<name>_upper_bound``, ``<column>_...`` by default).
     owner : str
         The caller named in error messages.
 

@@ -46,7 +46,8 @@ class Client:
     ``noise_scale``, ``ci95``, ``dp``, ``cached``) is in ``frame.attrs``.
 
     Besides raw SQL, :meth:`count`, :meth:`sum`, :meth:`avg`, :meth:`median`,
-    :meth:`quantile`, :meth:`var`, :meth:`stddev` and :meth:`count_distinct` build the query from arguments (:func:`sdckit.query.builder.select_sql`)
+    :meth:`quantile`, :meth:`var`, :meth:`stddev`, :meth:`count_distinct`, :meth:`min`, :meth:`max` and
+    :meth:`bounds` build the query from arguments (:func:`sdckit.query.builder.select_sql`)
     and add each noisy value's 95% interval as two columns.
     """
 
@@ -244,24 +245,56 @@ class Client:
                            rows=max_rows_per_unit)
 
     def median(self, table: str, column: str, where: Any = None, by: str | list[str] | None = None, *,
-               epsilon: Any = None, name: str | None = None,
+               epsilon: Any = None, delta: Any = None, rho: Any = None, name: str | None = None,
                max_rows_per_unit: int | None = None) -> pd.DataFrame:
         """The median of ``column``: ``SELECT [by...,] MEDIAN(column) ...``; ``median_<column>``
-        by default; a pure epsilon budget only, and no interval columns (the service gives none).
+        by default; any budget definition (a pure epsilon-DP mechanism, charged in the analyst's),
+        and no interval columns (the service gives none).
 
         The parameters and errors are :meth:`count`'s. Tumult Analytics:
         ``session.evaluate(QueryBuilder("census").median("INCOME", low=0, high=400000), PureDPBudget(1))``.
         """
-        return self._build("median", table, column, where, by, (epsilon, None, None), name, rows=max_rows_per_unit)
+        return self._build("median", table, column, where, by, (epsilon, delta, rho), name, rows=max_rows_per_unit)
 
     def quantile(self, table: str, column: str, q: float, where: Any = None, by: str | list[str] | None = None, *,
-                 epsilon: Any = None, name: str | None = None,
-               max_rows_per_unit: int | None = None) -> pd.DataFrame:
+                 epsilon: Any = None, delta: Any = None, rho: Any = None, name: str | None = None,
+                 max_rows_per_unit: int | None = None) -> pd.DataFrame:
         """The ``q``-quantile of ``column`` (0 < q < 1): ``SELECT [by...,] QUANTILE_CONT(column, q)
         ...``; ``q<q>_<column>`` by default; as :meth:`median` otherwise. Tumult Analytics:
         ``QueryBuilder("census").quantile("INCOME", 0.9, low=0, high=400000)``.
         """
-        return self._build("quantile", table, column, where, by, (epsilon, None, None), name, q, rows=max_rows_per_unit)
+        return self._build("quantile", table, column, where, by, (epsilon, delta, rho), name, q, rows=max_rows_per_unit)
+
+    def min(self, table: str, column: str, where: Any = None, by: str | list[str] | None = None, *,
+            epsilon: Any = None, delta: Any = None, rho: Any = None,
+            name: str | None = None, max_rows_per_unit: int | None = None) -> pd.DataFrame:
+        """A DP lower clamping bound of ``column``: ``SELECT [by...,] MIN(column) ...``, the quantile 0
+        over the public grid of its bounds (at most ``rank_radius95`` records below it with probability
+        >= 95%, never outside the bounds); ``min_<column>`` by default; dp analysts only, any budget
+        definition. The parameters and errors are :meth:`count`'s. Tumult Analytics:
+        ``QueryBuilder("census").min("INCOME", low=0, high=400000)``.
+        """
+        return self._build("min", table, column, where, by, (epsilon, delta, rho), name, rows=max_rows_per_unit)
+
+    def max(self, table: str, column: str, where: Any = None, by: str | list[str] | None = None, *,
+            epsilon: Any = None, delta: Any = None, rho: Any = None,
+            name: str | None = None, max_rows_per_unit: int | None = None) -> pd.DataFrame:
+        """A DP upper clamping bound of ``column``: ``SELECT [by...,] MAX(column) ...``, the quantile 1;
+        ``max_<column>`` by default; as :meth:`min` otherwise. Tumult Analytics:
+        ``QueryBuilder("census").max("INCOME", low=0, high=400000)``.
+        """
+        return self._build("max", table, column, where, by, (epsilon, delta, rho), name, rows=max_rows_per_unit)
+
+    def bounds(self, table: str, column: str, where: Any = None, *, epsilon: Any = None, delta: Any = None,
+               rho: Any = None, name: str | None = None, max_rows_per_unit: int | None = None) -> pd.DataFrame:
+        """Clamping bounds of a numeric ``column`` found under DP, no public bounds needed:
+        ``SELECT BOUNDS(column) ...`` (:mod:`sdckit.query.bounds`, a noisy powers-of-2
+        histogram); one row, ``<column>_lower_bound`` and ``<column>_upper_bound`` (``name``
+        replaces ``<column>``); dp analysts only, any budget definition (``delta`` is not
+        spent). The parameters and errors are :meth:`count`'s. Tumult Analytics:
+        ``session.evaluate(QueryBuilder("census").get_bounds("INCOME"), PureDPBudget(1))``.
+        """
+        return self._build("bounds", table, column, where, None, (epsilon, delta, rho), name, rows=max_rows_per_unit)
 
     def _build(self, aggregate: str, table: str, column: str | None, where: Any, by: Any,
                loss: tuple[Any, Any, Any], name: str | None, q: float | None = None,

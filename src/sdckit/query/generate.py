@@ -354,6 +354,34 @@ def histogram_sql(query: Query, table: TableConfig, column: str, rows: int | Non
     return Generated(statement.sql(dialect="duckdb"), tuple(bind.values))
 
 
+def magnitude_histogram_sql(query: Query, table: TableConfig, column: str, lowest: int, highest: int,
+                            rows: int | None = None) -> Generated:
+    """``SELECT bin AS b, COUNT(*) AS n FROM sdc_dp_<t> WHERE .. GROUP BY b``: the raw (not
+    clamped) ``column``'s signed powers-of-2 histogram (:mod:`sdckit.query.bounds`), bin
+    ``sign(x) (j - lowest + 1)`` for ``2**(j-1) < |x| <= 2**j``, ``j`` clipped to ``[lowest,
+    highest]`` (``ceil(log2 |x|)`` corrected exactly upward), 0 for ``x = 0``, NULL for a missing
+    value; ``rows`` as :func:`aggregate_sql`."""
+    bind = _Params()
+
+    def clipped() -> exp.Expression:  # LEAST(GREATEST(CEIL(LOG2(ABS(x))), lowest), highest), parameters bound anew
+        log2 = exp.Anonymous(this="LOG2", expressions=[exp.Abs(this=_col(column, table))])
+        return exp.Anonymous(this="LEAST", expressions=[
+            exp.Anonymous(this="GREATEST", expressions=[exp.Ceil(this=log2), bind(lowest)]), bind(highest)])
+    first = clipped()
+    above = exp.cast(exp.GT(this=exp.Abs(this=_col(column, table)), expression=exp.Pow(this=bind(2.0), expression=clipped())),
+                     "INTEGER")
+    j = exp.Anonymous(this="LEAST", expressions=[exp.Add(this=first, expression=above), bind(highest)])
+    signed = exp.Mul(this=exp.Anonymous(this="SIGN", expressions=[_col(column, table)]),
+                     expression=exp.Paren(this=exp.Add(this=exp.Sub(this=j, expression=bind(lowest)), expression=bind(1))))
+    selects: list[exp.Expression] = [_alias(exp.cast(signed, "BIGINT"), BIN_ALIAS),
+                                     _alias(exp.Count(this=exp.Star()), COUNT_ALIAS)]
+    statement = exp.Select(expressions=selects).from_(
+        exp.Table(this=exp.to_identifier(relation_name(table, "dp"), quoted=True)), copy=False)
+    statement = _where(statement, query, table, bind, rows)
+    statement = statement.group_by(exp.Column(this=exp.to_identifier(BIN_ALIAS, quoted=True)), copy=False)
+    return Generated(statement.sql(dialect="duckdb"), tuple(bind.values))
+
+
 def quantile_columns(query: Query) -> tuple[str, ...]:
     """Distinct columns under a quantile, in order of first use."""
     return tuple(dict.fromkeys(o.column for o in query.aggregates if o.kind == "quantile"))

@@ -175,6 +175,9 @@ def plan(query: Query, table: TableConfig, epsilon: Fraction, delta: Fraction, r
     """Fix the key selection and the aggregates' mechanisms for an ``(epsilon, delta)`` charge;
     :class:`ParameterError` before anything is charged when it cannot be answered. ``rows``: the
     rows per person the query asks (:func:`~sdckit.query.generate.rows_per_unit`)."""
+    if any(o.kind == "quantile" for o in query.outputs):
+        raise ParameterError("Quantiles, MIN and MAX are answered over groups of declared domains only "
+                             "(not yet with keys from the data).")
     k = rows_per_unit(table, rows)
     m = len(noisy_gaussian.measurement_names(query))
     parts = 1 + m

@@ -67,7 +67,7 @@ from sdckit.query.config import TableConfig
 from sdckit.query.generate import (BIN_ALIAS, COUNT_ALIAS, QUANTILE_BINS, cell_indices, distinct_alias, distinct_columns,
                                    midpoint_sensitivity, quantile_columns, rows_per_unit, square_alias, square_cap, squared_columns,
                                    sum_alias, summed_columns)
-from sdckit.query.quantiles import EPS_BITS, permute_and_flip, quantile_rank_radius
+from sdckit.query.quantiles import EPS_BITS, choose_quantiles, quantile_key, quantile_scale, quantile_text
 from sdckit.query.sql import Query
 from sdckit.query.variance import VARIANCE_LEVEL, square_sensitivity, variance_estimate, variance_range
 
@@ -88,11 +88,6 @@ def discrete_laplace_radius(scale: float, confidence: float) -> int:
 def laplace_radius(scale: float, confidence: float) -> float:
     """``b ln(1 / (1 - confidence))``: ``P(|Y| <= r) = confidence`` for Laplace(0, b)."""
     return scale * -math.log1p(-confidence)
-
-
-def quantile_key(output: Any) -> str:
-    """The measurement name of a quantile output."""
-    return f"quantile:{output.column}:{output.q!r}"
 
 
 def square_key(column: str) -> str:
@@ -162,16 +157,8 @@ class Plan(Result):
                                  lambda name: f"exact {'geometric (discrete Laplace)' if name.startswith('distinct:') else 'Laplace on a dyadic grid'}, "
                                  f"sensitivity {self.sensitivities[name]:g}, epsilon {self.shares[name]:.6g}, "
                                  f"scale {self.other_scales[name]:.6g}"))
-        for o in self.query.outputs:
-            if o.kind == "quantile" and f"QUANTILE({o.column}, {o.q:g})" not in " ".join(parts):
-                lo, hi = self.bounds[o.column]
-                parts.append(f"QUANTILE({o.column}, {o.q:g}): permute-and-flip (exponential-mechanism family) over the "
-                             f"{QUANTILE_BINS + 1} points of a public grid of [{lo:g}, {hi:g}] (resolution "
-                             f"{(hi - lo) / QUANTILE_BINS:.6g}), sensitivity {self.k}, epsilon {self.shares[quantile_key(o)]:.6g} "
-                             f"(rounded down to a multiple of 2**-{EPS_BITS}); no ci95 (a value interval would need "
-                             f"the data's density): with probability >= 95% its rank is at most "
-                             f"{quantile_rank_radius(self.shares[quantile_key(o)], self.k):.4g} records further from "
-                             f"q times the count than the best grid point's (rank_radius95)")
+        for key, o in {quantile_key(o): o for o in self.query.outputs if o.kind == "quantile"}.items():
+            parts.append(quantile_text(o, self.bounds[o.column], self.shares[key], self.k))
         if any(o.kind == "avg" for o in self.query.outputs):
             parts.append("AVG = m + noisy SUM(x - m) / max(noisy COUNT, 1) clamped to the bounds, m the bounds' midpoint "
                          "(as Tumult Analytics; variance ~ (2 b_D^2 + (avg - m)^2 Var(noisy COUNT)) / n^2; costs the COUNT "
@@ -409,17 +396,8 @@ def answer_cells(plan_: Plan, table: TableConfig, counts: np.ndarray, sums: dict
     """:func:`answer` from the true counts and clamped sums per cell (:func:`exact_cells`, or
     :meth:`sdckit.query.cube.Cube.cells`): the same noise from the same ``rng``."""
     n = len(plan_.cells)
-    chosen: dict[str, list[float]] = {}
-    for o in plan_.query.outputs:
-        key = quantile_key(o) if o.kind == "quantile" else None
-        if key is None or key in chosen:
-            continue
-        lo, hi = plan_.bounds[o.column]
-        hist = histograms(plan_, table, hists[o.column])
-        below = np.concatenate([np.zeros((n, 1), dtype=np.int64), np.cumsum(hist, axis=1)], axis=1)
-        width = (hi - lo) / QUANTILE_BINS
-        chosen[key] = [lo + width * permute_and_flip(below[i], int(below[i, -1]), o.q, plan_.shares[key], plan_.k, rng)
-                       for i in range(n)]
+    chosen = choose_quantiles(plan_.query.outputs, plan_.bounds, lambda c: histograms(plan_, table, hists[c]),
+                              plan_.shares, plan_.k, rng)
     noisy_count = None
     if plan_.count_scale is not None:
         geometric = Geometric(epsilon=plan_.shares["count"], sensitivity=plan_.k)
@@ -456,9 +434,7 @@ def answer_cells(plan_: Plan, table: TableConfig, counts: np.ndarray, sums: dict
                            "count": plan_.count_scale, "midpoint": plan_.midpoints[o.column],
                            "cap": plan_.square_caps[o.column]})
         elif o.kind == "quantile":
-            lo, hi = plan_.bounds[o.column]
-            scales.append({"grid_resolution": (hi - lo) / QUANTILE_BINS, "epsilon": plan_.shares[quantile_key(o)],
-                           "rank_radius95": quantile_rank_radius(plan_.shares[quantile_key(o)], plan_.k)})
+            scales.append(quantile_scale(plan_.bounds[o.column], plan_.shares[quantile_key(o)], plan_.k))
         else:  # AVG, or the SUM of an averaged column: the deviations' scale, the count's, the midpoint
             scales.append({"sum": plan_.sum_scales[o.column], "count": plan_.count_scale,
                            "midpoint": plan_.midpoints[o.column]})

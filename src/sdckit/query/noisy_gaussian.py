@@ -36,7 +36,12 @@ A dp analyst's budget has one definition, fixed at ``analyst add``
   exp(-r**2 / (2 V))`` (CKS20, Proposition 25), so ``r = sqrt(2 V ln(2 / 0.05))``; AVG the corners
   at 97.5% each; SUM of an averaged column ``+/- (r_D + |m| r_C)`` at 97.5% each.
 
-Quantiles are answered under pure epsilon-DP budgets only.
+Quantiles, MIN and MAX keep their pure epsilon-DP mechanism (permute-and-flip,
+:mod:`sdckit.query.quantiles`), one more measurement each in the equal split: under
+(epsilon, delta)-DP it gets the share ``epsilon / m`` (a pure mechanism is (epsilon, 0)-DP; the
+query is charged what it asked), under rho-zCDP the largest ``epsilon`` with ``epsilon**2 / 2``
+within its rho share (:func:`~sdckit.query.quantiles.zcdp_epsilon`), and the query is charged
+that exact ``epsilon**2 / 2`` (Bun & Steinke 2016, Proposition 1.4).
 """
 
 from __future__ import annotations
@@ -57,7 +62,9 @@ from sdckit.dp.mechanisms import add_on_grid, dyadic_grid
 from sdckit.query.config import TableConfig
 from sdckit.query.generate import (distinct_columns, midpoint_sensitivity, rows_per_unit, square_cap, squared_columns,
                                    summed_columns)
-from sdckit.query.noisy import COUNTED, answer_rows, deviation_sums, distinct_key, other_texts, square_key
+from sdckit.query.generate import quantile_columns
+from sdckit.query.noisy import COUNTED, answer_rows, deviation_sums, distinct_key, histograms, other_texts, square_key
+from sdckit.query.quantiles import choose_quantiles, quantile_key, quantile_scale, quantile_text, zcdp_epsilon
 from sdckit.query.sql import Query
 from sdckit.query.variance import square_sensitivity
 
@@ -133,6 +140,8 @@ class GaussianPlan:
     data_bounded: tuple[str, ...] = field(default=())
     #: Variance columns -> the cap of their squared deviations (:func:`~sdckit.query.generate.square_cap`).
     square_caps: dict[str, float] = field(default_factory=dict)
+    #: :func:`~sdckit.query.quantiles.quantile_key` -> the epsilon of its pure mechanism (MIN, MAX, quantiles).
+    quantile_epsilons: dict[str, float] = field(default_factory=dict)
 
     def measurement_texts(self) -> list[str]:
         """One sentence per measurement (mechanism, sensitivity, variance, rho), then AVG's."""
@@ -156,6 +165,10 @@ class GaussianPlan:
             return (f"exact discrete Gaussian on {grid}, L2 sensitivity {m.sensitivity:g} ({m.steps} steps), variance "
                     f"{m.t * m.c} steps^2 (sigma {m.sigma:.6g}), rho {exact_text(m.rho)}")
         parts.extend(other_texts(self.query, self.square_caps, self.midpoints, self.k, noise))
+        for key, o in {quantile_key(o): o for o in self.query.outputs if o.kind == "quantile"}.items():
+            eps = self.quantile_epsilons[key]
+            rho = f", rho epsilon^2/2 = {exact_text(Fraction(eps) ** 2 / 2)}" if self.definition == "zcdp" else ""
+            parts.append(quantile_text(o, self.bounds[o.column], eps, self.k) + rho)
         return parts
 
     def mechanism(self) -> str:
@@ -167,8 +180,8 @@ class GaussianPlan:
                       f"{exact_text(self.asked['rho'])})")
         else:
             charge = (f"(epsilon, delta)-DP by basic composition: charged epsilon {exact_text(eps)}, delta "
-                      f"{exact_text(delta)}, split equally over {len(self.measurements)} measurement(s), each "
-                      "calibrated through rho-zCDP (CKS20 Corollary 13)")
+                      f"{exact_text(delta)}, split equally over {len(self.measurements) + len(self.quantile_epsilons)} "
+                      "measurement(s), each Gaussian one calibrated through rho-zCDP (CKS20 Corollary 13)")
         groups = (f"; GROUP BY: all {len(self.cells)} groups of the declared domains (one vector, L2 sensitivity)"
                   if self.query.group_by else "")
         text = "; ".join(parts) + f"; {charge}{groups}; at most {self.k} row(s) per privacy unit"
@@ -191,18 +204,16 @@ def plan(query: Query, table: TableConfig, definition: str, epsilon: Fraction | 
          cells: tuple[tuple[Any, ...], ...] | None = None, rows: int | None = None) -> GaussianPlan:
     """Fix the Gaussian mechanisms of ``query`` for a ``"zcdp"`` (``rho``) or ``"approx"``
     (``epsilon``, ``delta``) charge; :class:`ParameterError` before anything is charged when it
-    cannot be answered (a quantile, or noise too large to sample exactly). ``cells``: the group
+    cannot be answered (noise too large to sample exactly, a quantile epsilon below 2**-20). ``cells``: the group
     keys (default: the product of the declared domains; :mod:`sdckit.query.keys` gives the keys
     its threshold released). ``rows``: the rows per person the query asks, ``k`` in every
     sensitivity (:func:`~sdckit.query.generate.rows_per_unit`; the configured bound by default)."""
-    if any(o.kind == "quantile" for o in query.outputs):
-        raise ParameterError("Quantiles are answered under a pure epsilon-DP budget only; this analyst's budget is "
-                             + ("rho-zCDP." if definition == "zcdp" else "(epsilon, delta)-DP."))
     k = rows_per_unit(table, rows)
     summed = summed_columns(query)
     names = measurement_names(query)
     needs_count = "count" in names
-    parts = len(names)
+    quantiles = list(dict.fromkeys(quantile_key(o) for o in query.outputs if o.kind == "quantile"))
+    parts = len(names) + len(quantiles)
     if definition == "zcdp":
         shares = {n: rho / parts for n in names}
         asked = {"rho": rho}
@@ -230,14 +241,20 @@ def plan(query: Query, table: TableConfig, definition: str, epsilon: Fraction | 
         measurements[square_key(column)] = gridded(square_sensitivity(cap, k), shares[square_key(column)], extra)
     for column in distinct_columns(query):
         measurements[distinct_key(column)] = Measurement(float(k), 1.0, k, *variance_for(k, shares[distinct_key(column)]))
+    quantile_epsilons = {q: float(zcdp_epsilon(rho / parts)) if definition == "zcdp" else eps_i for q in quantiles}
+    if any(math.floor(e * 2**20) < 1 for e in quantile_epsilons.values()):
+        raise ParameterError("The epsilon share of a quantile (MIN, MAX) is below 2**-20: ask with a larger "
+                             + ("rho." if definition == "zcdp" else "epsilon."))
     total_rho = sum((m.rho for m in measurements.values()), Fraction(0))
+    total_rho += sum((Fraction(e) ** 2 / 2 for e in quantile_epsilons.values()), Fraction(0)) if definition == "zcdp" else 0
     cost = (Fraction(0), Fraction(0), total_rho) if definition == "zcdp" else (epsilon, delta, Fraction(0))
     if cells is None:
         cells = tuple(itertools.product(*(table.domains[c] for c in query.group_by)))
-    data_bounded = tuple(c for c in summed if c in table.data_bounds)
+    used = list(dict.fromkeys([*summed, *quantile_columns(query)]))
+    data_bounded = tuple(c for c in used if c in table.data_bounds)
     return GaussianPlan(query, definition, asked, cost, k, measurements,
-                        {c: measurements[c].sigma for c in summed}, {c: table.bounds[c] for c in summed},
-                        cells, not data_bounded, midpoints, data_bounded, square_caps)
+                        {c: measurements[c].sigma for c in summed}, {c: table.bounds[c] for c in used},
+                        cells, not data_bounded, midpoints, data_bounded, square_caps, quantile_epsilons)
 
 
 def gridded(sens: float, rho: Fraction, extra: int) -> Measurement:
@@ -250,12 +267,16 @@ def gridded(sens: float, rho: Fraction, extra: int) -> Measurement:
 
 
 def answer_cells(plan_: GaussianPlan, counts: np.ndarray, sums: dict[str, np.ndarray],
-                 rng: np.random.Generator) -> dict[str, Any]:
+                 rng: np.random.Generator, table: TableConfig | None = None,
+                 hists: dict[str, dict[str, np.ndarray]] | None = None) -> dict[str, Any]:
     """The noisy answer from the true counts and clamped sums per cell (as
     :func:`sdckit.query.noisy.answer_cells`): ``columns``, ``rows``, ``mechanism``,
-    ``noise_scale`` (sigmas), ``ci95``, ``dp``."""
+    ``noise_scale`` (sigmas), ``ci95``, ``dp``; ``table`` and ``hists`` (each quantile column's
+    :func:`~sdckit.query.generate.histogram_sql` result) when the query has a quantile, MIN or MAX."""
     n = len(plan_.cells)
     ms = plan_.measurements
+    chosen = choose_quantiles(plan_.query.outputs, plan_.bounds, lambda c: histograms(plan_, table, hists[c]),
+                              plan_.quantile_epsilons, plan_.k, rng)
     noisy_count = None
     if "count" in ms:
         noisy_count = np.asarray(counts, dtype=np.int64) + discrete_gaussian(n, ms["count"].t, ms["count"].c, rng)
@@ -283,6 +304,8 @@ def answer_cells(plan_: GaussianPlan, counts: np.ndarray, sums: dict[str, np.nda
             scales.append({"sigma": ms[o.column].sigma})
         elif o.kind == "count_distinct":
             scales.append({"sigma": ms[distinct_key(o.column)].sigma})
+        elif o.kind == "quantile":
+            scales.append(quantile_scale(plan_.bounds[o.column], plan_.quantile_epsilons[quantile_key(o)], plan_.k))
         elif o.kind in ("var", "stddev"):
             scales.append({"squares_sigma": ms[square_key(o.column)].sigma, "sum_sigma": ms[o.column].sigma,
                            "count_sigma": ms["count"].sigma, "midpoint": plan_.midpoints[o.column],
@@ -291,7 +314,7 @@ def answer_cells(plan_: GaussianPlan, counts: np.ndarray, sums: dict[str, np.nda
             scales.append({"sum_sigma": ms[o.column].sigma, "count_sigma": ms["count"].sigma,
                            "midpoint": plan_.midpoints[o.column]})
     rows, ci = answer_rows(plan_, noisy_count, noisy_sum, (rc95, rc975),
-                           lambda column, level: ms[column].radius(level), None, other,
+                           lambda column, level: ms[column].radius(level), chosen, other,
                            lambda name, level: ms[name].radius(level))
     return {"columns": [o.label for o in plan_.query.outputs], "rows": rows, "mechanism": plan_.mechanism(),
             "noise_scale": scales, "ci95": ci, "dp": plan_.is_dp}

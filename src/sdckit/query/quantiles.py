@@ -1,9 +1,25 @@
 """The quantile mechanism of the query service's dp mode: permute-and-flip over a grid of
-candidates with exact coins (McKenna & Sheldon 2020), and the bound on its rank error."""
+candidates with exact coins (McKenna & Sheldon 2020), and the bound on its rank error.
+
+``MIN(col)`` and ``MAX(col)`` are the quantiles 0 and 1 (as Tumult Analytics answers them, with
+its exponential mechanism over the public bounds): the utility of grid point ``c`` is
+``-D #{x < c}`` for MIN and ``-D #{x >= c}`` for MAX, so every grid point at or below the
+smallest value (above the largest) is best, and the answer falls among them or, with probability
+given by :func:`quantile_rank_radius`, a few records inside the data. It is a *clamping bound*
+that leaves out few records, not the extreme value itself (which would disclose one person's).
+
+These are pure epsilon-DP mechanisms; an analyst with another budget definition is charged
+(epsilon, delta) as asked (a pure mechanism is (epsilon, 0)-DP) or, under rho-zCDP,
+``epsilon**2 / 2`` for the largest ``epsilon`` allowed (:func:`zcdp_epsilon`; Bun & Steinke
+2016, Proposition 1.4).
+"""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
+from fractions import Fraction
+from typing import Any
 
 import numpy as np
 
@@ -55,3 +71,66 @@ def quantile_rank_radius(epsilon: float, k: int, confidence: float = 0.95, candi
     """
     eps = math.floor(epsilon * 2**EPS_BITS) / 2**EPS_BITS
     return 2.0 * k * math.log(candidates / (1.0 - confidence)) / eps
+
+
+def quantile_key(output: Any) -> str:
+    """The measurement name of a quantile output (MIN and MAX are the levels 0 and 1)."""
+    return f"quantile:{output.column}:{output.q!r}"
+
+
+def quantile_word(output: Any) -> str:
+    """``MIN(col)``, ``MAX(col)`` or ``QUANTILE(col, q)``: how the answer's text names it."""
+    if output.q == 0.0:
+        return f"MIN({output.column})"
+    if output.q == 1.0:
+        return f"MAX({output.column})"
+    return f"QUANTILE({output.column}, {output.q:g})"
+
+
+def zcdp_epsilon(rho: Fraction) -> Fraction:
+    """The largest multiple of 2**-EPS_BITS whose ``epsilon**2 / 2`` is at most ``rho``: the
+    epsilon a pure mechanism may use under a rho-zCDP share (an epsilon-DP mechanism is
+    ``epsilon**2 / 2``-zCDP, Bun & Steinke 2016, Proposition 1.4); 0 when none is."""
+    # floor(sqrt(2 rho) 2**b) = isqrt(floor(2 rho 4**b)) exactly
+    return Fraction(math.isqrt(math.floor(2 * rho * 4**EPS_BITS)), 2**EPS_BITS)
+
+
+def quantile_text(output: Any, bounds: tuple[float, float], epsilon: float, k: int) -> str:
+    """The sentence stating a quantile's (MIN's, MAX's) mechanism in an answer."""
+    lo, hi = bounds
+    level = "" if output.q not in (0.0, 1.0) else f" (the quantile {output.q:g}, as Tumult Analytics)"
+    return (f"{quantile_word(output)}{level}: permute-and-flip (exponential-mechanism family) over the "
+            f"{QUANTILE_BINS + 1} points of a public grid of [{lo:g}, {hi:g}] (resolution "
+            f"{(hi - lo) / QUANTILE_BINS:.6g}), sensitivity {k}, epsilon {epsilon:.6g} "
+            f"(rounded down to a multiple of 2**-{EPS_BITS}); no ci95 (a value interval would need "
+            f"the data's density): with probability >= 95% its rank is at most "
+            f"{quantile_rank_radius(epsilon, k):.4g} records further from "
+            f"q times the count than the best grid point's (rank_radius95)")
+
+
+def quantile_scale(bounds: tuple[float, float], epsilon: float, k: int) -> dict[str, float]:
+    """A quantile's ``noise_scale`` entry: the grid's resolution, its epsilon, its rank radius."""
+    lo, hi = bounds
+    return {"grid_resolution": (hi - lo) / QUANTILE_BINS, "epsilon": epsilon,
+            "rank_radius95": quantile_rank_radius(epsilon, k)}
+
+
+def choose_quantiles(outputs: Sequence[Any], bounds: dict[str, tuple[float, float]],
+                     hist_of: Callable[[str], np.ndarray], epsilons: dict[str, float], k: int,
+                     rng: np.random.Generator) -> dict[str, list[float]]:
+    """Each quantile output's answer per cell (by :func:`quantile_key`): ``hist_of(column)`` is
+    the column's histogram (cells x :data:`QUANTILE_BINS`), ``epsilons[key]`` the epsilon of
+    the output's :func:`permute_and_flip`; the grid point chosen, never outside the bounds."""
+    chosen: dict[str, list[float]] = {}
+    for o in outputs:
+        key = quantile_key(o) if o.kind == "quantile" else None
+        if key is None or key in chosen:
+            continue
+        lo, hi = bounds[o.column]
+        hist = hist_of(o.column)
+        n = hist.shape[0]
+        below = np.concatenate([np.zeros((n, 1), dtype=np.int64), np.cumsum(hist, axis=1)], axis=1)
+        width = (hi - lo) / QUANTILE_BINS
+        chosen[key] = [min(hi, lo + width * permute_and_flip(below[i], int(below[i, -1]), o.q, epsilons[key], k, rng))
+                       for i in range(n)]
+    return chosen

@@ -28,11 +28,11 @@ from sdckit.core.atomic import make_private_dir, open_private
 from sdckit.core.errors import BudgetExceeded, ParameterError, SdcError
 from sdckit.core.random import as_generator
 from sdckit.dp.accountant import exact, exact_text
-from sdckit.query import keys, noisy, noisy_gaussian
+from sdckit.query import bounds, keys, noisy, noisy_gaussian
 from sdckit.query.analysts import DEFINITIONS, Analyst
 from sdckit.query.config import load_config
 from sdckit.query.data import Database
-from sdckit.query.generate import aggregate_sql, histogram_sql, quantile_columns, rows_per_unit
+from sdckit.query.generate import aggregate_sql, histogram_sql, magnitude_histogram_sql, quantile_columns, rows_per_unit
 from sdckit.query.restricted import Refused, Restricted, check_dimensions
 from sdckit.query.sql import UnsupportedQuery, parse
 from sdckit.query.state import State
@@ -157,9 +157,9 @@ class Service:
                                    f"{DEFINITIONS[analyst.definition]} (fixed at `analyst add`); group by columns with "
                                    "a declared domain, or ask with an (epsilon, delta) budget.")
         if analyst.mode == "restricted":
-            if any(o.kind == "quantile" for o in query.outputs):
-                raise UnsupportedQuery("Quantiles are answered in dp mode only: the restricted mode's auditor "
-                                       "reasons over COUNT and SUM answers.")
+            if any(o.kind in ("quantile", "bounds") for o in query.outputs):
+                raise UnsupportedQuery("Quantiles, MIN, MAX and BOUNDS are answered in dp mode only: an exact MIN or MAX "
+                                       "discloses one person's value; the auditor reasons over COUNT and SUM answers.")
             if epsilon_given is not None or "delta" in body or "rho" in body:
                 raise UnsupportedQuery("A restricted analyst gets exact answers: leave out 'epsilon' (and 'delta', 'rho').")
             if ROWS_FIELD in body:
@@ -168,6 +168,8 @@ class Service:
             check_dimensions(query, self.config.tables[query.table])
             return self._restricted(analyst, query, sql)
         rows = _rows_asked(body, self.config.tables[query.table])
+        if any(o.kind == "bounds" for o in query.outputs):
+            return self._bounds(analyst, query, sql, body, rows)
         if data_keys:
             return self._data_keys(analyst, query, sql, body, rows)
         if analyst.definition != "pure":
@@ -219,6 +221,25 @@ class Service:
             self.state.store(analyst.name, cache_key, result)
         return 200, {**result, **_budget_fields(eps, after, plan.cost), "cached": False}
 
+    def _bounds(self, analyst: Analyst, query: Any, sql: str, body: dict[str, Any], rows: int | None) -> Response:
+        """``SELECT BOUNDS(col)``: clamping bounds found under DP (:mod:`sdckit.query.bounds`), a pure
+        epsilon-DP mechanism charged exactly in the analyst's definition."""
+        loss = self._loss(analyst, body)
+        table = self.config.tables[query.table]
+        plan = bounds.plan(query, table, analyst.definition, **loss, rows=rows)
+        cache_key = self._cache_key("bounds:" + analyst.definition, query, tuple(sorted(loss.items())), rows)
+        stored = self._stored_dp(analyst, sql, cache_key)
+        if stored is not None:
+            return stored
+        eps, delta, rho = plan.cost
+        charge_id, after = self.state.charge(analyst.name, eps, sql, json.dumps(query.to_dict()), delta, rho)
+        data = self.db.aggregate(magnitude_histogram_sql(query, table, plan.column, bounds.LOWEST, bounds.HIGHEST, plan.k))
+        result = bounds.answer(plan, data, self._rng(charge_id))
+        result[ROWS_FIELD] = plan.k
+        if self.config.cache:
+            self.state.store(analyst.name, cache_key, result)
+        return 200, {**result, **_budget_fields(eps, after, plan.cost), "cached": False}
+
     @staticmethod
     def _loss(analyst: Analyst, body: dict[str, Any]) -> dict[str, Fraction]:
         """The privacy loss a query of an (epsilon, delta)-DP or rho-zCDP analyst sends, exact; a
@@ -235,6 +256,8 @@ class Service:
                 raise UnsupportedQuery(f"{f!r} must be a number (or a string such as \"0.1\" or \"1/3\").")
         if analyst.definition == "zcdp":
             return {"rho": exact(body["rho"], "the query", "rho")}
+        if analyst.definition == "pure":
+            return {"epsilon": exact(body["epsilon"], "the query", "epsilon")}
         return {"epsilon": exact(body["epsilon"], "the query", "epsilon"),
                 "delta": exact(body["delta"], "the query", "delta", below_one=True)}
 
@@ -254,7 +277,8 @@ class Service:
         if fast is None:
             data = self.db.aggregate(aggregate_sql(query, table, "dp", rows=plan.k))
             fast = noisy.exact_cells(plan, table, data)
-        result = noisy_gaussian.answer_cells(plan, *fast, self._rng(charge_id))
+        hists = {c: self.db.aggregate(histogram_sql(query, table, c, plan.k)) for c in quantile_columns(query)}
+        result = noisy_gaussian.answer_cells(plan, *fast, self._rng(charge_id), table, hists)
         result[ROWS_FIELD] = plan.k
         if self.config.cache:
             self.state.store(analyst.name, cache_key, result)

@@ -3,8 +3,10 @@
 Supported (seed 002 section 4.6.2: statistical queries over query sets defined by predicates)::
 
     SELECT [group columns,] COUNT(*) | SUM(col) | AVG(col) | MEDIAN(col) | QUANTILE_CONT(col, q)
+           | MIN(col) | MAX(col)                       -- the quantiles 0 and 1: dp mode only
            | VAR_POP(col) | STDDEV_POP(col) | COUNT(DISTINCT col)   -- the last three: dp mode only
-           [AS name], ...
+           [AS name], ...                              -- or BOUNDS(col) alone, no GROUP BY (dp mode;
+                                                       -- sdckit.query.bounds)
     FROM table
     [WHERE predicate]          -- col op literal (=, <>, !=, <, <=, >, >=), col [NOT] IN (...),
                                -- col [NOT] BETWEEN a AND b, AND, OR, NOT, parentheses

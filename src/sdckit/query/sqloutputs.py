@@ -18,8 +18,9 @@ from sdckit.query.sqlnodes import UnsupportedQuery, column_name, literal, node_n
 class Output:
     """One column of the answer: a group column or an aggregate.
 
-    ``kind`` is ``"group"``, ``"count"``, ``"sum"``, ``"avg"``, ``"quantile"`` (level ``q``),
-    ``"var"`` (``VAR_POP``), ``"stddev"`` (``STDDEV_POP``) or ``"count_distinct"``;
+    ``kind`` is ``"group"``, ``"count"``, ``"sum"``, ``"avg"``, ``"quantile"`` (level ``q``;
+    ``MIN`` and ``MAX`` are the levels 0 and 1), ``"var"`` (``VAR_POP``), ``"stddev"``
+    (``STDDEV_POP``), ``"count_distinct"`` or ``"bounds"`` (``BOUNDS(col)``, :mod:`sdckit.query.bounds`);
     ``column`` the grouped or aggregated column (``None`` for ``COUNT(*)``); ``label`` the name
     shown to the analyst.
     """
@@ -79,11 +80,26 @@ def parse_output(node: exp.Expression, label: str | None, table: TableConfig, gr
             raise UnsupportedQuery(f"A quantile of {column!r} needs public bounds ([table.bounds] in the configuration).")
         name = "median" if isinstance(node, exp.Median) else f"q{level:g}"
         return Output("quantile", column, label or f"{name}_{column}", float(level))
+    if isinstance(node, exp.Min | exp.Max):  # the quantiles 0 and 1 (as Tumult Analytics)
+        word = "MIN" if isinstance(node, exp.Min) else "MAX"
+        if isinstance(node.this, exp.Distinct) or any(v for key, v in node.args.items() if key != "this"):
+            raise UnsupportedQuery(f"{word} takes one column: {word}(column).")
+        column = column_name(node.this, table, f"The argument of {word}")
+        if column not in table.bounds and not table.bounds_from_data:
+            raise UnsupportedQuery(f"{word}({column}) needs public bounds of {column!r} ([table.bounds] in the configuration).")
+        return Output("quantile", column, label or f"{word.lower()}_{column}", 0.0 if word == "MIN" else 1.0)
+    if isinstance(node, exp.Anonymous) and str(node.this).upper() == "BOUNDS":
+        if len(node.expressions) != 1 or group_by:
+            raise UnsupportedQuery("BOUNDS takes one numeric column and no GROUP BY: SELECT BOUNDS(column) FROM table.")
+        column = column_name(node.expressions[0], table, "The argument of BOUNDS")
+        if column not in table.bounds and not table.bounds_from_data:
+            raise UnsupportedQuery(f"BOUNDS({column}) needs a numeric column ([table.bounds] or bounds_from_data).")
+        return Output("bounds", column, label or column)
     if isinstance(node, exp.WithinGroup | exp.PercentileDisc | exp.ApproxQuantile):
         raise UnsupportedQuery("This quantile form is not supported: write MEDIAN(column) or QUANTILE_CONT(column, q).")
     if isinstance(node, exp.Func):
         name = node.sql_name() if hasattr(node, "sql_name") else node_name(node)
         raise UnsupportedQuery(f"The function {name} is not supported: only COUNT(*), SUM, AVG, MEDIAN, QUANTILE_CONT, "
-                               "VAR_POP, STDDEV_POP and COUNT(DISTINCT column).")
+                               "MIN, MAX, VAR_POP, STDDEV_POP, COUNT(DISTINCT column) and BOUNDS.")
     raise UnsupportedQuery(f"{node_name(node)} in the select list is not supported: only group columns and COUNT(*), SUM, AVG, "
-                           "MEDIAN, QUANTILE_CONT, VAR_POP, STDDEV_POP, COUNT(DISTINCT column).")
+                           "MEDIAN, QUANTILE_CONT, MIN, MAX, VAR_POP, STDDEV_POP, COUNT(DISTINCT column), BOUNDS.")
