@@ -28,7 +28,7 @@ from sdckit.core.tomlfile import toml_value
 from sdckit.methods import available, get_method
 from sdckit.permutation import assess
 from sdckit.pipeline import ProgressCallback, Release, protect
-from sdckit.report.model import assessed_columns
+from sdckit.report.model import assessed_columns, on_release_scale
 from sdckit.risk import distance_linkage
 from sdckit.utility import utility_loss
 from sdckit.utility.columns import shared_numeric_columns
@@ -243,7 +243,10 @@ def permutation_verdict(original: pd.DataFrame, release: Release, seed: int | st
     000/001) on the columns the report assesses (:func:`sdckit.report.model.assessed_columns`:
     the quasi-identifiers and confidential columns of an ordered kind), on a simple random
     sample of :data:`PERMUTATION_RECORDS` record pairs when there are more (the sample is
-    stated). Its randomness is derived from the session's seed."""
+    stated). A column the release recoded into categories of its own (global recoding's
+    intervals) is compared with the original put on the release's scale, as the report does
+    (:func:`sdckit.report.model.on_release_scale`). Its randomness is derived from the
+    session's seed."""
     released = release.data
     columns = assessed_columns(original, released, release.schema)
     n = len(original)
@@ -252,7 +255,8 @@ def permutation_verdict(original: pd.DataFrame, release: Release, seed: int | st
         if not columns:
             raise DataError("no numeric, ordinal or date quasi-identifier or confidential column is released")
         state = np.random.SeedSequence([parse_seed(seed), PERMUTATION_STREAM])
-        result = assess(original[columns], released[columns], schema=release.schema,
+        scaled = on_release_scale(original[columns], released[columns], columns, release.schema, release.manifest)
+        result = assess(scaled, released[columns], schema=release.schema,
                         records=PERMUTATION_RECORDS if n > PERMUTATION_RECORDS else None, seed=state)
     except (SdcError, ValueError, TypeError) as exc:
         return {"verdict": None, "note": " ".join(str(exc).split()), "sample": sample, "records": n,
