@@ -126,13 +126,14 @@ def parameters(name: str) -> list[Parameter]:
 
 def parse_value(text: str) -> Any:
     """A parameter typed in the form, read as a TOML value (as in a recipe: ``3``, ``0.1``,
-    ``true``, ``"mdav"``, ``["age", "sex"]``); text that is not TOML is a string, or a list of
-    strings when it holds commas (``age, sex``)."""
+    ``true``, ``"mdav"``, ``["age", "sex"]``); text that is not TOML is a string, or a list
+    when it holds commas, each item read alike (``age, sex``; ``0, 30, 120``: what
+    :func:`shown_value` shows of a tuple)."""
     try:
         return tomllib.loads(f"v = {text}")["v"]
     except tomllib.TOMLDecodeError:
         if "," in text:
-            return [t.strip() for t in text.split(",") if t.strip()]
+            return [parse_value(t.strip()) for t in text.split(",") if t.strip()]
         return text.strip()
 
 
