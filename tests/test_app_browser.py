@@ -1295,3 +1295,23 @@ def test_mapping_and_hierarchy_steps_are_saved_in_the_recipe_and_reproduced(tmp_
         [["north", "*"], ["south", "*"]]), level=1, columns=["region"])
     with pytest.raises(ParameterError, match="built in memory cannot be saved"):
         recipe_text(folder / "survey.csv", session.roles, [in_memory], "s.seed", "csv", "x")
+
+
+def test_the_form_shows_each_parameter_as_text_that_builds_the_same_method(tmp_path):
+    """What the Protect screen fills in after a step (``shown_value`` of each parameter) is read
+    back (``build_method``) as the same method: breaks (a tuple shown ``0, 30, 120``, once read
+    as strings), a mapping (TOML lines), a hierarchy (its file's path), a list of columns."""
+    from sdckit.app.protect import build_method, parse_value, shown_value
+    from sdckit.core.hierarchy import Hierarchy
+    from sdckit.methods import get_method
+
+    (tmp_path / "region.csv").write_text(REGION_HIERARCHY)
+    assert parse_value("0, 30, 120") == [0, 30, 120] and parse_value("age, sex") == ["age", "sex"]
+    methods = [get_method("global_recoding", {"bins": [0, 30, 120], "columns": ["age", "income"]}),
+               get_method("global_recoding", {"mapping": {"<30": "young", "30-49": "young"}, "columns": ["age_group"]}),
+               get_method("global_recoding", {"hierarchy": Hierarchy.from_csv(tmp_path / "region.csv"), "level": 1,
+                                              "columns": ["region"]}),
+               get_method("local_suppression", {"k": 3})]
+    for method in methods:
+        texts = {k: shown_value(v) for k, v in method.params(plain=False).items()}
+        assert build_method(method.name, texts, tmp_path) == method, texts
