@@ -5,10 +5,12 @@ with the session's seed through :func:`sdckit.pipeline.protect`, and what is mea
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -17,13 +19,16 @@ import pandas as pd
 from sdckit.app.jobs import Job
 from sdckit.app.session import Loaded, Session, Step, risk_figures, schema_of
 from sdckit.core.errors import DataError, ParameterError, SdcError
+from sdckit.core.hierarchy import Hierarchy
 from sdckit.core.method import Method
 from sdckit.core.params import describe_rule
 from sdckit.core.random import parse_seed
+from sdckit.core.result import plain
+from sdckit.core.tomlfile import toml_value
 from sdckit.methods import available, get_method
 from sdckit.permutation import assess
 from sdckit.pipeline import ProgressCallback, Release, protect
-from sdckit.report.model import assessed_columns
+from sdckit.report.model import assessed_columns, on_release_scale
 from sdckit.risk import distance_linkage
 from sdckit.utility import utility_loss
 from sdckit.utility.columns import shared_numeric_columns
@@ -40,13 +45,20 @@ LINKAGE_STREAM = 0x5DC011A6
 
 @dataclass(frozen=True)
 class Parameter:
-    """One parameter of a registered method as the Protect screen asks for it."""
+    """One parameter of a registered method as the Protect screen asks for it: ``kind`` is
+    ``"text"`` (one TOML value), ``"mapping"`` (a mapping, typed as TOML lines or JSON in a text
+    area) or ``"path"`` (a file the method reads, in the data set's folder)."""
 
     name: str
     rule: str
     required: bool
     default: str
     listy: bool = False  # a list parameter: one name typed alone is a list of one
+    kind: str = "text"
+
+
+#: The phrase added to the rule of a parameter naming files (:func:`within_folder`).
+IN_FOLDER = "; files in the data set's folder or below"
 
 
 def methods() -> dict[str, type[Method]]:
@@ -54,20 +66,45 @@ def methods() -> dict[str, type[Method]]:
     return dict(sorted(available().items()))
 
 
+def recipe_value(value: Any) -> Any:
+    """A parameter value as a recipe holds it: a :class:`~sdckit.core.hierarchy.Hierarchy` the
+    path of its file (refused, one line, when it was not read from one), a mapping a dict of
+    such values, anything else :func:`sdckit.core.result.plain`."""
+    if isinstance(value, Hierarchy):
+        if value.source is None:
+            raise ParameterError("A hierarchy built in memory cannot be saved in a recipe; read it from a CSV file.")
+        return value.source
+    if isinstance(value, Mapping):
+        return {str(k): recipe_value(v) for k, v in value.items()}
+    return plain(value)
+
+
+def recipe_params(method: Method) -> dict[str, Any]:
+    """The method's parameters as its recipe's ``[[method]]`` table writes them (None left out)."""
+    values = {k: recipe_value(v) for k, v in method.params(plain=False).items()}
+    return {k: v for k, v in values.items() if v is not None}
+
+
 def shown_value(value: Any) -> str:
-    """A parameter value as the form shows it (the text :func:`parse_value` reads back)."""
+    """A parameter value as the form shows it (the text :func:`parse_value` or
+    :func:`parse_mapping` reads back): a mapping as TOML lines ``key = value``, a hierarchy
+    as the path of its file."""
     if value is None:
         return ""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, tuple):
         return ", ".join(map(str, value))
+    if isinstance(value, Hierarchy | Mapping):
+        saved = recipe_value(value)
+        return saved if isinstance(saved, str) else "\n".join(f"{json.dumps(k)} = {toml_value(v)}" for k, v in saved.items())
     return str(value)
 
 
 def parameters(name: str) -> list[Parameter]:
     """The parameters of method ``name`` (its dataclass fields), each with the phrase of its
-    rule from the method's ``constraints`` (:func:`~sdckit.core.params.describe_rule`)."""
+    rule from the method's ``constraints`` (:func:`~sdckit.core.params.describe_rule`) and how
+    it is asked for (:attr:`Parameter.kind`: a mapping in a text area, a path of a file)."""
     cls = methods().get(name)
     if cls is None:
         raise ParameterError(f"Unknown method {name!r}; choose one of the list.")
@@ -80,30 +117,91 @@ def parameters(name: str) -> list[Parameter]:
         rule = describe_rule(cls.constraints[f.name]) if f.name in cls.constraints else ""
         if f.name in ("columns", "strata") and not rule:
             rule = "None or column names, comma-separated"
-        out.append(Parameter(f.name, rule, required, default, str(f.type).startswith("tuple")))
+        kind = "mapping" if "Mapping" in str(f.type) else "path" if f.name in cls.path_params else "text"
+        if f.name in cls.path_params:
+            rule += IN_FOLDER
+        out.append(Parameter(f.name, rule, required, default, str(f.type).startswith("tuple"), kind))
     return out
 
 
 def parse_value(text: str) -> Any:
     """A parameter typed in the form, read as a TOML value (as in a recipe: ``3``, ``0.1``,
-    ``true``, ``"mdav"``, ``["age", "sex"]``); text that is not TOML is a string, or a list of
-    strings when it holds commas (``age, sex``)."""
+    ``true``, ``"mdav"``, ``["age", "sex"]``); text that is not TOML is a string, or a list
+    when it holds commas, each item read alike (``age, sex``; ``0, 30, 120``: what
+    :func:`shown_value` shows of a tuple)."""
     try:
         return tomllib.loads(f"v = {text}")["v"]
     except tomllib.TOMLDecodeError:
         if "," in text:
-            return [t.strip() for t in text.split(",") if t.strip()]
+            return [parse_value(t.strip()) for t in text.split(",") if t.strip()]
         return text.strip()
 
 
-def build_method(name: str, texts: Mapping[str, str]) -> Method:
+def parse_mapping(name: str, text: str) -> Any:
+    """A mapping parameter typed in its text area: TOML lines (``master = "higher"``, one per
+    line, as the recipe's table would hold them), or one inline table or JSON object
+    (``{"master": "higher"}``). Other text is :func:`parse_value`'s (e.g. ``data``, for the
+    method's rules to judge). Text that looks like a mapping and is not one is refused in one
+    line naming the parameter."""
+    text = text.strip()
+    if text.startswith("{"):
+        for read in (lambda t: tomllib.loads(f"v = {t}")["v"], json.loads):
+            try:
+                return read(text)
+            except ValueError:  # TOMLDecodeError and JSONDecodeError are ValueErrors
+                pass
+        raise ParameterError(f"The {name!r} parameter is neither a TOML inline table nor a JSON object; write "
+                             'e.g. { master = "higher" } or {"master": "higher"}.')
+    if "=" in text or "\n" in text:
+        try:
+            return tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise ParameterError(f"The {name!r} parameter is not TOML lines key = value ({exc}); write e.g. "
+                                 'master = "higher", one pair per line, text in quotes.') from None
+    return parse_value(text)
+
+
+def within_folder(name: str, value: Any, folder: Path | None) -> Any:
+    """A path parameter's value (a path, or a mapping whose values are paths) with each path
+    made absolute from ``folder`` — the folder of the data set's file — and refused (one line)
+    when it leads outside it (``..``, an absolute path elsewhere, a link out); every file the
+    screen lets a method read is there or below. An uploaded data set has no folder: refused."""
+    if folder is None:
+        raise ParameterError(f"The {name!r} parameter names files, which are read from the data set's folder; "
+                             "the data set was uploaded: open it by its path to use the files beside it.")
+    base = folder.resolve()
+
+    def one(text: Any) -> Any:
+        if not isinstance(text, str):
+            return text  # not a path: the method's own rules refuse it
+        path = (base / Path(text).expanduser()).resolve()
+        if not path.is_relative_to(base):
+            raise ParameterError(f"The {name!r} parameter names {text!r}, outside the data set's folder "
+                                 f"{str(base)!r}; put the file in that folder (or below) and give its path.")
+        return str(path)
+
+    return {k: one(v) for k, v in value.items()} if isinstance(value, Mapping) else one(value)
+
+
+def data_folder(session: Session) -> Path | None:
+    """The folder of the session's data set's file (None for an upload, or no data set)."""
+    source = None if session.data is None else session.data.source
+    return None if source is None else source.parent
+
+
+def build_method(name: str, texts: Mapping[str, str], folder: Path | None = None) -> Method:
     """The method ``name`` with the parameters the user typed (empty: the default), built by
-    :func:`sdckit.methods.get_method`, whose rules raise :class:`ParameterError`."""
+    :func:`sdckit.methods.get_method`, whose rules raise :class:`ParameterError`. A mapping is
+    read by :func:`parse_mapping`, a path parameter's files by :func:`within_folder` of
+    ``folder`` (the data set's folder)."""
     known = {p.name: p for p in parameters(name)}
-    values = {k: parse_value(v) for k, v in texts.items() if k in known and v.strip()}
+    values = {k: parse_mapping(k, v) if known[k].kind == "mapping" else parse_value(v)
+              for k, v in texts.items() if k in known and v.strip()}
     for k, v in values.items():
         if known[k].listy and isinstance(v, str):
             values[k] = [v]
+    for k in methods()[name].path_params & values.keys():
+        values[k] = within_folder(k, values[k], folder)
     return get_method(name, values)
 
 
@@ -146,7 +244,10 @@ def permutation_verdict(original: pd.DataFrame, release: Release, seed: int | st
     000/001) on the columns the report assesses (:func:`sdckit.report.model.assessed_columns`:
     the quasi-identifiers and confidential columns of an ordered kind), on a simple random
     sample of :data:`PERMUTATION_RECORDS` record pairs when there are more (the sample is
-    stated). Its randomness is derived from the session's seed."""
+    stated). A column the release recoded into categories of its own (global recoding's
+    intervals) is compared with the original put on the release's scale, as the report does
+    (:func:`sdckit.report.model.on_release_scale`). Its randomness is derived from the
+    session's seed."""
     released = release.data
     columns = assessed_columns(original, released, release.schema)
     n = len(original)
@@ -155,7 +256,8 @@ def permutation_verdict(original: pd.DataFrame, release: Release, seed: int | st
         if not columns:
             raise DataError("no numeric, ordinal or date quasi-identifier or confidential column is released")
         state = np.random.SeedSequence([parse_seed(seed), PERMUTATION_STREAM])
-        result = assess(original[columns], released[columns], schema=release.schema,
+        scaled = on_release_scale(original[columns], released[columns], columns, release.schema, release.manifest)
+        result = assess(scaled, released[columns], schema=release.schema,
                         records=PERMUTATION_RECORDS if n > PERMUTATION_RECORDS else None, seed=state)
     except (SdcError, ValueError, TypeError) as exc:
         return {"verdict": None, "note": " ".join(str(exc).split()), "sample": sample, "records": n,

@@ -12,34 +12,14 @@ from pathlib import Path
 from typing import Any
 
 from sdckit.app.jobs import Job
-from sdckit.app.protect import add_step
+from sdckit.app.protect import add_step, recipe_params
 from sdckit.app.session import Session, check_roles, open_path
 from sdckit.core.errors import DataError, ParameterError
 from sdckit.core.method import Method
+from sdckit.core.tomlfile import toml_value
 from sdckit.io import read
 from sdckit.io.files import WRITABLE
 from sdckit.recipe import load_recipe, run_recipe
-
-
-def toml_value(value: Any) -> str:
-    """A parameter value as TOML (strings, numbers, booleans and lists of them: what a recipe's
-    method parameters hold once plain)."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        if value != value:
-            return "nan"
-        if value in (float("inf"), float("-inf")):
-            return "inf" if value > 0 else "-inf"
-        return repr(value)
-    if isinstance(value, str):
-        return json.dumps(value)
-    if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(toml_value(v) for v in value) + "]"
-    raise ParameterError(f"A parameter value {type(value).__name__} cannot be saved in a recipe yet; "
-                         "write the recipe by hand for this method.")
 
 
 def recipe_text(input_path: Path, roles: Mapping[str, str], methods: list[Method], seed_file: str,
@@ -58,7 +38,7 @@ def recipe_text(input_path: Path, roles: Mapping[str, str], methods: list[Method
             lines.append(f"{role} = {toml_value(names)}")
     for m in methods:
         lines += ["", "[[method]]", f"name = {json.dumps(m.name)}"]
-        lines += [f"{k} = {toml_value(v)}" for k, v in m.params().items() if v is not None]
+        lines += [f"{k} = {toml_value(v)}" for k, v in recipe_params(m).items()]
     lines += ["", "[output]", 'dir = "."', f"format = {json.dumps(fmt)}", f"name = {json.dumps(name)}", ""]
     return "\n".join(lines)
 

@@ -218,11 +218,12 @@ def register(app: FastAPI) -> None:
     def typed(form: dict[str, str]) -> dict[str, str]:
         return {k.removeprefix("p-"): v for k, v in form.items() if k.startswith("p-")}
 
-    def method_or_error(form: dict[str, str]) -> tuple[Any, str | None, str | None]:
-        """(method, None, None), or (None, parameter or None, message) when it is refused."""
+    def method_or_error(request: Request, form: dict[str, str]) -> tuple[Any, str | None, str | None]:
+        """(method, None, None), or (None, parameter or None, message) when it is refused; files
+        are read from the data set's folder only (:func:`sdckit.app.protect.within_folder`)."""
         name = form.get("method", "")
         try:
-            return protecting.build_method(name, typed(form)), None, None
+            return protecting.build_method(name, typed(form), protecting.data_folder(request.state.session)), None, None
         except SdcError as exc:
             names = [p.name for p in protecting.parameters(name)] if name in protecting.methods() else []
             message = " ".join(str(exc).split())
@@ -242,7 +243,7 @@ def register(app: FastAPI) -> None:
         form = await form_of(request)
         if form is None:
             return refused()
-        _, name, message = method_or_error(form)
+        _, name, message = method_or_error(request, form)
         return JSONResponse({"ok": message is None, "parameter": name, "error": message})
 
     @app.post("/protect")
@@ -251,7 +252,7 @@ def register(app: FastAPI) -> None:
         if (stop := guard(request, form, roles=True)) is not None:
             return stop
         session: Session = request.state.session
-        method, name, message = method_or_error(form)
+        method, name, message = method_or_error(request, form)
         if method is None:
             return protect_page(request, form.get("method"), 400, None if name else message, typed(form),
                                 (name, message) if name else None)

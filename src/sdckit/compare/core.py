@@ -24,8 +24,11 @@ from sdckit.core.method import Method
 from sdckit.core.params import Interval, Options, check_param
 from sdckit.core.random import RandomState, as_generator, derive_seed, renamed_seed
 from sdckit.core.result import Result, plain
+from sdckit.core.schema import Schema
 from sdckit.pipeline import protect
+from sdckit.report.columns import on_release_scale
 from sdckit.report.settings import RULES as REPORT_RULES
+from sdckit.utility.columns import shared_numeric_columns
 from sdckit.utility.summary import MEASURES, utility_loss
 
 #: Replicates of each run's verification. A comparison judges a candidate by its p-value averaged
@@ -143,6 +146,12 @@ def evaluate_release(
 ) -> dict[str, Any]:
     """Risk (the verification) and utility loss of one release of ``original``.
 
+    A column the release recoded into categories of its own (global recoding's intervals, a
+    hierarchy's levels: an order in ``schema`` that the original's values are not in) is
+    verified with the original put on the release's scale, as the report does
+    (:func:`sdckit.report.columns.on_release_scale`); the utility loss is then measured on the
+    default columns that stayed numeric in both (all of ``columns`` when they are given).
+
     Returns ``hellinger``, ``hellinger_null``, ``p_value``, ``utility_loss``, and the
     verification's sequential test at ``alpha`` with at most ``max_replicates`` replicates:
     ``verdict`` (``"deniable"``, ``"flagged"`` or ``"borderline"``), ``p_value_low``,
@@ -153,14 +162,17 @@ def evaluate_release(
 
     # Default: the columns both have that can be ranked (nominal ones left out; issue 12 §5).
     cols = list(columns) if columns is not None else resolve_columns(original, released, None, schema)
-    verification = verify_linkage(original, released, cols, null=null, n_random=n_random, n_null=n_null,
+    scaled = on_release_scale(original, released, cols, schema) if isinstance(schema, Schema) else original
+    verification = verify_linkage(scaled, released, cols, null=null, n_random=n_random, n_null=n_null,
                                   alpha=alpha, max_replicates=max_replicates, schema=schema,
                                   seed=seed)
+    numeric = set(shared_numeric_columns(original, released))
+    measured = cols if columns is not None else [c for c in cols if c in numeric] or cols
     return {
         "hellinger": float(verification.hellinger),
         "hellinger_null": float(verification.hellinger_null),
         "p_value": float(verification.p_value),
-        "utility_loss": utility_loss(original, released, cols, measure=utility),
+        "utility_loss": utility_loss(original, released, measured, measure=utility),
         "verdict": verification.verdict,
         "p_value_low": float(verification.p_value_low),
         "p_value_high": float(verification.p_value_high),

@@ -3,6 +3,7 @@ name the file: one reader, so that every kind of file fails the same way."""
 
 from __future__ import annotations
 
+import json
 import tomllib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -59,3 +60,33 @@ def resolve_path_params(params: Mapping[str, Any], names: Iterable[str], base: P
 
     names = frozenset(names)
     return {k: resolve(v) if k in names else v for k, v in params.items()}
+
+
+def toml_value(value: Any) -> str:
+    """``value`` written as one TOML value: strings, numbers, booleans, lists of them and
+    mappings (an inline table, its keys quoted), as a recipe's method parameters hold them once
+    plain; anything else is refused in one line. :func:`tomllib.loads` reads it back equal.
+
+    Examples
+    --------
+    >>> toml_value({"master": "higher", "n": [1, 2.5, True]})
+    '{ "master" = "higher", "n" = [1, 2.5, true] }'
+    """
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if value != value:
+            return "nan"
+        if value in (float("inf"), float("-inf")):
+            return "inf" if value > 0 else "-inf"
+        return repr(value)
+    if isinstance(value, str):
+        return json.dumps(value)
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(toml_value(v) for v in value) + "]"
+    if isinstance(value, Mapping):
+        return "{ " + ", ".join(f"{json.dumps(str(k))} = {toml_value(v)}" for k, v in value.items()) + " }"
+    raise ParameterError(f"A parameter value {type(value).__name__} cannot be saved in a recipe yet; "
+                         "write the recipe by hand for this method.")
