@@ -35,6 +35,8 @@ from sdckit.core.errors import DataError
 from sdckit.query.config import IDENTIFIER, ServiceConfig, TableConfig
 from sdckit.query import ranges
 from sdckit.query.cube import Cube, summable_columns
+from sdckit.query.joins import load_public
+from sdckit.query.relnames import NUMERIC_TYPES
 from sdckit.query.generate import RANK, ROW, clamp_column, code_column, is_text_domain, relation_name, rows_per_unit
 
 if TYPE_CHECKING:
@@ -42,9 +44,6 @@ if TYPE_CHECKING:
 
 #: Names in the SQL below (they come from the checked configuration).
 _q = quote_identifier
-
-_NUMERIC = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER",
-            "UBIGINT", "FLOAT", "DOUBLE", "REAL", "DECIMAL")
 
 
 def _sha256(path: Any) -> str:
@@ -75,7 +74,8 @@ class Database:
         #: SHA-256 of each table's file (restricted-mode answers are audited on this data)
         self.fingerprints: dict[str, str] = {}
         tables = {name: self._load(t) for name, t in config.tables.items()}
-        self.config = dataclasses.replace(config, tables=tables)
+        public = {name: load_public(self._con, p) for name, p in config.public_tables.items()}  # (sdckit.query.joins)
+        self.config = dataclasses.replace(config, tables=tables, public_tables=public)
         #: the pre-aggregated dp relation of each table (None: no column qualifies; see sdckit.query.cube)
         # (a table served as tables never answers SQL: no fast path; sdckit.query.tables builds its cells)
         self.cubes: dict[str, Cube | None] = {name: Cube.build(self._con, t) if t.mode != "tables" else None
@@ -95,8 +95,8 @@ class Database:
         without a scan (the same numbers as DuckDB's), or ``None`` when neither answers it. They
         hold the dp relation's rows: a query asking fewer ``rows`` per person than the configured
         bound is never answered here (``None``: the scan filters the rank)."""
-        if rows is not None and rows != rows_per_unit(self.config.tables[query.table]):
-            return None
+        if (rows is not None and rows != rows_per_unit(self.config.tables[query.table])) or query.join is not None:
+            return None  # (a join: the cube and indexes hold the table alone)
         cube = self.cubes.get(query.table)
         if cube is not None and cube.covers(query):
             return cube.cells(query, n_cells)
@@ -129,11 +129,11 @@ class Database:
                        where=f"{t.path.name!r} (table {t.name!r})", table=t.source_table, alias=f"src_{t.name}")
         source, types = rel.sql, rel.types
         for column in t.bounds:
-            if not types[column].startswith(_NUMERIC):
+            if not types[column].startswith(NUMERIC_TYPES):
                 raise DataError(f"table {t.name!r}: column {column!r} has bounds but is not numeric ({types[column]}).")
         for column, values in t.domains.items():
             numeric_domain = not isinstance(values[0], str)
-            if numeric_domain and not types[column].startswith(_NUMERIC):
+            if numeric_domain and not types[column].startswith(NUMERIC_TYPES):
                 raise DataError(f"table {t.name!r}: the domain of {column!r} lists numbers but the column holds text.")
         text_cols = [c for c in t.domains if is_text_domain(t, c)]
         select = "*"
@@ -179,7 +179,7 @@ class Database:
         bounds = dict(t.bounds)
         read = []
         for column, kind in types.items():
-            if column in bounds or column == t.privacy_unit or not kind.startswith(_NUMERIC) or column in t.domains:
+            if column in bounds or column == t.privacy_unit or not kind.startswith(NUMERIC_TYPES) or column in t.domains:
                 continue
             if not IDENTIFIER.match(column) or column.startswith("__sdc_"):
                 continue

@@ -28,7 +28,7 @@ from sdckit.core.atomic import make_private_dir, open_private
 from sdckit.core.errors import BudgetExceeded, ParameterError, SdcError
 from sdckit.core.random import as_generator
 from sdckit.dp.accountant import exact, exact_text
-from sdckit.query import keys, noisy, noisy_gaussian
+from sdckit.query import joins, keys, noisy, noisy_gaussian
 from sdckit.query.analysts import DEFINITIONS, Analyst
 from sdckit.query.config import load_config
 from sdckit.query.data import Database
@@ -133,13 +133,16 @@ class Service:
         if not isinstance(sql, str):
             raise UnsupportedQuery("The 'sql' field must be a string holding one SELECT statement.")
         query = self._parse(sql)
-        if not analyst.may_query(query.table):
-            raise _not_allowed(analyst, query.table)
+        for name in joins.private_tables(query):
+            if not analyst.may_query(name):
+                raise _not_allowed(analyst, name)
         if query.table in self.tables.cubes:
             raise Refused(f"The table {query.table!r} is served as tables only (its cells perturbed by the cell key "
                           "method): POST /v1/table {\"table\": ..., \"dimensions\": [...]}.")
         epsilon_given = body.get("epsilon")
-        data_keys = self.config.tables[query.table].keys_from_data(query.group_by)
+        data_keys = joins.query_table(query, self.config).keys_from_data(query.group_by)
+        if query.join is not None and analyst.mode == "restricted":
+            raise UnsupportedQuery("Joins are answered in dp mode only: a restricted analyst queries one table.")
         if data_keys and analyst.mode == "restricted":
             raise UnsupportedQuery(f"GROUP BY {data_keys[0]!r} takes its keys from the data (thresholding), a dp "
                                    "mechanism: in restricted mode GROUP BY only columns with a declared domain.")
@@ -168,6 +171,9 @@ class Service:
             check_dimensions(query, self.config.tables[query.table])
             return self._restricted(analyst, query, sql)
         rows = _rows_asked(body, self.config.tables[query.table])
+        if rows is not None and query.join is not None and query.join.private:
+            raise UnsupportedQuery(f"{ROWS_FIELD!r} is not taken with a join of two private tables (its truncation "
+                                   "per join key is over the configured bound): leave it out.")
         if data_keys:
             return self._data_keys(analyst, query, sql, body, rows)
         if analyst.definition != "pure":
@@ -180,21 +186,21 @@ class Service:
         if isinstance(epsilon_given, bool) or not isinstance(epsilon_given, int | float | str):
             raise UnsupportedQuery("'epsilon' must be a number > 0 (or a string such as \"0.1\" or \"1/3\").")
         epsilon = exact(epsilon_given, "the query", "epsilon")
-        table = self.config.tables[query.table]
+        table = joins.query_table(query, self.config)
         plan = noisy.plan(query, table, epsilon, rows)
         cache_key = self._cache_key("dp", query, epsilon, rows)
         stored = self._stored_dp(analyst, sql, cache_key)
         if stored is not None:
             return stored
         charge_id, after = self.state.charge(analyst.name, epsilon, sql, json.dumps(query.to_dict()))
-        fast = self.db.fast_cells(query, len(plan.cells), plan.k)  # the same true answer, without a scan
+        fast = self.db.fast_cells(query, len(plan.cells), rows)  # the same true answer, without a scan
         if fast is not None:
             result = noisy.answer_cells(plan, table, *fast, self._rng(charge_id))
         else:
-            data = self.db.aggregate(aggregate_sql(query, table, "dp", rows=plan.k))
-            hists = {c: self.db.aggregate(histogram_sql(query, table, c, plan.k)) for c in quantile_columns(query)}
+            data = self.db.aggregate(aggregate_sql(query, table, "dp", rows=rows))
+            hists = {c: self.db.aggregate(histogram_sql(query, table, c, rows)) for c in quantile_columns(query)}
             result = noisy.answer(plan, table, data, self._rng(charge_id), hists)
-        result[ROWS_FIELD] = plan.k
+        _state_rows(result, table, rows)
         if self.config.cache:
             self.state.store(analyst.name, cache_key, result)
         return 200, {**result, **_budget_fields(epsilon, after), "cached": False}
@@ -242,7 +248,7 @@ class Service:
         """A dp query of an analyst whose budget is (epsilon, delta)-DP or rho-zCDP: Gaussian noise
         (:mod:`sdckit.query.noisy_gaussian`), charged in that definition."""
         loss = self._loss(analyst, body)
-        table = self.config.tables[query.table]
+        table = joins.query_table(query, self.config)
         plan = noisy_gaussian.plan(query, table, analyst.definition, **loss, rows=rows)
         cache_key = self._cache_key(analyst.definition, query, tuple(sorted(loss.items())), rows)
         stored = self._stored_dp(analyst, sql, cache_key)
@@ -250,12 +256,12 @@ class Service:
             return stored
         eps, delta, rho = plan.cost
         charge_id, after = self.state.charge(analyst.name, eps, sql, json.dumps(query.to_dict()), delta, rho)
-        fast = self.db.fast_cells(query, len(plan.cells), plan.k)
+        fast = self.db.fast_cells(query, len(plan.cells), rows)
         if fast is None:
-            data = self.db.aggregate(aggregate_sql(query, table, "dp", rows=plan.k))
+            data = self.db.aggregate(aggregate_sql(query, table, "dp", rows=rows))
             fast = noisy.exact_cells(plan, table, data)
         result = noisy_gaussian.answer_cells(plan, *fast, self._rng(charge_id))
-        result[ROWS_FIELD] = plan.k
+        _state_rows(result, table, rows)
         if self.config.cache:
             self.state.store(analyst.name, cache_key, result)
         return 200, {**result, **_budget_fields(eps, after, plan.cost), "cached": False}
@@ -412,6 +418,15 @@ def _rows_asked(body: dict[str, Any], table: Any) -> int | None:
         raise UnsupportedQuery(f"{ROWS_FIELD!r} must be an int from 1 to {most} (the table {table.name!r}'s configured "
                                f"bound): the most rows per privacy unit this query counts; got {shown}.")
     return None if value == most else value
+
+
+def _state_rows(result: dict[str, Any], table: Any, rows: int | None) -> None:
+    """State in a dp answer the rows per privacy unit it counted and, for a join, the join and
+    the bound every sensitivity used (:meth:`sdckit.query.joins.JoinedTable.statement`)."""
+    result[ROWS_FIELD] = rows_per_unit(table, rows)
+    if isinstance(table, joins.JoinedTable):
+        result["join"] = table.statement(result[ROWS_FIELD])
+        result["mechanism"] += "; " + result["join"]["text"]
 
 
 def _sql_of(body: Any) -> str | None:
