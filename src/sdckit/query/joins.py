@@ -257,7 +257,7 @@ def parse_join(tree: exp.Select, config: ServiceConfig, left: TableConfig, alias
             raise UnsupportedQuery(f"{key.upper()} on the joined table is not supported.")
     name = target.this.this
     if name.lower() == left.name.lower():
-        raise UnsupportedQuery(f"The table {left.name!r} joined with itself is not supported.")
+        raise UnsupportedQuery(f"A JOIN of the table {left.name!r} with itself is not supported.")
     public = next((p for n, p in config.public_tables.items() if n.lower() == name.lower()), None)
     private = next((t for n, t in config.tables.items() if n.lower() == name.lower()), None)
     if public is None and private is None:

@@ -109,6 +109,24 @@ class Service:
         self.state.log(analyst.name, None, "budget read", 200)
         return 200, analyst.budget()
 
+    def public(self, key: str | None, name: str) -> Response:
+        """``GET /v1/public/<name>``: a public table whole (``columns``, ``rows``, and each column's
+        ``multiplicity``, the most rows sharing one value: the factor a join on it puts on every
+        sensitivity; :mod:`sdckit.query.joins`). No budget; logged like every request."""
+        analyst = self.authenticate(key)
+        if analyst is None:
+            self.state.log(None, None, f"refused: authentication (public {name[:64]})", 401)
+            return _error(401, UNAUTHORIZED)
+        table = next((t for n, t in self.config.public_tables.items() if n.lower() == str(name).lower()), None)
+        if table is None:
+            self.state.log(analyst.name, None, "refused: unknown public table", 404)
+            return _error(404, f"No public table {name[:64]!r}: the service publishes "
+                               f"{', '.join(sorted(self.config.public_tables)) or 'none'}.")
+        rows = [list(r) for r in self.db.execute(joins.public_sql(table)).fetchall()]
+        self.state.log(analyst.name, None, f"public table {table.name}", 200)
+        return 200, {"table": table.name, "columns": list(table.columns), "rows": rows,
+                     "multiplicity": table.multiplicity}
+
     def query(self, key: str | None, body: Any) -> Response:
         analyst, sql = self.authenticate(key), _sql_of(body)
         if analyst is None:
