@@ -344,7 +344,7 @@ def joined_table(config: ServiceConfig, left: TableConfig, join: Join, left_name
         if join.kind != "inner":
             raise UnsupportedQuery("LEFT JOIN of two private tables is not supported: write [INNER] JOIN.")
         if left.privacy_unit is None or left.privacy_unit != right.privacy_unit:
-            raise UnsupportedQuery(f"A join of two private tables needs the same privacy unit: {left.name!r} and "
+            raise UnsupportedQuery(f"A JOIN of two private tables needs the same privacy unit: {left.name!r} and "
                                    f"{right.name!r} must both declare privacy_unit, the same column of the same persons.")
         for column in right.columns:
             mapped = name_of(column)
