@@ -35,7 +35,7 @@ from sdckit.core.errors import DataError
 from sdckit.query.config import IDENTIFIER, ServiceConfig, TableConfig
 from sdckit.query import ranges
 from sdckit.query.cube import Cube, summable_columns
-from sdckit.query.joins import load_public
+from sdckit.query.joins import load_public, public_sql, query_table
 from sdckit.query.relnames import NUMERIC_TYPES
 from sdckit.query.generate import RANK, ROW, clamp_column, code_column, is_text_domain, relation_name, rows_per_unit
 
@@ -69,6 +69,7 @@ class Database:
         self._local = threading.local()
         self._units: dict[str, np.ndarray] = {}
         self._units_lock = threading.Lock()
+        self._joined: dict[Any, Cube | None] = {}  # a public join -> the joined cube (sdckit.query.joins)
         self.n_rows: dict[str, int] = {}
         self.unique_units: dict[str, bool] = {}
         #: SHA-256 of each table's file (restricted-mode answers are audited on this data)
@@ -95,8 +96,11 @@ class Database:
         without a scan (the same numbers as DuckDB's), or ``None`` when neither answers it. They
         hold the dp relation's rows: a query asking fewer ``rows`` per person than the configured
         bound is never answered here (``None``: the scan filters the rank)."""
-        if (rows is not None and rows != rows_per_unit(self.config.tables[query.table])) or query.join is not None:
-            return None  # (a join: the cube and indexes hold the table alone)
+        if rows is not None and rows != rows_per_unit(self.config.tables[query.table]):
+            return None
+        if query.join is not None:  # a public join: the cube joined in numpy, if it covers the query
+            cube = self._joined_cube(query)
+            return cube.cells(query, n_cells) if cube is not None and cube.covers(query) else None
         cube = self.cubes.get(query.table)
         if cube is not None and cube.covers(query):
             return cube.cells(query, n_cells)
@@ -104,6 +108,23 @@ class Database:
             if index.covers(query):
                 return index.cells(query)
         return None
+
+    def _joined_cube(self, query: Any) -> Cube | None:
+        """The table's cube joined with the public table of ``query``'s join (built once per join;
+        :meth:`sdckit.query.cube.Cube.joined`), ``None`` for a private join or without a cube."""
+        join, cube = query.join, self.cubes.get(query.table)
+        if join.private or cube is None:
+            return None
+        with self._units_lock:
+            if join not in self._joined:
+                table = query_table(query, self.config)
+                public = self.config.public_tables[join.other]
+                rows = self._con.cursor().execute(public_sql(public)).fetchall()
+                names = list(public.columns)
+                columns = {table.renamed[c]: [r[i] for r in rows] for i, c in enumerate(names) if c in table.renamed}
+                self._joined[join] = cube.joined(table, join.key, [r[names.index(join.other_key)] for r in rows],
+                                                 columns, join.kind == "left")
+            return self._joined[join]
 
     def cursor(self) -> duckdb.DuckDBPyConnection:
         """This thread's cursor (DuckDB connections are not shared across threads)."""
