@@ -23,8 +23,9 @@ Exactly the same true answer as the DuckDB path (tests compare both on random pr
   only if its values lie within +/-2**53, and a query whose numeric literal lies outside that range
   goes to DuckDB; text is compared by code point, which is DuckDB's (UTF-8 byte) order.
 
-Anything else (quantiles, a column not in the cube, a sum the cube cannot make exact) is answered
-by DuckDB. Nothing here runs SQL built from the analyst's query: the cube is built from the
+A join with a public table on a cube column is answered from the cube joined with it in numpy
+(:meth:`Cube.joined`, issue 32). Anything else (quantiles, a column not in the cube, a sum the
+cube cannot make exact, a join of two private tables) is answered by DuckDB. Nothing here runs SQL built from the analyst's query: the cube is built from the
 configuration's names only, and the analyst's values are compared with numpy.
 """
 

@@ -35,7 +35,10 @@ can come in, and the bound is ``min(k_L, t_L) min(k_R, t_R)``. A query-time
 ``max_rows_per_unit`` is refused with a private join (the per-key truncation is taken over the
 configured bound).
 
-Every answer of a join states the join, the multiplicity or the truncation, and the bound used
+A public join on a cube column of the FROM table is answered from its cube joined in numpy
+(:meth:`sdckit.query.cube.Cube.joined`, :meth:`sdckit.query.data.Database.fast_cells`: the same
+counts and sums); a text-domain key whose domain holds every public key value is joined on
+integer codes in DuckDB (:attr:`JoinedTable.key_domain`). Every answer of a join states the join, the multiplicity or the truncation, and the bound used
 (``join``, and the end of ``mechanism``). Refused (400, one line): joins in restricted mode, a
 GROUP BY with keys from the data, cross joins, ``USING``/``NATURAL``/``RIGHT``/``FULL``, a join
 condition other than one equality of a column of each table, an undeclared column, two public
