@@ -92,12 +92,13 @@ def _analyst(svc, name, mode="dp", **budget):
         return svc.state.add_analyst(name, mode, budget.get("epsilon"), budget.get("delta", 0), None, budget.get("rho"))
 
 
-def _true(db, config, sql):
-    """The plan (epsilon 1) and the true counts and clamped sums per cell of a dp query."""
+def _true(db, config, sql, rows=None):
+    """The plan (epsilon 1) and the true counts and clamped sums per cell of a dp query (at most
+    ``rows`` rows per person of the FROM table, if given)."""
     query = parse(sql, config)
     table = query_table(query, config)
-    plan = noisy.plan(query, table, Fraction(1))
-    return plan, *noisy.exact_cells(plan, table, db.aggregate(aggregate_sql(query, table, "dp")))
+    plan = noisy.plan(query, table, Fraction(1), rows)
+    return plan, *noisy.exact_cells(plan, table, db.aggregate(aggregate_sql(query, table, "dp", rows=rows)))
 
 
 # ------------------------------------------------------------------ the pandas oracle
@@ -172,6 +173,20 @@ def test_private_join_noiseless_answers_equal_a_pandas_merge_after_truncation(sv
     assert plan.k == bound and plan.sensitivities["count"] == bound
     assert svc.db.fast_cells(parse(f"SELECT COUNT(*) FROM census JOIN visits ON census.{on[0]} = visits.{on[1]}",
                                    svc.config), 1) is None  # a private join: DuckDB only
+
+
+@pytest.mark.parametrize("on, bound", [(("region", "region"), 2 * (1 * 2 + 2 * 1)), (("pid", "pid"), 1 * 2)])
+def test_a_smaller_bound_asked_per_query_runs_before_the_truncation_per_key(svc, on, bound):
+    """max_rows_per_unit k' = 1: census keeps each person's first row, then its first row per key
+    (the oracle: pandas on the bounded relation at k = 1); the bound uses k_L = k'."""
+    sql = f"SELECT v.kind, COUNT(*), SUM(income) FROM census JOIN visits v ON census.{on[0]} = v.{on[1]} GROUP BY v.kind"
+    plan, counts, sums = _true(svc.db, svc.config, sql, rows=1)
+    expected = _oracle(_bounded(CENSUS, 1), _bounded(VISITS, K), on, "kind", per_key=(1, 2)).reindex(["a", "b"], fill_value=0)
+    assert counts.tolist() == expected["n"].tolist() and sums["income"].tolist() == expected["s"].astype(float).tolist()
+    assert plan.k == bound
+    key = _analyst(svc, f"smaller_{on[0]}", epsilon="1")
+    status, body = svc.query(key, {"sql": sql, "epsilon": 1, "max_rows_per_unit": 1})
+    assert status == 200 and body["max_rows_per_unit"] == 1 and body["join"]["contribution_bound"] == bound
 
 
 def test_the_answer_states_the_join_the_bound_and_the_budget(svc):
@@ -282,7 +297,7 @@ def test_a_person_cannot_move_a_private_join_more_than_the_stated_bound(tmp_path
     both keys; removing her lets person 2's rows in: the counts split by income move by 8,
     above k_L t_R + k_R t_L = 6 (so the factor 2 of DropExcess is needed) and within the stated
     2 (2 x 2 + 2 x 1) = 12. Then 6 random instances, three persons removed in turn: never above
-    12 on a region key, never above min(2, 1) min(2, 2) = 2 joined on the privacy unit."""
+    12 on a region key (8 at k' = 1), never above min(k, 1) min(2, 2) = 2 joined on the privacy unit."""
     census = pd.DataFrame({"pid": [1, 1, 2, 2], "region": ["N", "S", "N", "S"], "income": [0, 0, 200, 200]})
     visits = pd.DataFrame({"pid": [3, 3, 4, 4], "region": ["N", "S", "N", "S"], "cost": [1, 1, 1, 1], "kind": list("abab")})
     pairs = [("c", census, "v", visits), ("cx", census[census.pid != 1], "vx", visits)]
@@ -307,9 +322,9 @@ def test_a_person_cannot_move_a_private_join_more_than_the_stated_bound(tmp_path
     grouped = ("SELECT {v}.kind, {t}.region, COUNT(*), SUM(cost), SUM(income) FROM {t} JOIN {v} "
                "ON {t}.{key} = {v}.{key} GROUP BY {v}.kind, {t}.region")
     for i, person in cases:
-        for key, bound in (("region", 12), ("pid", 2)):
-            plan, c1, s1 = _true(db, db.config, grouped.format(t=f"a{i}", v=f"b{i}", key=key))
-            _, c0, s0 = _true(db, db.config, grouped.format(t=f"a{i}p{person}", v=f"b{i}p{person}", key=key))
+        for key, rows, bound in (("region", None, 12), ("pid", None, 2), ("region", 1, 8), ("pid", 1, 2)):
+            plan, c1, s1 = _true(db, db.config, grouped.format(t=f"a{i}", v=f"b{i}", key=key), rows)
+            _, c0, s0 = _true(db, db.config, grouped.format(t=f"a{i}p{person}", v=f"b{i}p{person}", key=key), rows)
             assert plan.sensitivities["count"] == bound and np.abs(c1 - c0).sum() <= bound
             assert np.abs(s1["cost"] - s0["cost"]).sum() <= plan.sensitivities["cost"] == 10 * bound
             assert np.abs(s1["income"] - s0["income"]).sum() <= plan.sensitivities["income"] == 200 * bound
@@ -383,8 +398,8 @@ def test_refusals_through_the_service_charge_nothing(svc):
     assert status == 400 and "dp mode only" in body["error"]
     key = _analyst(svc, "r2", epsilon="1")
     status, body = svc.query(key, {"sql": "SELECT COUNT(*) FROM census JOIN visits ON census.pid = visits.pid",
-                                   "epsilon": 0.5, "max_rows_per_unit": 1})
-    assert status == 400 and "max_rows_per_unit" in body["error"]
+                                   "epsilon": 0.5, "max_rows_per_unit": 3})
+    assert status == 400 and "max_rows_per_unit" in body["error"]  # above the configured k = 2
     assert svc.state.analyst("r2").epsilon_remaining == 1
     status, body = svc.public(key, "nope")
     assert status == 404 and "regions" in body["error"]

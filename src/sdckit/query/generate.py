@@ -117,10 +117,12 @@ def contribution_bound(table: TableConfig, rows: int | None = None) -> int:
     return table.bound(k) if isinstance(table, JoinedTable) else k
 
 
-def _source(table: TableConfig, mode: str, bind: _Params) -> exp.Expression:
-    """The FROM of a statement: the table's relation, or the join of a :class:`JoinedTable`."""
+def _source(table: TableConfig, mode: str, bind: _Params, rows: int | None = None) -> exp.Expression:
+    """The FROM of a statement: the table's relation, or the join of a :class:`JoinedTable`
+    (``rows``: a dp query's smaller bound, applied before a private join's truncation per key)."""
     if isinstance(table, JoinedTable):
-        return table.source(relation_name(table, mode), bind)
+        asked = rows if mode == "dp" and rows is not None and rows != rows_per_unit(table) else None
+        return table.source(relation_name(table, mode), bind, asked)
     return exp.Table(this=exp.to_identifier(relation_name(table, mode), quoted=True))
 
 
@@ -228,7 +230,7 @@ def _group_expression(column: str, table: TableConfig) -> exp.Column:
 
 def _statement(selects: list[exp.Expression], query: Query, table: TableConfig, mode: str,
                bind: _Params, group: bool, rows: int | None = None) -> Generated:
-    statement = exp.Select(expressions=selects).from_(_source(table, mode, bind), copy=False)
+    statement = exp.Select(expressions=selects).from_(_source(table, mode, bind, rows), copy=False)
     statement = _where(statement, query, table, bind, rows if mode == "dp" else None)
     if group and query.group_by:
         statement = statement.group_by(*[_group_expression(c, table) for c in query.group_by], copy=False)
@@ -338,7 +340,7 @@ def histogram_sql(query: Query, table: TableConfig, column: str, rows: int | Non
     selects: list[exp.Expression] = [_alias(_group_expression(c, table), group_alias(i)) for i, c in enumerate(query.group_by)]
     selects.append(_alias(exp.cast(index, "BIGINT"), BIN_ALIAS))
     selects.append(_alias(exp.Count(this=exp.Star()), COUNT_ALIAS))
-    statement = exp.Select(expressions=selects).from_(_source(table, "dp", bind), copy=False)
+    statement = exp.Select(expressions=selects).from_(_source(table, "dp", bind, rows), copy=False)
     statement = _where(statement, query, table, bind, rows)
     keys = [exp.Column(this=exp.to_identifier(group_alias(i), quoted=True)) for i in range(len(query.group_by))]
     keys.append(exp.Column(this=exp.to_identifier(BIN_ALIAS, quoted=True)))

@@ -32,8 +32,8 @@ the joined relation changes by at most ``2 (k_L t_R + k_R t_L)`` rows (Tumult st
 ``T_L S_R M_L + T_R S_L M_R`` with stability ``S = 2`` for ``DropExcess``). Joined on the privacy
 units themselves (``ON a.unit = b.unit``), a key holds one person's rows only, nobody else's row
 can come in, and the bound is ``min(k_L, t_L) min(k_R, t_R)``. A query-time
-``max_rows_per_unit`` is refused with a private join (the per-key truncation is taken over the
-configured bound).
+``max_rows_per_unit`` ``k'`` bounds the FROM table's rows before its truncation per key (``k_L =
+k'``).
 
 A public join on a cube column of the FROM table is answered from its cube joined in numpy
 (:meth:`sdckit.query.cube.Cube.joined`, :meth:`sdckit.query.data.Database.fast_cells`: the same
@@ -59,7 +59,7 @@ from sdckit.core.duckdb_session import quote_identifier, relation
 from sdckit.core.errors import DataError, ParameterError
 from sdckit.core.result import Result, plain
 from sdckit.query.config import IDENTIFIER, MAX_GROUPS, PublicTable, ServiceConfig, TableConfig
-from sdckit.query.relnames import NUMERIC_TYPES, ROW, clamp_column, code_column, is_text_domain, public_relation, relation_name
+from sdckit.query.relnames import NUMERIC_TYPES, RANK, ROW, clamp_column, code_column, is_text_domain, public_relation, relation_name
 from sdckit.query.sqlnodes import UnknownTable, UnsupportedQuery, node_name
 
 #: Aliases of the joined relation and of its two sides in the generated SQL (sdckit's own names).
@@ -182,13 +182,15 @@ class JoinedTable(TableConfig):
             raise UnsupportedQuery(f"The GROUP BY has {size} groups (the product of its columns' values): at most "
                                    f"{MAX_GROUPS}; group by fewer or smaller columns.")
 
-    def source(self, left_relation: str, bind: Any) -> exp.Expression:
+    def source(self, left_relation: str, bind: Any, rows: int | None = None) -> exp.Expression:
         """``(SELECT l.*, r.col AS name, .. FROM <left> AS l [LEFT] JOIN <right> AS r ON l.key =
-        r.key) AS __sdc_joined``; each side of a private join truncated to its rows per key
-        (``bind``: the statement's parameters, called in text order)."""
+        r.key) AS __sdc_joined``; each side of a private join truncated to its rows per key, the
+        FROM table's after keeping the ``rows`` of rank <= a smaller bound the query asks (so the
+        truncation admits no more rows than she held; ``bind``: the statement's parameters, called
+        in text order)."""
         j = self.join
         if j.private:
-            left: exp.Expression = exp.Subquery(this=_truncated(left_relation, j.key, self.key_rows[0], bind),
+            left: exp.Expression = exp.Subquery(this=_truncated(left_relation, j.key, self.key_rows[0], bind, rows),
                                                 alias=exp.TableAlias(this=_ident(LEFT)))
             right: exp.Expression = exp.Subquery(this=_truncated(self.other_relation, j.other_key, self.key_rows[1], bind),
                                                  alias=exp.TableAlias(this=_ident(RIGHT)))
@@ -224,11 +226,14 @@ def _qualified(column: str, table: str) -> exp.Column:
     return exp.Column(this=_ident(column), table=_ident(table))
 
 
-def _truncated(relation_: str, key: str, rows: int, bind: Any) -> exp.Select:
-    """``SELECT * FROM relation QUALIFY row_number() OVER (PARTITION BY key ORDER BY __sdc_row) <= ?``."""
+def _truncated(relation_: str, key: str, rows: int, bind: Any, rank: int | None = None) -> exp.Select:
+    """``SELECT * FROM relation [WHERE __sdc_rank <= ?] QUALIFY row_number() OVER (PARTITION BY
+    key ORDER BY __sdc_row) <= ?``."""
     window = exp.Window(this=exp.RowNumber(), partition_by=[exp.Column(this=_ident(key))],
                         order=exp.Order(expressions=[exp.Ordered(this=exp.Column(this=_ident(ROW)))]))
     statement = exp.Select(expressions=[exp.Star()]).from_(_table(relation_), copy=False)
+    if rank is not None:
+        statement = statement.where(exp.LTE(this=exp.Column(this=_ident(RANK)), expression=bind(rank)), copy=False)
     statement.set("qualify", exp.Qualify(this=exp.LTE(this=window, expression=bind(rows))))
     return statement
 

@@ -189,9 +189,6 @@ class Service:
             check_dimensions(query, self.config.tables[query.table])
             return self._restricted(analyst, query, sql)
         rows = _rows_asked(body, self.config.tables[query.table])
-        if rows is not None and query.join is not None and query.join.private:
-            raise UnsupportedQuery(f"{ROWS_FIELD!r} is not taken with a join of two private tables (its truncation "
-                                   "per join key is over the configured bound): leave it out.")
         if data_keys:
             return self._data_keys(analyst, query, sql, body, rows)
         if analyst.definition != "pure":
