@@ -144,3 +144,17 @@ def test_readme_budget_definitions_run_as_written(tmp_path, monkeypatch, capsys)
         assert printed == ["approx 0.0000009", "approximate (epsilon, delta)-DP, basic composition"]
     finally:
         server.stop()
+
+
+def test_readme_joins_run_as_written(tmp_path, monkeypatch, capsys):
+    """The joins' example (issue 32): the census joined with a public table of education stages;
+    the CLI prints both stages, the client reads the public table and states the join's bound."""
+    bash, python = _blocks("query-joins", "query-joins-client")
+    (tmp_path / "src").symlink_to(ROOT / "src")
+    monkeypatch.chdir(tmp_path)
+    server, port_used, outputs = _run_bash(bash, tmp_path, capsys, 8003)
+    try:
+        assert "school" in outputs[-1] and "university" in outputs[-1]
+        assert _run_python(python, 8003, port_used) == ["(5, 2)", "['school', 'university']", "1"]
+    finally:
+        server.stop()

@@ -27,7 +27,7 @@ from sdckit.query.noisy import plan
 from sdckit.query.ranges import RangeIndex
 from sdckit.query.sql import parse
 
-MODULES = ("analysts", "audit.auditor", "audit.interval", "ckmconfig", "config", "cube", "generate", "keys", "noisy",
+MODULES = ("analysts", "audit.auditor", "audit.interval", "ckmconfig", "config", "cube", "generate", "joins", "keys", "noisy",
            "noisy_gaussian", "ranges", "restricted", "sql", "state", "tables")
 
 
@@ -47,8 +47,8 @@ def test_every_class_with_a_json_form_is_a_result():
             if cls.__module__ == module.__name__ and "to_dict" in dir(cls):
                 found.append(cls)
     names = sorted(c.__name__ for c in found)
-    assert names == ["Analyst", "CkmConfig", "Cube", "Decision", "Generated", "Plan", "Query", "RangeIndex",
-                     "Selection", "ServiceConfig", "TableConfig"]
+    assert names == ["Analyst", "CkmConfig", "Cube", "Decision", "Generated", "Join", "JoinedTable", "Plan",
+                     "PublicTable", "Query", "RangeIndex", "Selection", "ServiceConfig", "TableConfig"]
     assert [c.__name__ for c in found if not issubclass(c, Result)] == []
 
 
@@ -59,13 +59,13 @@ def test_the_configuration_keeps_its_keys_and_never_shows_the_seed():
     assert json.loads(json.dumps(out)) == out
     assert out == {
         "path": "/srv/service.toml", "state": "/srv/state.db", "min_query_set": 5, "collusion": False, "cache": True,
-        "seeded": True, "sync": "full", "p_percent": 10,
+        "seeded": True, "sync": "full", "p_percent": 10, "public_tables": {},
         "tables": {"t": {
             "name": "t", "path": "/data/t.csv", "table": None, "privacy_unit": "pid", "max_rows_per_unit": 2,
             "bounds": {"v": [0.0, 10.0]}, "domains": {"r": ["a", "b"]}, "bounds_from_data": False,
             "data_bounds": [], "dimensions": ["r"], "mode": "tables",
             "ckm": {"D": 5, "V": 2.0, "js": 0, "pstay": [0.5, 0.4], "ptable": "/srv/p.csv", "record_key": None,
-                    "digits": 8, "min_count": None}, "keys_from_data": []}}}
+                    "digits": 8, "min_count": None}, "keys_from_data": [], "max_rows_per_join_key": 1}}}
     assert str(0xDEADBEEF) not in json.dumps(out)
 
 

@@ -161,8 +161,22 @@ def group_columns(by: Any, owner: str) -> list[str]:
     return list(names)
 
 
+def join_sql(join: Any, table: str, owner: str) -> str:
+    """`` [LEFT] JOIN "other" ON "table"."column" = "other"."other_column"`` from ``join`` =
+    ``(other, column, other_column[, "left"])``; every name checked and quoted."""
+    if (isinstance(join, str | bytes) or not isinstance(join, Sequence) or len(join) not in (3, 4)
+            or (len(join) == 4 and join[3] not in ("left", "inner"))):
+        raise ParameterError(f"The 'join' of {owner} must be (other_table, column, other_column) or (other_table, "
+                             f"column, other_column, 'left'); got {brief(join)}.")
+    other = identifier(join[0], "joined table", owner)
+    on = f"{identifier(table, 'table', owner)}.{identifier(join[1], 'join column', owner)} = " \
+         f"{other}.{identifier(join[2], 'join column', owner)}"
+    return f" {'LEFT ' if len(join) == 4 and join[3] == 'left' else ''}JOIN {other} ON {on}"
+
+
 def select_sql(table: str, aggregate: str, column: str | None = None, *, q: float | None = None,
-               where: Any = None, by: Any = None, name: str | None = None, owner: str = "select_sql") -> str:
+               where: Any = None, by: Any = None, name: str | None = None, owner: str = "select_sql",
+               join: Any = None) -> str:
     """The ``SELECT`` of one aggregate over ``table``, in the SQL the query service accepts.
 
     Parameters
@@ -189,6 +203,9 @@ def select_sql(table: str, aggregate: str, column: str | None = None, *, q: floa
         (``BOUNDS``: ``<name>_lower_bound`` and ``<name>_upper_bound``, ``<column>_...`` by default).
     owner : str
         The caller named in error messages.
+    join : tuple, optional
+        ``(other, column, other_column)``, or with a fourth item ``"left"``: ``[LEFT] JOIN "other"
+        ON "table"."column" = "other"."other_column"`` (:func:`join_sql`).
 
     Returns
     -------
@@ -221,6 +238,8 @@ def select_sql(table: str, aggregate: str, column: str | None = None, *, q: floa
         call += f" AS {identifier(name, 'name', owner)}"
     groups = [identifier(g, "'by' column", owner) for g in group_columns(by, owner)]
     text = f"SELECT {', '.join([*groups, call])} FROM {source}"
+    if join is not None:
+        text += join_sql(join, table, owner)
     condition_text = where_sql(where, owner)
     if condition_text is not None:
         text += f" WHERE {condition_text}"

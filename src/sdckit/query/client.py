@@ -115,6 +115,17 @@ class Client:
 
         return _frame(pd, payload)
 
+    def public(self, table: str) -> pd.DataFrame:
+        """A public table, whole (``GET /v1/public/<table>``; no budget): the lookup tables dp
+        queries may join (:mod:`sdckit.query.joins`)."""
+        from sdckit.query.builder import identifier  # a plain name only, as in the SQL
+
+        identifier(table, "table", "Client.public")
+        payload = self._check(self._send("GET", f"/v1/public/{table}"))
+        import pandas as pd  # only here, as in sql()
+
+        return _frame(pd, payload)
+
     def budget(self) -> dict[str, Any]:
         """The budget in its ``definition``: ``epsilon_total``, ``epsilon_spent``, ``epsilon_remaining``
         (and ``delta_*``), or ``rho_total``, ``rho_spent``, ``rho_remaining``."""
@@ -124,7 +135,7 @@ class Client:
     # ------------------------------------------------------------ the query builder (issue 32 item 5)
     def count(self, table: str, where: Any = None, by: str | list[str] | None = None, *,
               epsilon: Any = None, delta: Any = None, rho: Any = None,
-              name: str | None = None, max_rows_per_unit: int | None = None) -> pd.DataFrame:
+              name: str | None = None, max_rows_per_unit: int | None = None, join: Any = None) -> pd.DataFrame:
         """The number of rows of ``table`` meeting ``where``, per group of ``by``.
 
         Sends ``SELECT [by...,] COUNT(*) FROM table [WHERE ...] [GROUP BY by...]``
@@ -154,6 +165,12 @@ class Client:
             1 to the ``max_rows_per_unit`` of the service's configuration (the default); every
             noise scale is proportional to it (Tumult Analytics' ``MaxRowsPerID`` truncation,
             chosen per query). Stated in ``attrs["max_rows_per_unit"]``; dp analysts only.
+        join : tuple, optional
+            ``(other, column, other_column)`` or ``(other, column, other_column, "left")``: join
+            ``other`` (a public table, or a private one of the same privacy unit) on
+            ``table.column = other.other_column`` (:mod:`sdckit.query.joins`; dp analysts only);
+            ``where`` and ``by`` may then name ``other``'s columns. The join and the sensitivity
+            it implies are stated in ``attrs["join"]``.
 
         Returns
         -------
@@ -187,11 +204,11 @@ class Client:
         >>> with Client("http://127.0.0.1:8000", key) as c:          # doctest: +SKIP
         ...     c.count("census", where={"AGE": (18, None)}, by=["SEX"], epsilon=0.5)
         """
-        return self._build("count", table, None, where, by, (epsilon, delta, rho), name, rows=max_rows_per_unit)
+        return self._build("count", table, None, where, by, (epsilon, delta, rho), name, rows=max_rows_per_unit, join=join)
 
     def sum(self, table: str, column: str, where: Any = None, by: str | list[str] | None = None, *,
             epsilon: Any = None, delta: Any = None, rho: Any = None,
-            name: str | None = None, max_rows_per_unit: int | None = None) -> pd.DataFrame:
+            name: str | None = None, max_rows_per_unit: int | None = None, join: Any = None) -> pd.DataFrame:
         """The sum of ``column`` (clamped to its declared bounds) over the rows meeting ``where``,
         per group of ``by``: ``SELECT [by...,] SUM(column) ...``; ``sum_<column>`` by default.
 
@@ -199,22 +216,22 @@ class Client:
         ``session.evaluate(QueryBuilder("census").sum("INCOME", low=0, high=400000), PureDPBudget(1))``;
         here the bounds are the service's configuration, not the query's.
         """
-        return self._build("sum", table, column, where, by, (epsilon, delta, rho), name, rows=max_rows_per_unit)
+        return self._build("sum", table, column, where, by, (epsilon, delta, rho), name, rows=max_rows_per_unit, join=join)
 
     def avg(self, table: str, column: str, where: Any = None, by: str | list[str] | None = None, *,
             epsilon: Any = None, delta: Any = None, rho: Any = None,
-            name: str | None = None, max_rows_per_unit: int | None = None) -> pd.DataFrame:
+            name: str | None = None, max_rows_per_unit: int | None = None, join: Any = None) -> pd.DataFrame:
         """The mean of ``column`` over the rows meeting ``where``, per group of ``by``:
         ``SELECT [by...,] AVG(column) ...``; ``avg_<column>`` by default.
 
         The parameters, answer and errors are :meth:`count`'s. Tumult Analytics:
         ``session.evaluate(QueryBuilder("census").average("INCOME", low=0, high=400000), PureDPBudget(1))``.
         """
-        return self._build("avg", table, column, where, by, (epsilon, delta, rho), name, rows=max_rows_per_unit)
+        return self._build("avg", table, column, where, by, (epsilon, delta, rho), name, rows=max_rows_per_unit, join=join)
 
     def var(self, table: str, column: str, where: Any = None, by: str | list[str] | None = None, *,
             epsilon: Any = None, delta: Any = None, rho: Any = None,
-            name: str | None = None, max_rows_per_unit: int | None = None) -> pd.DataFrame:
+            name: str | None = None, max_rows_per_unit: int | None = None, join: Any = None) -> pd.DataFrame:
         """The population variance of ``column`` (clamped to its declared bounds) over the rows
         meeting ``where``, per group of ``by``: ``SELECT [by...,] VAR_POP(column) ...``;
         ``var_<column>`` by default; dp analysts only.
@@ -222,31 +239,31 @@ class Client:
         The parameters, answer and errors are :meth:`count`'s. Tumult Analytics:
         ``session.evaluate(QueryBuilder("census").variance("INCOME", low=0, high=400000), PureDPBudget(1))``.
         """
-        return self._build("var", table, column, where, by, (epsilon, delta, rho), name, rows=max_rows_per_unit)
+        return self._build("var", table, column, where, by, (epsilon, delta, rho), name, rows=max_rows_per_unit, join=join)
 
     def stddev(self, table: str, column: str, where: Any = None, by: str | list[str] | None = None, *,
                epsilon: Any = None, delta: Any = None, rho: Any = None,
-               name: str | None = None, max_rows_per_unit: int | None = None) -> pd.DataFrame:
+               name: str | None = None, max_rows_per_unit: int | None = None, join: Any = None) -> pd.DataFrame:
         """The population standard deviation of ``column``: ``SELECT [by...,] STDDEV_POP(column)
         ...``; ``stddev_<column>`` by default; as :meth:`var` otherwise. Tumult Analytics:
         ``QueryBuilder("census").stdev("INCOME", low=0, high=400000)``.
         """
-        return self._build("stddev", table, column, where, by, (epsilon, delta, rho), name, rows=max_rows_per_unit)
+        return self._build("stddev", table, column, where, by, (epsilon, delta, rho), name, rows=max_rows_per_unit, join=join)
 
     def count_distinct(self, table: str, column: str, where: Any = None, by: str | list[str] | None = None, *,
                        epsilon: Any = None, delta: Any = None, rho: Any = None,
-                       name: str | None = None, max_rows_per_unit: int | None = None) -> pd.DataFrame:
+                       name: str | None = None, max_rows_per_unit: int | None = None, join: Any = None) -> pd.DataFrame:
         """The number of distinct values of ``column`` over the rows meeting ``where`` (at most
         ``max_rows_per_unit`` rows per person), per group of ``by``: ``SELECT [by...,]
         COUNT(DISTINCT column) ...``; ``count_distinct_<column>`` by default; dp analysts only.
         Tumult Analytics: ``QueryBuilder("census").count_distinct(["INCOME"])``.
         """
         return self._build("count_distinct", table, column, where, by, (epsilon, delta, rho), name,
-                           rows=max_rows_per_unit)
+                           rows=max_rows_per_unit, join=join)
 
     def median(self, table: str, column: str, where: Any = None, by: str | list[str] | None = None, *,
                epsilon: Any = None, delta: Any = None, rho: Any = None, name: str | None = None,
-               max_rows_per_unit: int | None = None) -> pd.DataFrame:
+               max_rows_per_unit: int | None = None, join: Any = None) -> pd.DataFrame:
         """The median of ``column``: ``SELECT [by...,] MEDIAN(column) ...``; ``median_<column>``
         by default; any budget definition (a pure epsilon-DP mechanism, charged in the analyst's),
         and no interval columns (the service gives none).
@@ -254,36 +271,40 @@ class Client:
         The parameters and errors are :meth:`count`'s. Tumult Analytics:
         ``session.evaluate(QueryBuilder("census").median("INCOME", low=0, high=400000), PureDPBudget(1))``.
         """
-        return self._build("median", table, column, where, by, (epsilon, delta, rho), name, rows=max_rows_per_unit)
+        return self._build("median", table, column, where, by, (epsilon, delta, rho), name, rows=max_rows_per_unit,
+                           join=join)
 
     def quantile(self, table: str, column: str, q: float, where: Any = None, by: str | list[str] | None = None, *,
                  epsilon: Any = None, delta: Any = None, rho: Any = None, name: str | None = None,
-                 max_rows_per_unit: int | None = None) -> pd.DataFrame:
+                 max_rows_per_unit: int | None = None, join: Any = None) -> pd.DataFrame:
         """The ``q``-quantile of ``column`` (0 < q < 1): ``SELECT [by...,] QUANTILE_CONT(column, q)
         ...``; ``q<q>_<column>`` by default; as :meth:`median` otherwise. Tumult Analytics:
         ``QueryBuilder("census").quantile("INCOME", 0.9, low=0, high=400000)``.
         """
-        return self._build("quantile", table, column, where, by, (epsilon, delta, rho), name, q, rows=max_rows_per_unit)
+        return self._build("quantile", table, column, where, by, (epsilon, delta, rho), name, q,
+                           rows=max_rows_per_unit, join=join)
 
     def min(self, table: str, column: str, where: Any = None, by: str | list[str] | None = None, *,
             epsilon: Any = None, delta: Any = None, rho: Any = None,
-            name: str | None = None, max_rows_per_unit: int | None = None) -> pd.DataFrame:
+            name: str | None = None, max_rows_per_unit: int | None = None, join: Any = None) -> pd.DataFrame:
         """A DP lower clamping bound of ``column``: ``SELECT [by...,] MIN(column) ...``, the quantile 0
         over the public grid of its bounds (at most ``rank_radius95`` records below it with probability
         >= 95%, never outside the bounds); ``min_<column>`` by default; dp analysts only, any budget
         definition. The parameters and errors are :meth:`count`'s. Tumult Analytics:
         ``QueryBuilder("census").min("INCOME", low=0, high=400000)``.
         """
-        return self._build("min", table, column, where, by, (epsilon, delta, rho), name, rows=max_rows_per_unit)
+        return self._build("min", table, column, where, by, (epsilon, delta, rho), name, rows=max_rows_per_unit,
+                           join=join)
 
     def max(self, table: str, column: str, where: Any = None, by: str | list[str] | None = None, *,
             epsilon: Any = None, delta: Any = None, rho: Any = None,
-            name: str | None = None, max_rows_per_unit: int | None = None) -> pd.DataFrame:
+            name: str | None = None, max_rows_per_unit: int | None = None, join: Any = None) -> pd.DataFrame:
         """A DP upper clamping bound of ``column``: ``SELECT [by...,] MAX(column) ...``, the quantile 1;
         ``max_<column>`` by default; as :meth:`min` otherwise. Tumult Analytics:
         ``QueryBuilder("census").max("INCOME", low=0, high=400000)``.
         """
-        return self._build("max", table, column, where, by, (epsilon, delta, rho), name, rows=max_rows_per_unit)
+        return self._build("max", table, column, where, by, (epsilon, delta, rho), name, rows=max_rows_per_unit,
+                           join=join)
 
     def bounds(self, table: str, column: str, where: Any = None, *, epsilon: Any = None, delta: Any = None,
                rho: Any = None, name: str | None = None, max_rows_per_unit: int | None = None) -> pd.DataFrame:
@@ -298,13 +319,13 @@ class Client:
 
     def _build(self, aggregate: str, table: str, column: str | None, where: Any, by: Any,
                loss: tuple[Any, Any, Any], name: str | None, q: float | None = None,
-               rows: int | None = None) -> pd.DataFrame:
+               rows: int | None = None, join: Any = None) -> pd.DataFrame:
         """Check the arguments, send the SQL built from them, add the interval columns."""
         from sdckit.dp.epsilon import exact  # only here: the client starts with httpx alone
         from sdckit.query.builder import select_sql
 
         owner = f"Client.{aggregate}"
-        text = select_sql(table, aggregate, column, q=q, where=where, by=by, name=name, owner=owner)
+        text = select_sql(table, aggregate, column, q=q, where=where, by=by, name=name, owner=owner, join=join)
         # checked here (a one-line ParameterError, nothing sent) and sent as exact text ("1/3"), so that
         # a Fraction, Decimal or numpy number is charged exactly what it says
         sent = [None if value is None else str(exact(value, owner, field, below_one=field == "delta"))

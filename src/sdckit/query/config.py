@@ -30,10 +30,13 @@ Example::
     # dimensions = ["region"]   # restricted mode: the public columns a condition or GROUP BY may
                                 # name (default: the columns with a declared domain); every other
                                 # declared column is confidential (SUM/AVG only)
+    # max_rows_per_join_key = 1 # dp join with another private table: rows kept per join key
     # keys_from_data = ["city"] # dp mode, (epsilon, delta) budgets: GROUP BY these columns (no
                                 # declared domain) with the keys the data holds, released by
                                 # thresholding (sdckit.query.keys); `true`: every bounded column
                                 # without a domain
+    [public_tables.regions]     # a PUBLIC table (no protection; GET /v1/public/regions gives it
+    path = "regions.csv"        # whole) that dp queries may JOIN (sdckit.query.joins)
 """
 
 from __future__ import annotations
@@ -58,8 +61,9 @@ MAX_GROUPS = 100_000
 _SERVICE_KEYS = {"state", "cache", "seed", "sync"}
 _RESTRICTED_KEYS = {"min_query_set", "collusion", "p_percent"}
 _TABLE_KEYS = {"name", "path", "table", "privacy_unit", "max_rows_per_unit", "bounds", "domains",
-               "bounds_from_data", "dimensions", "mode", "ckm", "keys_from_data", "hierarchies"}
-_TOP_KEYS = {"service", "restricted", "table"}
+               "bounds_from_data", "dimensions", "mode", "ckm", "keys_from_data", "hierarchies",
+               "max_rows_per_join_key"}
+_TOP_KEYS = {"service", "restricted", "table", "public_tables"}
 
 
 @dataclass(frozen=True)
@@ -100,6 +104,9 @@ class TableConfig(Result):
         holds, released by thresholding (``keys_from_data``; :mod:`sdckit.query.keys`; only
         for (epsilon, delta)-DP budgets). Such a column may be named in GROUP BY (and selected
         as a group column), in a condition only if it also has bounds.
+    max_rows_per_join_key : int
+        A dp join of two private tables keeps at most this many of this table's rows per value
+        of the join key (the first in file order; :mod:`sdckit.query.joins`).
     """
 
     name: str
@@ -115,6 +122,7 @@ class TableConfig(Result):
     mode: str = "query"
     ckm: CkmConfig | None = None
     key_columns: tuple[str, ...] = ()
+    max_rows_per_join_key: int = 1
 
     @property
     def public_dimensions(self) -> tuple[str, ...]:
@@ -142,7 +150,28 @@ class TableConfig(Result):
                       "privacy_unit": self.privacy_unit, "max_rows_per_unit": self.max_rows_per_unit,
                       "bounds": self.bounds, "domains": self.domains, "bounds_from_data": self.bounds_from_data,
                       "data_bounds": self.data_bounds, "dimensions": self.public_dimensions, "mode": self.mode,
-                      "ckm": self.ckm, "keys_from_data": self.key_columns})
+                      "ckm": self.ckm, "keys_from_data": self.key_columns,
+                      "max_rows_per_join_key": self.max_rows_per_join_key})
+
+
+@dataclass(frozen=True)
+class PublicTable(Result):
+    """A table declared public (``[public_tables.<name>]``): no protection, readable whole, and
+    joinable by dp queries (:mod:`sdckit.query.joins`). ``columns`` (each column's distinct
+    values, sorted, missing ones left out; ``None`` past :data:`MAX_GROUPS` values),
+    ``multiplicity`` (each column's largest number of rows holding one value) and ``n_rows`` are
+    read from the file when the service loads it (public facts, known before any query)."""
+
+    name: str
+    path: Path
+    columns: dict[str, tuple[Any, ...] | None] = field(default_factory=dict)
+    multiplicity: dict[str, int] = field(default_factory=dict)
+    numeric: tuple[str, ...] = ()
+    n_rows: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return plain({"name": self.name, "path": self.path, "columns": list(self.columns),
+                      "multiplicity": self.multiplicity, "numeric": self.numeric, "n_rows": self.n_rows})
 
 
 @dataclass(frozen=True)
@@ -158,12 +187,14 @@ class ServiceConfig(Result):
     seed: int | None = None
     sync: str = "full"
     p_percent: float = 10
+    public_tables: dict[str, PublicTable] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """The fields, but only whether a ``seed`` is set (``seeded``), never the seed."""
         return plain({"path": self.path, "state": self.state, "min_query_set": self.min_query_set,
                       "collusion": self.collusion, "cache": self.cache, "seeded": self.seed is not None,
-                      "sync": self.sync, "p_percent": self.p_percent, "tables": self.tables})
+                      "sync": self.sync, "p_percent": self.p_percent, "tables": self.tables,
+                      "public_tables": self.public_tables})
 
 
 def _fail(where: str, message: str) -> ParameterError:
@@ -279,6 +310,9 @@ def _table(raw: Any, index: int, base: Path) -> TableConfig:
     rows = raw.get("max_rows_per_unit", 1)
     if not isinstance(rows, int) or isinstance(rows, bool) or not 1 <= rows <= 1000:
         raise _fail(f"{where} 'max_rows_per_unit'", "must be an int from 1 to 1000.")
+    per_key = raw.get("max_rows_per_join_key", 1)
+    if not isinstance(per_key, int) or isinstance(per_key, bool) or not 1 <= per_key <= 1000:
+        raise _fail(f"{where} 'max_rows_per_join_key'", "must be an int from 1 to 1000.")
     if unit is None and rows != 1:
         raise _fail(f"{where} 'max_rows_per_unit'", "needs 'privacy_unit' (without it one row is one person).")
     bounds = _bounds(raw.get("bounds", {}), f"{where} [table.bounds]")
@@ -302,7 +336,7 @@ def _table(raw: Any, index: int, base: Path) -> TableConfig:
         raise _fail(f"{where} 'keys_from_data'", 'is for SQL queries in dp mode; a table served as tables '
                                                  '(mode = "tables") takes its codes from [table.domains].')
     return TableConfig(name, path.resolve(), source, unit, rows, bounds, domains, from_data, dimensions=dimensions,
-                       mode=mode, ckm=ckm, key_columns=keys)
+                       mode=mode, ckm=ckm, key_columns=keys, max_rows_per_join_key=per_key)
 
 
 def load_config(path: str | Path) -> ServiceConfig:
@@ -352,4 +386,28 @@ def load_config(path: str | Path) -> ServiceConfig:
         if table.name.lower() in {n.lower() for n in tables}:
             raise _fail(f"table {table.name!r}", "is declared twice.")
         tables[table.name] = table
-    return ServiceConfig(path, state_path.resolve(), tables, k, collusion, cache, seed, sync, p_percent)
+    return ServiceConfig(path, state_path.resolve(), tables, k, collusion, cache, seed, sync, p_percent,
+                         _public_tables(raw.get("public_tables", {}), base, tables))
+
+
+def _public_tables(raw: Any, base: Path, tables: dict[str, TableConfig]) -> dict[str, PublicTable]:
+    """``[public_tables.<name>] path = "file.csv"`` (CSV or Parquet, relative to the configuration)."""
+    if not isinstance(raw, dict):
+        raise _fail("[public_tables]", 'must be tables such as [public_tables.regions] path = "regions.csv".')
+    out = {}
+    for name, entry in raw.items():
+        where = f"[public_tables.{name}]"
+        _identifier(name, where)
+        if not isinstance(entry, dict):
+            raise _fail(where, 'must be a table with path = "file.csv".')
+        check_keys(entry, {"path"}, where)
+        if name.lower() in {n.lower() for n in [*tables, *out]}:
+            raise _fail(where, "has the name of another table: give it its own name.")
+        if not isinstance(entry.get("path"), str):
+            raise _fail(where, "the key 'path' (CSV or Parquet file) is required.")
+        path = Path(entry["path"])
+        path = path if path.is_absolute() else base / path
+        if path.suffix.lower() not in (".csv", ".parquet", ".pq", ".tsv"):
+            raise _fail(f"{where} 'path'", "must be a .csv, .tsv or .parquet file.")
+        out[name] = PublicTable(name, path.resolve())
+    return out

@@ -23,8 +23,9 @@ Exactly the same true answer as the DuckDB path (tests compare both on random pr
   only if its values lie within +/-2**53, and a query whose numeric literal lies outside that range
   goes to DuckDB; text is compared by code point, which is DuckDB's (UTF-8 byte) order.
 
-Anything else (quantiles, a column not in the cube, a sum the cube cannot make exact) is answered
-by DuckDB. Nothing here runs SQL built from the analyst's query: the cube is built from the
+A join with a public table on a cube column is answered from the cube joined with it in numpy
+(:meth:`Cube.joined`, issue 32). Anything else (quantiles, a column not in the cube, a sum the
+cube cannot make exact, a join of two private tables) is answered by DuckDB. Nothing here runs SQL built from the analyst's query: the cube is built from the
 configuration's names only, and the analyst's values are compared with numpy.
 """
 
@@ -149,6 +150,47 @@ class Cube(Result):
         sums = {c: np.asarray(np.ma.filled(result[f"s{i}"], 0.0) if isinstance(result[f"s{i}"], np.ma.MaskedArray)
                               else result[f"s{i}"], dtype=float) for i, c in enumerate(summable)}
         return cls(table, keys, counts, sums)
+
+    def joined(self, table: TableConfig, key: str, public_key: list[Any], public: dict[str, list[Any]],
+               left: bool, max_rows: int = 10 * MAX_CELLS) -> Cube | None:
+        """This cube joined with a public table (:mod:`sdckit.query.joins`) on its column ``key``:
+        one row per (cube row, public row whose ``public_key`` value equals the row's key), a LEFT
+        join's unmatched rows once with the public columns missing; ``public`` holds each public
+        column's values per public row, under the name the joined ``table`` gives it. Counts and
+        sums are the cube's, repeated (a sum kept only while its magnitudes stay below 2**43, so
+        that it stays exact in any order); ``None`` when ``key`` is not a cube column or past
+        ``max_rows`` rows. Its :meth:`covers` and :meth:`cells` answer the joined queries."""
+        if key not in self.keys:
+            return None
+        private = self.keys[key]
+        rows_of: dict[Any, list[int]] = {}
+        for i, value in enumerate(public_key):
+            if value is not None:
+                rows_of.setdefault(value, []).append(i)
+        matches = [rows_of.get(v.item() if isinstance(v, np.generic) else v, []) for v in private.values]
+        per_value = np.array([len(m) for m in matches], dtype=np.int64)
+        starts = np.concatenate([[0], np.cumsum(per_value)[:-1]]).astype(np.int64)
+        flat = np.array([r for m in matches for r in m], dtype=np.int64)
+        has = private.index >= 0
+        found = np.where(has, per_value[np.where(has, private.index, 0)] if per_value.size else 0, 0)
+        repeat = np.maximum(found, 1) if left else found
+        if int(repeat.sum()) > max_rows:
+            return None
+        row = np.repeat(np.arange(self.size), repeat)
+        offset = np.arange(row.size) - np.repeat(np.cumsum(repeat) - repeat, repeat)
+        matched = np.repeat(found > 0, repeat)
+        start = np.repeat(starts[np.where(has, private.index, 0)] if starts.size else np.zeros(self.size, np.int64), repeat)
+        public_row = np.where(matched, flat[np.where(matched, start + offset, 0)] if flat.size else -1, -1)
+        keys = {c: _Key(k.values, k.index[row]) for c, k in self.keys.items()}
+        for column, values in public.items():
+            present = sorted({v for v in values if v is not None})
+            text = any(isinstance(v, str) for v in present)
+            distinct = np.array(present, dtype=object if text else None)
+            position = {v: i for i, v in enumerate(present)}
+            index = np.array([-1 if v is None else position[v] for v in values] + [-1], dtype=np.int64)
+            keys[column] = _Key(distinct, index[public_row])  # (public row -1: the extra -1, missing)
+        sums = {c: v[row] for c, v in self.sums.items() if float(np.abs(v[row]).sum()) < 2.0**43}
+        return Cube(table, keys, self.counts[row], sums)
 
     # ------------------------------------------------------------------ answering
     def covers(self, query: Query) -> bool:

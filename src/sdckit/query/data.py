@@ -35,6 +35,8 @@ from sdckit.core.errors import DataError
 from sdckit.query.config import IDENTIFIER, ServiceConfig, TableConfig
 from sdckit.query import ranges
 from sdckit.query.cube import Cube, summable_columns
+from sdckit.query.joins import load_public, public_sql, query_table
+from sdckit.query.relnames import NUMERIC_TYPES
 from sdckit.query.generate import RANK, ROW, clamp_column, code_column, is_text_domain, relation_name, rows_per_unit
 
 if TYPE_CHECKING:
@@ -42,9 +44,6 @@ if TYPE_CHECKING:
 
 #: Names in the SQL below (they come from the checked configuration).
 _q = quote_identifier
-
-_NUMERIC = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER",
-            "UBIGINT", "FLOAT", "DOUBLE", "REAL", "DECIMAL")
 
 
 def _sha256(path: Any) -> str:
@@ -70,12 +69,14 @@ class Database:
         self._local = threading.local()
         self._units: dict[str, np.ndarray] = {}
         self._units_lock = threading.Lock()
+        self._joined: dict[Any, Cube | None] = {}  # a public join -> the joined cube (sdckit.query.joins)
         self.n_rows: dict[str, int] = {}
         self.unique_units: dict[str, bool] = {}
         #: SHA-256 of each table's file (restricted-mode answers are audited on this data)
         self.fingerprints: dict[str, str] = {}
         tables = {name: self._load(t) for name, t in config.tables.items()}
-        self.config = dataclasses.replace(config, tables=tables)
+        public = {name: load_public(self._con, p) for name, p in config.public_tables.items()}  # (sdckit.query.joins)
+        self.config = dataclasses.replace(config, tables=tables, public_tables=public)
         #: the pre-aggregated dp relation of each table (None: no column qualifies; see sdckit.query.cube)
         # (a table served as tables never answers SQL: no fast path; sdckit.query.tables builds its cells)
         self.cubes: dict[str, Cube | None] = {name: Cube.build(self._con, t) if t.mode != "tables" else None
@@ -97,6 +98,9 @@ class Database:
         bound is never answered here (``None``: the scan filters the rank)."""
         if rows is not None and rows != rows_per_unit(self.config.tables[query.table]):
             return None
+        if query.join is not None:  # a public join: the cube joined in numpy, if it covers the query
+            cube = self._joined_cube(query)
+            return cube.cells(query, n_cells) if cube is not None and cube.covers(query) else None
         cube = self.cubes.get(query.table)
         if cube is not None and cube.covers(query):
             return cube.cells(query, n_cells)
@@ -104,6 +108,23 @@ class Database:
             if index.covers(query):
                 return index.cells(query)
         return None
+
+    def _joined_cube(self, query: Any) -> Cube | None:
+        """The table's cube joined with the public table of ``query``'s join (built once per join;
+        :meth:`sdckit.query.cube.Cube.joined`), ``None`` for a private join or without a cube."""
+        join, cube = query.join, self.cubes.get(query.table)
+        if join.private or cube is None:
+            return None
+        with self._units_lock:
+            if join not in self._joined:
+                table = query_table(query, self.config)
+                public = self.config.public_tables[join.other]
+                rows = self._con.cursor().execute(public_sql(public)).fetchall()
+                names = list(public.columns)
+                columns = {table.renamed[c]: [r[i] for r in rows] for i, c in enumerate(names) if c in table.renamed}
+                self._joined[join] = cube.joined(table, join.key, [r[names.index(join.other_key)] for r in rows],
+                                                 columns, join.kind == "left")
+            return self._joined[join]
 
     def cursor(self) -> duckdb.DuckDBPyConnection:
         """This thread's cursor (DuckDB connections are not shared across threads)."""
@@ -129,11 +150,11 @@ class Database:
                        where=f"{t.path.name!r} (table {t.name!r})", table=t.source_table, alias=f"src_{t.name}")
         source, types = rel.sql, rel.types
         for column in t.bounds:
-            if not types[column].startswith(_NUMERIC):
+            if not types[column].startswith(NUMERIC_TYPES):
                 raise DataError(f"table {t.name!r}: column {column!r} has bounds but is not numeric ({types[column]}).")
         for column, values in t.domains.items():
             numeric_domain = not isinstance(values[0], str)
-            if numeric_domain and not types[column].startswith(_NUMERIC):
+            if numeric_domain and not types[column].startswith(NUMERIC_TYPES):
                 raise DataError(f"table {t.name!r}: the domain of {column!r} lists numbers but the column holds text.")
         text_cols = [c for c in t.domains if is_text_domain(t, c)]
         select = "*"
@@ -179,7 +200,7 @@ class Database:
         bounds = dict(t.bounds)
         read = []
         for column, kind in types.items():
-            if column in bounds or column == t.privacy_unit or not kind.startswith(_NUMERIC) or column in t.domains:
+            if column in bounds or column == t.privacy_unit or not kind.startswith(NUMERIC_TYPES) or column in t.domains:
                 continue
             if not IDENTIFIER.match(column) or column.startswith("__sdc_"):
                 continue

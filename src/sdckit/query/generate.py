@@ -34,35 +34,17 @@ from sqlglot import exp
 from sdckit.core.errors import ParameterError
 from sdckit.core.result import Result
 from sdckit.query.config import IDENTIFIER, TableConfig
+from sdckit.query.joins import JoinedTable
+from sdckit.query.relnames import RANK, ROW, clamp_column, code_column, is_text_domain, relation_name
 from sdckit.query.sql import And, Between, Compare, InList, Not, Or, Predicate, Query
 
-#: The row-order column of every loaded table.
-ROW = "__sdc_row"
-#: The dp relation's rank of a row among its person's rows (1-based, in :data:`ROW` order).
-RANK = "__sdc_rank"
+
 #: Aliases of the aggregate query's result columns (sdckit's own names).
 COUNT_ALIAS = "n"
 #: The number of distinct privacy units per group (keys taken from the data, :mod:`sdckit.query.keys`).
 PERSONS_ALIAS = "p"
 
 _OPS = {"=": exp.EQ, "<>": exp.NEQ, "<": exp.LT, "<=": exp.LTE, ">": exp.GT, ">=": exp.GTE}
-
-
-def code_column(column: str) -> str:
-    """The integer code of a text-domain column: the value's index in the declared domain, -1
-    for a value outside it, NULL for a missing value (made when the data is loaded)."""
-    return f"__sdc_code_{column}"
-
-
-def clamp_column(column: str) -> str:
-    """A bounded column clamped to its bounds as DOUBLE, a missing value as 0 (dp relation)."""
-    return f"__sdc_clamp_{column}"
-
-
-def is_text_domain(table: TableConfig, column: str) -> bool:
-    """Whether ``column`` has a domain of strings (and so a code column)."""
-    values = table.domains.get(column)
-    return values is not None and isinstance(values[0], str) and column not in table.bounds
 
 
 def sum_alias(i: int) -> str:
@@ -128,6 +110,22 @@ def rows_per_unit(table: TableConfig, asked: int | None = None) -> int:
     return asked
 
 
+def contribution_bound(table: TableConfig, rows: int | None = None) -> int:
+    """The rows of the relation a dp query aggregates that one person changes, the ``k`` of every
+    sensitivity: :func:`rows_per_unit`, times a join's stability (:meth:`JoinedTable.bound`)."""
+    k = rows_per_unit(table, rows)
+    return table.bound(k) if isinstance(table, JoinedTable) else k
+
+
+def _source(table: TableConfig, mode: str, bind: _Params, rows: int | None = None) -> exp.Expression:
+    """The FROM of a statement: the table's relation, or the join of a :class:`JoinedTable`
+    (``rows``: a dp query's smaller bound, applied before a private join's truncation per key)."""
+    if isinstance(table, JoinedTable):
+        asked = rows if mode == "dp" and rows is not None and rows != rows_per_unit(table) else None
+        return table.source(relation_name(table, mode), bind, asked)
+    return exp.Table(this=exp.to_identifier(relation_name(table, mode), quoted=True))
+
+
 def _rank_condition(table: TableConfig, rows: int | None, bind: _Params) -> exp.Expression | None:
     """``"__sdc_rank" <= ?`` (``rows`` bound) when a dp query asks fewer rows per person than the
     dp relation keeps; ``None`` otherwise (the relation is already bounded)."""
@@ -146,11 +144,6 @@ def _where(statement: exp.Select, query: Query, table: TableConfig, bind: _Param
     for part in parts:
         statement = statement.where(exp.Paren(this=part) if len(parts) > 1 else part, copy=False)
     return statement
-
-
-def relation_name(table: TableConfig, mode: str) -> str:
-    """Name of the DuckDB relation that serves ``table`` in ``mode`` (``"dp"`` or ``"restricted"``)."""
-    return f"sdc_dp_{table.name}" if mode == "dp" else f"sdc_{table.name}"
 
 
 def _ident(name: str, table: TableConfig) -> exp.Identifier:
@@ -173,6 +166,9 @@ class _Params:
         self.values: list[Any] = []
 
     def __call__(self, value: Any) -> exp.Placeholder:
+        if isinstance(value, tuple) and value and all(isinstance(v, str) for v in value):  # a domain (a join's codes)
+            self.values.append(list(value))
+            return exp.Placeholder()
         if isinstance(value, bool) or not isinstance(value, int | float | str):
             raise ParameterError("Internal check: a query value is not a number or a string.")
         self.values.append(value)
@@ -234,8 +230,7 @@ def _group_expression(column: str, table: TableConfig) -> exp.Column:
 
 def _statement(selects: list[exp.Expression], query: Query, table: TableConfig, mode: str,
                bind: _Params, group: bool, rows: int | None = None) -> Generated:
-    statement = exp.Select(expressions=selects).from_(
-        exp.Table(this=exp.to_identifier(relation_name(table, mode), quoted=True)), copy=False)
+    statement = exp.Select(expressions=selects).from_(_source(table, mode, bind, rows), copy=False)
     statement = _where(statement, query, table, bind, rows if mode == "dp" else None)
     if group and query.group_by:
         statement = statement.group_by(*[_group_expression(c, table) for c in query.group_by], copy=False)
@@ -345,8 +340,7 @@ def histogram_sql(query: Query, table: TableConfig, column: str, rows: int | Non
     selects: list[exp.Expression] = [_alias(_group_expression(c, table), group_alias(i)) for i, c in enumerate(query.group_by)]
     selects.append(_alias(exp.cast(index, "BIGINT"), BIN_ALIAS))
     selects.append(_alias(exp.Count(this=exp.Star()), COUNT_ALIAS))
-    statement = exp.Select(expressions=selects).from_(
-        exp.Table(this=exp.to_identifier(relation_name(table, "dp"), quoted=True)), copy=False)
+    statement = exp.Select(expressions=selects).from_(_source(table, "dp", bind, rows), copy=False)
     statement = _where(statement, query, table, bind, rows)
     keys = [exp.Column(this=exp.to_identifier(group_alias(i), quoted=True)) for i in range(len(query.group_by))]
     keys.append(exp.Column(this=exp.to_identifier(BIN_ALIAS, quoted=True)))

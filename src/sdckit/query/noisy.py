@@ -64,9 +64,9 @@ from sdckit.core.result import Result, plain
 from sdckit.dp.accountant import exact_text, split_epsilon
 from sdckit.dp.mechanisms import Geometric, grid_scale, laplace_randomise
 from sdckit.query.config import TableConfig
-from sdckit.query.generate import (BIN_ALIAS, COUNT_ALIAS, QUANTILE_BINS, cell_indices, distinct_alias, distinct_columns,
-                                   midpoint_sensitivity, quantile_columns, rows_per_unit, square_alias, square_cap, squared_columns,
-                                   sum_alias, summed_columns)
+from sdckit.query.generate import (BIN_ALIAS, COUNT_ALIAS, QUANTILE_BINS, cell_indices, contribution_bound, distinct_alias,
+                                   distinct_columns, midpoint_sensitivity, quantile_columns, square_alias, square_cap,
+                                   squared_columns, sum_alias, summed_columns)
 from sdckit.query.quantiles import EPS_BITS, choose_quantiles, quantile_key, quantile_scale, quantile_text
 from sdckit.query.sql import Query
 from sdckit.query.variance import VARIANCE_LEVEL, square_sensitivity, variance_estimate, variance_range
@@ -199,9 +199,9 @@ def plan(query: Query, table: TableConfig, epsilon: Fraction, rows: int | None =
 
     Raises :class:`~sdckit.core.errors.ParameterError` (an epsilon too small to sample exactly)
     before any budget is charged. ``rows``: the rows per person the query asks, ``k`` in every
-    sensitivity (:func:`~sdckit.query.generate.rows_per_unit`; the configured bound by default).
+    sensitivity (:func:`~sdckit.query.generate.contribution_bound`; the configured bound by default).
     """
-    k = rows_per_unit(table, rows)
+    k = contribution_bound(table, rows)  # (rows per unit, times a join's stability)
     summed = summed_columns(query)
     needs_count = any(o.kind in COUNTED for o in query.outputs)
     quantiles = list(dict.fromkeys(quantile_key(o) for o in query.outputs if o.kind == "quantile"))

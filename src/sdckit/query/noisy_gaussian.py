@@ -60,7 +60,7 @@ from sdckit.dp.zcdp import rho_for
 from sdckit.dp.exact_samplers import discrete_gaussian
 from sdckit.dp.mechanisms import add_on_grid, dyadic_grid
 from sdckit.query.config import TableConfig
-from sdckit.query.generate import (distinct_columns, midpoint_sensitivity, rows_per_unit, square_cap, squared_columns,
+from sdckit.query.generate import (contribution_bound, distinct_columns, midpoint_sensitivity, square_cap, squared_columns,
                                    summed_columns)
 from sdckit.query.generate import quantile_columns
 from sdckit.query.noisy import COUNTED, answer_rows, deviation_sums, distinct_key, histograms, other_texts, square_key
@@ -207,8 +207,8 @@ def plan(query: Query, table: TableConfig, definition: str, epsilon: Fraction | 
     cannot be answered (noise too large to sample exactly, a quantile epsilon below 2**-20). ``cells``: the group
     keys (default: the product of the declared domains; :mod:`sdckit.query.keys` gives the keys
     its threshold released). ``rows``: the rows per person the query asks, ``k`` in every
-    sensitivity (:func:`~sdckit.query.generate.rows_per_unit`; the configured bound by default)."""
-    k = rows_per_unit(table, rows)
+    sensitivity (:func:`~sdckit.query.generate.contribution_bound`; the configured bound by default)."""
+    k = contribution_bound(table, rows)  # (rows per unit, times a join's stability)
     summed = summed_columns(query)
     names = measurement_names(query)
     needs_count = "count" in names

@@ -5,6 +5,8 @@ Endpoints (JSON in and out; every refusal is ``{"error": "..."}``):
 * ``POST /v1/query`` with ``{"sql": "SELECT ...", "epsilon": 0.1}`` (``epsilon`` in dp mode only);
 * ``GET /v1/budget``: ``{"definition", "epsilon_total", "epsilon_spent", "epsilon_remaining"}`` (or the
   rho or delta fields of the analyst's budget definition);
+* ``GET /v1/public/<name>``: a public table whole (the lookup tables dp queries may join,
+  :mod:`sdckit.query.joins`);
 * ``POST /v1/table`` with ``{"table": ..., "dimensions": [...], "where": {...}}``: a table served
   as tables, its counts perturbed by the cell key method (:mod:`sdckit.query.tables`).
 
@@ -71,6 +73,11 @@ def create_app(config_path: str | Path | None = None, service: Service | None = 
     @app.post("/v1/table")
     async def table(request: Request) -> JSONResponse:
         return await _answer(request, service.table)
+
+    @app.get("/v1/public/{name}")
+    async def public(name: str, request: Request) -> JSONResponse:
+        status, payload = await run_in_threadpool(service.public, _bearer(request), name)
+        return JSONResponse(payload, status_code=status)
 
     @app.get("/v1/budget")
     async def budget(request: Request) -> JSONResponse:

@@ -28,7 +28,7 @@ from sdckit.core.atomic import make_private_dir, open_private
 from sdckit.core.errors import BudgetExceeded, ParameterError, SdcError
 from sdckit.core.random import as_generator
 from sdckit.dp.accountant import exact, exact_text
-from sdckit.query import bounds, keys, noisy, noisy_gaussian
+from sdckit.query import bounds, joins, keys, noisy, noisy_gaussian
 from sdckit.query.analysts import DEFINITIONS, Analyst
 from sdckit.query.config import load_config
 from sdckit.query.data import Database
@@ -109,6 +109,24 @@ class Service:
         self.state.log(analyst.name, None, "budget read", 200)
         return 200, analyst.budget()
 
+    def public(self, key: str | None, name: str) -> Response:
+        """``GET /v1/public/<name>``: a public table whole (``columns``, ``rows``, and each column's
+        ``multiplicity``, the most rows sharing one value: the factor a join on it puts on every
+        sensitivity; :mod:`sdckit.query.joins`). No budget; logged like every request."""
+        analyst = self.authenticate(key)
+        if analyst is None:
+            self.state.log(None, None, f"refused: authentication (public {name[:64]})", 401)
+            return _error(401, UNAUTHORIZED)
+        table = next((t for n, t in self.config.public_tables.items() if n.lower() == str(name).lower()), None)
+        if table is None:
+            self.state.log(analyst.name, None, "refused: unknown public table", 404)
+            return _error(404, f"No public table {name[:64]!r}: the service publishes "
+                               f"{', '.join(sorted(self.config.public_tables)) or 'none'}.")
+        rows = [list(r) for r in self.db.execute(joins.public_sql(table)).fetchall()]
+        self.state.log(analyst.name, None, f"public table {table.name}", 200)
+        return 200, {"table": table.name, "columns": list(table.columns), "rows": rows,
+                     "multiplicity": table.multiplicity}
+
     def query(self, key: str | None, body: Any) -> Response:
         analyst, sql = self.authenticate(key), _sql_of(body)
         if analyst is None:
@@ -133,13 +151,16 @@ class Service:
         if not isinstance(sql, str):
             raise UnsupportedQuery("The 'sql' field must be a string holding one SELECT statement.")
         query = self._parse(sql)
-        if not analyst.may_query(query.table):
-            raise _not_allowed(analyst, query.table)
+        for name in joins.private_tables(query):
+            if not analyst.may_query(name):
+                raise _not_allowed(analyst, name)
         if query.table in self.tables.cubes:
             raise Refused(f"The table {query.table!r} is served as tables only (its cells perturbed by the cell key "
                           "method): POST /v1/table {\"table\": ..., \"dimensions\": [...]}.")
         epsilon_given = body.get("epsilon")
-        data_keys = self.config.tables[query.table].keys_from_data(query.group_by)
+        data_keys = joins.query_table(query, self.config).keys_from_data(query.group_by)
+        if query.join is not None and analyst.mode == "restricted":
+            raise UnsupportedQuery("Joins are answered in dp mode only: a restricted analyst queries one table.")
         if data_keys and analyst.mode == "restricted":
             raise UnsupportedQuery(f"GROUP BY {data_keys[0]!r} takes its keys from the data (thresholding), a dp "
                                    "mechanism: in restricted mode GROUP BY only columns with a declared domain.")
@@ -182,21 +203,21 @@ class Service:
         if isinstance(epsilon_given, bool) or not isinstance(epsilon_given, int | float | str):
             raise UnsupportedQuery("'epsilon' must be a number > 0 (or a string such as \"0.1\" or \"1/3\").")
         epsilon = exact(epsilon_given, "the query", "epsilon")
-        table = self.config.tables[query.table]
+        table = joins.query_table(query, self.config)
         plan = noisy.plan(query, table, epsilon, rows)
         cache_key = self._cache_key("dp", query, epsilon, rows)
         stored = self._stored_dp(analyst, sql, cache_key)
         if stored is not None:
             return stored
         charge_id, after = self.state.charge(analyst.name, epsilon, sql, json.dumps(query.to_dict()))
-        fast = self.db.fast_cells(query, len(plan.cells), plan.k)  # the same true answer, without a scan
+        fast = self.db.fast_cells(query, len(plan.cells), rows)  # the same true answer, without a scan
         if fast is not None:
             result = noisy.answer_cells(plan, table, *fast, self._rng(charge_id))
         else:
-            data = self.db.aggregate(aggregate_sql(query, table, "dp", rows=plan.k))
-            hists = {c: self.db.aggregate(histogram_sql(query, table, c, plan.k)) for c in quantile_columns(query)}
+            data = self.db.aggregate(aggregate_sql(query, table, "dp", rows=rows))
+            hists = {c: self.db.aggregate(histogram_sql(query, table, c, rows)) for c in quantile_columns(query)}
             result = noisy.answer(plan, table, data, self._rng(charge_id), hists)
-        result[ROWS_FIELD] = plan.k
+        _state_rows(result, table, rows)
         if self.config.cache:
             self.state.store(analyst.name, cache_key, result)
         return 200, {**result, **_budget_fields(epsilon, after), "cached": False}
@@ -224,6 +245,8 @@ class Service:
     def _bounds(self, analyst: Analyst, query: Any, sql: str, body: dict[str, Any], rows: int | None) -> Response:
         """``SELECT BOUNDS(col)``: clamping bounds found under DP (:mod:`sdckit.query.bounds`), a pure
         epsilon-DP mechanism charged exactly in the analyst's definition."""
+        if query.join is not None:
+            raise UnsupportedQuery("BOUNDS over a JOIN is not supported: ask BOUNDS(column) of the private table alone.")
         loss = self._loss(analyst, body)
         table = self.config.tables[query.table]
         plan = bounds.plan(query, table, analyst.definition, **loss, rows=rows)
@@ -265,7 +288,7 @@ class Service:
         """A dp query of an analyst whose budget is (epsilon, delta)-DP or rho-zCDP: Gaussian noise
         (:mod:`sdckit.query.noisy_gaussian`), charged in that definition."""
         loss = self._loss(analyst, body)
-        table = self.config.tables[query.table]
+        table = joins.query_table(query, self.config)
         plan = noisy_gaussian.plan(query, table, analyst.definition, **loss, rows=rows)
         cache_key = self._cache_key(analyst.definition, query, tuple(sorted(loss.items())), rows)
         stored = self._stored_dp(analyst, sql, cache_key)
@@ -273,13 +296,13 @@ class Service:
             return stored
         eps, delta, rho = plan.cost
         charge_id, after = self.state.charge(analyst.name, eps, sql, json.dumps(query.to_dict()), delta, rho)
-        fast = self.db.fast_cells(query, len(plan.cells), plan.k)
+        fast = self.db.fast_cells(query, len(plan.cells), rows)
         if fast is None:
-            data = self.db.aggregate(aggregate_sql(query, table, "dp", rows=plan.k))
+            data = self.db.aggregate(aggregate_sql(query, table, "dp", rows=rows))
             fast = noisy.exact_cells(plan, table, data)
-        hists = {c: self.db.aggregate(histogram_sql(query, table, c, plan.k)) for c in quantile_columns(query)}
+        hists = {c: self.db.aggregate(histogram_sql(query, table, c, rows)) for c in quantile_columns(query)}
         result = noisy_gaussian.answer_cells(plan, *fast, self._rng(charge_id), table, hists)
-        result[ROWS_FIELD] = plan.k
+        _state_rows(result, table, rows)
         if self.config.cache:
             self.state.store(analyst.name, cache_key, result)
         return 200, {**result, **_budget_fields(eps, after, plan.cost), "cached": False}
@@ -436,6 +459,15 @@ def _rows_asked(body: dict[str, Any], table: Any) -> int | None:
         raise UnsupportedQuery(f"{ROWS_FIELD!r} must be an int from 1 to {most} (the table {table.name!r}'s configured "
                                f"bound): the most rows per privacy unit this query counts; got {shown}.")
     return None if value == most else value
+
+
+def _state_rows(result: dict[str, Any], table: Any, rows: int | None) -> None:
+    """State in a dp answer the rows per privacy unit it counted and, for a join, the join and
+    the bound every sensitivity used (:meth:`sdckit.query.joins.JoinedTable.statement`)."""
+    result[ROWS_FIELD] = rows_per_unit(table, rows)
+    if isinstance(table, joins.JoinedTable):
+        result["join"] = table.statement(result[ROWS_FIELD])
+        result["mechanism"] += "; " + result["join"]["text"]
 
 
 def _sql_of(body: Any) -> str | None:

@@ -7,7 +7,8 @@ Supported (seed 002 section 4.6.2: statistical queries over query sets defined b
            | VAR_POP(col) | STDDEV_POP(col) | COUNT(DISTINCT col)   -- the last three: dp mode only
            [AS name], ...                              -- or BOUNDS(col) alone, no GROUP BY (dp mode;
                                                        -- sdckit.query.bounds)
-    FROM table
+    FROM table [[INNER | LEFT] JOIN other ON table.col = other.col]   -- dp mode: a public table,
+                               -- or a private one of the same privacy unit (sdckit.query.joins)
     [WHERE predicate]          -- col op literal (=, <>, !=, <, <=, >, >=), col [NOT] IN (...),
                                -- col [NOT] BETWEEN a AND b, AND, OR, NOT, parentheses
     [GROUP BY col, ...]        -- columns with a declared domain, or (dp mode, (epsilon, delta)
@@ -15,7 +16,7 @@ Supported (seed 002 section 4.6.2: statistical queries over query sets defined b
                                -- taken from the data and released by thresholding
                                -- (sdckit.query.keys)
 
-Everything else is refused with :class:`UnsupportedQuery` naming what is not supported: joins,
+Everything else is refused with :class:`UnsupportedQuery` naming what is not supported: other joins,
 sub-queries, functions other than these aggregates, several statements, comments, ORDER
 BY, LIMIT, HAVING, DISTINCT, column-to-column comparisons, NULL tests, undeclared columns.
 The analyst's text never reaches the database: :mod:`sdckit.query.generate` writes the SQL
@@ -34,6 +35,7 @@ from sqlglot.tokens import TokenType
 
 from sdckit.core.result import Result, plain
 from sdckit.query.config import ServiceConfig, TableConfig
+from sdckit.query.joins import Join, JoinedTable, parse_join
 from sdckit.query.sqlnodes import UnknownTable, UnsupportedQuery, column_name, node_name
 from sdckit.query.sqloutputs import Output, parse_output
 from sdckit.query.sqlwhere import (MAX_DEPTH, And, Between, Compare, InList, Not, Or, Predicate, parse_predicate,
@@ -56,6 +58,7 @@ class Query(Result):
     outputs: tuple[Output, ...]
     where: Predicate | None
     group_by: tuple[str, ...]
+    join: Join | None = None  # (sdckit.query.joins; the join's columns are named as its JoinedTable names them)
 
     @property
     def aggregates(self) -> tuple[Output, ...]:
@@ -65,13 +68,14 @@ class Query(Result):
         """A canonical, JSON-serialisable form (cache key, ledger): outputs and conditions as
         lists (``["cmp", column, op, value]`` ...), never changed, since the stored answers are
         found by it."""
-        return plain({"table": self.table,
-                      "outputs": [[o.kind, o.column, o.label] + ([o.q] if o.q is not None else []) for o in self.outputs],
-                      "where": predicate_dict(self.where), "group_by": self.group_by})
+        out = {"table": self.table,
+               "outputs": [[o.kind, o.column, o.label] + ([o.q] if o.q is not None else []) for o in self.outputs],
+               "where": predicate_dict(self.where), "group_by": self.group_by}
+        return plain(out if self.join is None else {**out, "join": self.join})
 
 
 # ---------------------------------------------------------------- parsing
-_SELECT_ARGS = {"expressions", "from", "from_", "where", "group", "kind"}
+_SELECT_ARGS = {"expressions", "from", "from_", "where", "group", "kind", "joins"}
 _CLAUSES = {"joins": "JOIN", "laterals": "LATERAL", "having": "HAVING", "order": "ORDER BY",
             "limit": "LIMIT", "offset": "OFFSET", "distinct": "DISTINCT", "with": "WITH (common table expressions)",
             "with_": "WITH (common table expressions)", "qualify": "QUALIFY", "windows": "WINDOW",
@@ -131,6 +135,8 @@ def _select(tree: exp.Select, config: ServiceConfig) -> Query:
             raise UnsupportedQuery("Sub-queries are not supported.")
     table = _from(tree, config)
     group_by = _group(tree, table)
+    if isinstance(table, JoinedTable):
+        table.check_groups(group_by)
     outputs = []
     for item in tree.expressions:
         label = None
@@ -145,7 +151,7 @@ def _select(tree: exp.Select, config: ServiceConfig) -> Query:
         raise UnsupportedQuery("Two output columns have the same name: give them different aliases (AS name).")
     where = tree.args.get("where")
     predicate = parse_predicate(where.this, table) if where is not None else None
-    return Query(table.name, tuple(outputs), predicate, group_by)
+    return Query(table.name, tuple(outputs), predicate, group_by, table.join if isinstance(table, JoinedTable) else None)
 
 
 def _from(tree: exp.Select, config: ServiceConfig) -> TableConfig:
@@ -157,15 +163,16 @@ def _from(tree: exp.Select, config: ServiceConfig) -> TableConfig:
         raise UnsupportedQuery(f"FROM must name one table; {node_name(node)} is not supported.")
     if node.args.get("db") or node.args.get("catalog"):
         raise UnsupportedQuery("Schema-qualified table names are not supported: name the table alone.")
-    if node.alias:
-        raise UnsupportedQuery("Table aliases are not supported.")
     for key in ("joins", "laterals", "pivots", "sample", "version", "when", "only", "partition", "changes"):
         if node.args.get(key):
             raise UnsupportedQuery(f"{key.upper()} on the table is not supported.")
     name = node.this.this
     for table_name, table in config.tables.items():
         if table_name.lower() == name.lower():
-            return table
+            return parse_join(tree, config, table, node.alias)
+    if any(n.lower() == name.lower() for n in config.public_tables):
+        raise UnsupportedQuery(f"{name!r} is a public table: read it whole (GET /v1/public/{name}), or JOIN it to a "
+                               "private table (FROM private JOIN public ON ...); two public tables are not joined.")
     raise UnknownTable(f"Unknown table {name!r}: the service serves {', '.join(sorted(config.tables))}.")
 
 

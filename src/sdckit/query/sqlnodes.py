@@ -34,6 +34,9 @@ def column_name(node: exp.Expression, table: TableConfig, what: str) -> str:
         return column_name(node.this, table, what)
     if not isinstance(node, exp.Column) or not isinstance(node.this, exp.Identifier):
         raise UnsupportedQuery(f"{what} must be a column; {node_name(node)} is not supported there.")
+    resolve = getattr(table, "resolve_column", None)  # a joined table (sdckit.query.joins) names both tables' columns
+    if resolve is not None:
+        return resolve(node, what)
     qualifier = node.table
     if node.args.get("db") or node.args.get("catalog") or (qualifier and qualifier.lower() != table.name.lower()):
         raise UnsupportedQuery(f"A column qualifier other than the table {table.name!r} is not supported.")
