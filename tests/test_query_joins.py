@@ -449,3 +449,12 @@ def test_every_combination_of_join_kinds_has_one_outcome(svc):
             parse(f"SELECT COUNT(*) FROM census {kind} {other} ON census.region = {other}.{key}", svc.config)
         except UnsupportedQuery as exc:
             assert "\n" not in str(exc)
+
+
+def test_min_max_and_median_over_a_public_join_stay_within_the_bounds(svc):
+    """The quantile family (MEDIAN, MIN, MAX) over a join: answered, inside income's bounds [0, 200]."""
+    key = _analyst(svc, "quantiles", epsilon="10")
+    status, body = svc.query(key, {"sql": "SELECT MEDIAN(income) AS m, MIN(income) AS lo, MAX(income) AS hi "
+                                          "FROM census JOIN regions ON region = code", "epsilon": 1})
+    assert status == 200, body
+    assert all(0 <= v <= 200 for v in body["rows"][0]), body["rows"]
