@@ -76,7 +76,7 @@ def test_the_cell_key_counts_shown_are_the_librarys_on_the_sessions_keys(bench, 
         session = bench.app.state.sessions.get(client.cookies.get(f"sdckit_app_{bench.port}"))
     finally:
         client.close()
-    assert refused.status_code == 400 and "perturbs counts" in refused.text
+    assert refused.status_code == 400 and "Give fp, the flex function" in refused.text  # sums need the flex point
     # the oracle: the library on the same records, keys from the session seed's stream, same p-table
     keyed = frame.assign(rkey=record_keys(len(frame), np.random.SeedSequence([parse_seed(session.seed), CELL_KEY_STREAM])))
     pt = ptable(3, 2, js=1)

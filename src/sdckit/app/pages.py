@@ -87,14 +87,25 @@ def guard(request: Request, form: Any, roles: bool = False) -> Response | None:
 def busy_line(session: Session) -> str | None:
     """The one line that refuses new work while a job of the session runs (one at a time)."""
     busy = session.busy
-    return None if busy is None else f"Wait for {busy.label} to end, or cancel it."
+    return None if busy is None else wait_line(busy)
+
+
+def wait_line(job: jobs.Job) -> str:
+    """The one line that refuses new work while ``job`` runs."""
+    return f"Wait for {job.label} to end, or cancel it."
 
 
 def new_job(session: Session, label: str, done_url: str, work: Any) -> jobs.Job:
-    """Run ``work(job)`` as a job of the session (its thread started)."""
-    job = jobs.Job(label, done_url)
-    session.jobs[job.id] = jobs.start(job, work)
-    return job
+    """Run ``work(job)`` as a job of the session (its thread started), unless a job of the
+    session runs already: then that job, and ``work`` is not started. The check and the start
+    are one step under the session's lock, so two requests at once (a double click, two tabs)
+    start one job, and the second gets the running one."""
+    with session.lock:
+        if (running := session.busy) is not None:
+            return running
+        job = jobs.Job(label, done_url)
+        session.jobs[job.id] = jobs.start(job, work)
+        return job
 
 
 def start_job(session: Session, label: str, done_url: str, work: Any) -> Response:

@@ -17,7 +17,7 @@ machine nor by a web page the user visits:
 Login mode (``--host`` beyond localhost, or ``--state`` given): no start token; a visitor pastes
 an API key of the query service's state database on ``/login``, checked by the service's own
 :meth:`sdckit.query.state.State.authenticate` (salted scrypt hashes, constant-time compare), one
-check at a time; a right key opens a session cookie as above (``Secure`` when behind TLS), a
+check at a time; a right key opens a session cookie as above (``Secure`` over TLS: the server's own, ``--certfile``, or a proxy's), a
 wrong one is 403 and opens nothing. The key is never logged nor kept.
 """
 
@@ -28,6 +28,7 @@ import hmac
 import ipaddress
 import secrets
 import socket
+import ssl
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -98,7 +99,7 @@ class Guard:
     token: str
     host: str = HOST
     state: State | None = None  # login mode: the query service's key store
-    tls: bool = False  # behind a TLS-terminating proxy: Secure cookie, https origins
+    tls: bool = False  # served over TLS (its own or a proxy's): Secure cookie, https origins
     analysts: frozenset[str] | None = None  # login mode: the analysts who may log in (None: all)
 
     @cached_property
@@ -266,34 +267,75 @@ def bind(port: int = 0, host: str = HOST) -> socket.socket:
     return sock
 
 
-def check_serving(host: str, state: str | Path | None, allow_remote: bool) -> None:
-    """Refuse, with one line, serving beyond localhost without a key store or without
-    ``allow_remote`` (plain HTTP there sends the API key and the pages in clear), and a key
-    store that does not exist."""
+def check_serving(host: str, state: str | Path | None, allow_remote: bool, encrypted: bool = False) -> None:
+    """Refuse, with one line, serving beyond localhost without a key store, or over plain HTTP
+    (which sends the API key and the pages in clear) without ``allow_remote`` — ``encrypted``:
+    the server speaks TLS itself (``--certfile``) — and a key store that does not exist."""
     if not isinstance(host, str) or not host:
         raise ParameterError(f"The '--host' option of sdckit app must be an address. Got {host!r} instead.")
     if not is_loopback(host):
         if state is None:
             raise ParameterError(f"--host {host} serves beyond this machine: give --state STATE.db, the query "
                                  "service's state database whose API keys log in (`sdckit analyst add`).")
-        if not allow_remote:
-            raise ParameterError(f"--host {host} serves beyond this machine, over plain HTTP unless a TLS proxy is "
-                                 "in front (API keys and data in clear): add --allow-remote to accept that.")
+        if not allow_remote and not encrypted:
+            raise ParameterError(f"--host {host} serves beyond this machine over plain HTTP (API keys and data in "
+                                 "clear): serve TLS with --certfile CERT.pem --keyfile KEY.pem, or add --allow-remote "
+                                 "to accept plain HTTP (e.g. behind a TLS proxy).")
     if state is not None and not Path(state).is_file():
         raise ParameterError(f"No state database at {str(state)!r} (--state); create it with the query service "
                              "(`sdckit analyst add SERVICE.toml NAME --mode ...`).")
+
+
+def check_certificate(certfile: str | Path | None, keyfile: str | Path | None) -> tuple[str, str | None] | None:
+    """The PEM files of the server's own TLS (``--certfile``, ``--keyfile``; the key may be in the
+    certificate's file), checked by loading them as the server will: None without a certificate;
+    one line for a key without a certificate, a missing or unreadable file, or files that are not a
+    certificate and its unencrypted private key."""
+    if certfile is None:
+        if keyfile is not None:
+            raise ParameterError("--keyfile is the private key of --certfile: give --certfile CERT.pem too.")
+        return None
+    files: list[str] = []
+    for option, given, what in (("--certfile", certfile, "certificate"), ("--keyfile", keyfile, "private key")):
+        if given is None:
+            continue
+        path = Path(given).expanduser()
+        if not path.is_file():
+            raise ParameterError(f"No file at {str(path)!r} ({option}); give the PEM file of the server's {what}.")
+        try:
+            with path.open("rb") as handle:
+                handle.read(1)
+        except OSError as error:
+            raise ParameterError(f"Cannot read {str(path)!r} ({option}): {error.strerror}; run sdckit app as a "
+                                 f"user who may read the {what}.") from None
+        files.append(str(path))
+    if b"-----BEGIN CERTIFICATE-----" not in Path(files[0]).read_bytes():
+        raise ParameterError(f"--certfile {files[0]!r} holds no PEM certificate (-----BEGIN CERTIFICATE-----); "
+                             "give the server's certificate.")
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    try:  # no password: an encrypted key fails here rather than prompting when the server starts
+        context.load_cert_chain(files[0], files[1] if len(files) > 1 else None, password=lambda: b"")
+    except (ssl.SSLError, ValueError):
+        where = f"--keyfile {files[1]!r}" if len(files) > 1 else f"--certfile {files[0]!r} (no --keyfile)"
+        raise ParameterError(f"{where} holds no unencrypted PEM private key of the certificate in --certfile; give "
+                             "the key that belongs to it (decrypted, readable by this user only).") from None
+    return files[0], files[1] if len(files) > 1 else None
 
 
 class Workbench:
     """A workbench server ready to run: its socket, token, address and uvicorn server.
 
     ``run()`` serves until interrupted (the command); ``start()``/``stop()`` run it in a thread
-    (tests and embedding).
+    (tests and embedding). ``tls``: a TLS proxy serves the app (``--behind-tls``); ``certfile``
+    (and ``keyfile``): the server speaks TLS itself (uvicorn's ``ssl_certfile``, ``ssl_keyfile``).
     """
 
     def __init__(self, port: int = 0, host: str = HOST, state: str | Path | None = None,
-                 allow_remote: bool = False, tls: bool = False, analysts: Sequence[str] | None = None) -> None:
-        check_serving(host, state, allow_remote)
+                 allow_remote: bool = False, tls: bool = False, analysts: Sequence[str] | None = None,
+                 certfile: str | Path | None = None, keyfile: str | Path | None = None) -> None:
+        served = check_certificate(certfile, keyfile)
+        check_serving(host, state, allow_remote, encrypted=served is not None)
+        tls = tls or served is not None
         keys = None if state is None else State(state)
         allowed = None
         if analysts is not None:
@@ -314,8 +356,9 @@ class Workbench:
         self.base = f"{'https' if tls else 'http'}://{shown}:{self.port}"
         self.url = f"{self.base}/login" if keys is not None else f"{self.base}/?token={token}"
         self.app = create_app(self.port, token, host, keys, tls, allowed)
-        config = uvicorn.Config(self.app, log_level="warning", access_log=False,
-                                lifespan="off")
+        certificate, key = served or (None, None)
+        config = uvicorn.Config(self.app, log_level="warning", access_log=False, lifespan="off",
+                                ssl_certfile=certificate, ssl_keyfile=key)
         self.server = uvicorn.Server(config)
         self._thread: threading.Thread | None = None
 

@@ -140,6 +140,7 @@ class Session:
     compared: Any = None  # the Compare screen's last comparison or tuning (sdckit.app.compare.Shown)
     jobs: dict[str, Job] = field(default_factory=dict)  # its long computations, by id
     user: str | None = None  # login mode: the analyst whose API key opened the session
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)  # starting a job
 
     @property
     def busy(self) -> Job | None:

@@ -1,7 +1,8 @@
-"""The Tables screen's calls: a table built from the session's microdata, its sensitive cells by
-the rules the user chose, protected by suppression, controlled rounding or controlled tabular
-adjustment — or a frequency table perturbed by the cell key method — and the pattern with the
-protection's verdict (issue 31, screen 5).
+"""The Tables screen's calls: a table built from the session's microdata — its dimensions with
+their hierarchies (:mod:`sdckit.app.table_form`), counts or a response's sums, weighted or not —
+its sensitive cells by the rules the user chose, protected by suppression, controlled rounding
+or controlled tabular adjustment — or counts or sums perturbed by the cell key method — and the
+pattern with the protection's verdict (issue 31, screen 5).
 
 Every figure comes from :mod:`sdckit.tabular` — :meth:`~sdckit.tabular.Table.from_microdata`,
 the rules, and the registered protection values (:mod:`sdckit.tabular.protection`:
@@ -21,21 +22,25 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from sdckit.app.jobs import Job
+from sdckit.app.table_form import (CKM_COUNT_FIELDS, CKM_SUM_FIELDS, cell_key_parameters, dimension_trees,
+                                   hierarchy_field, parameter_text)
 from sdckit.core.errors import DataError, ParameterError
 from sdckit.core.random import parse_seed
 from sdckit.tabular import Dominance, MinFrequency, PPercent, Table, record_keys
 from sdckit.tabular.cellkey import CellKeyMeasures
+from sdckit.tabular.hierarchy import DimensionHierarchy
 from sdckit.tabular.protection import CellKey, CellSuppression, ControlledRounding, Protection, TabularAdjustment
 
 __all__ = ["CELL_KEY_STREAM", "Dominance", "MinFrequency", "PPercent", "PROTECTIONS", "TableOutcome", "TableRequest",
            "dimension_choices", "keyed_records", "pattern", "protect_table", "request_form", "response_choices",
-           "table_request"]
+           "table_request", "weight_choices"]
 
 #: A table has at most this many dimensions on the screen (more: write a table recipe).
 MAX_DIMENSIONS = 3
@@ -47,16 +52,16 @@ PROTECTIONS: dict[str, str] = {
     "suppression-fast": "cell suppression, fast (heuristic, audited)",
     "rounding": "controlled rounding",
     "adjustment": "controlled tabular adjustment",
-    "cell-key": "cell key method (counts perturbed by record keys)",
+    "cell-key": "cell key method (counts or sums perturbed by record keys)",
 }
 #: Stream of the session's seed the cell key method's record keys are drawn from (not the release's).
 CELL_KEY_STREAM = 0xCE11CE7
 #: The column of record keys added to (a copy of) the dimensions' columns; never shown.
 KEY_COLUMN = "__sdckit_record_key"
-#: The form's p-table fields of the cell key method (:func:`sdckit.tabular.ptable`), their defaults.
-PTABLE_FIELDS = {"ckm_d": ("D", int, "3"), "ckm_v": ("V", float, "2"), "ckm_js": ("js", int, "1")}
 #: The published value of a protected cell by protection (suppression: the value, or ``x``).
-SHOWN = {"rounding": "rounded", "adjustment": "adjusted", "cell-key": "n_pert"}
+SHOWN = {"rounding": "rounded", "adjustment": "adjusted"}
+#: The cell key method's (original, published) columns: counts, weighted counts, sums.
+CELL_KEY_SHOWN = {"count": ("n", "n_pert"), "weighted": ("weighted", "weighted_pert"), "sum": ("sum", "sum_pert")}
 #: Status of a cell as the pattern colours it, by the protection's own status names.
 STATUS_CLASS = {"safe": "safe", "primary": "primary", "secondary": "secondary", "sensitive": "primary",
                 "adjusted": "secondary", "changed": "changed"}
@@ -64,21 +69,29 @@ STATUS_CLASS = {"safe": "safe", "primary": "primary", "secondary": "secondary", 
 
 @dataclass(frozen=True)
 class TableRequest:
-    """What the user asked for, checked: the dimensions, the response (None: a frequency
-    table), the sensitivity rules and the protection (with its rounding base)."""
+    """What the user asked for, checked: the dimensions (with their hierarchies: the text as
+    typed, and the library's trees, one per dimension), the response (None: a frequency table),
+    the weight, the sensitivity rules and the protection (with its rounding base, or the cell key
+    method's parameters as a table recipe's ``[cell_key]`` names them)."""
 
     dimensions: tuple[str, ...]
     response: str | None
     rules: tuple[Any, ...]
     protection: str
     base: int = 3
-    ptable: tuple[int, float, int] = (3, 2.0, 1)  # the cell key method's D, V, js
+    cell_key: tuple[tuple[str, Any], ...] = (("D", 3), ("V", 2.0), ("js", 1))
+    weight: str | None = None
+    hierarchies: tuple[tuple[str, str], ...] = ()  # (dimension, text as typed), the dimensions given one
+    trees: tuple[DimensionHierarchy, ...] = field(default=(), repr=False, compare=False)
+
+    def hierarchy_map(self) -> dict[str, DimensionHierarchy] | None:
+        """``{dimension: hierarchy}`` for the library's calls (None: every dimension flat)."""
+        return dict(zip(self.dimensions, self.trees)) if self.trees else None
 
     def value(self) -> Protection:
         """The registered protection value this request names (its own rules check it)."""
         if self.protection == "cell-key":
-            d, v, js = self.ptable
-            return CellKey(record_key=KEY_COLUMN, D=d, V=v, js=js)
+            return CellKey(record_key=KEY_COLUMN, **dict(self.cell_key))
         if self.protection.startswith("suppression"):
             return CellSuppression(self.rules, method=self.protection.split("-")[1])
         if self.protection == "rounding":
@@ -88,13 +101,17 @@ class TableRequest:
     def describe(self) -> str:
         """One line: the table and what protects it."""
         what = f"sum of {self.response}" if self.response else "counts"
+        what += f" weighted by {self.weight}" if self.weight else ""
+        what += f" by {' x '.join(self.dimensions)}"
+        if self.hierarchies:
+            what += " (hierarchies: " + ", ".join(
+                f"{d} {' '.join(t.split())[:40]!r}" for d, t in self.hierarchies) + ")"
         if self.protection == "cell-key":
-            d, v, js = self.ptable
-            return (f"{what} by {' x '.join(self.dimensions)}; {PROTECTIONS[self.protection]}, p-table D={d}, "
-                    f"V={v:g}, js={js} (no sensitivity rule applies)")
+            given = ", ".join(f"{k}={parameter_text(v)}" for k, v in self.cell_key)
+            return f"{what}; {PROTECTIONS[self.protection]}, {given} (no sensitivity rule applies)"
         rules = ", ".join(map(str, self.rules)) or "no rule"
         extra = f" to base {self.base}" if self.protection == "rounding" else ""
-        return f"{what} by {' x '.join(self.dimensions)}; rules {rules}; {PROTECTIONS[self.protection]}{extra}"
+        return f"{what}; rules {rules}; {PROTECTIONS[self.protection]}{extra}"
 
 
 @dataclass(frozen=True)
@@ -126,9 +143,14 @@ def dimension_choices(frame: pd.DataFrame, roles: Mapping[str, str]) -> list[str
 
 def response_choices(frame: pd.DataFrame, roles: Mapping[str, str]) -> list[str]:
     """Numeric columns a table can sum (not identifiers, household ids or weights)."""
+    return [n for n in weight_choices(frame, roles) if roles.get(n) != "weight"]
+
+
+def weight_choices(frame: pd.DataFrame, roles: Mapping[str, str]) -> list[str]:
+    """Numeric columns that can weight a table's records (not identifiers or household ids)."""
     return [str(n) for n in frame.columns if pd.api.types.is_numeric_dtype(frame[n].dtype)
             and not pd.api.types.is_bool_dtype(frame[n].dtype)
-            and roles.get(str(n)) not in ("identifier", "household", "weight")]
+            and roles.get(str(n)) not in ("identifier", "household")]
 
 
 def _number(form: Mapping[str, str], key: str, label: str, kind: type) -> Any:
@@ -143,11 +165,15 @@ def _number(form: Mapping[str, str], key: str, label: str, kind: type) -> Any:
 
 
 def table_request(frame: pd.DataFrame, roles: Mapping[str, str], form: Mapping[str, str],
-                  dimensions: Sequence[str]) -> TableRequest:
+                  dimensions: Sequence[str], folder: Path | None = None) -> TableRequest:
     """The form's table, checked (one-line :class:`ParameterError` for anything wrong): 1 to
-    :data:`MAX_DIMENSIONS` distinct dimensions of :func:`dimension_choices`, a response of
-    :func:`response_choices` or none, the rules (their own parameter checks), a protection of
-    :data:`PROTECTIONS`; a rule on sums (dominance, p%) needs a response."""
+    :data:`MAX_DIMENSIONS` distinct dimensions of :func:`dimension_choices` with their
+    hierarchies (:func:`~sdckit.app.table_form.dimension_trees`; ``folder``: where a relative
+    hierarchy file is), a response of :func:`response_choices` or none, a weight of
+    :func:`weight_choices` or none, the rules (their own parameter checks), a protection of
+    :data:`PROTECTIONS`; a rule on sums (dominance, p%) needs a response; the cell key
+    method's parameters (:func:`~sdckit.app.table_form.cell_key_parameters`) checked by the
+    method itself."""
     allowed = dimension_choices(frame, roles)
     dims = tuple(dict.fromkeys(d for d in dimensions if d))
     if not dims:
@@ -163,20 +189,22 @@ def table_request(frame: pd.DataFrame, roles: Mapping[str, str], form: Mapping[s
         raise ParameterError(f"Column {response!r} cannot be summed; choose a numeric column or counts.")
     if response is not None and response in dims:
         raise ParameterError(f"Column {response!r} is a dimension; it cannot be the response too.")
+    weight = form.get("weight", "").strip() or None
+    if weight is not None and (weight not in weight_choices(frame, roles) or weight in dims or weight == response):
+        raise ParameterError(f"Column {weight!r} cannot weight the records; choose a numeric column that is neither "
+                             "a dimension nor the response, or no weight.")
     protection = form.get("protection", "")
     if protection not in PROTECTIONS:
         raise ParameterError(f"Unknown protection {protection!r}; choose one of the list.")
+    texts = {d: form.get(hierarchy_field(d), "") for d in dims}
+    shape = {"hierarchies": tuple((d, t.strip()) for d, t in texts.items() if t.strip()), "weight": weight,
+             "trees": dimension_trees(frame, dims, texts, folder)}
     if protection == "cell-key":  # no sensitivity rule applies: the rules' fields are not read
+        given = cell_key_parameters(form, sums=response is not None)
+        request = TableRequest(dims, response, (), protection, cell_key=tuple(given.items()), **shape)
+        method = request.value()  # the method's own parameter rules
         if response is not None:
-            raise ParameterError("The cell key method here perturbs counts: choose counts of records (sums "
-                                 "are a table recipe's work, `sdckit table protect`).")
-        given = {}
-        for key, (name, kind, _) in PTABLE_FIELDS.items():
-            given[name] = _number(form, key, f"The p-table's {name}", kind)
-            if given[name] is None:
-                raise ParameterError(f"Give the p-table's {name} for the cell key method.")
-        request = TableRequest(dims, None, (), protection, ptable=(given["D"], given["V"], given["js"]))
-        request.value()  # the method's own parameter rules
+            method.sum_params()  # the flex function's rules, and its p-table solved
         return request
     rules: list[Any] = []
     n = _number(form, "min_frequency", "The minimum frequency", int)
@@ -200,17 +228,18 @@ def table_request(frame: pd.DataFrame, roles: Mapping[str, str], form: Mapping[s
     base = _number(form, "base", "The rounding base", int)
     if protection == "rounding" and (base is None or base < 2):
         raise ParameterError("The rounding base must be a whole number >= 2 (e.g. 3 or 5).")
-    request = TableRequest(dims, response, tuple(rules), protection, 3 if base is None else base)
+    request = TableRequest(dims, response, tuple(rules), protection, 3 if base is None else base, **shape)
     request.value()  # the protection's own parameter rules
     return request
 
 
-def keyed_records(frame: pd.DataFrame, dimensions: Sequence[str], seed: int | str, digits: int = 8) -> pd.DataFrame:
-    """The dimensions' columns of ``frame`` and a record key per record (:data:`KEY_COLUMN`):
-    :func:`sdckit.tabular.record_keys` of the stream :data:`CELL_KEY_STREAM` of ``seed``, in
-    record order (the same keys for every table of the data set)."""
+def keyed_records(frame: pd.DataFrame, columns: Sequence[str], seed: int | str, digits: int = 8) -> pd.DataFrame:
+    """The ``columns`` of ``frame`` (the dimensions, the response and weight) and a record key
+    per record (:data:`KEY_COLUMN`): :func:`sdckit.tabular.record_keys` of the stream
+    :data:`CELL_KEY_STREAM` of ``seed``, in record order (the same keys for every table of the
+    data set)."""
     stream = np.random.SeedSequence([parse_seed(seed), CELL_KEY_STREAM])
-    keyed = frame[list(dimensions)].copy()
+    keyed = frame[list(dict.fromkeys(columns))].copy()
     keyed[KEY_COLUMN] = record_keys(len(frame), stream, digits)
     return keyed
 
@@ -231,12 +260,17 @@ def protect_table(frame: pd.DataFrame, request: TableRequest, job: Job | None = 
         if seed is None:
             raise DataError("The cell key method needs the session's seed for its record keys.")
         stage(0, "drawing the record keys")
-        keyed = keyed_records(frame, request.dimensions, seed)
-        stage(1, "perturbing the counts")
+        columns = [*request.dimensions, *(c for c in (request.response, request.weight) if c)]
+        keyed = keyed_records(frame, columns, seed)
+        stage(1, f"perturbing the {'sums' if request.response else 'counts'}")
         protection = request.value()
-        result = protection.apply(keyed, list(request.dimensions))
+        result = protection.apply(keyed, list(request.dimensions), request.response, request.weight,
+                                  request.hierarchy_map())
         stage(2, "the verdict")
         safe, verdict = protection.verdict(result)
+        if result.measure != "count":  # sums: the protection's figures (no p-table of counts to disclose)
+            stage(3, "done")
+            return TableOutcome(request, result, safe, verdict, tuple(protection.figures(result)))
         m = dict(result.measures)
         disclosure = tuple(m.pop("disclosure"))
         measures = CellKeyMeasures(**m, disclosure=pd.DataFrame(list(disclosure)))
@@ -246,7 +280,8 @@ def protect_table(frame: pd.DataFrame, request: TableRequest, job: Job | None = 
         return TableOutcome(request, result, safe, verdict, tuple(figures), disclosure)
 
     stage(0, "building the table")
-    table = Table.from_microdata(frame, list(request.dimensions), response=request.response)
+    table = Table.from_microdata(frame, list(request.dimensions), request.hierarchy_map(), response=request.response,
+                                 weight=request.weight)
     stage(1, "protecting it")
     protection = request.value()
     result = protection.apply(table)
@@ -266,13 +301,16 @@ class PatternCell:
     title: str
 
 
-def _published(row: pd.Series, protection: str) -> tuple[str, str, str]:
-    value = row["n" if protection == "cell-key" else "value"]
+def _published(row: pd.Series, request: TableRequest) -> tuple[str, str, str]:
+    protection = request.protection
+    kind = "sum" if request.response else "weighted" if request.weight else "count"
+    value_column, shown_column = CELL_KEY_SHOWN[kind] if protection == "cell-key" else ("value", SHOWN.get(protection))
+    value = row[value_column]
     original = f"{value:,.10g}"
     if protection.startswith("suppression"):
         status = str(row["status"])
         return ("x" if status in ("primary", "secondary") else original), status, f"{status}; value {original}"
-    shown = row[SHOWN[protection]]
+    shown = row[shown_column]
     status = str(row["status"]) if "status" in row.index else "safe"
     if status == "safe" and shown != value:
         status = "changed"
@@ -281,20 +319,22 @@ def _published(row: pd.Series, protection: str) -> tuple[str, str, str]:
 
 def pattern(outcome: TableOutcome) -> dict[str, Any]:
     """The protected table for the screen: with two dimensions a cross table (rows the first
-    dimension's codes, columns the second's, totals included), else one row per cell."""
+    dimension's codes, columns the second's, totals and subtotals included), else one row per
+    cell; ``depths``: the codes' depth in each hierarchy given (the total 0), to indent."""
     cells: pd.DataFrame = outcome.result.cells
     dims = list(outcome.request.dimensions)
-    protection = outcome.request.protection
-    shown = [PatternCell(*_published(row, protection)) for _, row in cells.iterrows()]
+    shown = [PatternCell(*_published(row, outcome.request)) for _, row in cells.iterrows()]
     statuses = sorted({c.status for c in shown} & set(STATUS_CLASS))
+    given = dict(outcome.request.hierarchies)
+    depths = {d: dict(zip(h.codes, map(int, h.depths()))) for d, h in zip(dims, outcome.request.trees) if d in given}
     if len(dims) != 2:
         rows = [([str(cells.iloc[i][d]) for d in dims], c) for i, c in enumerate(shown)]
-        return {"kind": "list", "dimensions": dims, "rows": rows, "statuses": statuses}
+        return {"kind": "list", "dimensions": dims, "rows": rows, "statuses": statuses, "depths": depths}
     first = list(dict.fromkeys(map(str, cells[dims[0]])))
     second = list(dict.fromkeys(map(str, cells[dims[1]])))
     grid = {(str(a), str(b)): c for a, b, c in zip(cells[dims[0]], cells[dims[1]], shown)}
     empty = PatternCell("", "empty", "no such cell")
-    return {"kind": "cross", "dimensions": dims, "columns": second, "statuses": statuses,
+    return {"kind": "cross", "dimensions": dims, "columns": second, "statuses": statuses, "depths": depths,
             "rows": [(code, [grid.get((code, col), empty) for col in second]) for code in first]}
 
 
@@ -309,12 +349,15 @@ def sensitive_count(outcome: TableOutcome) -> int:
 def request_form(request: TableRequest | None) -> dict[str, str]:
     """The Tables form's fields for ``request`` (what was asked last), or the defaults."""
     form = {"min_frequency": "3", "protection": "suppression-optimal", "base": "3"}
-    form.update({key: default for key, (_, _, default) in PTABLE_FIELDS.items()})
+    form.update({key: default for key, (_, _, default) in {**CKM_COUNT_FIELDS, **CKM_SUM_FIELDS}.items()})
     if request is None:
         return form
     form.update({"min_frequency": "", "response": request.response or "", "protection": request.protection,
-                 "base": str(request.base)})
-    form.update({key: f"{value:g}" for key, value in zip(PTABLE_FIELDS, request.ptable)})
+                 "base": str(request.base), "weight": request.weight or ""})
+    form.update({hierarchy_field(d): text for d, text in request.hierarchies})
+    given = dict(request.cell_key)
+    form.update({key: parameter_text(given[name]) for key, (name, _, _) in {**CKM_COUNT_FIELDS, **CKM_SUM_FIELDS}.items()
+                 if name in given})
     for rule in request.rules:
         form.update({"min_frequency": str(rule.n)} if isinstance(rule, MinFrequency) else
                     {"dominance_n": str(rule.n), "dominance_k": f"{rule.k:g}"} if isinstance(rule, Dominance)

@@ -20,7 +20,8 @@ from sdckit.app import jobs, views_compare, views_tables
 from sdckit.app import protect as protecting
 from sdckit.app import release as releasing
 from sdckit.app import session as work
-from sdckit.app.pages import busy_line, csrf_ok, form_of, guard, need_data, new_job, page, refused, start_job
+from sdckit.app.pages import (busy_line, csrf_ok, form_of, guard, need_data, new_job, page, refused, start_job,
+                              wait_line)
 from sdckit.app.session import Session
 from sdckit.core.errors import DataError, SdcError
 
@@ -147,7 +148,10 @@ def register(app: FastAPI) -> None:
             if session.data is not None and session.data.frame is frame and session.roles == roles:
                 session.risk, session.risk_plots = figures, plots  # not when the data or roles changed
 
-        job = session.risk_job = new_job(session, RISK_JOB, "/risk", work_on)
+        job = new_job(session, RISK_JOB, "/risk", work_on)  # or the one running (two requests at once)
+        if job.label != RISK_JOB:
+            return risk_page(request, 409, wait_line(job))
+        session.risk_job = job
         job.join(QUICK_JOB)  # a small file's figures come at once, without the progress page
         if job.state == "done":
             return risk_page(request)

@@ -6,11 +6,12 @@ from __future__ import annotations
 from fastapi import FastAPI, Request
 from fastapi.responses import Response
 
-from sdckit.app import jobs
+from sdckit.app import jobs, table_form
 from sdckit.app import tables as tabulating
 from sdckit.app.pages import busy_line, guard, last_values, need_data, page, posted, start_job
 from sdckit.app.session import Session
 from sdckit.core.errors import DataError, SdcError
+from sdckit.tabular.cellkey_sums import TYPES
 
 
 def register(app: FastAPI) -> None:
@@ -25,9 +26,13 @@ def register(app: FastAPI) -> None:
         if form is None:  # the form shows what was asked last, or the defaults
             form = tabulating.request_form(outcome.request if outcome is not None else None)
             dimensions = list(outcome.request.dimensions) if outcome is not None else dimensions
+        choices = tabulating.dimension_choices(frame, roles)
         return page(request, "tables.html", status, error=error, form=form, chosen=dimensions or [],
-                    dimension_choices=tabulating.dimension_choices(frame, roles),
+                    dimension_choices=choices,
                     response_choices=tabulating.response_choices(frame, roles),
+                    weight_choices=tabulating.weight_choices(frame, roles), hierarchy_field=table_form.hierarchy_field,
+                    ckm_sum_fields=table_form.CKM_SUM_FIELDS, bool_choices=table_form.BOOL_CHOICES,
+                    ckm_types=TYPES, hierarchies_open=any(form.get(table_form.hierarchy_field(d)) for d in choices),
                     protections=tabulating.PROTECTIONS, max_dimensions=tabulating.MAX_DIMENSIONS,
                     outcome=outcome, pattern=tabulating.pattern(outcome) if outcome is not None else None)
 
@@ -48,7 +53,9 @@ def register(app: FastAPI) -> None:
         try:
             if (busy := busy_line(session)) is not None:
                 raise DataError(busy)
-            wanted = tabulating.table_request(session.data.frame, session.roles, form, dimensions)
+            source = session.data.source  # a relative hierarchy file is beside the data file
+            wanted = tabulating.table_request(session.data.frame, session.roles, form, dimensions,
+                                              None if source is None else source.parent)
         except SdcError as exc:
             return tables_page(request, 400, " ".join(str(exc).split()), form, dimensions)
         frame = session.data.frame
