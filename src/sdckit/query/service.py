@@ -32,6 +32,7 @@ from sdckit.query import keys, noisy, noisy_gaussian
 from sdckit.query.analysts import DEFINITIONS, Analyst
 from sdckit.query.config import load_config
 from sdckit.query.data import Database
+from sdckit.query.derived import describe, derived_of, dp_table
 from sdckit.query.generate import aggregate_sql, histogram_sql, quantile_columns, rows_per_unit
 from sdckit.query.restricted import Refused, Restricted, check_dimensions
 from sdckit.query.sql import UnsupportedQuery, parse
@@ -139,10 +140,14 @@ class Service:
             raise Refused(f"The table {query.table!r} is served as tables only (its cells perturbed by the cell key "
                           "method): POST /v1/table {\"table\": ..., \"dimensions\": [...]}.")
         epsilon_given = body.get("epsilon")
-        data_keys = self.config.tables[query.table].keys_from_data(query.group_by)
+        data_keys = dp_table(query, self.config.tables[query.table]).keys_from_data(query.group_by)  # (bins: public)
         if data_keys and analyst.mode == "restricted":
             raise UnsupportedQuery(f"GROUP BY {data_keys[0]!r} takes its keys from the data (thresholding), a dp "
                                    "mechanism: in restricted mode GROUP BY only columns with a declared domain.")
+        derived = derived_of(query)
+        if derived and (analyst.mode == "restricted" or data_keys):
+            raise UnsupportedQuery(f"{derived[0].name} is a binned or derived column: answered in dp mode only, with the "
+                                   "other groups of declared domains (not in restricted mode, not with keys from the data).")
         dp_only = [o for o in query.outputs if o.kind in DP_ONLY]
         if dp_only and analyst.mode == "restricted":
             raise UnsupportedQuery("VAR_POP, STDDEV_POP and COUNT(DISTINCT) are answered in dp mode only: the restricted "
@@ -180,7 +185,7 @@ class Service:
         if isinstance(epsilon_given, bool) or not isinstance(epsilon_given, int | float | str):
             raise UnsupportedQuery("'epsilon' must be a number > 0 (or a string such as \"0.1\" or \"1/3\").")
         epsilon = exact(epsilon_given, "the query", "epsilon")
-        table = self.config.tables[query.table]
+        table = dp_table(query, self.config.tables[query.table])
         plan = noisy.plan(query, table, epsilon, rows)
         cache_key = self._cache_key("dp", query, epsilon, rows)
         stored = self._stored_dp(analyst, sql, cache_key)
@@ -195,6 +200,7 @@ class Service:
             hists = {c: self.db.aggregate(histogram_sql(query, table, c, plan.k)) for c in quantile_columns(query)}
             result = noisy.answer(plan, table, data, self._rng(charge_id), hists)
         result[ROWS_FIELD] = plan.k
+        _describe(result, query)
         if self.config.cache:
             self.state.store(analyst.name, cache_key, result)
         return 200, {**result, **_budget_fields(epsilon, after), "cached": False}
@@ -242,7 +248,7 @@ class Service:
         """A dp query of an analyst whose budget is (epsilon, delta)-DP or rho-zCDP: Gaussian noise
         (:mod:`sdckit.query.noisy_gaussian`), charged in that definition."""
         loss = self._loss(analyst, body)
-        table = self.config.tables[query.table]
+        table = dp_table(query, self.config.tables[query.table])
         plan = noisy_gaussian.plan(query, table, analyst.definition, **loss, rows=rows)
         cache_key = self._cache_key(analyst.definition, query, tuple(sorted(loss.items())), rows)
         stored = self._stored_dp(analyst, sql, cache_key)
@@ -256,6 +262,7 @@ class Service:
             fast = noisy.exact_cells(plan, table, data)
         result = noisy_gaussian.answer_cells(plan, *fast, self._rng(charge_id))
         result[ROWS_FIELD] = plan.k
+        _describe(result, query)
         if self.config.cache:
             self.state.store(analyst.name, cache_key, result)
         return 200, {**result, **_budget_fields(eps, after, plan.cost), "cached": False}
@@ -362,6 +369,12 @@ def _exclusive(state: Path) -> Any:
         raise ParameterError(f"Another sdckit query service is running on the state database {state}; "
                              "stop it first (one service per state database).") from None
     return handle
+
+
+def _describe(result: dict[str, Any], query: Any) -> None:
+    """State the query's binned and derived columns in the answer's mechanism (:mod:`sdckit.query.derived`)."""
+    if derived_of(query):
+        result["mechanism"] += "; " + describe(query)
 
 
 def _budget_refusal(analyst: Analyst, exc: BudgetExceeded) -> Response:

@@ -1,0 +1,96 @@
+"""The DuckDB expression of a binned column's code or a derived value (:mod:`sdckit.query.derived`).
+
+:func:`expression_sql` writes it with sqlglot's builders for :mod:`sdckit.query.generate`: every
+literal of the analyst's is a bound parameter (``CAST(? AS DOUBLE)``), every bin code sdckit's own
+(``CAST(? AS BIGINT)``; a label never reaches DuckDB), every column the configuration's (the
+generator quotes and checks it). An expression that reads its column several times (the operand
+of WIDTH_BUCKET, a clamped source) is built again at each use, so its parameters are bound in the
+order of the text.
+
+* A bin of a step: ``CAST(step(inner(v)) AS BIGINT) - first``, with ``v`` the column clamped to its
+  public range, NULL kept: ``CASE WHEN x IS NULL THEN NULL ELSE LEAST(GREATEST(CAST(x AS DOUBLE),
+  lo), hi) END``.
+* A CASE bin: ``CASE WHEN (condition) THEN code ... [ELSE code] END``, the conditions as WHERE's.
+* A value: the expression over the dp relation's clamped column, then ``LEAST(GREATEST(value, lo'),
+  hi')``. WIDTH_BUCKET (DuckDB has none) as PostgreSQL's: ``CASE WHEN v < low THEN 0 WHEN v >= high
+  THEN n + 1 ELSE LEAST(FLOOR((v - low) / (high - low) * n) + 1, n) END``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from sqlglot import exp
+
+from sdckit.query.derived import ARITHMETIC, Derived, step_of
+from sdckit.query.sqlwhere import Predicate
+
+__all__ = ["expression_sql"]
+
+
+def expression_sql(d: Derived, bind: Callable[[Any], exp.Expression], column: Callable[[str, bool], exp.Expression],
+                   condition: Callable[[Predicate], exp.Expression]) -> exp.Expression:
+    """The DuckDB expression of ``d`` (every literal a bound parameter): a bin's BIGINT code, or a
+    value computed from the clamped column and clamped to its bounds. ``column(name, clamped)``
+    is the relation's column (the dp relation's clamped one when ``clamped``); ``condition`` the
+    WHERE form of a predicate."""
+    def number(value: Any) -> exp.Expression:
+        return exp.cast(bind(value), "DOUBLE")
+
+    def code(value: int) -> exp.Expression:
+        return exp.cast(bind(value), "BIGINT")
+
+    if d.kind == "bin" and d.tree[0] == "case":
+        position = {v: i for i, v in enumerate(d.labels)}
+        return _case(d.tree, lambda t: code(position[t[1]]), condition)
+    if d.kind == "bin":
+        lo, hi = d.source
+
+        def source() -> exp.Expression:  # built again (its parameters bound again) at each use
+            raw = column(d.column, False)
+            clamped = exp.Anonymous(this="LEAST", expressions=[
+                exp.Anonymous(this="GREATEST", expressions=[exp.cast(raw, "DOUBLE"), number(lo)]), number(hi)])
+            return exp.Case(ifs=[exp.If(this=exp.Is(this=raw.copy(), expression=exp.Null()), true=exp.Null())],
+                            default=clamped)
+        step = step_of(d.tree)
+        value = _sql(step, source, number, condition)
+        return exp.Sub(this=exp.cast(value, "BIGINT"), expression=code(d.first))
+    value = _sql(d.tree, lambda: column(d.column, True), number, condition)
+    return exp.Anonymous(this="LEAST", expressions=[
+        exp.Anonymous(this="GREATEST", expressions=[value, number(d.bounds[0])]), number(d.bounds[1])])
+
+
+def _case(t: tuple, arm: Callable[[tuple], exp.Expression], condition: Callable[[Predicate], exp.Expression]) -> exp.Case:
+    ifs = [exp.If(this=exp.Paren(this=condition(p)), true=arm(v)) for p, v in t[1]]
+    return exp.Case(ifs=ifs, default=None if t[2] is None else arm(t[2]))
+
+
+def _sql(t: tuple, column: Callable[[], exp.Expression], number: Callable[[Any], exp.Expression],
+         condition: Callable[[Predicate], exp.Expression]) -> exp.Expression:
+    kind = t[0]
+    if kind == "col":
+        return column()
+    if kind == "lit":
+        return number(t[1])
+    if kind == "case":
+        return _case(t, lambda v: _sql(v, column, number, condition), condition)
+    if kind == "width_bucket":  # PostgreSQL's (DuckDB has none), as _step_function; the operand built at each use
+        low, high, n = t[2], t[3], t[4]
+
+        def operand() -> exp.Expression:
+            return exp.Paren(this=_sql(t[1], column, number, condition))
+        below = exp.If(this=exp.LT(this=operand(), expression=number(low)), true=number(0))
+        above = exp.If(this=exp.GTE(this=operand(), expression=number(high)), true=number(n + 1))
+        scaled = exp.Mul(this=exp.Div(this=exp.Paren(this=exp.Sub(this=operand(), expression=number(low))),
+                                      expression=number(float(high) - float(low))), expression=number(n))
+        inside = exp.Anonymous(this="LEAST", expressions=[exp.Add(this=exp.Floor(this=scaled), expression=number(1)),
+                                                          number(n)])
+        return exp.Case(ifs=[below, above], default=inside)
+    a = exp.Paren(this=_sql(t[1], column, number, condition))
+    if kind in ARITHMETIC.values():
+        cls = {v: k for k, v in ARITHMETIC.items()}[kind]
+        return cls(this=a, expression=exp.Paren(this=_sql(t[2], column, number, condition)))
+    if kind == "neg":
+        return exp.Neg(this=a)
+    return {"floor": exp.Floor, "ceil": exp.Ceil, "abs": exp.Abs}[kind](this=a)
