@@ -158,8 +158,8 @@ def _tree(node: exp.Expression, table: TableConfig, reads: list[str], depth: int
         default = node.args.get("default")
         return ("case", arms, None if default is None else _tree(default, table, reads, depth + 1))
     if isinstance(node, exp.Func):
-        name = node.sql_name() if hasattr(node, "sql_name") else node_name(node)
-        raise UnsupportedQuery(f"The function {name} is not supported in an expression: only {_SUPPORTED}.")
+        name = node.name if isinstance(node, exp.Anonymous) else node.sql_name()
+        raise UnsupportedQuery(f"The function {name.upper()} is not supported in an expression: only {_SUPPORTED}.")
     raise UnsupportedQuery(f"{node_name(node)} is not supported in an expression: only {_SUPPORTED}.")
 
 
@@ -400,7 +400,7 @@ def parse_value(node: exp.Expression, table: TableConfig, what: str) -> Derived 
     t = _tree(node, table, reads)
     name = _text(t)
     column = _one_column(set(reads), name)
-    _number(t, f"{what} {name}")
+    _number(t, name)
     if any(sub[0] == "case" and sub[2] is None for sub in walk(t)):
         raise UnsupportedQuery(f"A CASE in {what} needs an ELSE value (e.g. ELSE 0).")
     lo, hi = (0.0, 0.0) if column is None else _source(column, table, f"{what} {name}")
@@ -419,7 +419,8 @@ def group_item(item: exp.Expression, selected: list[exp.Expression], table: Tabl
         name = item.this.this
         if not any(c.lower() == name.lower() for c in table.queryable):
             for s in selected:
-                if isinstance(s, exp.Alias) and s.alias.lower() == name.lower() and isinstance(s.this, EXPRESSIONS):
+                if (isinstance(s, exp.Alias) and s.alias.lower() == name.lower() and not isinstance(s.this, exp.Column)
+                        and s.this.find(exp.AggFunc) is None):
                     return parse_bin(s.this, table)
         return None
     return parse_bin(item, table) if isinstance(item, EXPRESSIONS) else None

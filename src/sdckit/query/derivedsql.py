@@ -12,8 +12,10 @@ order of the text.
   lo), hi) END``.
 * A CASE bin: ``CASE WHEN (condition) THEN code ... [ELSE code] END``, the conditions as WHERE's.
 * A value: the expression over the dp relation's clamped column, then ``LEAST(GREATEST(value, lo'),
-  hi')``. WIDTH_BUCKET (DuckDB has none) as PostgreSQL's: ``CASE WHEN v < low THEN 0 WHEN v >= high
-  THEN n + 1 ELSE LEAST(FLOOR((v - low) / (high - low) * n) + 1, n) END``.
+  hi')`` (never NULL: the clamped column is not, a CASE has an ELSE). WIDTH_BUCKET (DuckDB has none)
+  as PostgreSQL's: ``CASE WHEN v IS NULL THEN NULL WHEN v < low THEN 0 WHEN v >= high THEN n + 1
+  ELSE LEAST(FLOOR((v - low) / (high - low) * n) + 1, n) END`` (DuckDB's LEAST and GREATEST skip a
+  NULL argument, hence the explicit NULL arms).
 """
 
 from __future__ import annotations
@@ -80,13 +82,14 @@ def _sql(t: tuple, column: Callable[[], exp.Expression], number: Callable[[Any],
 
         def operand() -> exp.Expression:
             return exp.Paren(this=_sql(t[1], column, number, condition))
+        missing = exp.If(this=exp.Is(this=operand(), expression=exp.Null()), true=exp.Null())  # (LEAST skips a NULL)
         below = exp.If(this=exp.LT(this=operand(), expression=number(low)), true=number(0))
         above = exp.If(this=exp.GTE(this=operand(), expression=number(high)), true=number(n + 1))
         scaled = exp.Mul(this=exp.Div(this=exp.Paren(this=exp.Sub(this=operand(), expression=number(low))),
                                       expression=number(float(high) - float(low))), expression=number(n))
         inside = exp.Anonymous(this="LEAST", expressions=[exp.Add(this=exp.Floor(this=scaled), expression=number(1)),
                                                           number(n)])
-        return exp.Case(ifs=[below, above], default=inside)
+        return exp.Case(ifs=[missing, below, above], default=inside)
     a = exp.Paren(this=_sql(t[1], column, number, condition))
     if kind in ARITHMETIC.values():
         cls = {v: k for k, v in ARITHMETIC.items()}[kind]

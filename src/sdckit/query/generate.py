@@ -257,10 +257,10 @@ def _statement(selects: list[exp.Expression], query: Query, table: TableConfig, 
         exp.Table(this=exp.to_identifier(relation_name(table, mode), quoted=True)), copy=False)
     statement = _where(statement, query, table, bind, rows if mode == "dp" else None)
     if group and query.group_by:
-        first = len(selects) - len(query.group_by) + 1  # the group columns end the select list
-        statement = statement.group_by(*[exp.Literal.number(first + i) if find(query, c, "bin") is not None  # (its
-                                         else _group_expression(c, table, query, bind)  # parameters bound once)
-                                         for i, c in enumerate(query.group_by)], copy=False)
+        if any(find(query, c, "bin") is not None for c in query.group_by):  # a bin's parameters: bound once, in SELECT
+            statement.set("group", exp.Group(all=True))  # (its only non-aggregates are the group columns)
+        else:
+            statement = statement.group_by(*[_group_expression(c, table, query, bind) for c in query.group_by], copy=False)
     return Generated(statement.sql(dialect="duckdb"), tuple(bind.values))
 
 
