@@ -141,6 +141,33 @@ def test_the_bins_and_bounds_follow_from_the_declared_bounds_alone(db):
     assert Fraction(1000, 3) <= Fraction(high) and math.nextafter(high, 0) < 1000 / 3 + 1e-12
 
 
+@pytest.mark.parametrize("bin_sql", ["FLOOR(age / 7)", "CEIL(age / 3 - 0.5) * 3", "WIDTH_BUCKET(age, 10, 90, 7)",
+                                     "WIDTH_BUCKET(age * 0.1, 1.5, 8.5, 3) - 1", "FLOOR(-age / 9.5 + 0.3)",
+                                     "CASE WHEN age < 18 THEN 'child' WHEN age BETWEEN 18 AND 64 THEN 'adult' END",
+                                     "CASE WHEN age IN (1, 2, 3) OR NOT age > 50 THEN 1 ELSE 0 END"])
+def test_the_cube_answers_bins_of_a_cube_column_as_the_scan_does(tmp_path, bin_sql):
+    """An integer age with missing values and values outside its bounds is a cube column: every
+    binned GROUP BY of it (with a WHERE and a second group column) gets from the cube exactly the
+    counts and clamped sums DuckDB's scan of the generated SQL gives."""
+    rng = np.random.default_rng(11)
+    n = 400
+    frame = pd.DataFrame({"pid": rng.integers(0, 250, n), "age": pd.array(rng.integers(-10, 131, n), dtype="Int64"),
+                          "income": rng.integers(0, 1200, n), "sex": rng.choice(["F", "M"], n)})
+    frame.loc[rng.choice(n, 30, replace=False), "age"] = pd.NA
+    database = _db(tmp_path, frame)
+    try:
+        for where in ("", " WHERE sex = 'F' OR age > 40"):
+            sql = f"SELECT {bin_sql} AS b, sex, COUNT(*), SUM(income) FROM t{where} GROUP BY b, sex"
+            p, _, (counts, sums) = _cells(database, sql)
+            q = parse(sql, database.config)
+            assert database.cubes["t"].covers(q), sql
+            fast_counts, fast_sums = database.fast_cells(q, len(p.cells))
+            assert fast_counts.tolist() == counts.tolist() and counts.sum() > 0, sql
+            assert fast_sums["income"].tolist() == sums["income"].tolist(), sql
+    finally:
+        database.close()
+
+
 # ------------------------------------------------------------------ the noise
 def test_the_noise_per_bin_has_the_stated_scale(db):
     """epsilon 1 split over COUNT and SUM, k = 2: each of the 11 bins gets discrete Laplace noise of

@@ -16,6 +16,9 @@ order of the text.
   as PostgreSQL's: ``CASE WHEN v IS NULL THEN NULL WHEN v < low THEN 0 WHEN v >= high THEN n + 1
   ELSE LEAST(FLOOR((v - low) / (high - low) * n) + 1, n) END`` (DuckDB's LEAST and GREATEST skip a
   NULL argument, hence the explicit NULL arms).
+
+:func:`step_codes` computes a step bin's codes from values in numpy doubles in the same order (the
+cube's fast path: one code per distinct value of a few-valued column).
 """
 
 from __future__ import annotations
@@ -23,12 +26,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 from sqlglot import exp
 
-from sdckit.query.derived import ARITHMETIC, Derived, step_of
+from sdckit.query.derived import ARITHMETIC, Derived, step_of, walk
 from sdckit.query.sqlwhere import Predicate
 
-__all__ = ["expression_sql"]
+__all__ = ["expression_sql", "step_codes"]
 
 
 def expression_sql(d: Derived, bind: Callable[[Any], exp.Expression], column: Callable[[str, bool], exp.Expression],
@@ -97,3 +101,32 @@ def _sql(t: tuple, column: Callable[[], exp.Expression], number: Callable[[Any],
     if kind == "neg":
         return exp.Neg(this=a)
     return {"floor": exp.Floor, "ceil": exp.Ceil, "abs": exp.Abs}[kind](this=a)
+
+
+def step_codes(d: Derived, values: np.ndarray) -> np.ndarray | None:
+    """The codes the generated SQL gives a step bin's non-missing ``values`` (one per distinct
+    value of a cube column, :mod:`sdckit.query.cube`), computed in doubles in the same order, so
+    the same codes; None for a bin this cannot compute (a CASE inside, or a CASE bin)."""
+    if d.kind != "bin" or d.tree[0] == "case" or any(sub[0] == "case" for sub in walk(d.tree)):
+        return None
+    lo, hi = d.source
+    clamped = np.minimum(np.maximum(np.asarray(values, dtype=np.float64), float(lo)), float(hi))
+    step = _doubles(step_of(d.tree), clamped)
+    return step.astype(np.int64) - d.first
+
+
+def _doubles(t: tuple, x: np.ndarray) -> np.ndarray:
+    kind = t[0]
+    if kind == "col":
+        return x
+    if kind == "lit":
+        return np.full(x.shape, float(t[1]))
+    a = _doubles(t[1], x)
+    if kind in ARITHMETIC.values():
+        b = _doubles(t[2], x)
+        return a + b if kind == "+" else a - b if kind == "-" else a * b if kind == "*" else a / b
+    if kind == "width_bucket":
+        low, high, n = float(t[2]), float(t[3]), float(t[4])
+        inside = np.minimum(np.floor((a - low) / (high - low) * n) + 1.0, n)
+        return np.where(a < low, 0.0, np.where(a >= high, n + 1.0, inside))
+    return {"neg": np.negative, "abs": np.abs, "floor": np.floor, "ceil": np.ceil}[kind](a)
