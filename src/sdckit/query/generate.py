@@ -17,8 +17,10 @@ Relations (created by :mod:`sdckit.query.data` when the service starts):
   asking a smaller bound ``k'`` (:func:`rows_per_unit`) keeps ``"__sdc_rank" <= k'`` (bound).
 
 ``=``, ``<>`` and ``IN`` on a text-domain column compare the code when the value is in the domain
-(the same rows, faster) and the text otherwise; GROUP BY groups on the code. The result columns
-are sdckit's aliases ``n``, ``s0``, ..., ``g0``, ...
+(the same rows, faster) and the text otherwise; GROUP BY groups on the code. A binned group column
+is its bin code and a derived value its expression clamped to its bounds
+(:mod:`sdckit.query.derivedsql`); a statement with a binned column groups ``BY ALL``. The result
+columns are sdckit's aliases ``n``, ``s0``, ..., ``g0``, ...
 """
 
 from __future__ import annotations

@@ -11,10 +11,16 @@ Supported (seed 002 section 4.6.2: statistical queries over query sets defined b
     [GROUP BY col, ...]        -- columns with a declared domain, or (dp mode, (epsilon, delta)
                                -- budgets) columns listed in `keys_from_data`: their keys are
                                -- taken from the data and released by thresholding
-                               -- (sdckit.query.keys)
+                               -- (sdckit.query.keys), or (dp mode) binned columns:
+                               -- FLOOR(age / 10) * 10, WIDTH_BUCKET(x, lo, hi, n),
+                               -- CASE WHEN ... THEN 'label' ... END, or a selected one's alias
+
+    In dp mode SUM, AVG, VAR_POP and STDDEV_POP also take an expression of one column with
+    literals (SUM(income * 12), SUM(CASE WHEN sex = 'F' THEN income ELSE 0 END)); binned and derived
+    columns, their bins and bounds: :mod:`sdckit.query.derived`.
 
 Everything else is refused with :class:`UnsupportedQuery` naming what is not supported: joins,
-sub-queries, functions other than these aggregates, several statements, comments, ORDER
+sub-queries, functions other than these aggregates (and the binning and arithmetic above), several statements, comments, ORDER
 BY, LIMIT, HAVING, DISTINCT, column-to-column comparisons, NULL tests, undeclared columns.
 The analyst's text never reaches the database: :mod:`sdckit.query.generate` writes the SQL
 from the :class:`Query` object.
