@@ -12,6 +12,8 @@ import numpy as np
 import pandas as pd
 import pytest
 import sqlglot
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy import stats
 from sqlglot.tokens import TokenType
 
@@ -274,6 +276,32 @@ def test_a_string_in_case_stays_a_literal_and_values_are_bound(db):
     assert label not in generated.sql and label not in generated.params
     p, _, (counts, sums) = _cells(db, sql)
     assert [c[0] for c in p.cells] == [label, "b"] and counts.tolist() == [0, 9] and sums[q.outputs[2].column].sum() == 0
+
+
+def _quoted(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+@given(labels=st.lists(st.text(min_size=1, max_size=12), min_size=1, max_size=3, unique=True),
+       value=st.text(max_size=12), number=st.floats(-1e6, 1e6, allow_nan=False))
+@settings(max_examples=40, deadline=None)
+def test_generated_sql_of_any_bins_holds_no_analyst_text(db, labels, value, number):
+    """Whatever labels and values a CASE holds, the generated SQL has no string and no number
+    literal, only the configured (quoted) names, a ``?`` per parameter; the condition values are
+    parameters, the labels are not anywhere (codes instead)."""
+    arms = " ".join(f"WHEN sex = {_quoted(value)} OR sex IN ('F', {_quoted(v)}) THEN {_quoted(v)}" for v in labels[:-1])
+    derived = f"SUM(CASE WHEN age < {number!r} OR sex = {_quoted(value)} THEN income * {number!r} ELSE -1 END)"
+    sql = (f"SELECT CASE {arms} ELSE {_quoted(labels[-1])} END AS x, COUNT(*), {derived} FROM t GROUP BY x" if arms else
+           f"SELECT CASE WHEN sex <> {_quoted(value)} THEN {_quoted(labels[0])} END AS x, COUNT(*) FROM t GROUP BY x")
+    q = parse(sql, db.config)
+    generated = aggregate_sql(q, dp_table(q, db.config.tables["t"]), "dp")
+    tokens = sqlglot.Dialect.get_or_raise("duckdb").tokenize(generated.sql)
+    assert not [t for t in tokens if t.token_type in (TokenType.STRING, TokenType.NUMBER)], generated.sql
+    assert {t.text for t in tokens if t.token_type == TokenType.IDENTIFIER} <= {
+        "sex", "age", "income", "__sdc_code_sex", "__sdc_clamp_income", "sdc_dp_t", "n", "s0", "g0"}
+    assert generated.sql.count("?") == len(generated.params) and value in generated.params
+    assert not set(labels) & {p for p in generated.params if isinstance(p, str)} - {value, "F"} - set(labels[:-1])
+    assert list(q.outputs[0].derived.labels) == labels
 
 
 # ------------------------------------------------------------------ refusals

@@ -58,7 +58,6 @@ from typing import Any
 
 from sqlglot import exp
 
-from sdckit.core.duckdb_session import quote_literal
 from sdckit.core.result import Result, plain
 from sdckit.query.config import IDENTIFIER, MAX_GROUPS, TableConfig
 from sdckit.query.sqlnodes import UnsupportedQuery, column_name, literal, node_name
@@ -169,7 +168,7 @@ def _text(t: Any) -> str:
     if kind == "col":
         return t[1]
     if kind == "lit":
-        return quote_literal(t[1])
+        return _literal_text(t[1])
     if kind in ARITHMETIC.values():
         return f"{_wrapped(t[1])} {kind} {_wrapped(t[2])}"
     if kind == "neg":
@@ -182,17 +181,22 @@ def _text(t: Any) -> str:
     return f"{kind.upper()}({_text(t[1])})"
 
 
+def _literal_text(value: Any) -> str:
+    """A literal as the canonical text shows it: a string quoted (``'`` doubled), a number by repr."""
+    return "'" + value.replace("'", "''") + "'" if isinstance(value, str) else repr(value)
+
+
 def _wrapped(t: tuple) -> str:
     return f"({_text(t)})" if t[0] in ARITHMETIC.values() or t[0] == "neg" else _text(t)
 
 
 def _predicate_text(p: Predicate) -> str:
     if isinstance(p, Compare):
-        return f"{p.column} {p.op} {quote_literal(p.value)}"
+        return f"{p.column} {p.op} {_literal_text(p.value)}"
     if isinstance(p, InList):
-        return f"{p.column} {'NOT ' if p.negated else ''}IN ({', '.join(quote_literal(v) for v in p.values)})"
+        return f"{p.column} {'NOT ' if p.negated else ''}IN ({', '.join(_literal_text(v) for v in p.values)})"
     if isinstance(p, Between):
-        return f"{p.column} {'NOT ' if p.negated else ''}BETWEEN {quote_literal(p.low)} AND {quote_literal(p.high)}"
+        return f"{p.column} {'NOT ' if p.negated else ''}BETWEEN {_literal_text(p.low)} AND {_literal_text(p.high)}"
     if isinstance(p, And | Or):
         return f" {type(p).__name__.upper()} ".join(f"({_predicate_text(i)})" for i in p.items)
     return f"NOT ({_predicate_text(p.item)})"
@@ -215,7 +219,7 @@ def walk(t: Any):
 def _number(t: tuple, what: str) -> None:
     for sub in walk(t):
         if sub[0] == "lit" and isinstance(sub[1], str):
-            raise UnsupportedQuery(f"The string {quote_literal(sub[1])} in {what} is not supported: arithmetic takes numbers.")
+            raise UnsupportedQuery(f"The string {_literal_text(sub[1])} in {what} is not supported: arithmetic takes numbers.")
 
 
 # ---------------------------------------------------------------- intervals (exact) and values (doubles)
