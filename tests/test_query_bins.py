@@ -345,8 +345,45 @@ def test_the_service_answers_states_and_charges_exactly_and_restricted_mode_refu
         status, body = service.query(zcdp, {"sql": sql, "rho": "1/4"})
         assert status == 200 and body["definition"] == "zcdp" and 0 < service.state.analyst("z").rho_spent <= Fraction(1, 4)
         status, body = service.query(restricted, {"sql": sql})
-        assert status == 400 and "dp mode only" in body["error"]
+        assert status == 400 and "income * 12 is a derived value, answered in dp mode only" in body["error"]
         assert service.state.analyst("p").epsilon_spent == Fraction(1, 3)
+    finally:
+        service.close()
+
+
+def test_restricted_mode_audits_the_bins_sets(tmp_path):
+    """A binned GROUP BY of a public dimension is answered exactly in restricted mode, each bin's
+    membership vector audited: the answer equals pandas'; a bin holding only the known unique
+    (age 130, clamped to 120) is refused by size control; and the differencing attack through
+    bins — ages < 50 / >= 50, then < 50 / 50..120 (the unique in no bin) — is refused by the
+    auditor on the second query, as it would be for the same sets written with WHERE, also after a
+    restart (the stored binned SQL replayed). A bin of a
+    confidential column and a derived value are 400s."""
+    frame = make_data(tmp_path)
+    service = Service(write_config(tmp_path))
+    try:
+        key = service.state.add_analyst("r", "restricted")
+        status, body = service.query(key, {"sql": "SELECT CASE WHEN age < 50 THEN 'a' ELSE 'b' END AS g, COUNT(*), "
+                                                  "SUM(income) FROM census GROUP BY g"})
+        assert status == 200, body
+        young = frame["age"] < 50
+        assert body["rows"] == [["a", int(young.sum()), int(frame.income[young].sum())],
+                                ["b", int((~young).sum()), int(frame.income[~young].sum())]]
+        status, body = service.query(key, {"sql": "SELECT FLOOR(age / 50) AS g, COUNT(*) FROM census GROUP BY g"})
+        assert status == 403 and "query-set-size control" in body["error"]
+        status, body = service.query(key, {"sql": "SELECT CASE WHEN age < 50 THEN 'a' WHEN age < 121 THEN 'b' END AS g, "
+                                                  "SUM(income) FROM census GROUP BY g"})
+        assert status == 403 and "Refused by the auditor" in body["error"], body
+        status, body = service.query(key, {"sql": "SELECT SUM(income) FROM census WHERE age BETWEEN 50 AND 120"})
+        assert status == 403 and "Refused by the auditor" in body["error"], body
+        status, body = service.query(key, {"sql": "SELECT FLOOR(income / 1000) AS g, COUNT(*) FROM census GROUP BY g"})
+        assert status == 400 and "'income' is confidential" in body["error"]
+    finally:
+        service.close()
+    service = Service(write_config(tmp_path))  # a restart replays the binned query into the auditor
+    try:
+        status, body = service.query(key, {"sql": "SELECT SUM(income) FROM census WHERE age BETWEEN 50 AND 120"})
+        assert status == 403 and "Refused by the auditor" in body["error"], body
     finally:
         service.close()
 

@@ -1,6 +1,8 @@
 """Binned GROUP BY columns and values derived before aggregating (issue 32; DESIGN.md section 7).
 
-Two forms of an expression over *one* declared column and literals, in dp mode only:
+Two forms of an expression over *one* declared column and literals (bins in both modes — in
+restricted mode of a public dimension, each bin's record set audited as any query set —, derived
+values in dp mode only):
 
 * **A binned group column** (a histogram): ``GROUP BY`` an expression that maps the column to
   finitely many public labels --

@@ -145,9 +145,13 @@ class Service:
             raise UnsupportedQuery(f"GROUP BY {data_keys[0]!r} takes its keys from the data (thresholding), a dp "
                                    "mechanism: in restricted mode GROUP BY only columns with a declared domain.")
         derived = derived_of(query)
-        if derived and (analyst.mode == "restricted" or data_keys):
-            raise UnsupportedQuery(f"{derived[0].name} is a binned or derived column: answered in dp mode only, with the "
-                                   "other groups of declared domains (not in restricted mode, not with keys from the data).")
+        values = [d for d in derived if d.kind == "value"]
+        if values and analyst.mode == "restricted":
+            raise UnsupportedQuery(f"{values[0].name} is a derived value, answered in dp mode only: the restricted mode's "
+                                   "auditor reasons over sums of declared columns.")
+        if derived and data_keys:
+            raise UnsupportedQuery(f"{derived[0].name} is a binned or derived column: answered with groups of declared "
+                                   "domains only, not with keys from the data.")
         dp_only = [o for o in query.outputs if o.kind in DP_ONLY]
         if dp_only and analyst.mode == "restricted":
             raise UnsupportedQuery("VAR_POP, STDDEV_POP and COUNT(DISTINCT) are answered in dp mode only: the restricted "
