@@ -7,15 +7,16 @@ generator quotes and checks it). An expression that reads its column several tim
 of WIDTH_BUCKET, a clamped source) is built again at each use, so its parameters are bound in the
 order of the text.
 
-* A bin of a step: ``CAST(step(inner(v)) AS BIGINT) - first``, with ``v`` the column clamped to its
-  public range, NULL kept: ``CASE WHEN x IS NULL THEN NULL ELSE LEAST(GREATEST(CAST(x AS DOUBLE),
-  lo), hi) END``.
+* A bin of a step: ``CASE WHEN x IS NULL THEN NULL ELSE CAST(step(inner(v)) AS BIGINT) - first
+  END``, ``v`` the column clamped to its public range: the dp relation's clamped column for a
+  bounded column (a missing value is 0 there, hence the test of ``x`` as stored), else ``LEAST(
+  GREATEST(CAST(x AS DOUBLE), lo), hi)`` (the restricted relation, a numeric domain). DuckDB's
+  ``LEAST`` and ``GREATEST`` skip a NULL argument: ``v`` is never NULL inside the ELSE.
 * A CASE bin: ``CASE WHEN (condition) THEN code ... [ELSE code] END``, the conditions as WHERE's.
 * A value: the expression over the dp relation's clamped column, then ``LEAST(GREATEST(value, lo'),
   hi')`` (never NULL: the clamped column is not, a CASE has an ELSE). WIDTH_BUCKET (DuckDB has none)
-  as PostgreSQL's: ``CASE WHEN v IS NULL THEN NULL WHEN v < low THEN 0 WHEN v >= high THEN n + 1
-  ELSE LEAST(FLOOR((v - low) / (high - low) * n) + 1, n) END`` (DuckDB's LEAST and GREATEST skip a
-  NULL argument, hence the explicit NULL arms).
+  as PostgreSQL's: ``CASE WHEN v < low THEN 0 WHEN v >= high THEN n + 1 ELSE LEAST(FLOOR((v - low)
+  / (high - low) * n) + 1, n) END``, ``v`` never NULL.
 
 :func:`step_codes` computes a step bin's codes from values in numpy doubles in the same order (the
 cube's fast path: one code per distinct value of a few-valued column).
@@ -36,11 +37,12 @@ __all__ = ["expression_sql", "step_codes"]
 
 
 def expression_sql(d: Derived, bind: Callable[[Any], exp.Expression], column: Callable[[str, bool], exp.Expression],
-                   condition: Callable[[Predicate], exp.Expression]) -> exp.Expression:
+                   condition: Callable[[Predicate], exp.Expression], clamped: bool = True) -> exp.Expression:
     """The DuckDB expression of ``d`` (every literal a bound parameter): a bin's BIGINT code, or a
     value computed from the clamped column and clamped to its bounds. ``column(name, clamped)``
     is the relation's column (the dp relation's clamped one when ``clamped``); ``condition`` the
-    WHERE form of a predicate."""
+    WHERE form of a predicate; ``clamped``: whether the relation has the bin's column clamped
+    (the dp relation, a bounded column), else the bin clamps it here."""
     def number(value: Any) -> exp.Expression:
         return exp.cast(bind(value), "DOUBLE")
 
@@ -53,15 +55,14 @@ def expression_sql(d: Derived, bind: Callable[[Any], exp.Expression], column: Ca
     if d.kind == "bin":
         lo, hi = d.source
 
-        def source() -> exp.Expression:  # built again (its parameters bound again) at each use
-            raw = column(d.column, False)
-            clamped = exp.Anonymous(this="LEAST", expressions=[
-                exp.Anonymous(this="GREATEST", expressions=[exp.cast(raw, "DOUBLE"), number(lo)]), number(hi)])
-            return exp.Case(ifs=[exp.If(this=exp.Is(this=raw.copy(), expression=exp.Null()), true=exp.Null())],
-                            default=clamped)
-        step = step_of(d.tree)
-        value = _sql(step, source, number, condition)
-        return exp.Sub(this=exp.cast(value, "BIGINT"), expression=code(d.first))
+        def source() -> exp.Expression:  # built again (its parameters bound again) at each use; never NULL
+            if clamped:
+                return column(d.column, True)
+            return exp.Anonymous(this="LEAST", expressions=[exp.Anonymous(this="GREATEST", expressions=[
+                exp.cast(column(d.column, False), "DOUBLE"), number(lo)]), number(hi)])
+        missing = exp.Is(this=column(d.column, False), expression=exp.Null())
+        value = exp.Sub(this=exp.cast(_sql(step_of(d.tree), source, number, condition), "BIGINT"), expression=code(d.first))
+        return exp.Case(ifs=[exp.If(this=missing, true=exp.Null())], default=value)
     value = _sql(d.tree, lambda: column(d.column, True), number, condition)
     return exp.Anonymous(this="LEAST", expressions=[
         exp.Anonymous(this="GREATEST", expressions=[value, number(d.bounds[0])]), number(d.bounds[1])])
@@ -86,14 +87,13 @@ def _sql(t: tuple, column: Callable[[], exp.Expression], number: Callable[[Any],
 
         def operand() -> exp.Expression:
             return exp.Paren(this=_sql(t[1], column, number, condition))
-        missing = exp.If(this=exp.Is(this=operand(), expression=exp.Null()), true=exp.Null())  # (LEAST skips a NULL)
         below = exp.If(this=exp.LT(this=operand(), expression=number(low)), true=number(0))
         above = exp.If(this=exp.GTE(this=operand(), expression=number(high)), true=number(n + 1))
         scaled = exp.Mul(this=exp.Div(this=exp.Paren(this=exp.Sub(this=operand(), expression=number(low))),
                                       expression=number(float(high) - float(low))), expression=number(n))
         inside = exp.Anonymous(this="LEAST", expressions=[exp.Add(this=exp.Floor(this=scaled), expression=number(1)),
                                                           number(n)])
-        return exp.Case(ifs=[missing, below, above], default=inside)
+        return exp.Case(ifs=[below, above], default=inside)
     a = exp.Paren(this=_sql(t[1], column, number, condition))
     if kind in ARITHMETIC.values():
         cls = {v: k for k, v in ARITHMETIC.items()}[kind]

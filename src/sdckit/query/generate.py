@@ -232,17 +232,17 @@ def _condition(p: Predicate, table: TableConfig, bind: _Params) -> exp.Expressio
     raise ParameterError("Internal check: unknown predicate.")
 
 
-def _group_expression(column: str, table: TableConfig, query: Query, bind: _Params) -> exp.Expression:
+def _group_expression(column: str, table: TableConfig, query: Query, bind: _Params, mode: str = "dp") -> exp.Expression:
     """A group column (a text domain's code), or a binned column's code (:mod:`sdckit.query.derived`)."""
     binned = find(query, column, "bin")
     if binned is not None:
-        return _derived(binned, table, bind)
+        return _derived(binned, table, bind, mode == "dp" and binned.column in table.bounds)
     return _col(code_column(column) if is_text_domain(table, column) else column, table)
 
 
-def _derived(d: Any, table: TableConfig, bind: _Params) -> exp.Expression:
-    return expression_sql(d, bind, lambda name, clamped: _col(clamp_column(name) if clamped else name, table),
-                          lambda p: _condition(p, table, bind))
+def _derived(d: Any, table: TableConfig, bind: _Params, clamped: bool = True) -> exp.Expression:
+    return expression_sql(d, bind, lambda name, clamp: _col(clamp_column(name) if clamp else name, table),
+                          lambda p: _condition(p, table, bind), clamped)
 
 
 def _value(column: str, table: TableConfig, query: Query, mode: str, bind: _Params) -> exp.Expression:
@@ -301,7 +301,7 @@ def aggregate_sql(query: Query, table: TableConfig, mode: str, persons: bool = F
         selects.append(_alias(exp.Sum(this=capped), square_alias(i)))
     for i, column in enumerate(distinct_columns(query)):
         selects.append(_alias(exp.Count(this=exp.Distinct(expressions=[_col(column, table)])), distinct_alias(i)))
-    selects.extend(_alias(_group_expression(c, table, query, bind), group_alias(i)) for i, c in enumerate(query.group_by))
+    selects.extend(_alias(_group_expression(c, table, query, bind, mode), group_alias(i)) for i, c in enumerate(query.group_by))
     return _statement(selects, query, table, mode, bind, group=True, rows=rows)
 
 
@@ -309,7 +309,8 @@ def membership_sql(query: Query, table: TableConfig) -> Generated:
     """``SELECT __sdc_row, group AS g0, .. FROM sdc_<table> WHERE ..``: the query set's records."""
     bind = _Params()
     selects: list[exp.Expression] = [exp.Column(this=exp.to_identifier(ROW, quoted=True))]
-    selects.extend(_alias(_group_expression(c, table, query, bind), group_alias(i)) for i, c in enumerate(query.group_by))
+    selects.extend(_alias(_group_expression(c, table, query, bind, "restricted"), group_alias(i))
+                   for i, c in enumerate(query.group_by))
     return _statement(selects, query, table, "restricted", bind, group=False)
 
 
