@@ -105,7 +105,7 @@ def test_readme_quick_start_runs_as_written(tmp_path, monkeypatch, capsys):
         bins = re.search(r"<!-- query-bins -->\n<!-- not-run:[^\n]*-->\n```python\n(.*?)```",
                          (ROOT / "README.md").read_text(encoding="utf-8"), re.S).group(1)
         assert _run_python(bins, 8000, port_used) == [
-            "[0, 25000, 50000, 75000, 100000]", "['bin', 'count', 'count_low', 'count_high']", "[0, 5000, 10000]", "0.1"]
+            "[0, 25000, 50000, 75000, 100000]", "['bin', 'count', 'count_low', 'count_high']", "[0, 5000, 10000]", "0.025"]
     finally:
         server.stop()
 
