@@ -11,7 +11,7 @@ from typing import Any
 from sqlglot import exp
 
 from sdckit.query.config import TableConfig
-from sdckit.query.derived import EXPRESSIONS, Derived, parse_bin, parse_value
+from sdckit.query.derived import EXPRESSIONS, Derived, is_derived_name, parse_bin, parse_value
 from sdckit.query.sqlnodes import UnsupportedQuery, column_name, literal, node_name
 
 
@@ -41,7 +41,7 @@ def parse_output(node: exp.Expression, label: str | None, table: TableConfig, gr
         if column not in group_by:
             raise UnsupportedQuery(f"Column {column!r} is selected but not in GROUP BY: only group columns and aggregates may be selected.")
         return Output("group", column, label or column)
-    if isinstance(node, EXPRESSIONS):  # a binned group column
+    if isinstance(node, EXPRESSIONS) and any(is_derived_name(c) for c in group_by):  # a binned group column
         d = parse_bin(node, table)
         if d.name not in group_by:
             raise UnsupportedQuery(f"{d.name} is selected but not in GROUP BY: only group columns and aggregates may be selected.")
