@@ -4,8 +4,9 @@ Two forms of an expression over *one* declared column and literals (bins in both
 restricted mode of a public dimension, each bin's record set audited as any query set —, derived
 values in dp mode only):
 
-* **A binned group column** (a histogram): ``GROUP BY`` an expression that maps the column to
-  finitely many public labels --
+* **A binned group column** (a histogram, as Tumult Analytics' ``BinningSpec`` with its bins
+  as the group keys): ``GROUP BY`` an expression that maps the column to finitely many public
+  labels --
 
   - ``CASE WHEN cond THEN 'label' [WHEN ...] [ELSE 'label'] END``: every condition a predicate
     on the one column (as in WHERE, on the value as stored), every THEN/ELSE a literal (all
@@ -32,7 +33,8 @@ values in dp mode only):
   required); the arithmetic reads at most one column, which needs declared bounds. **Rule**: the
   column is clamped to its bounds ``[lo, hi]`` first (a missing value as 0, clamped: the dp
   relation's clamped column, as SUM reads it), then the expression is computed in doubles, and
-  the result is clamped to ``[lo', hi']``, the interval that interval arithmetic gives over
+  the result is clamped to ``[lo', hi']``, the interval that interval arithmetic (Moore 1966,
+  *Interval Analysis*, ch. 2) gives over
   ``[lo, hi]`` (exact rationals, rounded outwards to doubles): ``[a, b] + [c, d] = [a + c, b + d]``,
   ``[a, b] - [c, d] = [a - d, b - c]``, a product the smallest and largest of the four products,
   ``/ c`` as ``* (1 / c)``, ``FLOOR``/``CEIL``/``WIDTH_BUCKET`` of the ends (monotone), ``ABS``
