@@ -458,3 +458,13 @@ def test_min_max_and_median_over_a_public_join_stay_within_the_bounds(svc):
                                           "FROM census JOIN regions ON region = code", "epsilon": 1})
     assert status == 200, body
     assert all(0 <= v <= 200 for v in body["rows"][0]), body["rows"]
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT FLOOR(income / 100) * 100 AS band, COUNT(*) FROM census JOIN regions ON region = code GROUP BY band",
+    "SELECT SUM(income * 2) FROM census JOIN regions ON region = code",
+])
+def test_binned_or_derived_columns_over_a_join_are_refused_in_one_line(svc, sql):
+    with pytest.raises(UnsupportedQuery, match="over a JOIN are not supported") as info:
+        parse(sql, svc.config)
+    assert "\n" not in str(info.value)

@@ -105,6 +105,11 @@ def test_readme_quick_start_runs_as_written(tmp_path, monkeypatch, capsys):
         found = re.search(r"<!-- query-bounds -->\n<!-- not-run:[^\n]*-->\n```python\n(.*?)```",
                           (ROOT / "README.md").read_text(encoding="utf-8"), re.S).group(1)
         assert _run_python(found, 8000, port_used) == ["['AGI_lower_bound', 'AGI_upper_bound']", "['max_FEDTAX']", "0.05"]
+        # binned GROUP BY, a derived SUM and Client.histogram (issue 32): every bin, the exact charge
+        bins = re.search(r"<!-- query-bins -->\n<!-- not-run:[^\n]*-->\n```python\n(.*?)```",
+                         (ROOT / "README.md").read_text(encoding="utf-8"), re.S).group(1)
+        assert _run_python(bins, 8000, port_used) == [
+            "[0, 25000, 50000, 75000, 100000]", "['bin', 'count', 'count_low', 'count_high']", "[0, 5000, 10000]", "0.025"]
     finally:
         server.stop()
 

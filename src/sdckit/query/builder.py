@@ -22,6 +22,7 @@ is what the caller meant. The client imports it at the first such call.
 
 from __future__ import annotations
 
+import builtins
 import math
 import numbers
 import re
@@ -246,3 +247,75 @@ def select_sql(table: str, aggregate: str, column: str | None = None, *, q: floa
     if groups:
         text += f" GROUP BY {', '.join(groups)}"
     return text
+
+
+#: Most bins :func:`histogram_sql` writes (the service reads at most 10,000 characters of SQL);
+#: for more equal bins write ``WIDTH_BUCKET(column, low, high, n)`` in SQL.
+MAX_BINS = 200
+
+
+def histogram_sql(table: str, column: str, edges: Sequence[Any] | None = None, *, bins: int | None = None,
+                  range: tuple[Any, Any] | None = None, where: Any = None, name: str | None = None,
+                  owner: str = "histogram_sql") -> str:
+    """The noisy histogram of ``column`` over ``edges`` (or ``bins`` equal bins of ``range``) as
+    the binned GROUP BY the service answers (:mod:`sdckit.query.derived`).
+
+    Bin ``i`` is ``[edges[i], edges[i + 1])``, the last one closed; a row outside
+    ``[edges[0], edges[-1]]`` (or missing) is in no bin. The SQL is ::
+
+        SELECT CASE WHEN "x" < e1 THEN e0 WHEN "x" < e2 THEN e1 ... ELSE e(m-1) END AS "bin",
+               COUNT(*) AS "count" FROM "t" WHERE "x" BETWEEN e0 AND em [AND where] GROUP BY "bin"
+
+    so each bin is labelled by its lower edge, and every bin is an answer row (its count noisy,
+    an empty one too): the bins follow from the edges, never from the data.
+
+    Parameters
+    ----------
+    table, column : str
+        The table and a numeric column with declared bounds.
+    edges : sequence of numbers, optional
+        At least two strictly increasing finite numbers (at most :data:`MAX_BINS` + 1).
+    bins : int, optional
+        Instead of ``edges``: this many equal bins of ``range`` (``low < high``), 1 to :data:`MAX_BINS`.
+    range : tuple, optional
+        ``(low, high)`` for ``bins`` (the client does not know the declared bounds).
+    where, name, owner
+        As :func:`select_sql` (``name``: the count's column, ``count`` by default).
+
+    Raises
+    ------
+    ParameterError
+        Both or neither of ``edges`` and ``bins``, ``bins`` without ``range``, edges that are not
+        increasing finite numbers, too many bins.
+    """
+    source, target = identifier(table, "table", owner), identifier(column, "column", owner)
+    if (edges is None) == (bins is None):
+        raise ParameterError(f"{owner} needs either 'edges' (a list of bin edges) or 'bins' (a number of equal bins "
+                             "with 'range'); got " + ("both." if edges is not None else "neither."))
+    if bins is not None:
+        if isinstance(bins, bool) or not isinstance(bins, numbers.Integral) or not 1 <= bins <= MAX_BINS:
+            raise ParameterError(f"The 'bins' of {owner} must be an int from 1 to {MAX_BINS}; got {brief(bins)}.")
+        if not isinstance(range, tuple) or len(range) != 2:
+            raise ParameterError(f"The 'bins' of {owner} need 'range' = (low, high), the values to bin (the client does "
+                                 f"not know the declared bounds); got {brief(range)}.")
+        low, high = (_finite(v, "range", owner) for v in range)
+        edges = [low + (high - low) * i / int(bins) for i in builtins.range(int(bins))] + [high]
+    values = [_finite(v, "edges", owner) for v in edges]
+    if not 2 <= len(values) <= MAX_BINS + 1 or any(a >= b for a, b in zip(values, values[1:])):
+        raise ParameterError(f"The 'edges' of {owner} must be 2 to {MAX_BINS + 1} strictly increasing numbers; "
+                             f"got {brief(list(edges))}.")
+    texts = [literal(v, column, owner) for v in values]
+    arms = " ".join(f"WHEN {target} < {texts[i + 1]} THEN {texts[i]}" for i in builtins.range(len(texts) - 2))
+    case = f"CASE {arms} ELSE {texts[-2]} END" if arms else f"CASE WHEN {target} <= {texts[-1]} THEN {texts[0]} END"
+    count = f"COUNT(*) AS {identifier(name, 'name', owner)}" if name is not None else "COUNT(*)"
+    text = f'SELECT {case} AS "bin", {count} FROM {source} WHERE {target} BETWEEN {texts[0]} AND {texts[-1]}'
+    condition_text = where_sql(where, owner)
+    if condition_text is not None:
+        text += f" AND ({condition_text})"
+    return text + ' GROUP BY "bin"'
+
+
+def _finite(value: Any, what: str, owner: str) -> Any:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(float(value)):
+        raise ParameterError(f"The '{what}' of {owner} must hold finite numbers; got {brief(value)}.")
+    return value if isinstance(value, numbers.Integral) else float(value)

@@ -46,8 +46,9 @@ class Client:
     ``noise_scale``, ``ci95``, ``dp``, ``cached``) is in ``frame.attrs``.
 
     Besides raw SQL, :meth:`count`, :meth:`sum`, :meth:`avg`, :meth:`median`,
-    :meth:`quantile`, :meth:`var`, :meth:`stddev`, :meth:`count_distinct`, :meth:`min`, :meth:`max` and
-    :meth:`bounds` build the query from arguments (:func:`sdckit.query.builder.select_sql`)
+    :meth:`quantile`, :meth:`var`, :meth:`stddev`, :meth:`count_distinct`, :meth:`min`, :meth:`max`,
+    :meth:`bounds` and :meth:`histogram` build the query from arguments (:func:`sdckit.query.builder.select_sql`,
+    :func:`~sdckit.query.builder.histogram_sql`)
     and add each noisy value's 95% interval as two columns.
     """
 
@@ -317,15 +318,43 @@ class Client:
         """
         return self._build("bounds", table, column, where, None, (epsilon, delta, rho), name, rows=max_rows_per_unit)
 
+    def histogram(self, table: str, column: str, edges: list[Any] | None = None, *, bins: int | None = None,
+                  range: tuple[Any, Any] | None = None, where: Any = None, epsilon: Any = None, delta: Any = None,
+                  rho: Any = None, name: str | None = None, max_rows_per_unit: int | None = None) -> pd.DataFrame:
+        """The noisy histogram of ``column``: one row per bin ``[edges[i], edges[i + 1])`` (the
+        last closed), or per one of ``bins`` equal bins of ``range = (low, high)``; ``bin`` its
+        lower edge, ``count`` (or ``name``) its noisy count and 95% interval. Every bin is a row,
+        an empty one too (the bins follow from the edges, never from the data); a row outside the
+        edges counts in none. The SQL is the binned GROUP BY of
+        :func:`~sdckit.query.builder.histogram_sql` (in ``attrs["sql"]``); the loss and the
+        other parameters are :meth:`count`'s. Tumult Analytics:
+        ``QueryBuilder("census").bin_column("AGE", BinningSpec(bin_edges=[0, 18, 65, 120])).groupby(...).count()``.
+
+        Examples
+        --------
+        >>> with Client("http://127.0.0.1:8000", key) as c:          # doctest: +SKIP
+        ...     c.histogram("census", "age", edges=[0, 18, 65, 120], epsilon=0.5)
+        """
+        from sdckit.query.builder import histogram_sql
+
+        text = histogram_sql(table, column, edges, bins=bins, range=range, where=where, name=name,
+                             owner="Client.histogram")
+        return self._ask(text, (epsilon, delta, rho), max_rows_per_unit, "Client.histogram")
+
     def _build(self, aggregate: str, table: str, column: str | None, where: Any, by: Any,
                loss: tuple[Any, Any, Any], name: str | None, q: float | None = None,
                rows: int | None = None, join: Any = None) -> pd.DataFrame:
         """Check the arguments, send the SQL built from them, add the interval columns."""
-        from sdckit.dp.epsilon import exact  # only here: the client starts with httpx alone
         from sdckit.query.builder import select_sql
 
         owner = f"Client.{aggregate}"
         text = select_sql(table, aggregate, column, q=q, where=where, by=by, name=name, owner=owner, join=join)
+        return self._ask(text, loss, rows, owner)
+
+    def _ask(self, text: str, loss: tuple[Any, Any, Any], rows: int | None, owner: str) -> pd.DataFrame:
+        """Send the SQL a builder wrote with the loss (exact text), add the interval columns."""
+        from sdckit.dp.epsilon import exact  # only here: the client starts with httpx alone
+
         # checked here (a one-line ParameterError, nothing sent) and sent as exact text ("1/3"), so that
         # a Fraction, Decimal or numpy number is charged exactly what it says
         sent = [None if value is None else str(exact(value, owner, field, below_one=field == "delta"))

@@ -25,7 +25,14 @@ Exactly the same true answer as the DuckDB path (tests compare both on random pr
 
 A join with a public table on a cube column is answered from the cube joined with it in numpy
 (:meth:`Cube.joined`, issue 32). Anything else (quantiles, a column not in the cube, a sum the
-cube cannot make exact, a join of two private tables) is answered by DuckDB. Nothing here runs SQL built from the analyst's query: the cube is built from the
+cube cannot make exact, a join of two private tables) is answered by DuckDB.
+
+A binned GROUP BY column of a cube column (:mod:`sdckit.query.derived`) is answered too: a CASE
+bin's code per cube row from its conditions (the same three-valued logic), a step bin's per
+distinct value by :func:`~sdckit.query.derivedsql.step_codes` (the generated SQL's double
+arithmetic in the same order). Derived values are never summed here (they need each row).
+
+Nothing here runs SQL built from the analyst's query: the cube is built from the
 configuration's names only, and the analyst's values are compared with numpy.
 """
 
@@ -40,6 +47,8 @@ import numpy as np
 from sdckit.core.duckdb_session import quote_identifier
 from sdckit.core.result import Result, plain
 from sdckit.query.config import TableConfig
+from sdckit.query.derived import dp_table, find
+from sdckit.query.derivedsql import step_codes
 from sdckit.query.generate import cell_indices, clamp_column, group_alias, is_text_domain, relation_name, summed_columns
 from sdckit.query.sql import And, Compare, InList, Not, Or, Predicate, Query, predicate_columns
 
@@ -199,8 +208,16 @@ class Cube(Result):
             return False
         if any(c not in self.sums for c in summed_columns(query)):
             return False
-        if any(c not in self.keys for c in (*predicate_columns(query.where), *query.group_by)):
+        if any(c not in self.keys for c in predicate_columns(query.where)):
             return False
+        for c in query.group_by:
+            binned = find(query, c, "bin")  # a bin of a cube column: its codes from the column's values
+            if binned is None and c not in self.keys:
+                return False
+            if binned is not None and (binned.column not in self.keys or not (
+                    step_codes(binned, np.zeros(0)) is not None
+                    or (binned.tree[0] == "case" and all(literals_exact(p) for p, _ in binned.tree[1])))):
+                return False
         return literals_exact(query.where)
 
     def cells(self, query: Query, n_cells: int) -> tuple[np.ndarray, dict[str, np.ndarray]]:
@@ -211,9 +228,15 @@ class Cube(Result):
         if query.group_by:
             codes = {}
             for i, column in enumerate(query.group_by):
-                key = self.keys[column]
+                binned = find(query, column, "bin")
+                key = self.keys[column if binned is None else binned.column]
                 missing = key.index < 0
-                if is_text_domain(self.table, column):
+                if binned is not None and binned.tree[0] == "case":  # the first arm whose condition is true
+                    raw, missing = self._case_codes(binned)
+                elif binned is not None:  # the generated SQL's codes, per distinct value (sdckit.query.derivedsql)
+                    per_value = step_codes(binned, key.values)
+                    raw = per_value[np.where(missing, 0, key.index)] if key.values.size else np.zeros(self.size, np.int64)
+                elif is_text_domain(self.table, column):
                     position = {v: j for j, v in enumerate(self.table.domains[column])}
                     per_value = np.array([position.get(v, -1) for v in key.values], dtype=np.int64)
                     raw = per_value[np.where(missing, 0, key.index)] if key.values.size else np.zeros(self.size, np.int64)
@@ -221,7 +244,7 @@ class Cube(Result):
                     raw = (key.values[np.where(missing, 0, key.index)] if key.values.size
                            else np.zeros(self.size, np.int64)).astype(float)
                 codes[group_alias(i)] = np.ma.masked_array(raw, mask=missing)
-            cell = cell_indices(self.table, query.group_by, codes, self.size)
+            cell = cell_indices(dp_table(query, self.table), query.group_by, codes, self.size)
         else:
             cell = np.zeros(self.size, dtype=np.int64)
         keep = selected & (cell >= 0)
@@ -229,6 +252,20 @@ class Cube(Result):
         sums = {c: np.bincount(cell[keep], weights=self.sums[c][keep], minlength=n_cells).astype(float)
                 for c in summed_columns(query)}  # (float even when nothing is selected)
         return np.rint(counts).astype(np.int64), sums
+
+    def _case_codes(self, binned: Any) -> tuple[np.ndarray, np.ndarray]:
+        """(code, missing) per cube row of a CASE bin, as SQL: the first WHEN that is true (an
+        unknown one is not), else the ELSE (no ELSE: no bin)."""
+        position = {v: j for j, v in enumerate(binned.labels)}
+        codes = np.full(self.size, -1, dtype=np.int64)
+        decided = np.zeros(self.size, dtype=bool)
+        for p, value in binned.tree[1]:
+            true = self._where(p)[0] & ~decided
+            codes[true] = position[value[1]]
+            decided |= true
+        if binned.tree[2] is not None:
+            codes[~decided] = position[binned.tree[2][1]]
+        return codes, codes < 0
 
     def _where(self, p: Predicate) -> tuple[np.ndarray, np.ndarray]:
         """(true, unknown) per cube row: SQL's three-valued logic."""

@@ -17,8 +17,10 @@ Relations (created by :mod:`sdckit.query.data` when the service starts):
   asking a smaller bound ``k'`` (:func:`rows_per_unit`) keeps ``"__sdc_rank" <= k'`` (bound).
 
 ``=``, ``<>`` and ``IN`` on a text-domain column compare the code when the value is in the domain
-(the same rows, faster) and the text otherwise; GROUP BY groups on the code. The result columns
-are sdckit's aliases ``n``, ``s0``, ..., ``g0``, ...
+(the same rows, faster) and the text otherwise; GROUP BY groups on the code. A binned group column
+is its bin code and a derived value its expression clamped to its bounds
+(:mod:`sdckit.query.derivedsql`); a statement with a binned column groups ``BY ALL``. The result
+columns are sdckit's aliases ``n``, ``s0``, ..., ``g0``, ...
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ from sdckit.core.result import Result
 from sdckit.query.config import IDENTIFIER, TableConfig
 from sdckit.query.joins import JoinedTable
 from sdckit.query.relnames import RANK, ROW, clamp_column, code_column, is_text_domain, relation_name
+from sdckit.query.derived import find, is_derived_name
+from sdckit.query.derivedsql import expression_sql
 from sdckit.query.sql import And, Between, Compare, InList, Not, Or, Predicate, Query
 
 
@@ -224,8 +228,25 @@ def _condition(p: Predicate, table: TableConfig, bind: _Params) -> exp.Expressio
     raise ParameterError("Internal check: unknown predicate.")
 
 
-def _group_expression(column: str, table: TableConfig) -> exp.Column:
+def _group_expression(column: str, table: TableConfig, query: Query, bind: _Params, mode: str = "dp") -> exp.Expression:
+    """A group column (a text domain's code), or a binned column's code (:mod:`sdckit.query.derived`)."""
+    binned = find(query, column, "bin")
+    if binned is not None:
+        return _derived(binned, table, bind, mode == "dp" and binned.column in table.bounds)
     return _col(code_column(column) if is_text_domain(table, column) else column, table)
+
+
+def _derived(d: Any, table: TableConfig, bind: _Params, clamped: bool = True) -> exp.Expression:
+    return expression_sql(d, bind, lambda name, clamp: _col(clamp_column(name) if clamp else name, table),
+                          lambda p: _condition(p, table, bind), clamped)
+
+
+def _value(column: str, table: TableConfig, query: Query, mode: str, bind: _Params) -> exp.Expression:
+    """A summed column (clamped in dp mode), or a derived value (:mod:`sdckit.query.derived`)."""
+    derived = find(query, column, "value")
+    if derived is not None:
+        return _derived(derived, table, bind)
+    return _col(clamp_column(column) if mode == "dp" else column, table)
 
 
 def _statement(selects: list[exp.Expression], query: Query, table: TableConfig, mode: str,
@@ -233,7 +254,10 @@ def _statement(selects: list[exp.Expression], query: Query, table: TableConfig, 
     statement = exp.Select(expressions=selects).from_(_source(table, mode, bind, rows), copy=False)
     statement = _where(statement, query, table, bind, rows if mode == "dp" else None)
     if group and query.group_by:
-        statement = statement.group_by(*[_group_expression(c, table) for c in query.group_by], copy=False)
+        if any(find(query, c, "bin") is not None for c in query.group_by):  # a bin's parameters: bound once, in SELECT
+            statement.set("group", exp.Group(all=True))  # (its only non-aggregates are the group columns)
+        else:
+            statement = statement.group_by(*[_group_expression(c, table, query, bind) for c in query.group_by], copy=False)
     return Generated(statement.sql(dialect="duckdb"), tuple(bind.values))
 
 
@@ -262,19 +286,17 @@ def aggregate_sql(query: Query, table: TableConfig, mode: str, persons: bool = F
             unit = exp.Distinct(expressions=[exp.Column(this=exp.to_identifier(table.privacy_unit, quoted=True))])
         selects.append(_alias(exp.Count(this=unit), PERSONS_ALIAS))
     for i, column in enumerate(summed_columns(query)):
-        value = _col(clamp_column(column) if mode == "dp" else column, table)
-        selects.append(_alias(exp.Sum(this=value), sum_alias(i)))
+        selects.append(_alias(exp.Sum(this=_value(column, table, query, mode, bind)), sum_alias(i)))
     for i, column in enumerate(squared_columns(query)):  # SUM(LEAST((x - m) * (x - m), cap)), m and cap bound
         lo, hi = table.bounds[column]
         m = midpoint_sensitivity(lo, hi, 1)[0]
-        value = _col(clamp_column(column) if mode == "dp" else column, table)
-        square = exp.Mul(this=exp.Paren(this=exp.Sub(this=value, expression=bind(m))),
-                         expression=exp.Paren(this=exp.Sub(this=value.copy(), expression=bind(m))))
+        square = exp.Mul(this=exp.Paren(this=exp.Sub(this=_value(column, table, query, mode, bind), expression=bind(m))),
+                         expression=exp.Paren(this=exp.Sub(this=_value(column, table, query, mode, bind), expression=bind(m))))
         capped = exp.Anonymous(this="LEAST", expressions=[square, bind(square_cap(lo, hi))])
         selects.append(_alias(exp.Sum(this=capped), square_alias(i)))
     for i, column in enumerate(distinct_columns(query)):
         selects.append(_alias(exp.Count(this=exp.Distinct(expressions=[_col(column, table)])), distinct_alias(i)))
-    selects.extend(_alias(_group_expression(c, table), group_alias(i)) for i, c in enumerate(query.group_by))
+    selects.extend(_alias(_group_expression(c, table, query, bind, mode), group_alias(i)) for i, c in enumerate(query.group_by))
     return _statement(selects, query, table, mode, bind, group=True, rows=rows)
 
 
@@ -282,7 +304,8 @@ def membership_sql(query: Query, table: TableConfig) -> Generated:
     """``SELECT __sdc_row, group AS g0, .. FROM sdc_<table> WHERE ..``: the query set's records."""
     bind = _Params()
     selects: list[exp.Expression] = [exp.Column(this=exp.to_identifier(ROW, quoted=True))]
-    selects.extend(_alias(_group_expression(c, table), group_alias(i)) for i, c in enumerate(query.group_by))
+    selects.extend(_alias(_group_expression(c, table, query, bind, "restricted"), group_alias(i))
+                   for i, c in enumerate(query.group_by))
     return _statement(selects, query, table, "restricted", bind, group=False)
 
 
@@ -306,7 +329,7 @@ def cell_indices(table: TableConfig, group_by: tuple[str, ...], result: dict[str
         raw = result[group_alias(i)]
         domain = table.domains[column]
         mask = np.ma.getmaskarray(raw) if isinstance(raw, np.ma.MaskedArray) else np.zeros(size, dtype=bool)
-        if is_text_domain(table, column):
+        if is_text_domain(table, column) or is_derived_name(column):  # codes (a bin's: sdckit.query.derived)
             codes = np.asarray(np.ma.filled(raw, -1) if isinstance(raw, np.ma.MaskedArray) else raw, dtype=np.int64)
         else:
             values = np.asarray(np.ma.filled(raw.astype(float), np.nan) if isinstance(raw, np.ma.MaskedArray) else raw,
@@ -316,7 +339,7 @@ def cell_indices(table: TableConfig, group_by: tuple[str, ...], result: dict[str
             pos = np.clip(np.searchsorted(sorted_domain, values), 0, len(domain) - 1)
             hit = sorted_domain[pos] == values
             codes = np.where(hit, order[pos], -1)
-        codes = np.where(mask, -1, codes)
+        codes = np.where(mask | (codes >= len(domain)), -1, codes)
         valid &= codes >= 0
         index = index * len(domain) + np.where(codes >= 0, codes, 0)
     return np.where(valid, index, -1)
@@ -337,7 +360,8 @@ def histogram_sql(query: Query, table: TableConfig, column: str, rows: int | Non
     scaled = exp.Mul(this=exp.Paren(this=exp.Sub(this=_col(clamp_column(column), table), expression=bind(float(low)))),
                      expression=bind(QUANTILE_BINS / (float(high) - float(low))))
     index = exp.Anonymous(this="LEAST", expressions=[exp.Floor(this=scaled), bind(QUANTILE_BINS - 1)])
-    selects: list[exp.Expression] = [_alias(_group_expression(c, table), group_alias(i)) for i, c in enumerate(query.group_by)]
+    selects: list[exp.Expression] = [_alias(_group_expression(c, table, query, bind), group_alias(i))
+                                     for i, c in enumerate(query.group_by)]
     selects.append(_alias(exp.cast(index, "BIGINT"), BIN_ALIAS))
     selects.append(_alias(exp.Count(this=exp.Star()), COUNT_ALIAS))
     statement = exp.Select(expressions=selects).from_(_source(table, "dp", bind, rows), copy=False)

@@ -1,7 +1,10 @@
 """Exact answers under classical protection: query-set-size control and an auditor (seed 002
 section 4.6.2; Denning 1980 for trackers, Chin & Ozsoyoglu 1982 for auditing).
 
-A condition and a GROUP BY may name only the table's *public dimensions* and SUM/AVG only its
+A condition and a GROUP BY may name only the table's *public dimensions* (a binned GROUP BY column,
+:mod:`sdckit.query.derived`, one of them: each bin is the set of records its expression maps
+there, a predicate on that dimension, and its membership vector is what the auditor sees; a
+derived value is a 400) and SUM/AVG only its
 confidential columns (:func:`check_dimensions`, a 400 decided from the text: issue 27), so every
 query set is a union of cells of the dimensions and no decision below but the interval audit
 (3.) depends on a confidential value. For each query the service computes, over the table's
@@ -53,6 +56,7 @@ import numpy as np
 from sdckit.core.errors import SdcError
 from sdckit.query.config import ServiceConfig, TableConfig
 from sdckit.query.data import Database
+from sdckit.query.derived import dp_table, find
 from sdckit.query.generate import (COUNT_ALIAS, ROW, aggregate_sql, cell_indices, membership_sql, sum_alias,
                                    summed_columns, values_sql)
 from sdckit.query.sql import Query, UnsupportedQuery, parse, predicate_columns
@@ -80,7 +84,8 @@ def check_dimensions(query: Query, table: TableConfig) -> None:
     dimensions = table.public_dimensions
     allowed = ", ".join(dimensions) or "none declared"
     named = [("a condition", c) for c in sorted(predicate_columns(query.where))]
-    named += [("GROUP BY", c) for c in query.group_by]
+    named += [("GROUP BY", c if find(query, c, "bin") is None else find(query, c, "bin").column)  # a bin: its column
+              for c in query.group_by]
     for where, column in named:
         if column not in dimensions:
             raise UnsupportedQuery(
@@ -210,13 +215,14 @@ class Restricted:
                               "state database).")
             try:
                 past = parse(sql, self.config)
-                check_dimensions(past, table)
-                past_bounds = sum_bounds(past, table, self.config.p_percent)
+                past_table = dp_table(past, self.config.tables[table.name])
+                check_dimensions(past, past_table)
+                past_bounds = sum_bounds(past, past_table, self.config.p_percent)
             except SdcError:
                 raise Refused("The audit history holds a query the current configuration no longer "
                               "accepts; the service refuses restricted answers on this table until "
                               "the configuration is restored.") from None
-            members = self.memberships(past, table)
+            members = self.memberships(past, past_table)
             for kind, column in audited_kinds(past):
                 auditor.record(members, kind, column)
             for column, bounds in past_bounds.items():
@@ -250,7 +256,7 @@ class Restricted:
 
     def answer(self, analyst: str, query: Query, sql: str) -> dict[str, Any]:
         """Check, record and compute an exact answer, or raise :class:`Refused`."""
-        table = self.config.tables[query.table]
+        table = dp_table(query, self.config.tables[query.table])  # a binned GROUP BY's bins as a domain
         check_dimensions(query, table)
         bounds = sum_bounds(query, table, self.config.p_percent)
         members = self.memberships(query, table)

@@ -32,6 +32,7 @@ from sdckit.query import bounds, joins, keys, noisy, noisy_gaussian
 from sdckit.query.analysts import DEFINITIONS, Analyst
 from sdckit.query.config import load_config
 from sdckit.query.data import Database
+from sdckit.query.derived import describe, derived_of, dp_table
 from sdckit.query.generate import aggregate_sql, histogram_sql, magnitude_histogram_sql, quantile_columns, rows_per_unit
 from sdckit.query.restricted import Refused, Restricted, check_dimensions
 from sdckit.query.sql import UnsupportedQuery, parse
@@ -158,12 +159,20 @@ class Service:
             raise Refused(f"The table {query.table!r} is served as tables only (its cells perturbed by the cell key "
                           "method): POST /v1/table {\"table\": ..., \"dimensions\": [...]}.")
         epsilon_given = body.get("epsilon")
-        data_keys = joins.query_table(query, self.config).keys_from_data(query.group_by)
+        data_keys = dp_table(query, joins.query_table(query, self.config)).keys_from_data(query.group_by)  # (bins: public)
         if query.join is not None and analyst.mode == "restricted":
             raise UnsupportedQuery("Joins are answered in dp mode only: a restricted analyst queries one table.")
         if data_keys and analyst.mode == "restricted":
             raise UnsupportedQuery(f"GROUP BY {data_keys[0]!r} takes its keys from the data (thresholding), a dp "
                                    "mechanism: in restricted mode GROUP BY only columns with a declared domain.")
+        derived = derived_of(query)
+        values = [d for d in derived if d.kind == "value"]
+        if values and analyst.mode == "restricted":
+            raise UnsupportedQuery(f"{values[0].name} is a derived value, answered in dp mode only: the restricted mode's "
+                                   "auditor reasons over sums of declared columns.")
+        if derived and data_keys:
+            raise UnsupportedQuery(f"{derived[0].name} is a binned or derived column: answered with groups of declared "
+                                   "domains only, not with keys from the data.")
         dp_only = [o for o in query.outputs if o.kind in DP_ONLY]
         if dp_only and analyst.mode == "restricted":
             raise UnsupportedQuery("VAR_POP, STDDEV_POP and COUNT(DISTINCT) are answered in dp mode only: the restricted "
@@ -203,7 +212,7 @@ class Service:
         if isinstance(epsilon_given, bool) or not isinstance(epsilon_given, int | float | str):
             raise UnsupportedQuery("'epsilon' must be a number > 0 (or a string such as \"0.1\" or \"1/3\").")
         epsilon = exact(epsilon_given, "the query", "epsilon")
-        table = joins.query_table(query, self.config)
+        table = dp_table(query, joins.query_table(query, self.config))
         plan = noisy.plan(query, table, epsilon, rows)
         cache_key = self._cache_key("dp", query, epsilon, rows)
         stored = self._stored_dp(analyst, sql, cache_key)
@@ -218,6 +227,7 @@ class Service:
             hists = {c: self.db.aggregate(histogram_sql(query, table, c, rows)) for c in quantile_columns(query)}
             result = noisy.answer(plan, table, data, self._rng(charge_id), hists)
         _state_rows(result, table, rows)
+        _describe(result, query)
         if self.config.cache:
             self.state.store(analyst.name, cache_key, result)
         return 200, {**result, **_budget_fields(epsilon, after), "cached": False}
@@ -288,7 +298,7 @@ class Service:
         """A dp query of an analyst whose budget is (epsilon, delta)-DP or rho-zCDP: Gaussian noise
         (:mod:`sdckit.query.noisy_gaussian`), charged in that definition."""
         loss = self._loss(analyst, body)
-        table = joins.query_table(query, self.config)
+        table = dp_table(query, joins.query_table(query, self.config))
         plan = noisy_gaussian.plan(query, table, analyst.definition, **loss, rows=rows)
         cache_key = self._cache_key(analyst.definition, query, tuple(sorted(loss.items())), rows)
         stored = self._stored_dp(analyst, sql, cache_key)
@@ -303,6 +313,7 @@ class Service:
         hists = {c: self.db.aggregate(histogram_sql(query, table, c, rows)) for c in quantile_columns(query)}
         result = noisy_gaussian.answer_cells(plan, *fast, self._rng(charge_id), table, hists)
         _state_rows(result, table, rows)
+        _describe(result, query)
         if self.config.cache:
             self.state.store(analyst.name, cache_key, result)
         return 200, {**result, **_budget_fields(eps, after, plan.cost), "cached": False}
@@ -409,6 +420,12 @@ def _exclusive(state: Path) -> Any:
         raise ParameterError(f"Another sdckit query service is running on the state database {state}; "
                              "stop it first (one service per state database).") from None
     return handle
+
+
+def _describe(result: dict[str, Any], query: Any) -> None:
+    """State the query's binned and derived columns in the answer's mechanism (:mod:`sdckit.query.derived`)."""
+    if derived_of(query):
+        result["mechanism"] += "; " + describe(query)
 
 
 def _budget_refusal(analyst: Analyst, exc: BudgetExceeded) -> Response:

@@ -14,10 +14,16 @@ Supported (seed 002 section 4.6.2: statistical queries over query sets defined b
     [GROUP BY col, ...]        -- columns with a declared domain, or (dp mode, (epsilon, delta)
                                -- budgets) columns listed in `keys_from_data`: their keys are
                                -- taken from the data and released by thresholding
-                               -- (sdckit.query.keys)
+                               -- (sdckit.query.keys), or (dp mode) binned columns:
+                               -- FLOOR(age / 10) * 10, WIDTH_BUCKET(x, lo, hi, n),
+                               -- CASE WHEN ... THEN 'label' ... END, or a selected one's alias
+
+    In dp mode SUM, AVG, VAR_POP and STDDEV_POP also take an expression of one column with
+    literals (SUM(income * 12), SUM(CASE WHEN sex = 'F' THEN income ELSE 0 END)); binned and derived
+    columns, their bins and bounds: :mod:`sdckit.query.derived`.
 
 Everything else is refused with :class:`UnsupportedQuery` naming what is not supported: other joins,
-sub-queries, functions other than these aggregates, several statements, comments, ORDER
+sub-queries, functions other than these aggregates (and the binning and arithmetic above), several statements, comments, ORDER
 BY, LIMIT, HAVING, DISTINCT, column-to-column comparisons, NULL tests, undeclared columns.
 The analyst's text never reaches the database: :mod:`sdckit.query.generate` writes the SQL
 from the :class:`Query` object.
@@ -36,6 +42,7 @@ from sqlglot.tokens import TokenType
 from sdckit.core.result import Result, plain
 from sdckit.query.config import ServiceConfig, TableConfig
 from sdckit.query.joins import Join, JoinedTable, parse_join
+from sdckit.query.derived import Derived, check_groups, group_item
 from sdckit.query.sqlnodes import UnknownTable, UnsupportedQuery, column_name, node_name
 from sdckit.query.sqloutputs import Output, parse_output
 from sdckit.query.sqlwhere import (MAX_DEPTH, And, Between, Compare, InList, Not, Or, Predicate, parse_predicate,
@@ -134,7 +141,7 @@ def _select(tree: exp.Select, config: ServiceConfig) -> Query:
         if node is not tree:
             raise UnsupportedQuery("Sub-queries are not supported.")
     table = _from(tree, config)
-    group_by = _group(tree, table)
+    group_by, bins = _group(tree, table)
     if isinstance(table, JoinedTable):
         table.check_groups(group_by)
     outputs = []
@@ -146,6 +153,9 @@ def _select(tree: exp.Select, config: ServiceConfig) -> Query:
         outputs.append(parse_output(item, label, table, group_by))
     if not any(o.kind != "group" for o in outputs):
         raise UnsupportedQuery("Select at least one aggregate: COUNT(*), SUM(column) or AVG(column).")
+    check_groups(outputs, group_by, table, bins)
+    if isinstance(table, JoinedTable) and (bins or any(o.derived is not None for o in outputs)):
+        raise UnsupportedQuery("Binned or derived columns over a JOIN are not supported: bin or derive over one table.")
     labels = [o.label for o in outputs]
     if len(set(labels)) != len(labels):
         raise UnsupportedQuery("Two output columns have the same name: give them different aliases (AS name).")
@@ -176,20 +186,25 @@ def _from(tree: exp.Select, config: ServiceConfig) -> TableConfig:
     raise UnknownTable(f"Unknown table {name!r}: the service serves {', '.join(sorted(config.tables))}.")
 
 
-def _group(tree: exp.Select, table: TableConfig) -> tuple[str, ...]:
+def _group(tree: exp.Select, table: TableConfig) -> tuple[tuple[str, ...], dict[str, Derived]]:
+    """The GROUP BY columns, and the binned ones among them (:mod:`sdckit.query.derived`)."""
     group = tree.args.get("group")
+    bins: dict[str, Derived] = {}
     if group is None:
-        return ()
+        return (), bins
     for key, value in group.args.items():
         if key != "expressions" and value:
             raise UnsupportedQuery(f"GROUP BY {key.upper()} is not supported.")
     columns = []
     for item in group.expressions:
-        column = column_name(item, table, "A GROUP BY item")
-        if column not in table.domains and column not in table.key_columns:
+        binned = group_item(item, tree.expressions, table)
+        if binned is not None:
+            bins[binned.name] = binned
+        column = binned.name if binned is not None else column_name(item, table, "A GROUP BY item")
+        if binned is None and column not in table.domains and column not in table.key_columns:
             raise UnsupportedQuery(f"GROUP BY {column!r} needs a declared domain ([table.domains] in the configuration), "
                                    "or, in dp mode, its keys taken from the data ('keys_from_data').")
         if column in columns:
             raise UnsupportedQuery(f"GROUP BY names {column!r} twice.")
         columns.append(column)
-    return tuple(columns)
+    return tuple(columns), bins

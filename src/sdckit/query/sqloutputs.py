@@ -11,6 +11,7 @@ from typing import Any
 from sqlglot import exp
 
 from sdckit.query.config import TableConfig
+from sdckit.query.derived import EXPRESSIONS, Derived, is_derived_name, parse_bin, parse_value
 from sdckit.query.sqlnodes import UnsupportedQuery, column_name, literal, node_name
 
 
@@ -29,6 +30,7 @@ class Output:
     column: str | None
     label: str
     q: float | None = None  # the quantile's level (kind "quantile")
+    derived: Derived | None = None  # a binned group column or a derived value (sdckit.query.derived)
 
 
 def parse_output(node: exp.Expression, label: str | None, table: TableConfig, group_by: tuple[str, ...]) -> Output:
@@ -40,6 +42,11 @@ def parse_output(node: exp.Expression, label: str | None, table: TableConfig, gr
         if column not in group_by:
             raise UnsupportedQuery(f"Column {column!r} is selected but not in GROUP BY: only group columns and aggregates may be selected.")
         return Output("group", column, label or column)
+    if isinstance(node, EXPRESSIONS) and any(is_derived_name(c) for c in group_by):  # a binned group column
+        d = parse_bin(node, table)
+        if d.name not in group_by:
+            raise UnsupportedQuery(f"{d.name} is selected but not in GROUP BY: only group columns and aggregates may be selected.")
+        return Output("group", d.name, label or d.name, derived=d)
     if isinstance(node, exp.Count):
         inner = node.this
         if isinstance(inner, exp.Star):
@@ -58,13 +65,14 @@ def parse_output(node: exp.Expression, label: str | None, table: TableConfig, gr
         if isinstance(node, cls):
             if isinstance(node.this, exp.Distinct):
                 raise UnsupportedQuery(f"{word}(DISTINCT ...) is not supported.")
-            column = column_name(node.this, table, f"The argument of {word}")
-            if column not in table.bounds and not table.bounds_from_data:
+            d = parse_value(node.this, table, f"The argument of {word}")
+            column = d.name if d is not None else column_name(node.this, table, f"The argument of {word}")
+            if d is None and column not in table.bounds and not table.bounds_from_data:
                 raise UnsupportedQuery(f"{word}({column}) needs public bounds of {column!r} ([table.bounds] in the configuration).")
             for key, value in node.args.items():
                 if key != "this" and value:
                     raise UnsupportedQuery(f"{word} with extra arguments is not supported.")
-            return Output(kind, column, label or f"{kind}_{column}")
+            return Output(kind, column, label or (f"{kind}_{column}" if d is None else f"{word}({column})"), derived=d)
     if isinstance(node, exp.Median | exp.Quantile | exp.PercentileCont):
         if isinstance(node, exp.Median):
             level: Any = 0.5
