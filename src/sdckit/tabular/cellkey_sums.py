@@ -58,7 +58,7 @@ from sdckit.core.params import (Boolean, InstanceOf, Interval, IsNone, Options, 
                                 validate_params, validated)
 from sdckit.core.result import plain
 from sdckit.tabular.cellkey import DIGITS_RULE, TOTAL_RULE, cell_grid, leaf_sums, roll_up
-from sdckit.tabular.ptable import NUMERIC_TYPES, PTABLE_DIGITS
+from sdckit.tabular.ptable import NUMERIC_TYPES, PTABLE_DIGITS, check_numeric_ptable
 
 TYPES = ("top_contr", "mean", "range", "sum")
 
@@ -80,22 +80,17 @@ def _as_ptab(ptab: Any) -> pd.DataFrame:
         if bad:
             raise ParameterError(f"'ptab' names {bad}; its keys must be among {list(NUMERIC_TYPES)}.")
         ptab = pd.concat([pd.DataFrame(t).assign(type=k) for k, t in ptab.items()], ignore_index=True)
-    if not isinstance(ptab, pd.DataFrame) or not {"i", "v", "p", "p_int_ub"} <= set(ptab.columns):
+    if not isinstance(ptab, pd.DataFrame):
         raise ParameterError("'ptab' must be a p-table from ptable_numeric (or {type: p-table}), "
                              "with columns i, j, p, v, p_int_lb, p_int_ub, type.")
-    t = ptab.copy()
-    if "type" not in t.columns:
-        t["type"] = "all"
+    try:
+        t = check_numeric_ptable(ptab)
+    except DataError as exc:
+        raise ParameterError(f"'ptab': {exc} (use ptable_numeric or read_ptable).") from None
     types = set(t["type"])
-    if not types <= set(NUMERIC_TYPES) or ("all" in types) == ("even" in types or "odd" in types) \
-            or ("even" in types) != ("odd" in types):
+    if ("all" in types) == ("even" in types or "odd" in types) or ("even" in types) != ("odd" in types):
         raise ParameterError(f"'ptab' must hold a table of type 'all', or both 'even' and 'odd', and optionally "
                              f"'small_cells'; got types {sorted(types)}.")
-    for k, g in t.groupby("type"):
-        ends = g.groupby("i")["p_int_ub"].max()
-        if not np.allclose(ends.to_numpy(), 1.0, atol=1e-9) or 0 not in set(g["i"]):
-            raise ParameterError(f"The {k!r} p-table is not a numeric p-table: each row i (0 included) must have "
-                                 "intervals up to 1 (use ptable_numeric).")
     return t
 
 
