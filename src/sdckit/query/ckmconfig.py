@@ -25,7 +25,8 @@ Example::
     # min_count = 5             # perturbed counts 1 .. min_count-1 are suppressed (published as null)
     [table.bounds]              # the numeric columns a sum may name ("measure": "sum:income"); every
     income = [0, 1e7]           # record's value must be within (nothing is clipped)
-    [table.ckm.sums]            # sums: cellKey's flex function, as the table recipe's [cell_key]
+    [table.ckm.sums]            # sums: cellKey's flex function (or its simple approach, p), as the
+                                # table recipe's [cell_key] (D, V and fp or p required)
     D = 5                       # ptable_numeric(D, V, icat, step)
     V = 3.0
     fp = 1000                   # the flex point; p_small, p_large, q, epsilon, type, top_k, mu_c,
