@@ -113,7 +113,8 @@ class CellKey(Protection):
         "D": [IsNone(), Interval(int, 1, None)], "V": [IsNone(), Interval(float, 0, None, closed="neither")],
         "js": [IsNone(), Interval(int, 0, None)], "pstay": _NUMBER, "icat": _NUMBERS,
         "step": [IsNone(), Interval(int, 1, None)], "fp": _SUM_RULES["fp"], "p": _SUM_RULES["p"],
-        "round_to": _SUM_RULES["round_to"], "p_small": _SHARE, "p_large": _SHARE, "q": [IsNone(), Interval(float, 1, None)], "epsilon": _NUMBERS,
+        "round_to": _SUM_RULES["round_to"], "p_small": _SHARE, "p_large": _SHARE,
+        "q": [IsNone(), Interval(float, 1, None)], "epsilon": _NUMBERS,
         "type": [IsNone(), Options(TYPES)], "top_k": [IsNone(), Interval(int, 1, 6)],
         "mu_c": [IsNone(), Interval(float, 0, None)], "same_key": _BOOL, "use_zero_rkeys": _BOOL,
         "supp_freq": [IsNone(), Interval(int)]}
@@ -129,8 +130,9 @@ class CellKey(Protection):
                                  "(keys drawn from it, `sdckit seed` makes one), not both.")
         flex = [k for k in FLEX_PARAMS if getattr(self, k) is not None]
         if self.p is not None and flex:
-            raise ParameterError(f"The cell key method for sums takes either the flex function ({', '.join(FLEX_PARAMS)}) "
-                                 f"or the simple approach (p), not both: found 'p' and {flex[0]!r}.")
+            raise ParameterError("The cell key method for sums takes either the flex function "
+                                 f"({', '.join(FLEX_PARAMS)}) or the simple approach (p), not both: found 'p' and "
+                                 f"{flex[0]!r}.")
 
     def check_sums(self) -> None:
         """Refuse a magnitude table's parameters without ``D``, ``V`` or an approach (``fp`` or ``p``)."""
