@@ -75,9 +75,9 @@ def test_bad_cell_key_recipes_exit_2_on_one_line(tmp_path, cli):
         assert word in done.stderr and SEED not in done.stdout + done.stderr and len(done.stderr.strip().splitlines()) == 1
 
 
-def _sum_recipe(tmp_path, cli, body):
-    done = cli("table", "protect", _recipe(tmp_path, 'record_key = "rkey"\nD = 3\nV = 1\nicat = [1, 3]\n' + body,
-                                          'response = "income"'), "--out", str(tmp_path / "o"))
+def _sum_recipe(tmp_path, cli, body, head='record_key = "rkey"\nD = 3\nV = 1\nicat = [1, 3]\n'):
+    done = cli("table", "protect", _recipe(tmp_path, head + body, 'response = "income"'), "--out",
+               str(tmp_path / "o"))
     assert done.returncode == 0, done.stdout + done.stderr
     pub = pd.read_csv(tmp_path / "o" / "published.csv", dtype={"region": str, "sex": str})
     return pub, json.loads((tmp_path / "o" / "manifest.json").read_text())
@@ -129,3 +129,25 @@ def test_bad_sum_approaches_exit_2_on_one_line_naming_the_keys(tmp_path, cli):
             assert word in done.stderr, (body, word, done.stderr)
     done = cli("table", "protect", _recipe(tmp_path, base + "round_to = 1"), "--out", str(tmp_path / "o"))
     assert done.returncode == 2 and "'round_to'" in done.stderr and "magnitude" in done.stderr  # counts: no round_to
+
+
+def test_sum_recipe_reads_a_numeric_ptable_file(tmp_path, cli):
+    """[cell_key] ptable = R's pt_export file of a numeric p-table (even and odd) instead of D, V:
+    the sums are cell_key_sums' with that table read by read_ptable; with D too, one line."""
+    import shutil
+    from pathlib import Path
+
+    from sdckit.tabular import read_ptable
+
+    f = _records(tmp_path)
+    shutil.copy(Path(__file__).parent / "data" / "cellkey" / "pt_export_nums_even_odd.txt", tmp_path / "pt.txt")
+    pub, man = _sum_recipe(tmp_path, cli, "", head='record_key = "rkey"\nptable = "pt.txt"\np = 0.1\n')
+    table = read_ptable(tmp_path / "pt.txt")
+    ref = cell_key_sums(f, ["region", "sex"], "rkey", "income",
+                        CellKeySumParams(ptab={k: g for k, g in table.groupby("type")}, p=0.1, top_k=1))
+    assert np.allclose(pub["sum_pert"], ref["sum_pert"], rtol=1e-12) and not np.allclose(ref["sum_pert"], ref["sum"])
+    assert man["result"]["parameters"]["derived"]["even_odd"] is True
+    done = cli("table", "protect", _recipe(tmp_path, 'record_key = "rkey"\nptable = "pt.txt"\nD = 3\np = 0.1',
+                                           'response = "income"'), "--out", str(tmp_path / "o"))
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1
+    assert "either 'ptable'" in done.stderr and "'D'" in done.stderr

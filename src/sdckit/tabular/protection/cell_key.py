@@ -67,7 +67,9 @@ class CellKey(Protection):
         Decimals of the keys.
     ptable, D, V, js, pstay
         Counts: a p-table file (:func:`~sdckit.tabular.ptable.read_ptable`), or
-        :func:`~sdckit.tabular.ptable.ptable`'s parameters.
+        :func:`~sdckit.tabular.ptable.ptable`'s parameters. Magnitude tables: ``ptable`` is a
+        numeric p-table file (ptable's ``pt_export`` of ``create_num_ptable``'s tables), instead
+        of ``D``, ``V``, ``icat`` and ``step``.
     icat, step, fp, p_small, p_large, q, p, epsilon, type, top_k, mu_c, same_key, use_zero_rkeys, supp_freq
         Magnitude tables: :func:`~sdckit.tabular.ptable.ptable_numeric` (D, V, icat, step) and
         :class:`~sdckit.tabular.cellkey_sums.CellKeySumParams`: either the flex function (``fp``,
@@ -135,11 +137,18 @@ class CellKey(Protection):
                                  f"{flex[0]!r}.")
 
     def check_sums(self) -> None:
-        """Refuse a magnitude table's parameters without ``D``, ``V`` or an approach (``fp`` or ``p``)."""
-        for key in ("D", "V"):
+        """Refuse a magnitude table's parameters without the p-table (``D`` and ``V``, or a
+        ``ptable`` file, not both) or an approach (``fp`` or ``p``)."""
+        if self.ptable is not None:
+            given = [k for k in ("D", "V", "icat", "step") if getattr(self, k) is not None]
+            if given:
+                raise ParameterError("The cell key method for a magnitude table takes either 'ptable' (a numeric "
+                                     "p-table file) or ptable_numeric's D, V, icat, step, not both (found "
+                                     f"{given[0]!r}).")
+        for key in ("D", "V") if self.ptable is None else ():
             if getattr(self, key) is None:
                 raise ParameterError(f"The cell key method for a magnitude table needs {key!r} (D and V of "
-                                     "ptable_numeric).")
+                                     "ptable_numeric) or 'ptable' (a numeric p-table file).")
         if self.fp is None and self.p is None:
             raise ParameterError("The cell key method for a magnitude table needs 'fp' (cellKey's flex function: its "
                                  "flex point) or 'p' (its simple approach: the noise's share of a contribution).")
@@ -197,7 +206,10 @@ class CellKey(Protection):
         and every parameter not given at cellKey's default (also the query service's table mode's,
         for its ``[table.ckm.sums]``)."""
         self.check_sums()
-        pt = ptable_numeric(self.D, self.V, list(self.icat or (1, self.D)), step=self.step or 2)
+        if self.ptable is not None:
+            pt = read_ptable(self.ptable, kind="nums")
+        else:
+            pt = ptable_numeric(self.D, self.V, list(self.icat or (1, self.D)), step=self.step or 2)
         return CellKeySumParams(ptab=pt, fp=self.fp, p=self.p, round_to=self.round_to,
                                 p_small=_or(self.p_small, 0.25), p_large=_or(self.p_large, 0.05), q=_or(self.q, 3.0),
                                 epsilon=self.epsilon or (1.0,) * (self.top_k or 1), type=self.type or "top_contr",
