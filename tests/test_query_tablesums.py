@@ -34,6 +34,8 @@ HRC = "North\n@N\n@W\nSouth\n@S\n@E\n"
 LONE_INCOME, LONE_KEY = 50, 0.7
 
 SUMS = "D = 5\nV = 3.0\nfp = 100\np_small = 0.2\np_large = 0.05\ntop_k = 2\nepsilon = [1, 0.5]\n"
+#: cellKey's simple approach, the published sums rounded to multiples of 5.
+SIMPLE = "D = 5\nV = 3.0\np = 0.1\ntop_k = 2\nepsilon = [1, 0.5]\nround_to = 5\n"
 TABLE = """[[table]]
 name = "{name}"
 path = "people.csv"
@@ -86,6 +88,7 @@ def _write(folder, frame=None, extra_tables: str = ""):
         TABLE.format(name="fromhrc", hierarchy='[table.hierarchies]\nregion = "region.hrc"',
                      extra="[table.ckm.sums]\n" + SUMS),
         TABLE.format(name="nosums", hierarchy="", extra=""),
+        TABLE.format(name="simple", hierarchy=MAPPING, extra="[table.ckm.sums]\n" + SIMPLE),
         extra_tables])
     path = folder / "service.toml"
     path.write_text(text, encoding="utf-8")
@@ -112,11 +115,18 @@ def _cells(response) -> dict[tuple[str, ...], float | None]:
     return {tuple(str(c) for c in row[:-1]): row[-1] for row in response.json()["rows"]}
 
 
-def _sum_oracle(frame, dims, where=None, column="sum_pert") -> dict[tuple[str, ...], float]:
+@functools.cache
+def _simple(round_to: float | None = 5) -> CellKeySumParams:
+    """SIMPLE's parameters, built directly."""
+    return CellKeySumParams(ptab=ptable_numeric(5, 3.0, [1, 5], step=2), p=0.1, top_k=2, epsilon=(1.0, 0.5),
+                            round_to=round_to)
+
+
+def _sum_oracle(frame, dims, where=None, column="sum_pert", params=None) -> dict[tuple[str, ...], float]:
     for dim, codes in (where or {}).items():
         frame = frame[frame[dim].isin(codes)]
     hier = {"region": REGIONS} if "region" in dims else None
-    ref = cell_key_sums(frame, dims, "rkey", "income", _params(), hierarchies=hier)
+    ref = cell_key_sums(frame, dims, "rkey", "income", params or _params(), hierarchies=hier)
     return {tuple(str(c) for c in row[:len(dims)]): float(row[-1])
             for row in ref[[*dims, column]].itertuples(index=False)}
 
@@ -254,6 +264,12 @@ def test_bad_measures_are_400_one_line(service, body, words):
     ("fp = 100\n", "", "needs 'fp'"),
     ("top_k = 2", "top_k = 2\nsalt = 1", "unknown key 'salt'"),
     ("p_small = 0.2", "p_small = 2.0", "'p_small'"),
+    ("fp = 100\n", "p = 0.1\n", "not both: found 'p' and 'p_small'"),
+    ("top_k = 2", "top_k = 2\np = 0.1", "not both: found 'p' and 'fp'"),
+    ("p = 0.1\n", "", "needs 'fp' (cellKey's flex function"),
+    ("p = 0.1\n", "p = 0\n", "'p' parameter of CellKey must be None or a float in (0, 1]"),
+    ("round_to = 5", "round_to = 0", "'round_to' parameter of CellKey must be None or a finite float > 0"),
+    ("round_to = 5", 'round_to = "5"', "'round_to' parameter"),
 ])
 def test_configuration_errors_name_the_key(tmp_path, old, new, message):
     path = _write(tmp_path)
@@ -332,3 +348,42 @@ def test_min_count_nulls_the_sums_of_the_cells_it_nulls():
     nulls = [c[:2] for c in counts if c[2] is None]
     assert nulls and [s[:2] for s in sums["rows"] if s[2] is None] == nulls and sums["suppressed"] == len(nulls)
     assert all(a == b for a, b in zip(sums["rows"], plain["rows"]) if a[2] is not None)
+
+
+# ------------------------------------------------------------------ the simple approach, rounded sums
+@pytest.mark.parametrize("dims, where", [(["region", "sex"], None), (["sex"], {"region": ["North", "E"]})])
+def test_simple_approach_sums_rounded_equal_cell_key_sums(service, dims, where):
+    """[table.ckm.sums] with p (cellKey's simple approach) and round_to = 5: every published sum is
+    cell_key_sums' sum_pert with CellKeySumParams(p=0.1) rounded by hand to its nearest multiple of 5."""
+    served = _cells(_ask(service, {"table": "simple", "dimensions": dims, "measure": "sum:income",
+                                   **({"where": where} if where else {})}))
+    frame = service["frame"] if not where else service["frame"][service["frame"]["region"].isin(["N", "W", "E"])]
+    raw = _sum_oracle(frame, dims, params=_simple(None))
+    rounded = {c: float(np.round(v / 5) * 5) for c, v in raw.items()}
+    assert served == {c: rounded.get(c, 0.0) for c in served}
+    assert sum(v % 5 != 0 for v in raw.values()) >= len(raw) // 2  # the raw perturbed sums are not multiples of 5
+    assert served == {c: v for c, v in _sum_oracle(frame, dims, params=_simple()).items() if c in served}
+
+
+def test_rounded_sums_same_cell_same_value_in_every_table(service):
+    """With round_to a cell is still one number in every table and under every filter."""
+    def ask(dims, where=None):
+        body = {"table": "simple", "dimensions": dims, "measure": "sum:income", **({"where": where} if where else {})}
+        return _cells(_ask(service, body))
+
+    north = {ask(["region"])[("North",)], ask(["region", "sex"])[("North", "Total")],
+             ask(["sex"], {"region": ["North"]})[("Total",)], ask(["sex"], {"region": ["W", "N"]})[("Total",)],
+             ask(["sex", "region"], {"region": ["N", "W", "S"]})[("Total", "North")]}
+    cell = {ask(["region", "sex"])[("S", "F")], ask(["sex", "region"])[("F", "S")],
+            ask(["sex"], {"region": ["S"]})[("F",)], ask(["region"], {"sex": ["F"]})[("S",)]}
+    assert len(north) == 1 and len(cell) == 1 and next(iter(north)) % 5 == 0
+
+
+def test_round_to_rounds_to_the_nearest_multiple_by_hand():
+    """CellKeySumParams.published: ties to even, decimals of round_to kept exact, never -0."""
+    pt = _pt()
+    assert CellKeySumParams(ptab=pt, fp=1, top_k=1, round_to=0.1).published(0.26) == 0.3
+    assert CellKeySumParams(ptab=pt, fp=1, top_k=1, round_to=1000).published(2_345_501.2) == 2_346_000.0
+    assert CellKeySumParams(ptab=pt, fp=1, top_k=1, round_to=2).published(5.0) == 4.0  # 2.5 multiples: to even
+    assert str(CellKeySumParams(ptab=pt, fp=1, top_k=1, round_to=10).published(-4.0)) == "0.0"
+    assert CellKeySumParams(ptab=pt, fp=1, top_k=1).published(12.345) == 12.345  # default: unrounded, as cellKey

@@ -36,7 +36,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sdckit.tabular import CellKeySumParams, cell_key_sums, ptable_numeric
+from sdckit.tabular import CellKeySumParams, cell_key_sums, ptable_numeric, read_ptable
 from sdckit.tabular.cellkey_sums import NumericLookup, perturb_cell, scrambled_keys
 from tabular_helpers import SDCMICRO_TESTDATA, ck_create_testdata
 
@@ -216,3 +216,11 @@ def test_ptable_numeric_equals_ptables_pt_ex_nums(ptabs, kind):
     for col in ("p", "p_int_lb", "p_int_ub"):
         assert np.abs(mine[col].to_numpy() - r[col].to_numpy()).max() <= 5e-7
     assert (mine["type"] == r["type"]).all()
+    if kind != "small_cells":  # the same table read from ptable's own file (pt_export; read_ptable)
+        name = "pt_export_nums_all.txt" if kind == "all" else "pt_export_nums_even_odd.txt"
+        read = read_ptable(CK / name)
+        read = read[read["type"] == kind].reset_index(drop=True)
+        for col in ("i", "j", "v", "type"):
+            assert read[col].tolist() == mine[col].tolist()
+        for col in ("p", "p_int_lb", "p_int_ub"):
+            assert np.abs(mine[col].to_numpy() - read[col].to_numpy()).max() <= 5e-7

@@ -73,3 +73,81 @@ def test_bad_cell_key_recipes_exit_2_on_one_line(tmp_path, cli):
         done = cli("table", "protect", _recipe(tmp_path, body), "--out", str(tmp_path / "o"))
         assert done.returncode == 2, (body, done.stdout + done.stderr)
         assert word in done.stderr and SEED not in done.stdout + done.stderr and len(done.stderr.strip().splitlines()) == 1
+
+
+def _sum_recipe(tmp_path, cli, body, head='record_key = "rkey"\nD = 3\nV = 1\nicat = [1, 3]\n'):
+    done = cli("table", "protect", _recipe(tmp_path, head + body, 'response = "income"'), "--out",
+               str(tmp_path / "o"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    pub = pd.read_csv(tmp_path / "o" / "published.csv", dtype={"region": str, "sex": str})
+    return pub, json.loads((tmp_path / "o" / "manifest.json").read_text())
+
+
+def test_sum_recipe_takes_cellkeys_simple_approach(tmp_path, cli):
+    """[cell_key] p = 0.1 is cellKey's ck_simpleparams(p = 0.1, epsilon): the published sums are
+    cell_key_sums' with CellKeySumParams(p=0.1) (x_delta = x p epsilon, not the flex function)."""
+    f = _records(tmp_path)
+    pub, man = _sum_recipe(tmp_path, cli, "p = 0.1\nepsilon = [1, 0.5]\ntop_k = 2")
+    simple = CellKeySumParams(ptab=ptable_numeric(3, 1, [1, 3]), p=0.1, epsilon=(1, 0.5), top_k=2)
+    ref = cell_key_sums(f, ["region", "sex"], "rkey", "income", simple)
+    assert np.allclose(pub["sum_pert"], ref["sum_pert"], rtol=1e-12) and not np.allclose(ref["sum_pert"], ref["sum"])
+    # the first component's x_delta is the simple approach's x_1 p epsilon_1 where not rescaled
+    big = ref["x_1"].abs() * 0.1 <= ref["sum"].abs()
+    assert big.sum() >= 6 and np.allclose(ref.loc[big, "x_delta_1"], ref.loc[big, "x_1"] * 0.1)
+    assert man["recipe"]["cell_key"]["p"] == 0.1 and "fp" not in man["recipe"]["cell_key"]
+
+
+def test_sum_recipe_rounds_the_published_sums(tmp_path, cli):
+    """round_to = 10 publishes each perturbed sum at its nearest multiple of 10 (the unrounded
+    perturbed sum rounded by hand); without it the sums are unrounded, as before."""
+    f = _records(tmp_path)
+    pub, man = _sum_recipe(tmp_path, cli, "fp = 500\nround_to = 10")
+    params = CellKeySumParams(ptab=ptable_numeric(3, 1, [1, 3]), fp=500, top_k=1)
+    ref = cell_key_sums(f, ["region", "sex"], "rkey", "income", params)
+    raw, rounded = ref["sum_pert"].to_numpy(), np.round(ref["sum_pert"].to_numpy() / 10) * 10
+    assert not np.array_equal(raw, rounded)  # the unrounded sums are not all multiples of 10
+    assert pub["sum_pert"].tolist() == rounded.tolist()
+    assert man["recipe"]["cell_key"]["round_to"] == 10
+    nz = ref["sum"].to_numpy() != 0  # the measures read the published (rounded) sums
+    assert man["result"]["measures"]["changed"] == np.mean(rounded[nz] != ref["sum"].to_numpy()[nz])
+
+
+def test_bad_sum_approaches_exit_2_on_one_line_naming_the_keys(tmp_path, cli):
+    _records(tmp_path)
+    base = 'record_key = "rkey"\nD = 3\nV = 2\n'
+    for body, words in [("fp = 10\np = 0.1", ["not both", "'p'", "'fp'"]),
+                        ("p = 0.1\np_small = 0.2", ["not both", "'p'", "'p_small'"]),
+                        ("epsilon = [1]", ["needs 'fp'", "'p'"]),
+                        ("p = 1.5", ["'p' parameter", "(0, 1]"]),
+                        ("p = 0.1\nround_to = 0", ["'round_to' parameter", "> 0"]),
+                        ("p = 0.1\nround_to = -5", ["'round_to' parameter"])]:
+        done = cli("table", "protect", _recipe(tmp_path, base + body, 'response = "income"'), "--out",
+                   str(tmp_path / "o"))
+        assert done.returncode == 2, (body, done.stdout + done.stderr)
+        assert len(done.stderr.strip().splitlines()) == 1 and "[cell_key]" in done.stderr, done.stderr
+        for word in words:
+            assert word in done.stderr, (body, word, done.stderr)
+    done = cli("table", "protect", _recipe(tmp_path, base + "round_to = 1"), "--out", str(tmp_path / "o"))
+    assert done.returncode == 2 and "'round_to'" in done.stderr and "magnitude" in done.stderr  # counts: no round_to
+
+
+def test_sum_recipe_reads_a_numeric_ptable_file(tmp_path, cli):
+    """[cell_key] ptable = R's pt_export file of a numeric p-table (even and odd) instead of D, V:
+    the sums are cell_key_sums' with that table read by read_ptable; with D too, one line."""
+    import shutil
+    from pathlib import Path
+
+    from sdckit.tabular import read_ptable
+
+    f = _records(tmp_path)
+    shutil.copy(Path(__file__).parent / "data" / "cellkey" / "pt_export_nums_even_odd.txt", tmp_path / "pt.txt")
+    pub, man = _sum_recipe(tmp_path, cli, "", head='record_key = "rkey"\nptable = "pt.txt"\np = 0.1\n')
+    table = read_ptable(tmp_path / "pt.txt")
+    ref = cell_key_sums(f, ["region", "sex"], "rkey", "income",
+                        CellKeySumParams(ptab={k: g for k, g in table.groupby("type")}, p=0.1, top_k=1))
+    assert np.allclose(pub["sum_pert"], ref["sum_pert"], rtol=1e-12) and not np.allclose(ref["sum_pert"], ref["sum"])
+    assert man["result"]["parameters"]["derived"]["even_odd"] is True
+    done = cli("table", "protect", _recipe(tmp_path, 'record_key = "rkey"\nptable = "pt.txt"\nD = 3\np = 0.1',
+                                           'response = "income"'), "--out", str(tmp_path / "o"))
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1
+    assert "either 'ptable'" in done.stderr and "'D'" in done.stderr

@@ -25,11 +25,14 @@ Example::
     # min_count = 5             # perturbed counts 1 .. min_count-1 are suppressed (published as null)
     [table.bounds]              # the numeric columns a sum may name ("measure": "sum:income"); every
     income = [0, 1e7]           # record's value must be within (nothing is clipped)
-    [table.ckm.sums]            # sums: cellKey's flex function, as the table recipe's [cell_key]
+    [table.ckm.sums]            # sums: cellKey's flex function (or its simple approach, p), as the
+                                # table recipe's [cell_key] (D, V and fp or p required)
     D = 5                       # ptable_numeric(D, V, icat, step)
     V = 3.0
     fp = 1000                   # the flex point; p_small, p_large, q, epsilon, type, top_k, mu_c,
     # icat = [1, 5]             # same_key, use_zero_rkeys, supp_freq: cellKey's defaults if left out
+    # p = 0.1                   # instead of fp (and p_small, p_large, q): cellKey's simple approach
+    # round_to = 1              # publish the sums rounded to a multiple of 1 (default: unrounded)
     [table.hierarchies]         # margins at each level of a dimension: {child = parent} over its
     region = {N = "North", S = "South", E = "South", W = "North"}   # codes, or an .hrc file
     # region = "region.hrc"     # (relative to the configuration file)
@@ -77,7 +80,8 @@ class CkmConfig(Result):
     min_count : int or None
         Perturbed counts from 1 to ``min_count - 1`` are suppressed.
     sums : CellKey or None
-        ``[table.ckm.sums]``: the numeric p-table's and the flex function's parameters
+        ``[table.ckm.sums]``: the numeric p-table's and the flex function's (or the simple
+        approach's) parameters, and ``round_to``
         (:meth:`sdckit.tabular.protection.CellKey.sum_params` solves them when the service
         starts); ``None``: sums are not served.
     hierarchies : tuple of (str, DimensionHierarchy)
@@ -197,7 +201,8 @@ def parse_mode(raw: dict[str, Any], where: str, base: Path, domains: dict[str, t
 def sum_keys() -> tuple[str, ...]:
     """The keys of ``[table.ckm.sums]``: the table recipe's ``[cell_key]`` keys of a magnitude
     table (:class:`sdckit.tabular.protection.CellKey`: ``D``, ``V`` and its ``SUM_PARAMS``);
-    ``D``, ``V`` and ``fp`` are required."""
+    ``D``, ``V`` and one of ``fp`` (the flex function) and ``p`` (the simple approach) are
+    required."""
     from sdckit.tabular.protection.cell_key import SUM_PARAMS
 
     return ("D", "V", *SUM_PARAMS)
@@ -208,13 +213,13 @@ def _sums(raw: Any, where: str) -> CellKey:
     from sdckit.tabular.protection import CellKey
 
     if not isinstance(raw, dict):
-        raise ParameterError(f"{where}: must be a table of the flex function's parameters (D, V, fp, ...).")
+        raise ParameterError(f"{where}: must be a table of the flex function's parameters (D, V, fp, ...) or the "
+                             "simple approach's (D, V, p, ...).")
     check_keys(raw, sum_keys(), where)
-    for required in ("D", "V", "fp"):
-        if required not in raw:
-            raise ParameterError(f"{where}: needs {required!r} (D and V of ptable_numeric, fp the flex point).")
     try:
-        return CellKey(record_key="record_key", **raw)
+        sums = CellKey(record_key="record_key", **raw)
+        sums.check_sums()
+        return sums
     except ParameterError as exc:
         raise ParameterError(f"{where}: {exc}") from None
 

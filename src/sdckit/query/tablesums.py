@@ -206,7 +206,8 @@ class SumCells:
     def perturbed(self, n: np.ndarray, digits: int) -> np.ndarray:
         """The published sums of the (reduced) cells, flattened in C order, whose record counts
         are ``n`` (same shape as the cells): each cell's exact sum plus cellKey's flex-function
-        noise (:func:`~sdckit.tabular.cellkey_sums.perturb_cell`)."""
+        noise, rounded with ``round_to`` (:func:`~sdckit.tabular.cellkey_sums.perturb_cell`'s
+        published value, the one ``cell_key_sums`` publishes)."""
         p = self.params
         n = np.asarray(n).ravel()
         ws = limbs_to_float(self.limbs.reshape(-1, self.limbs.shape[-1]), self.exponent)
@@ -236,5 +237,5 @@ class SumCells:
             xs = [v for v in comps[c].tolist() if not math.isnan(v)]
             r = perturb_cell(float(ws[c]), xs, scrambled_keys(int(keys[c]), digits, p.top_k, p.same_key), kind,
                              sensitive, p, self.lookup)
-            out[c] = self.memo[cell] = ws[c] + r["pert"]
+            out[c] = self.memo[cell] = r["value"]
         return out

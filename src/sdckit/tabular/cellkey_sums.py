@@ -26,7 +26,8 @@ range or sum) and looked up, like a count's, by the cell key in a p-table for ma
 cellKey's simple approach (``ck_simpleparams(p, epsilon)``: ``CellKeySumParams(p=...)``) takes
 ``x_delta_j = x_j p epsilon_j`` for every contribution instead of the flex function.
 
-The cell's perturbed sum is its weighted sum plus ``sum x_hat_j``. A cell with sum 0 or cell key
+The cell's perturbed sum is its weighted sum plus ``sum x_hat_j`` (with ``round_to``, an office's
+option cellKey does not have, rounded to the nearest multiple of it). A cell with sum 0 or cell key
 0 is not perturbed. The cell key is the sum of the record keys mod 1 — of every record of the
 cell (``use_zero_rkeys = True``) or only of those with a non-zero value — so the same cell gets
 the same perturbation in every table. Checked against cellKey run in R on its vignette, its
@@ -45,6 +46,7 @@ import math
 from functools import cached_property
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from decimal import Decimal
 from itertools import product
 from typing import Any, ClassVar
 
@@ -56,7 +58,7 @@ from sdckit.core.params import (Boolean, InstanceOf, Interval, IsNone, Options, 
                                 validate_params, validated)
 from sdckit.core.result import plain
 from sdckit.tabular.cellkey import DIGITS_RULE, TOTAL_RULE, cell_grid, leaf_sums, roll_up
-from sdckit.tabular.ptable import NUMERIC_TYPES, PTABLE_DIGITS
+from sdckit.tabular.ptable import NUMERIC_TYPES, PTABLE_DIGITS, check_numeric_ptable
 
 TYPES = ("top_contr", "mean", "range", "sum")
 
@@ -78,22 +80,17 @@ def _as_ptab(ptab: Any) -> pd.DataFrame:
         if bad:
             raise ParameterError(f"'ptab' names {bad}; its keys must be among {list(NUMERIC_TYPES)}.")
         ptab = pd.concat([pd.DataFrame(t).assign(type=k) for k, t in ptab.items()], ignore_index=True)
-    if not isinstance(ptab, pd.DataFrame) or not {"i", "v", "p", "p_int_ub"} <= set(ptab.columns):
+    if not isinstance(ptab, pd.DataFrame):
         raise ParameterError("'ptab' must be a p-table from ptable_numeric (or {type: p-table}), "
                              "with columns i, j, p, v, p_int_lb, p_int_ub, type.")
-    t = ptab.copy()
-    if "type" not in t.columns:
-        t["type"] = "all"
+    try:
+        t = check_numeric_ptable(ptab)
+    except DataError as exc:
+        raise ParameterError(f"'ptab': {exc} (use ptable_numeric or read_ptable).") from None
     types = set(t["type"])
-    if not types <= set(NUMERIC_TYPES) or ("all" in types) == ("even" in types or "odd" in types) \
-            or ("even" in types) != ("odd" in types):
+    if ("all" in types) == ("even" in types or "odd" in types) or ("even" in types) != ("odd" in types):
         raise ParameterError(f"'ptab' must hold a table of type 'all', or both 'even' and 'odd', and optionally "
                              f"'small_cells'; got types {sorted(types)}.")
-    for k, g in t.groupby("type"):
-        ends = g.groupby("i")["p_int_ub"].max()
-        if not np.allclose(ends.to_numpy(), 1.0, atol=1e-9) or 0 not in set(g["i"]):
-            raise ParameterError(f"The {k!r} p-table is not a numeric p-table: each row i (0 included) must have "
-                                 "intervals up to 1 (use ptable_numeric).")
     return t
 
 
@@ -111,7 +108,8 @@ class CellKeySumParams:
     or ``{"all" | "even" and "odd", optionally "small_cells": table}``; ``separation`` (a
     small-cell table) and ``even_odd`` follow from it. Derived as cellKey: ``E = sum
     epsilon**2``, ``m_fixed_sq`` (the variance of the small-cell table's last row) and the
-    separation point ``zs``.
+    separation point ``zs``. ``round_to`` (not cellKey's): the published sums are rounded to the
+    nearest multiple of it (:meth:`published`); None publishes them unrounded, as cellKey.
     """
 
     ptab: Any
@@ -126,6 +124,7 @@ class CellKeySumParams:
     same_key: bool = True
     use_zero_rkeys: bool = False
     p: float | None = None
+    round_to: float | None = None
     table: pd.DataFrame = field(init=False, repr=False)
 
     #: The parameter rules, checked on construction (:mod:`sdckit.core.params`); ``top_k`` is
@@ -136,7 +135,8 @@ class CellKeySumParams:
         "p_small": Interval(float, 0, 1), "p_large": Interval(float, 0, 1), "q": Interval(float, 1, None),
         "epsilon": Satisfies(_is_epsilon, "descending numbers in [0, 1] starting with 1"),
         "type": Options(TYPES), "mu_c": Interval(float, 0, None),
-        "same_key": Boolean(), "use_zero_rkeys": Boolean()}
+        "same_key": Boolean(), "use_zero_rkeys": Boolean(),
+        "round_to": [IsNone(), Interval(float, 0, None, closed="neither", finite=True)]}
     #: The rule of ``top_k`` with ``type="top_contr"``: cellKey's 1 to 6 largest contributions.
     TOP_K_RULE: ClassVar[Interval] = Interval(int, 1, 6)
 
@@ -199,11 +199,22 @@ class CellKeySumParams:
         p = self.p if self.simple else self.p_small
         return 0.0 if not self.separation else math.sqrt(self.m_fixed_sq) / (math.sqrt(self.E) * p)
 
+    def published(self, value: float) -> float:
+        """What is published of a perturbed sum: ``value``, or with ``round_to`` its nearest
+        multiple of ``round_to`` (ties to the even multiple; shown to ``round_to``'s decimals, so
+        ``round_to = 0.1`` gives 0.3, not 0.30000000000000004). A function of the perturbed sum
+        only, so the same cell is still the same number in every table."""
+        if self.round_to is None:
+            return value
+        step = float(self.round_to)
+        decimals = max(0, -int(Decimal(repr(step)).as_tuple().exponent))
+        return round(round(value / step) * step, decimals) + 0.0  # + 0.0: never -0.0
+
     def to_dict(self) -> dict[str, Any]:
         """The parameters (not the p-table's rows), e.g. for a manifest."""
         return plain({"type": self.type, "top_k": self.top_k, "fp": self.fp, "p": self.p, "p_small": self.p_small,
                 "p_large": self.p_large, "q": self.q, "epsilon": list(self.epsilon), "mu_c": self.mu_c,
-                "same_key": self.same_key, "use_zero_rkeys": self.use_zero_rkeys,
+                "same_key": self.same_key, "use_zero_rkeys": self.use_zero_rkeys, "round_to": self.round_to,
                 "separation": self.separation, "even_odd": self.even_odd, "zs": self.zs, "E": self.E})
 
 
@@ -269,7 +280,8 @@ class NumericLookup:
 def perturb_cell(cv: float, x: Sequence[float], keys: list[tuple[int, int]], kind: str, sensitive: bool,
                  params: CellKeySumParams, look: NumericLookup) -> dict[str, Any]:
     """cellKey's ``.perturb_cell_flex`` (``.perturb_cell_simple`` when ``params.simple``) for one
-    cell: the components' ``x_delta``, ``v`` and ``x_hat``, and the perturbed value.
+    cell: the components' ``x_delta``, ``v`` and ``x_hat``, their sum ``pert`` and the published
+    value ``cv + pert`` (:meth:`CellKeySumParams.published`: rounded with ``round_to``).
 
     The simple approach differs in two places: ``x_delta = x_j p epsilon_j`` for every
     contribution, and a component rescaled below the separation point gets no noise even when
@@ -279,7 +291,7 @@ def perturb_cell(cv: float, x: Sequence[float], keys: list[tuple[int, int]], kin
     out = {"x_delta": [float("nan")] * k, "v": [float("nan")] * k, "x_hat": [float("nan")] * k, "lookup": kind}
     if keys[0][0] == 0 or cv == 0:
         out.update(x_delta=[1.0] + [float("nan")] * (k - 1), x_hat=[0.0] + [float("nan")] * (k - 1),
-                   v=[0.0] + [float("nan")] * (k - 1), pert=0.0)
+                   v=[0.0] + [float("nan")] * (k - 1), pert=0.0, value=params.published(cv))
         return out
     p_sm, zs, mu = params.p if params.simple else params.p_small, params.zs, params.mu_c if sensitive else 0.0
     xo = cv
@@ -315,6 +327,7 @@ def perturb_cell(cv: float, x: Sequence[float], keys: list[tuple[int, int]], kin
         out["v"][j], out["x_hat"][j] = v, x_hat
         xo += x_hat
     out["pert"] = float(np.nansum(out["x_hat"]))
+    out["value"] = params.published(cv + out["pert"])
     return out
 
 
@@ -356,7 +369,8 @@ def cell_key_sums(frame: pd.DataFrame, dimensions: Sequence[str], record_key: st
     -------
     pandas.DataFrame
         One row per cell (margins included, the order of :func:`cell_key_counts`): the codes;
-        ``n`` (records), ``sum`` (weighted sum), ``sum_pert`` (what is published), ``pert``,
+        ``n`` (records), ``sum`` (weighted sum), ``sum_pert`` (what is published: ``sum + pert``,
+        rounded with ``params.round_to``), ``pert`` (the noise),
         ``cell_key``, ``sensitive``, ``lookup`` (the p-table of the last component); and for
         each component ``j = 1..top_k``: ``x_j`` (the magnitude scaled: the ``j``-th largest
         contribution, or the mean, range or sum), ``x_delta_j``, ``v_j`` (the looked-up,
@@ -427,6 +441,7 @@ def cell_key_sums(frame: pd.DataFrame, dimensions: Sequence[str], record_key: st
     sensitive = n <= supp_freq if supp_freq is not None else np.zeros(cells, dtype=bool)
     res = {name: np.full((cells, k), np.nan) for name in ("x_delta", "v", "x_hat")}
     pert = np.zeros(cells)
+    shown = np.zeros(cells)
     lookups = []
     for c in range(cells):
         kind = ("even" if n[c] % 2 == 0 else "odd") if params.even_odd else "all"
@@ -435,10 +450,10 @@ def cell_key_sums(frame: pd.DataFrame, dimensions: Sequence[str], record_key: st
                          bool(sensitive[c]), params, look)
         for name in res:
             res[name][c] = r[name]
-        pert[c] = r["pert"]
+        pert[c], shown[c] = r["pert"], r["value"]
         lookups.append(r["lookup"])
     grid = pd.MultiIndex.from_product([list(h.codes) for h in trees], names=dims).to_frame(index=False)
-    out = grid.assign(n=n, sum=ws, sum_pert=ws + pert, pert=pert, cell_key=ck / float(10 ** digits),
+    out = grid.assign(n=n, sum=ws, sum_pert=shown, pert=pert, cell_key=ck / float(10 ** digits),
                       sensitive=sensitive, lookup=lookups)
     for j in range(k):
         out[f"x_{j + 1}"] = comps[:, j]

@@ -249,6 +249,35 @@ def ptable_numeric(D: int, V: float, icat: Sequence[int], step: int = 2, optim: 
     return out[COLUMNS]
 
 
+def _filled(table: pd.DataFrame, rows: list[str], what: str) -> pd.DataFrame:
+    """``table`` checked for its columns and sorted by ``rows`` then ``p_int_ub`` (the lookup
+    order; ptable's ``modify_cnt_ptable`` splits a row's intervals out of ``v`` order), a missing
+    ``p_int_lb`` the previous ``p_int_ub`` of the same row (0 for the first), a missing ``j``
+    ``i + v``, a missing ``type`` ``"all"``."""
+    missing = [c for c in ("i", "v", "p", "p_int_ub") if c not in table.columns]
+    if missing:
+        raise DataError(f"The p-table lacks the column(s) {missing}; it needs i, j, p, v, p_int_lb, p_int_ub "
+                        f"(as {what} or read_ptable give).")
+    t = table.copy()
+    if "type" not in t.columns:
+        t["type"] = "all"
+    if "p_int_lb" not in t.columns:
+        t["p_int_lb"] = np.nan
+    t = t.sort_values([*rows, "p_int_ub"], kind="stable").reset_index(drop=True)
+    first = ~t.duplicated(rows)
+    t["p_int_lb"] = t["p_int_lb"].fillna(t["p_int_ub"].shift(1).where(~first, 0.0))
+    if "j" not in t.columns:
+        t["j"] = t["i"] + t["v"]
+    return t
+
+
+def _intervals_whole(t: pd.DataFrame, rows: list[str]) -> bool:
+    """Each row's intervals ``[p_int_lb, p_int_ub)`` run from 0 to 1."""
+    g = t.groupby(rows, sort=False)
+    return bool(np.allclose(g["p_int_ub"].max().to_numpy(), 1.0, atol=1e-9)
+                and np.allclose(g["p_int_lb"].min().to_numpy(), 0.0, atol=1e-9))
+
+
 def check_ptable(table: pd.DataFrame) -> pd.DataFrame:
     """Validate a p-table for counts and return it sorted by ``i`` then ``p_int_ub`` (the
     lookup order; ptable's ``modify_cnt_ptable`` splits a row's intervals out of ``v`` order).
@@ -259,44 +288,81 @@ def check_ptable(table: pd.DataFrame) -> pd.DataFrame:
         A column is missing, a row's intervals do not start at 0 and end at 1, or an ``i`` between
         0 and the largest is missing.
     """
-    missing = [c for c in ("i", "v", "p", "p_int_ub") if c not in table.columns]
-    if missing:
-        raise DataError(f"The p-table lacks the column(s) {missing}; it needs i, j, p, v, p_int_lb, p_int_ub "
-                        "(as ptable::create_cnt_ptable or read_ptable give).")
-    t = table.copy()
-    if "p_int_lb" not in t.columns:
-        t["p_int_lb"] = np.nan
-    t = t.sort_values(["i", "p_int_ub"], kind="stable").reset_index(drop=True)
-    first = ~t["i"].duplicated()
-    prev = t["p_int_ub"].shift(1).where(~first, 0.0)
-    t["p_int_lb"] = t["p_int_lb"].fillna(prev)
-    if "j" not in t.columns:
-        t["j"] = t["i"] + t["v"]
-    ends = t.groupby("i")["p_int_ub"].max()
-    starts = t.groupby("i")["p_int_lb"].min()
-    counts = np.asarray(ends.index, dtype=float)
-    if (not np.allclose(ends.to_numpy(), 1.0, atol=1e-9) or not np.allclose(starts.to_numpy(), 0.0, atol=1e-9)
-            or not np.array_equal(counts, np.arange(len(counts)))):
+    t = _filled(table, ["i"], "ptable::create_cnt_ptable")
+    counts = np.asarray(sorted(set(t["i"])), dtype=float)
+    if not _intervals_whole(t, ["i"]) or not np.array_equal(counts, np.arange(len(counts))):
         raise DataError("The p-table is not a count p-table: each original count i = 0, 1, ..., max must have "
                         "intervals [p_int_lb, p_int_ub) from 0 to 1.")
     t[["i", "j", "v"]] = t[["i", "j", "v"]].astype(np.int64)
-    if "type" not in t.columns:
-        t["type"] = "all"
     return t[COLUMNS]
 
 
-def read_ptable(path: str | Path) -> pd.DataFrame:
-    """Read a p-table written by ``ptable::pt_export`` (or :func:`write_ptable`).
-
-    The file is ``;``-separated with a header (``i;j;p;v;p_int_ub`` for tau-ARGUS, with
-    ``p_int_lb`` for SAS; a ``,``-separated file with the same columns is read too); values may be
-    padded with blanks, as R's ``format`` writes them. A missing ``p_int_lb`` is the previous
-    row's ``p_int_ub`` within the same ``i`` (0 for the first).
+def check_numeric_ptable(table: pd.DataFrame) -> pd.DataFrame:
+    """Validate a p-table for magnitudes (:func:`ptable_numeric`'s, or several of them, one per
+    ``type``) and return it with float ``i, j, v``, by ``type`` (in the order they come), ``i``
+    and ``p_int_ub``.
 
     Raises
     ------
     DataError
-        The file cannot be read or is not a count p-table.
+        A column is missing, a ``type`` is not one of ``all, even, odd, small_cells``, a type has
+        no row ``i = 0``, or a row's intervals do not start at 0 and end at 1.
+    """
+    t = table.copy()
+    t["type"] = t["type"].astype(str).str.strip() if "type" in t.columns else "all"
+    bad = sorted(set(t["type"]) - set(NUMERIC_TYPES))
+    if bad:
+        raise DataError(f"The p-table has type {bad[0]!r}; a numeric p-table's types are {list(NUMERIC_TYPES)}.")
+    order = {k: n for n, k in enumerate(dict.fromkeys(t["type"]))}
+    t = _filled(t.assign(_kind=t["type"].map(order)), ["_kind", "i"], "ptable::create_num_ptable")
+    no_zero = [k for k, g in t.groupby("type", sort=False) if 0 not in set(g["i"])]
+    if no_zero or (t["i"] < 0).any() or not _intervals_whole(t, ["_kind", "i"]):
+        raise DataError("The p-table is not a numeric p-table: each type's rows i (0 included) must have intervals "
+                        f"[p_int_lb, p_int_ub) from 0 to 1{f'; type {no_zero[0]!r} has no row 0' if no_zero else ''}.")
+    t[["i", "j", "v"]] = t[["i", "j", "v"]].astype(float)
+    return t[COLUMNS]
+
+
+#: What a p-table is for, as ptable's ``table`` slot names it: counts or magnitudes (sums).
+PTABLE_KINDS = ("cnts", "nums")
+
+
+def _kind_of(table: pd.DataFrame) -> str:
+    """``"cnts"`` for a table that passes as a count p-table, of type ``"all"`` only or without
+    ``type`` (what every count p-table is), else ``"nums"``."""
+    if "type" not in table.columns or set(table["type"].astype(str).str.strip()) == {"all"}:
+        try:
+            check_ptable(table)
+            return "cnts"
+        except DataError:
+            pass
+    return "nums"
+
+
+@validated(kind=[IsNone(), Options(PTABLE_KINDS)])
+def read_ptable(path: str | Path, kind: str | None = None) -> pd.DataFrame:
+    """Read a p-table written by ``ptable::pt_export`` (or :func:`write_ptable`): for counts or,
+    with a ``type`` column, for magnitudes.
+
+    The file is ``;``-separated with a header (``i;j;p;v;p_int_ub`` for tau-ARGUS, with
+    ``p_int_lb`` for SAS; a numeric p-table adds ``type``: ``all``, or ``even`` and ``odd``; a
+    ``,``-separated file with the same columns is read too); values may be padded with blanks, as
+    R's ``format`` writes them. A missing ``p_int_lb`` is the previous row's ``p_int_ub`` within
+    the same ``i`` (0 for the first).
+
+    Parameters
+    ----------
+    path
+        The file.
+    kind
+        ``"cnts"`` (a count p-table, :func:`ptable`'s), ``"nums"`` (a numeric p-table,
+        :func:`ptable_numeric`'s: float ``i, j, v``, for :class:`~sdckit.tabular.CellKeySumParams`)
+        or None: ``"nums"`` when the file has a ``type`` column and is not a count p-table.
+
+    Raises
+    ------
+    DataError
+        The file cannot be read or is not a p-table of that kind.
     """
     try:
         head = Path(path).read_text(encoding="utf-8").splitlines()[0]
@@ -311,36 +377,54 @@ def read_ptable(path: str | Path) -> pd.DataFrame:
                 table[col] = pd.to_numeric(table[col])
             except ValueError:
                 raise DataError(f"The p-table {str(path)!r} has a non-numeric value in column {col!r}.") from None
-    return check_ptable(table)
+    kind = kind or ("cnts" if "type" not in table.columns else _kind_of(table))  # pt_export: type for nums only
+    return check_numeric_ptable(table) if kind == "nums" else check_ptable(table)
 
 
 def _r_format(values: np.ndarray, digits: int = PTABLE_DIGITS) -> list[str]:
-    """R's ``format(x, digits = 8)`` in fixed notation: the decimals that show every value to
-    ``digits`` significant digits, common to the column, right-justified to a common width."""
+    """R's ``format(x, digits = 8)`` of a column: every value shown to ``digits`` significant
+    digits with the decimals common to the column, right-justified to a common width — in fixed
+    notation unless scientific is narrower (R's ``formatReal`` with ``scipen = 0``: a column of
+    probabilities down to 9.9999999e-09 is printed ``2.3932581e-01``)."""
     values = np.asarray(values, dtype=float)
-    decimals = 0
+    right, left, mantissa, big_exp, neg = 0, 1, 1, False, bool((values < 0).any())
     for x in values:
         if x != 0 and math.isfinite(x):
-            shown = f"{x:.{digits - 1}e}"
-            mantissa, exponent = shown.split("e")
-            sig = mantissa.replace("-", "").replace(".", "").rstrip("0")
-            decimals = max(decimals, len(sig) - 1 - int(exponent))
-    decimals = min(max(decimals, 0), 15)
-    text = [f"{x:.{decimals}f}" for x in values]
+            m, e = f"{x:.{digits - 1}e}".split("e")
+            sig = len(m.replace("-", "").replace(".", "").rstrip("0"))  # R's nsig
+            right = max(right, sig - 1 - int(e))
+            left = max(left, int(e) + 1)
+            mantissa = max(mantissa, sig)
+            big_exp = big_exp or abs(int(e)) >= 100
+    right = min(right, 15)
+    fixed_width = neg + left + right + (right > 0)
+    sci_width = neg + (mantissa > 1) + (mantissa - 1) + 4 + (2 if big_exp else 1)
+    if fixed_width <= sci_width:
+        text = [f"{x:.{right}f}" for x in values]
+    else:
+        text = [f"{x:.{mantissa - 1}e}" for x in values]
     width = max(len(s) for s in text)
     return [s.rjust(width) for s in text]
 
 
-@validated(sdctool=Options(("TauArgus", "SAS")))
-def write_ptable(table: pd.DataFrame, path: str | Path, sdctool: str = "SAS") -> Path:
+@validated(sdctool=Options(("TauArgus", "SAS")), kind=[IsNone(), Options(PTABLE_KINDS)])
+def write_ptable(table: pd.DataFrame, path: str | Path, sdctool: str = "SAS", kind: str | None = None) -> Path:
     """Write a p-table as ``ptable::pt_export`` does: ``;``-separated, R's 8-digit format.
 
-    ``sdctool="TauArgus"`` writes ``i;j;p;v;p_int_ub`` (what tau-ARGUS reads), ``"SAS"`` adds
-    ``p_int_lb`` before ``p_int_ub``. Returns the path written.
+    A count p-table: ``sdctool="TauArgus"`` writes ``i;j;p;v;p_int_ub`` (what tau-ARGUS reads),
+    ``"SAS"`` adds ``p_int_lb`` before ``p_int_ub``. A numeric p-table (:func:`ptable_numeric`'s;
+    ``kind="nums"``, or None: a table that is not a count p-table, or has a ``type`` other than
+    ``"all"``) adds its ``type`` last; of several types (``even`` and ``odd``) it is always
+    ``i;j;p;v;p_int_ub;type``, as pt_export writes two tables. Returns the path written.
     """
-    t = check_ptable(table)
-    cols = ["i", "j", "p", "v", "p_int_ub"] if sdctool == "TauArgus" else ["i", "j", "p", "v", "p_int_lb", "p_int_ub"]
+    nums = (kind or _kind_of(table)) == "nums"
+    t = check_numeric_ptable(table) if nums else check_ptable(table)
+    lower = sdctool == "SAS" and t["type"].nunique() == 1
+    cols = ["i", "j", "p", "v", *(["p_int_lb"] if lower else []), "p_int_ub"]
     formatted = {c: _r_format(t[c].to_numpy()) for c in cols}
+    if nums:
+        cols.append("type")
+        formatted["type"] = t["type"].tolist()
     lines = [";".join(cols)] + [";".join(formatted[c][r] for c in cols) for r in range(len(t))]
     path = Path(path)
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")

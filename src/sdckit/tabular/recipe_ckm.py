@@ -5,7 +5,7 @@
     [table]
     input = "persons.csv"          # records
     dimensions = ["region", "sex"]
-    # response = "income"          # a magnitude table (cellKey's flex function); omit for counts
+    # response = "income"          # a magnitude table (cellKey's flex function or simple approach); omit for counts
     # weight = "w"
 
     [protection]
@@ -18,10 +18,13 @@
     D = 5                          # counts: ptable(D, V, js, pstay), or ptable = "ptable.txt" (pt_export)
     V = 3
     js = 2
-    # magnitude tables: ptable_numeric(D, V, icat, step) and the flex function's parameters
+    # magnitude tables: ptable_numeric(D, V, icat, step) (or ptable = "nums.txt", a numeric
+    # p-table in pt_export's format) and the flex function's parameters
     # icat = [1, 5]; step = 2; fp = 1000; p_small = 0.2; p_large = 0.03; q = 2
+    # or, instead of fp, p_small, p_large and q, cellKey's simple approach: p = 0.1
     # epsilon = [1, 0.5, 0.3]; type = "top_contr"; top_k = 3; mu_c = 0; same_key = true
     # use_zero_rkeys = false; supp_freq = 3
+    # round_to = 1                 # publish the sums rounded to a multiple of 1 (default: unrounded)
 
 Writes the confidential cell file (codes, original and perturbed values, cell keys), the
 published table (codes and the perturbed count or sum only) and a manifest without the seed or
