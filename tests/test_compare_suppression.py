@@ -31,7 +31,7 @@ def test_a_suppressed_candidate_is_measured_on_its_complete_record_pairs_by_hand
     figures = result.results[0]
     run = figures.runs[0]
     assert (run["records_assessed"], run["records_suppressed"]) == (8, 2)
-    assert figures.suppressed == pytest.approx(0.2)
+    assert figures.suppressed == pytest.approx(2 / 20)  # 2 of the 10 x 2 verified cells
     # IL1s on the 8 complete pairs (rows 0-5, 8, 9), both verified columns:
     # a unchanged -> 0; x = 12 27 33 48 51 66 93 108 rounded to 10 30 30 50 50 70 90 110:
     # |x - y| = 2 3 3 2 1 4 3 2, mean 2.5; mean 54.75, sum of squares about it 7555.5, sd sqrt(7555.5 / 7)
@@ -75,13 +75,17 @@ def test_suppression_alone_leaves_the_confidential_values_linkable_and_is_flagge
     assert table.loc["noise", "suppressed"] == 0.0
 
 
-def test_too_few_complete_pairs_is_one_line():
+def test_a_column_suppressed_everywhere_is_left_out_and_too_few_pairs_is_one_line():
     from sdckit.core.errors import DataError
 
     frame = hand_frame().assign(a=[1, 2, 3, 4, 5, 6, 7, 8, 9, 10])  # every value unique: all suppressed
-    with pytest.raises(DataError, match="Only 0 record\\(s\\) have every one of the columns"):
-        compare(frame, [Candidate("ls", (LocalSuppression(k=2, columns=["a"]),))], schema=SCHEMA, n_random=500,
-                n_null=10, seed=1)
+    candidates = [Candidate("ls", (LocalSuppression(k=2, columns=["a"]),))]
+    # by default the column is not released, as if dropped: x alone is verified, on all 10 records
+    run = compare(frame, candidates, schema=SCHEMA, n_random=500, n_null=10, seed=1).results[0]
+    assert (run.runs[0]["records_assessed"], run.runs[0]["records_suppressed"], run.suppressed) == (10, 0, 0.5)
+    # named, it stays: no record pair is complete
+    with pytest.raises(DataError, match="Only 0 record\\(s\\) have every one of the columns 'a', 'x'"):
+        compare(frame, candidates, schema=SCHEMA, columns=["a", "x"], n_random=500, n_null=10, seed=1)
 
 
 def test_tune_a_chain_with_local_suppression():
@@ -129,5 +133,5 @@ def test_cli_compare_with_a_local_suppression_candidate(cli, tmp_path):
     assert "suppress" in result.stdout and "round" in result.stdout
     payload = json.loads((tmp_path / "c.json").read_text())
     assert payload["methods"]["suppress"]["runs"][0]["records_suppressed"] == 2
-    assert payload["methods"]["suppress"]["suppressed"] == pytest.approx(0.2)
+    assert payload["methods"]["suppress"]["suppressed"] == pytest.approx(2 / 20)
     assert payload["methods"]["suppress"]["utility_loss"] == 0.0

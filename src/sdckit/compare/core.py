@@ -74,8 +74,7 @@ class CandidateResult(Result):
     utility_loss: float
     alpha: float
     runs: tuple[dict[str, float], ...] = field(default_factory=tuple)
-    #: Mean share of the record pairs left out of the verification and the utility loss because
-    #: they hold a suppressed (missing) value in a measured column (issue 31).
+    #: Mean share of the verified columns' released cells that are suppressed (missing; issue 31).
     suppressed: float = 0.0
 
     @property
@@ -182,8 +181,14 @@ def evaluate_release(
 
     # Default: the columns both have that can be ranked (nominal ones left out; issue 12 §5).
     cols = list(columns) if columns is not None else resolve_columns(original, released, None, schema)
-    # Suppressed (missing) cells: the complete record pairs, as a sub-release (issue 31).
-    original, released, suppressed = complete_pairs(original, released, cols)
+    # Suppressed (missing) cells (issue 31): a column suppressed in every record is not released
+    # (left out by default, like a column the release drops); the others are measured on the
+    # complete record pairs, as a sub-release.
+    cells = int(released[cols].isna().to_numpy().sum())
+    share = cells / (len(released) * len(cols))
+    if columns is None:
+        cols = [c for c in cols if released[c].notna().any()] or cols
+    original, released, left_out = complete_pairs(original, released, cols)
     scaled = on_release_scale(original, released, cols, schema) if isinstance(schema, Schema) else original
     verification = verify_linkage(scaled, released, cols, null=null, n_random=n_random, n_null=n_null,
                                   alpha=alpha, max_replicates=max_replicates, schema=schema,
@@ -191,8 +196,10 @@ def evaluate_release(
     numeric = set(shared_numeric_columns(original, released))
     measured = cols if columns is not None else [c for c in cols if c in numeric] or cols
     return {
+        "cells_suppressed": cells,
+        "suppressed": share,
         "records_assessed": len(original),
-        "records_suppressed": suppressed,
+        "records_suppressed": left_out,
         "hellinger": float(verification.hellinger),
         "hellinger_null": float(verification.hellinger_null),
         "p_value": float(verification.p_value),
@@ -278,8 +285,7 @@ def compare(
                for key in ("hellinger", "hellinger_null", "p_value", "utility_loss")},
             alpha=float(alpha),
             runs=tuple(runs[cand.label]),
-            suppressed=float(np.mean([r["records_suppressed"] / (r["records_suppressed"] + r["records_assessed"])
-                                      for r in runs[cand.label]])),
+            suppressed=float(np.mean([r["suppressed"] for r in runs[cand.label]])),
         )
         for cand in candidates
     )
