@@ -9,16 +9,24 @@ same data with the same seed, and verified with the same random records, so that
 come from the methods alone (seed 001's comparison).
 
 Suppressed cells (issue 31). Local suppression sets key values to missing, and the ranks of
-the permutation paradigm need complete data. A release with a missing value in a verified
-column is measured on its **complete record pairs** — the records that have every verified
-column in both the original and the release (:func:`sdckit.permutation.sample.complete_pairs`)
-— as the release of those records alone, the sub-release of DESIGN.md section 3 ("Scale"):
-ranks, distances, the null model and the p-value are those of the sub-release, and the utility
-loss is measured on the same records. What is measured for a suppressed value is therefore
-nothing: its record is left out of both figures. Among fewer released records a record is more
-easily linked, so the risk is that of the unsuppressed records at least; the suppression's own
-loss of information is not in the utility loss but in ``suppressed``, the share of the record
-pairs left out (each run keeps ``records_assessed`` and ``records_suppressed``).
+the permutation paradigm need complete data. What is measured for a suppressed value is
+nothing — its record is left out:
+
+* a default column (``columns`` not given) that the release suppressed in every record is not
+  released at all and is left out, as a column the release drops is;
+* the release is then measured on its **complete record pairs** — the records that have every
+  verified column in both the original and the release
+  (:func:`sdckit.permutation.sample.complete_pairs`) — as the release of those records alone,
+  the sub-release of DESIGN.md section 3 ("Scale"): ranks, distances, the null model and the
+  p-value are those of the sub-release, and the utility loss is measured on the same records.
+
+The suppressed records are thus not decoys for the intruder; among fewer released records a
+record is more easily linked, so the sub-release tends to look riskier than the whole. The
+values released are measured, not the suppression's own loss of information (suppression
+alone has a utility loss of 0): that is ``suppressed``, the share of the verified columns'
+released cells that are missing (each run keeps ``cells_suppressed``, ``records_assessed`` and
+``records_suppressed``, the pairs left out). Fewer than 2 complete pairs is a one-line
+:class:`~sdckit.core.errors.DataError`.
 """
 
 from __future__ import annotations
@@ -168,8 +176,10 @@ def evaluate_release(
     (:func:`sdckit.report.columns.on_release_scale`); the utility loss is then measured on the
     default columns that stayed numeric in both (all of ``columns`` when they are given).
     A release with suppressed (missing) cells in those columns is measured on its complete
-    record pairs (see the module docstring); ``records_assessed`` and ``records_suppressed``
-    count the pairs kept and left out.
+    record pairs, a default column suppressed in every record left out (see the module
+    docstring): ``suppressed`` is the share of the verified cells that are missing
+    (``cells_suppressed`` of them), ``records_assessed`` and ``records_suppressed`` count the
+    pairs kept and left out.
 
     Returns ``hellinger``, ``hellinger_null``, ``p_value``, ``utility_loss``, and the
     verification's sequential test at ``alpha`` with at most ``max_replicates`` replicates:
