@@ -7,6 +7,26 @@ null baseline (what a release carrying no link would give) and its p-value. Util
 measure of :data:`sdckit.utility.MEASURES` (IL1s by default). Every candidate is run on the
 same data with the same seed, and verified with the same random records, so that differences
 come from the methods alone (seed 001's comparison).
+
+Suppressed cells (issue 31). Local suppression sets key values to missing, and the ranks of
+the permutation paradigm need complete data. What is measured for a suppressed value is
+nothing — its record is left out:
+
+* a default column (``columns`` not given) that the release suppressed in every record is not
+  released at all and is left out, as a column the release drops is;
+* the release is then measured on its **complete record pairs** — the records that have every
+  verified column in both the original and the release
+  (:func:`sdckit.permutation.sample.complete_pairs`) — as the release of those records alone,
+  the sub-release of DESIGN.md section 3 ("Scale"): ranks, distances, the null model and the
+  p-value are those of the sub-release, and the utility loss is measured on the same records.
+
+The suppressed records are thus not decoys for the intruder; among fewer released records a
+record is more easily linked, so the sub-release tends to look riskier than the whole. The
+values released are measured, not the suppression's own loss of information (suppression
+alone has a utility loss of 0): that is ``suppressed``, the share of the verified columns'
+released cells that are missing (each run keeps ``cells_suppressed``, ``records_assessed`` and
+``records_suppressed``, the pairs left out). Fewer than 2 complete pairs is a one-line
+:class:`~sdckit.core.errors.DataError`.
 """
 
 from __future__ import annotations
@@ -18,6 +38,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from sdckit.permutation.sample import complete_pairs
 from sdckit.permutation.verify import ALPHA, MAX_REPLICATES, N_RANDOM
 from sdckit.core.errors import ParameterError
 from sdckit.core.method import Method
@@ -61,6 +82,8 @@ class CandidateResult(Result):
     utility_loss: float
     alpha: float
     runs: tuple[dict[str, float], ...] = field(default_factory=tuple)
+    #: Mean share of the verified columns' released cells that are suppressed (missing; issue 31).
+    suppressed: float = 0.0
 
     @property
     def plausibly_deniable(self) -> bool:
@@ -78,6 +101,7 @@ class CandidateResult(Result):
             "p_value": self.p_value,
             "flagged_share": float(np.mean([r["p_value"] <= self.alpha for r in self.runs])) if self.runs else None,
             "utility_loss": self.utility_loss,
+            "suppressed": self.suppressed,
             "plausibly_deniable": self.plausibly_deniable,
             "runs": self.runs,
         })
@@ -151,6 +175,11 @@ def evaluate_release(
     verified with the original put on the release's scale, as the report does
     (:func:`sdckit.report.columns.on_release_scale`); the utility loss is then measured on the
     default columns that stayed numeric in both (all of ``columns`` when they are given).
+    A release with suppressed (missing) cells in those columns is measured on its complete
+    record pairs, a default column suppressed in every record left out (see the module
+    docstring): ``suppressed`` is the share of the verified cells that are missing
+    (``cells_suppressed`` of them), ``records_assessed`` and ``records_suppressed`` count the
+    pairs kept and left out.
 
     Returns ``hellinger``, ``hellinger_null``, ``p_value``, ``utility_loss``, and the
     verification's sequential test at ``alpha`` with at most ``max_replicates`` replicates:
@@ -162,6 +191,14 @@ def evaluate_release(
 
     # Default: the columns both have that can be ranked (nominal ones left out; issue 12 §5).
     cols = list(columns) if columns is not None else resolve_columns(original, released, None, schema)
+    # Suppressed (missing) cells (issue 31): a column suppressed in every record is not released
+    # (left out by default, like a column the release drops); the others are measured on the
+    # complete record pairs, as a sub-release.
+    cells = int(released[cols].isna().to_numpy().sum())
+    share = cells / (len(released) * len(cols))
+    if columns is None:
+        cols = [c for c in cols if released[c].notna().any()] or cols
+    original, released, left_out = complete_pairs(original, released, cols)
     scaled = on_release_scale(original, released, cols, schema) if isinstance(schema, Schema) else original
     verification = verify_linkage(scaled, released, cols, null=null, n_random=n_random, n_null=n_null,
                                   alpha=alpha, max_replicates=max_replicates, schema=schema,
@@ -169,6 +206,10 @@ def evaluate_release(
     numeric = set(shared_numeric_columns(original, released))
     measured = cols if columns is not None else [c for c in cols if c in numeric] or cols
     return {
+        "cells_suppressed": cells,
+        "suppressed": share,
+        "records_assessed": len(original),
+        "records_suppressed": left_out,
         "hellinger": float(verification.hellinger),
         "hellinger_null": float(verification.hellinger_null),
         "p_value": float(verification.p_value),
@@ -254,6 +295,7 @@ def compare(
                for key in ("hellinger", "hellinger_null", "p_value", "utility_loss")},
             alpha=float(alpha),
             runs=tuple(runs[cand.label]),
+            suppressed=float(np.mean([r["suppressed"] for r in runs[cand.label]])),
         )
         for cand in candidates
     )

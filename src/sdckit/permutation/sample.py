@@ -10,12 +10,13 @@ computed exactly on it. DESIGN.md section 3 ("Scale") says what that does to the
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from sdckit.core.errors import ParameterError
+from sdckit.core.errors import DataError, ParameterError
 from sdckit.core.params import Interval, validated
 from sdckit.core.random import RandomState, as_generator, renamed_seed
 from sdckit.permutation.rules import MIN_SAMPLE
@@ -71,3 +72,44 @@ def sample_pairs(
     rate = records / max(n_x, n_y)
     keep_x, keep_y = (max(MIN_RECORDS, min(n, int(round(rate * n)))) for n in (n_x, n_y))
     return original.iloc[sample_rows(n_x, keep_x, rng)], released.iloc[sample_rows(n_y, keep_y, rng)], keep_x, rng
+
+
+def complete_pairs(
+    original: pd.DataFrame, released: pd.DataFrame, columns: Sequence[str]
+) -> tuple[pd.DataFrame, pd.DataFrame, int]:
+    """The record pairs present in both data sets on every one of ``columns`` (issue 31).
+
+    The ranks of the permutation paradigm need complete data; a release with suppressed cells
+    (local suppression sets key values to missing) is assessed as the release of the record
+    pairs that have every column in both — the sub-release of DESIGN.md section 3 ("Scale"),
+    chosen by completeness instead of at random. Row ``i`` of the release is row ``i`` of the
+    original, so both need the same number of records when a value is missing.
+
+    Returns
+    -------
+    original, released : DataFrame
+        The complete pairs (the inputs themselves when none is left out; the index is kept).
+    left_out : int
+        The record pairs left out (0 when no value is missing).
+    """
+    names = list(columns)
+    missing_x = original[names].isna().to_numpy().any(axis=1)
+    missing_y = released[names].isna().to_numpy().any(axis=1)
+    if not missing_x.any() and not missing_y.any():
+        return original, released, 0
+    if len(original) != len(released):
+        what, frame, flags = ("released", released, missing_y) if missing_y.any() else ("original", original, missing_x)
+        column = next(c for c in names if frame[c].isna().any())
+        raise DataError(
+            f"Column {column!r} is missing in {int(flags.sum())} record(s) of the {what} data, and the two have "
+            f"different record counts ({len(original)} and {len(released)}), so the complete record pairs are "
+            "not known; impute or remove those records first."
+        )
+    keep = ~(missing_x | missing_y)
+    if keep.sum() < MIN_RECORDS:
+        raise DataError(
+            f"Only {int(keep.sum())} record(s) have every one of the columns {', '.join(map(repr, names))} in "
+            f"both data sets (the others hold a suppressed or missing value); the permutation measures need at "
+            f"least {MIN_RECORDS}. Leave the most suppressed columns out with 'columns'."
+        )
+    return original[keep], released[keep], int((~keep).sum())
