@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from test_app_browser import bench, browser, open_by_path, page, shot, unlabelled  # noqa: F401 (fixtures)
+from app_browser_support import bench, browser, open_by_path, page, shot, unlabelled  # noqa: F401 (fixtures)
 
 from sdckit.app.tables import CELL_KEY_STREAM, KEY_COLUMN, pattern, protect_table, table_request
 from sdckit.core.errors import SdcError
