@@ -60,7 +60,7 @@ from sdckit.core.errors import DataError, ParameterError
 from sdckit.core.result import Result, plain
 from sdckit.query.config import IDENTIFIER, MAX_GROUPS, PublicTable, ServiceConfig, TableConfig
 from sdckit.query.relnames import NUMERIC_TYPES, RANK, ROW, clamp_column, code_column, is_text_domain, public_relation, relation_name
-from sdckit.query.sqlnodes import UnknownTable, UnsupportedQuery, node_name
+from sdckit.query.sqlnodes import UnknownTable, UnsupportedQuery, table_name
 
 #: Aliases of the joined relation and of its two sides in the generated SQL (sdckit's own names).
 JOINED, LEFT, RIGHT, KEY = "__sdc_joined", "__sdc_l", "__sdc_r", "__sdc_key"
@@ -266,14 +266,7 @@ def parse_join(tree: exp.Select, config: ServiceConfig, left: TableConfig, alias
         if key not in _JOIN_ARGS and value not in (None, [], False):
             raise UnsupportedQuery(f"{key.upper()} in a JOIN is not supported.")
     target = node.this
-    if not isinstance(target, exp.Table) or not isinstance(target.this, exp.Identifier):
-        raise UnsupportedQuery(f"JOIN must name one table; {node_name(target)} is not supported.")
-    if target.args.get("db") or target.args.get("catalog"):
-        raise UnsupportedQuery("Schema-qualified table names are not supported: name the table alone.")
-    for key in ("joins", "laterals", "pivots", "sample", "version", "when", "only", "partition", "changes"):
-        if target.args.get(key):
-            raise UnsupportedQuery(f"{key.upper()} on the joined table is not supported.")
-    name = target.this.this
+    name = table_name(target, "JOIN")
     if name.lower() == left.name.lower():
         raise UnsupportedQuery(f"A JOIN of the table {left.name!r} with itself is not supported.")
     public = next((p for n, p in config.public_tables.items() if n.lower() == name.lower()), None)

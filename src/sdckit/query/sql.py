@@ -43,7 +43,7 @@ from sdckit.core.result import Result, plain
 from sdckit.query.config import ServiceConfig, TableConfig
 from sdckit.query.joins import Join, JoinedTable, parse_join
 from sdckit.query.derived import Derived, check_groups, group_item
-from sdckit.query.sqlnodes import UnknownTable, UnsupportedQuery, column_name, node_name
+from sdckit.query.sqlnodes import UnknownTable, UnsupportedQuery, column_name, node_name, table_name
 from sdckit.query.sqloutputs import Output, parse_output
 from sdckit.query.sqlwhere import (MAX_DEPTH, And, Between, Compare, InList, Not, Or, Predicate, parse_predicate,
                                    predicate_columns, predicate_dict)
@@ -169,16 +169,9 @@ def _from(tree: exp.Select, config: ServiceConfig) -> TableConfig:
     if source is None:
         raise UnsupportedQuery("FROM is required: name one of the service's tables.")
     node = source.this
-    if not isinstance(node, exp.Table) or not isinstance(node.this, exp.Identifier):
-        raise UnsupportedQuery(f"FROM must name one table; {node_name(node)} is not supported.")
-    if node.args.get("db") or node.args.get("catalog"):
-        raise UnsupportedQuery("Schema-qualified table names are not supported: name the table alone.")
-    for key in ("joins", "laterals", "pivots", "sample", "version", "when", "only", "partition", "changes"):
-        if node.args.get(key):
-            raise UnsupportedQuery(f"{key.upper()} on the table is not supported.")
-    name = node.this.this
-    for table_name, table in config.tables.items():
-        if table_name.lower() == name.lower():
+    name = table_name(node, "FROM")
+    for declared, table in config.tables.items():
+        if declared.lower() == name.lower():
             return parse_join(tree, config, table, node.alias)
     if any(n.lower() == name.lower() for n in config.public_tables):
         raise UnsupportedQuery(f"{name!r} is a public table: read it whole (GET /v1/public/{name}), or JOIN it to a "

@@ -84,3 +84,20 @@ def literal(node: exp.Expression) -> Any:
     if isinstance(node, exp.Func):
         raise UnsupportedQuery(f"The function {node_name(node)} is not supported in conditions: use literal values.")
     raise UnsupportedQuery(f"{node_name(node)} is not supported as a value: use a literal number or 'string'.")
+
+
+#: Table arguments sqlglot may fill that the service does not support on a FROM or JOIN table.
+_TABLE_EXTRAS = ("joins", "laterals", "pivots", "sample", "version", "when", "only", "partition", "changes")
+
+
+def table_name(node: exp.Expression, clause: str) -> str:
+    """The plain name of the one table ``node`` names in ``clause`` (``"FROM"`` or ``"JOIN"``):
+    no schema, no sample, pivot or other table arguments (each refused in one line)."""
+    if not isinstance(node, exp.Table) or not isinstance(node.this, exp.Identifier):
+        raise UnsupportedQuery(f"{clause} must name one table; {node_name(node)} is not supported.")
+    if node.args.get("db") or node.args.get("catalog"):
+        raise UnsupportedQuery("Schema-qualified table names are not supported: name the table alone.")
+    for key in _TABLE_EXTRAS:
+        if node.args.get(key):
+            raise UnsupportedQuery(f"{key.upper()} on the {'joined ' if clause == 'JOIN' else ''}table is not supported.")
+    return node.this.this
