@@ -75,8 +75,11 @@ def method(k: int = K) -> RecordSwapping:
     """The swap benchmarked (``k``: its k_anonymity; 0 marks no household at risk)."""
     return RecordSwapping("hid", list(HIERARCHY), ["hsize"], list(RISK), k_anonymity=k, swaprate=RATE)
 
+
 R_LIB_VARIABLE = "SDCKIT_BENCH_R_LIB"
 
+# The R child: args are "probe", or (persons CSV, release CSV, repeats, k, swap rate); the
+# hierarchy, similarity and risk variables are those of method() above.
 R_PROGRAM = r"""
 args <- commandArgs(trailingOnly = TRUE)
 extra <- Sys.getenv("SDCKIT_BENCH_R_LIB")
@@ -255,7 +258,8 @@ def r_available(r_lib: str | None) -> tuple[str | None, str]:
         return None, "not installed (no Rscript on the PATH): sdckit alone"
     out = run_rscript(rscript, r_lib, "probe")
     if out.returncode:
-        why = (out.stderr.strip().splitlines() or ["?"])[-1]
+        lines = out.stderr.strip().splitlines() or ["?"]
+        why = next((line for line in lines if line.startswith("Error")), lines[-1]).strip()
         return None, f"Rscript found but library(sdcMicro) failed ({why}): sdckit alone"
     return rscript, out.stdout.strip()
 
