@@ -94,17 +94,20 @@ def _donor(s, group, starts, order, pointer, area, used):  # pragma: no cover - 
 def _swap_areas(must, must_starts, optional, optional_starts, quota, group, starts, order, pointer,
                 area, used, donor, tried):  # pragma: no cover - numba
     """Area by area: each household that must be swapped and is still unused, then the first
-    ``quota[a]`` still unused households of ``optional`` (best first), each given a donor if
-    one is found; the households are CSR lists by area."""
+    ``quota[a]`` less those still unused households of ``optional`` (best first), each given a
+    donor if one is found; the households are CSR lists by area. A household that must be
+    swapped but was taken as a donor by an earlier area does not count against its area's
+    quota (sdcMicro's ``randSample`` counts the unused ones only)."""
     for a in range(len(must_starts) - 1):
+        picks = quota[a]
         for i in range(must_starts[a], must_starts[a + 1]):
             s = must[i]
             if not used[s]:
+                picks -= 1
                 tried[s] = True
                 d = _donor(s, group, starts, order, pointer, area, used)
                 if d >= 0:
                     donor[s], used[s], used[d] = d, True, True
-        picks = quota[a]
         for i in range(optional_starts[a], optional_starts[a + 1]):
             if picks <= 0:
                 break
@@ -202,7 +205,7 @@ def swap_plan(table: HouseholdTable, threshold: float | None, swaprate: float, r
             quota = np.zeros(areas, dtype=np.int64)
         else:  # the lowest level: the swap rate (sdcMicro's randSample)
             started = np.bincount(area[level][donor >= 0], minlength=areas)
-            quota = np.maximum(draws - started - np.diff(must[1]), 0)
+            quota = draws - started
             pool = np.flatnonzero(~used & ~tried & (at_risk_level != level))
             optional = by_area(pool, area[level], areas, risk[pool, level] / rng.exponential(1.0, len(pool)))
         before = used.copy()

@@ -54,7 +54,9 @@ class RecordSwapping(Method):
     3. *Swaps, level by level.* At each level above the lowest, every household at risk there
        and not yet swapped is swapped. At the lowest level, in each area, the households at
        risk there, plus households drawn at random (weighted by their risk) until the area's
-       draws are reached, counting the swaps already started in the area.
+       draws are reached, counting the swaps already started in the area and its households at
+       risk still unswapped when its turn comes (one taken earlier as another area's donor does
+       not count: sdcMicro's ``randSample``).
     4. *Donor.* A household of another area at that level, **of the same parent area** (the
        area one level up; any area at the top level), not swapped before, with the same
        values of the similarity profile (the first of ``similar`` that finds one, then the
