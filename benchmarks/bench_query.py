@@ -31,6 +31,7 @@ HTTP). Tumult is not a dependency: it needs pyspark and Java and pins numpy < 2 
 from __future__ import annotations
 
 import argparse
+import warnings
 import os
 import statistics
 import sys
@@ -253,6 +254,97 @@ def vs_tumult(rows: int, reps: int) -> None:
             print(line)
 
 
+#: One query form per supported aggregate (``--per-aggregate``): label -> (analyst, sql template).
+#: ``{a}``/``{b}`` are ages, ``{r}`` a region, drawn per query; "keys" is an (epsilon, delta) analyst.
+AGGREGATES = {
+    "COUNT": ("pure", "SELECT COUNT(*) FROM census WHERE age > {a} AND region = '{r}'"),
+    "SUM": ("pure", "SELECT SUM(income) FROM census WHERE age BETWEEN {a} AND {b}"),
+    "AVG": ("pure", "SELECT AVG(income) FROM census WHERE region IN ('{r}', 'N') OR age < {a}"),
+    "VAR_POP": ("pure", "SELECT VAR_POP(income) FROM census WHERE age > {a}"),
+    "STDDEV_POP": ("pure", "SELECT STDDEV_POP(income) FROM census WHERE age <= {b} AND region <> '{r}'"),
+    "MEDIAN": ("pure", "SELECT MEDIAN(income) FROM census WHERE age >= {a}"),
+    "QUANTILE_CONT": ("pure", "SELECT QUANTILE_CONT(income, 0.9) FROM census WHERE region = '{r}' AND age < {b}"),
+    "COUNT DISTINCT age": ("pure", "SELECT COUNT(DISTINCT age) FROM census WHERE region = '{r}'"),
+    "COUNT DISTINCT income": ("pure", "SELECT COUNT(DISTINCT income) FROM census WHERE region = '{r}'"),
+    "GROUP BY region": ("pure", "SELECT region, COUNT(*), SUM(income) FROM census WHERE age >= {a} GROUP BY region"),
+    "GROUP BY keys from data": ("keys", "SELECT age, COUNT(*) FROM census WHERE region = '{r}' GROUP BY age"),
+}
+
+
+def make_table_duckdb(folder: Path, n: int) -> Path:
+    """The benchmark's census table of ``n`` rows written by DuckDB (streamed, bounded memory;
+    1e8 rows take about 1 GB of Parquet): the same columns as :func:`make_table`, values from hashes
+    of the row number (fixed, reproducible). An existing file is reused."""
+    from sdckit.core.duckdb_session import connect
+
+    path = folder / f"census_{n}.parquet"
+    if path.exists():
+        return path
+    folder.mkdir(parents=True, exist_ok=True)
+    con = connect(memory_limit=2 << 30, temp_directory=folder / "tmp", threads=2)
+    try:
+        partial = path.with_suffix(".partial")
+        con.execute(f"""COPY (SELECT i AS person_id, CAST(hash(i, 1) % 100 AS INTEGER) AS age,
+                        CAST(hash(i, 2) % 250000 AS BIGINT) AS income,
+                        ['N', 'S', 'E', 'W'][CAST(hash(i, 3) % 4 AS INTEGER) + 1] AS region
+                        FROM range({int(n)}) t(i)) TO '{partial}' (FORMAT parquet, ROW_GROUP_SIZE 1000000)""")
+        partial.rename(path)
+    finally:
+        con.close()
+    return path
+
+
+def peak_rss(pid: int) -> float:
+    """Peak resident memory of process ``pid`` in MiB (VmHWM, /proc; Linux)."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return float("nan")
+
+
+def per_aggregate(n: int, folder: Path, data: Path, queries: int, clients: int, only: list[str] | None) -> None:
+    """Each supported aggregate timed on its own: ``queries`` dp queries from ``clients`` clients
+    over HTTP; p50/p95 per aggregate, the server's start time and peak RSS."""
+    folder.mkdir(parents=True, exist_ok=True)
+    table = make_table_duckdb(data, n)
+    config = write_config(folder, table, "normal")
+    text = config.read_text().replace(f'path = "{table.name}"', f'path = "{table}"')
+    config.write_text(text.replace("[table.bounds]", 'keys_from_data = ["age"]\n[table.bounds]'))
+    state = State(folder / "state.db")
+    warnings.filterwarnings("ignore", message=".*unusually large.*")  # a benchmark's budget, not a policy
+    keys = {"pure": state.add_analyst("bench", "dp", "1000000"),
+            "keys": state.add_analyst("bench_keys", "dp", "1000000", "1/2")}
+    t0 = time.perf_counter()
+    server = Server(config, start_timeout=3600)
+    start = time.perf_counter() - t0
+    print(f"rows {n:>11,}: server start {start:6.1f} s, RSS after start {peak_rss(server.proc.pid):7.0f} MiB; "
+          f"load average {os.getloadavg()[0]:.1f}", flush=True)
+    try:
+        for label, (who, template) in AGGREGATES.items():
+            if only and label not in only:
+                continue
+
+            def request(rng: np.random.Generator, template: str = template, who: str = who) -> tuple[str, str, dict]:
+                a, b = sorted(int(v) for v in rng.integers(0, 100, 2))
+                body = {"sql": template.format(a=a, b=b, r=REGIONS[rng.integers(4)]), "epsilon": 0.001}
+                if who == "keys":
+                    body["delta"] = 1e-9
+                return label, "/v1/query", body
+
+            latencies, elapsed, errors = concurrent_clients(server.url, keys[who], clients, max(1, queries // clients),
+                                                            request)
+            ms = np.array([t for _, t in latencies]) * 1000
+            print(f"rows {n:>11,}: {label:>24}: p50 {np.percentile(ms, 50):8.1f} ms, p95 {np.percentile(ms, 95):8.1f} ms"
+                  f" ({ms.size} queries, {len(ms) / elapsed:6.1f}/s, errors {errors}, load "
+                  f"{os.getloadavg()[0]:.1f})", flush=True)
+        print(f"rows {n:>11,}: server peak RSS {peak_rss(server.proc.pid):7.0f} MiB", flush=True)
+    finally:
+        server.stop()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--vs", choices=["tumult"], help="compare accuracy with Tumult Analytics (issue 32)")
@@ -265,7 +357,19 @@ def main() -> None:
     parser.add_argument("--sync", choices=["full", "normal"], default="full")
     parser.add_argument("--no-audit", action="store_true", help="skip the restricted-mode timing")
     parser.add_argument("--single", type=int, default=200, help="queries from one client first (0: none)")
+    parser.add_argument("--per-aggregate", action="store_true",
+                        help="time each supported aggregate separately (p50/p95, server peak RSS)")
+    parser.add_argument("--only", nargs="+", help="--per-aggregate: these aggregates only (labels of AGGREGATES)")
+    parser.add_argument("--data", type=Path, help="--per-aggregate: folder of the generated Parquet files, "
+                        "kept and reused (default: a temporary folder)")
     args = parser.parse_args()
+    if args.per_aggregate:
+        print(f"cpus {os.cpu_count()}, load average {os.getloadavg()[0]:.1f}, {args.queries} queries per aggregate "
+              f"from {args.clients} clients")
+        for rows in args.rows:
+            with tempfile.TemporaryDirectory() as tmp:
+                per_aggregate(int(rows), Path(tmp), args.data or Path(tmp), args.queries, args.clients, args.only)
+        return
     if args.vs:
         vs_tumult(int(args.rows[0]), args.reps)
         return
