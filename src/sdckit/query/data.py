@@ -35,7 +35,9 @@ from sdckit.core.errors import DataError
 from sdckit.query.config import IDENTIFIER, ServiceConfig, TableConfig
 from sdckit.query import ranges
 from sdckit.query.cube import Cube, summable_columns
-from sdckit.query.generate import RANK, ROW, clamp_column, code_column, is_text_domain, relation_name, rows_per_unit
+from sdckit.query.cube_moments import Moments
+from sdckit.query.generate import (RANK, ROW, clamp_column, code_column, is_text_domain, quantile_columns, relation_name,
+                                   rows_per_unit)
 
 if TYPE_CHECKING:
     import duckdb
@@ -80,6 +82,9 @@ class Database:
         # (a table served as tables never answers SQL: no fast path; sdckit.query.tables builds its cells)
         self.cubes: dict[str, Cube | None] = {name: Cube.build(self._con, t) if t.mode != "tables" else None
                                               for name, t in tables.items()}
+        #: each cube's squared-deviation sums, quantile histograms and distinct values (sdckit.query.cube_moments)
+        self.moments: dict[str, Moments] = {name: Moments.build(self._con, cube, self.unique_units[name])
+                                            for name, cube in self.cubes.items() if cube is not None}
         #: sorted values and prefix sums of each table's many-valued integer columns (sdckit.query.ranges)
         self.ranges: dict[str, dict[str, ranges.RangeIndex]] = {}
         for name, t in tables.items():
@@ -100,10 +105,27 @@ class Database:
         cube = self.cubes.get(query.table)
         if cube is not None and cube.covers(query):
             return cube.cells(query, n_cells)
+        moments = self.moments.get(query.table)
+        if moments is not None and moments.covers(query):
+            return moments.cells(query, n_cells)
         for index in self.ranges.get(query.table, {}).values():
             if index.covers(query):
                 return index.cells(query)
         return None
+
+    def fast_histograms(self, query: Any, n_cells: int) -> dict[str, np.ndarray]:
+        """Records per cell and quantile bin of each quantile column, from the cube's histograms:
+        only for a query :meth:`fast_cells` answered."""
+        moments = self.moments.get(query.table)
+        return moments.histograms(query, n_cells) if moments is not None and quantile_columns(query) else {}
+
+    def fast_keys(self, query: Any, rows: int) -> dict[str, np.ndarray] | None:
+        """``aggregate_sql(query, t, "dp", persons=True)``'s result for a GROUP BY with keys from
+        the data, from the cube, or ``None`` (the scan answers)."""
+        moments = self.moments.get(query.table)
+        if rows != rows_per_unit(self.config.tables[query.table]) or moments is None or not moments.covers_keys(query):
+            return None
+        return moments.key_groups(query)
 
     def cursor(self) -> duckdb.DuckDBPyConnection:
         """This thread's cursor (DuckDB connections are not shared across threads)."""

@@ -405,9 +405,10 @@ def answer_rows(plan_: Any, noisy_count: Any, noisy_sum: dict[str, np.ndarray], 
 
 
 def answer_cells(plan_: Plan, table: TableConfig, counts: np.ndarray, sums: dict[str, np.ndarray],
-                 rng: np.random.Generator, hists: dict[str, dict[str, np.ndarray]] | None = None) -> dict[str, Any]:
+                 rng: np.random.Generator, hists: dict[str, Any] | None = None) -> dict[str, Any]:
     """:func:`answer` from the true counts and clamped sums per cell (:func:`exact_cells`, or
-    :meth:`sdckit.query.cube.Cube.cells`): the same noise from the same ``rng``."""
+    :meth:`sdckit.query.cube.Cube.cells`): the same noise from the same ``rng``. ``hists``: per
+    quantile column :func:`histograms`' input, or its output (cells x bins, from the cube)."""
     n = len(plan_.cells)
     chosen: dict[str, list[float]] = {}
     for o in plan_.query.outputs:
@@ -415,7 +416,7 @@ def answer_cells(plan_: Plan, table: TableConfig, counts: np.ndarray, sums: dict
         if key is None or key in chosen:
             continue
         lo, hi = plan_.bounds[o.column]
-        hist = histograms(plan_, table, hists[o.column])
+        hist = hists[o.column] if isinstance(hists[o.column], np.ndarray) else histograms(plan_, table, hists[o.column])
         below = np.concatenate([np.zeros((n, 1), dtype=np.int64), np.cumsum(hist, axis=1)], axis=1)
         width = (hi - lo) / QUANTILE_BINS
         chosen[key] = [lo + width * permute_and_flip(below[i], int(below[i, -1]), o.q, plan_.shares[key], plan_.k, rng)

@@ -189,7 +189,8 @@ class Service:
         charge_id, after = self.state.charge(analyst.name, epsilon, sql, json.dumps(query.to_dict()))
         fast = self.db.fast_cells(query, len(plan.cells), plan.k)  # the same true answer, without a scan
         if fast is not None:
-            result = noisy.answer_cells(plan, table, *fast, self._rng(charge_id))
+            result = noisy.answer_cells(plan, table, *fast, self._rng(charge_id),
+                                        self.db.fast_histograms(query, len(plan.cells)))
         else:
             data = self.db.aggregate(aggregate_sql(query, table, "dp", rows=plan.k))
             hists = {c: self.db.aggregate(histogram_sql(query, table, c, plan.k)) for c in quantile_columns(query)}
@@ -212,7 +213,9 @@ class Service:
             return stored
         eps, delta, rho = plan.cost
         charge_id, after = self.state.charge(analyst.name, eps, sql, json.dumps(query.to_dict()), delta, rho)
-        data = self.db.aggregate(aggregate_sql(query, table, "dp", persons=True, rows=plan.selection.k))
+        data = self.db.fast_keys(query, plan.selection.k)  # the same key counts, without a scan
+        if data is None:
+            data = self.db.aggregate(aggregate_sql(query, table, "dp", persons=True, rows=plan.selection.k))
         result = keys.answer(plan, table, data, self._rng(charge_id))
         result[ROWS_FIELD] = plan.selection.k
         if self.config.cache:
