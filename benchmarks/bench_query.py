@@ -305,14 +305,18 @@ def peak_rss(pid: int) -> float:
     return float("nan")
 
 
-def per_aggregate(n: int, folder: Path, data: Path, queries: int, clients: int, only: list[str] | None) -> None:
+def per_aggregate(n: int, folder: Path, data: Path, queries: int, clients: int, only: list[str] | None,
+                  memory_limit: str | None = None) -> None:
     """Each supported aggregate timed on its own: ``queries`` dp queries from ``clients`` clients
     over HTTP; p50/p95 per aggregate, the server's start time and peak RSS."""
     folder.mkdir(parents=True, exist_ok=True)
     table = make_table_duckdb(data, n)
     config = write_config(folder, table, "normal")
     text = config.read_text().replace(f'path = "{table.name}"', f'path = "{table}"')
-    config.write_text(text.replace("[table.bounds]", 'keys_from_data = ["age"]\n[table.bounds]'))
+    text = text.replace("[table.bounds]", 'keys_from_data = ["age"]\n[table.bounds]')
+    if memory_limit:
+        text = text.replace("[service]\n", f'[service]\nmemory_limit = "{memory_limit}"\n')
+    config.write_text(text)
     state = State(folder / "state.db")
     warnings.filterwarnings("ignore", message=".*unusually large.*")  # a benchmark's budget, not a policy
     keys = {"pure": state.add_analyst("bench", "dp", "1000000"),
@@ -334,11 +338,13 @@ def per_aggregate(n: int, folder: Path, data: Path, queries: int, clients: int, 
                     body["delta"] = 1e-9
                 return label, "/v1/query", body
 
+            cpu0 = cpu_seconds(server.proc.pid)
             latencies, elapsed, errors = concurrent_clients(server.url, keys[who], clients, max(1, queries // clients),
                                                             request)
             ms = np.array([t for _, t in latencies]) * 1000
-            print(f"rows {n:>11,}: {label:>24}: p50 {np.percentile(ms, 50):8.1f} ms, p95 {np.percentile(ms, 95):8.1f} ms"
-                  f" ({ms.size} queries, {len(ms) / elapsed:6.1f}/s, errors {errors}, load "
+            cpu = 1000 * (cpu_seconds(server.proc.pid) - cpu0) / len(ms)
+            print(f"rows {n:>11,}: {label:>24}: p50 {np.percentile(ms, 50):8.1f} ms, p95 {np.percentile(ms, 95):8.1f} ms,"
+                  f" server CPU {cpu:6.1f} ms/query ({ms.size} queries, {len(ms) / elapsed:6.1f}/s, errors {errors}, load "
                   f"{os.getloadavg()[0]:.1f})", flush=True)
         print(f"rows {n:>11,}: server peak RSS {peak_rss(server.proc.pid):7.0f} MiB", flush=True)
     finally:
@@ -359,6 +365,8 @@ def main() -> None:
     parser.add_argument("--single", type=int, default=200, help="queries from one client first (0: none)")
     parser.add_argument("--per-aggregate", action="store_true",
                         help="time each supported aggregate separately (p50/p95, server peak RSS)")
+    parser.add_argument("--memory-limit", help='--per-aggregate: [service] memory_limit, e.g. "3GB" (the tables '
+                        "then in a DuckDB file with bounded memory)")
     parser.add_argument("--only", nargs="+", help="--per-aggregate: these aggregates only (labels of AGGREGATES)")
     parser.add_argument("--data", type=Path, help="--per-aggregate: folder of the generated Parquet files, "
                         "kept and reused (default: a temporary folder)")
@@ -368,7 +376,8 @@ def main() -> None:
               f"from {args.clients} clients")
         for rows in args.rows:
             with tempfile.TemporaryDirectory() as tmp:
-                per_aggregate(int(rows), Path(tmp), args.data or Path(tmp), args.queries, args.clients, args.only)
+                per_aggregate(int(rows), Path(tmp), args.data or Path(tmp), args.queries, args.clients, args.only,
+                              args.memory_limit)
         return
     if args.vs:
         vs_tumult(int(args.rows[0]), args.reps)

@@ -25,7 +25,10 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import shutil
+import tempfile
 import threading
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -58,7 +61,8 @@ def _sha256(path: Any) -> str:
 
 
 class Database:
-    """An in-memory DuckDB holding every configured table; one cursor per thread.
+    """An in-memory DuckDB holding every configured table (a temporary DuckDB file with bounded
+    memory under ``[service] memory_limit``); one cursor per thread.
 
     Parameters
     ----------
@@ -68,7 +72,14 @@ class Database:
     """
 
     def __init__(self, config: ServiceConfig, threads: int | None = None) -> None:
-        self._con = connect(threads=threads or None)
+        #: large tables (``[service] memory_limit``): a DuckDB file (compressed) in a private
+        #: temporary folder, removed by :meth:`close`; DuckDB's memory bounded, spilling there
+        self._scratch = None if config.memory_limit is None else Path(tempfile.mkdtemp(prefix="sdckit-duckdb-"))
+        if self._scratch is None:
+            self._con = connect(threads=threads or None)
+        else:
+            self._con = connect(self._scratch / "tables.duckdb", memory_limit=config.memory_limit,
+                                temp_directory=self._scratch / "spill", threads=threads or None)
         self._local = threading.local()
         self._units: dict[str, np.ndarray] = {}
         self._units_lock = threading.Lock()
@@ -232,4 +243,6 @@ class Database:
 
     def close(self) -> None:
         self._con.close()
+        if self._scratch is not None:
+            shutil.rmtree(self._scratch, ignore_errors=True)
 
