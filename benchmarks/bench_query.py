@@ -343,7 +343,8 @@ def per_aggregate(n: int, folder: Path, data: Path, queries: int, clients: int, 
                                                             request)
             ms = np.array([t for _, t in latencies]) * 1000
             cpu = 1000 * (cpu_seconds(server.proc.pid) - cpu0) / len(ms)
-            print(f"rows {n:>11,}: {label:>24}: p50 {np.percentile(ms, 50):8.1f} ms, p95 {np.percentile(ms, 95):8.1f} ms,"
+            print(f"rows {n:>11,}: {label:>24}: p50 {np.percentile(ms, 50):8.1f} ms, "
+                  f"p95 {np.percentile(ms, 95):8.1f} ms,"
                   f" server CPU {cpu:6.1f} ms/query ({ms.size} queries, {len(ms) / elapsed:6.1f}/s, errors {errors}, load "
                   f"{os.getloadavg()[0]:.1f})", flush=True)
         print(f"rows {n:>11,}: server peak RSS {peak_rss(server.proc.pid):7.0f} MiB", flush=True)

@@ -192,7 +192,8 @@ def test_the_moments_decline_what_they_cannot_answer_exactly(db):
 
 # ------------------------------------------------------------------ the service
 SQLS = ["SELECT VAR_POP(income), STDDEV_POP(age) FROM t WHERE age > 30 AND region = 'N'",
-        "SELECT region, MEDIAN(income), QUANTILE_CONT(half, 0.25) FROM t WHERE grp IN (1, 2) OR age < 20 GROUP BY region",
+        "SELECT region, MEDIAN(income), QUANTILE_CONT(half, 0.25) FROM t WHERE grp IN (1, 2) OR age < 20 "
+        "GROUP BY region",
         "SELECT COUNT(DISTINCT age), COUNT(*) FROM t WHERE NOT (region <> 'E')",
         "SELECT grp, STDDEV_POP(half), COUNT(DISTINCT region) FROM t GROUP BY grp"]
 

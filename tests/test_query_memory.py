@@ -55,8 +55,9 @@ def test_a_bad_memory_limit_is_refused_in_one_line(tmp_path, text):
 def test_tables_in_a_bounded_duckdb_file_give_the_same_answers_and_are_removed(tmp_path):
     rng = np.random.default_rng(2)
     n = 400
-    pd.DataFrame({"pid": rng.integers(0, 150, n), "income": rng.integers(-50, 1200, n),
-                  "region": rng.choice(["N", "S", "X"], n), "frac": rng.random(n)}).to_csv(tmp_path / "t.csv", index=False)
+    frame = pd.DataFrame({"pid": rng.integers(0, 150, n), "income": rng.integers(-50, 1200, n),
+                          "region": rng.choice(["N", "S", "X"], n), "frac": rng.random(n)})
+    frame.to_csv(tmp_path / "t.csv", index=False)
     answers = []
     for limit in ("", 'memory_limit = "128MiB"'):
         db = Database(load_config(_config(tmp_path, limit)))

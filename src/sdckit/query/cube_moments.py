@@ -45,6 +45,7 @@ from sdckit.query.cube import Cube, column_key, literals_exact
 from sdckit.query.generate import (BIN_ALIAS, COUNT_ALIAS, PERSONS_ALIAS, QUANTILE_BINS, cube_sql, distinct_columns,
                                    group_alias, is_text_domain, quantile_columns, square_alias, squared_columns,
                                    sum_alias, summed_columns)
+from sdckit.query.noisy import distinct_key, square_key
 from sdckit.query.sql import Query, predicate_columns
 
 #: Most (cube row, bin) pairs kept for one column's quantile histograms.
@@ -119,8 +120,6 @@ class Moments(Result):
         them: the cube's counts and sums, the squared-deviation sums under
         :func:`~sdckit.query.noisy.square_key`, the distinct counts under
         :func:`~sdckit.query.noisy.distinct_key`."""
-        from sdckit.query.noisy import distinct_key, square_key  # (noisy sits above the cube's layer)
-
         counts, sums = self.cube.cells(query, n_cells)
         keep, cell = self.cube.rows(query)
         for column in squared_columns(query):

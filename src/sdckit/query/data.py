@@ -39,8 +39,8 @@ from sdckit.query.config import IDENTIFIER, ServiceConfig, TableConfig
 from sdckit.query import ranges
 from sdckit.query.cube import Cube, summable_columns
 from sdckit.query.cube_moments import Moments
-from sdckit.query.generate import (RANK, ROW, clamp_column, code_column, is_text_domain, quantile_columns, relation_name,
-                                   rows_per_unit)
+from sdckit.query.generate import (RANK, ROW, clamp_column, code_column, is_text_domain, quantile_columns,
+                                   relation_name, rows_per_unit)
 
 if TYPE_CHECKING:
     import duckdb

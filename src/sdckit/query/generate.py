@@ -385,7 +385,8 @@ def _bin(column: str, table: TableConfig, bind: _Params) -> exp.Expression:
     low, high = table.bounds[column]
     scaled = exp.Mul(this=exp.Paren(this=exp.Sub(this=_col(clamp_column(column), table), expression=bind(float(low)))),
                      expression=bind(QUANTILE_BINS / (float(high) - float(low))))
-    return exp.cast(exp.Anonymous(this="LEAST", expressions=[exp.Floor(this=scaled), bind(QUANTILE_BINS - 1)]), "BIGINT")
+    index = exp.Anonymous(this="LEAST", expressions=[exp.Floor(this=scaled), bind(QUANTILE_BINS - 1)])
+    return exp.cast(index, "BIGINT")
 
 
 def quantile_columns(query: Query) -> tuple[str, ...]:
