@@ -79,3 +79,21 @@ def test_tables_in_a_bounded_duckdb_file_give_the_same_answers_and_are_removed(t
             db.close()
         assert all(not p.exists() for p in scratch)
     assert answers[0] == answers[1]
+
+
+def test_the_server_removes_its_duckdb_file_when_stopped(tmp_path, monkeypatch):
+    """The real server (SIGTERM, as a service manager stops it) leaves no copy of the data behind."""
+    from query_helpers import Server
+
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    pd.DataFrame({"pid": [1, 2, 3], "income": [10, 20, 30], "region": ["N", "S", "N"],
+                  "frac": [0.1, 0.2, 0.3]}).to_csv(tmp_path / "t.csv", index=False)
+    monkeypatch.setenv("TMPDIR", str(scratch))  # the server's temporary folder
+    server = Server(_config(tmp_path, 'memory_limit = "128MiB"'))
+    try:
+        made = list(scratch.glob("sdckit-duckdb-*"))
+        assert len(made) == 1 and (made[0] / "tables.duckdb").is_file()
+    finally:
+        server.stop()
+    assert server.proc.returncode is not None and not made[0].exists()
