@@ -78,7 +78,10 @@ def test_tables_in_a_bounded_duckdb_file_give_the_same_answers_and_are_removed(t
         finally:
             db.close()
         assert all(not p.exists() for p in scratch)
-    assert answers[0] == answers[1]
+    # counts and integer sums exactly; SUM(frac) (inexact doubles) depends on DuckDB's summation order
+    assert [(c, s["income"]) for c, s in answers[0][:1]] == [(c, s["income"]) for c, s in answers[1][:1]]
+    assert answers[0][1][0] == answers[1][1][0]
+    assert answers[0][1][1]["frac"] == pytest.approx(answers[1][1][1]["frac"], rel=1e-12)
 
 
 def test_the_server_removes_its_duckdb_file_when_stopped(tmp_path, monkeypatch):
