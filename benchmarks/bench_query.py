@@ -13,6 +13,16 @@ Goals: COUNT/SUM p50 < 25 ms at 1e6 rows; auditor < 50 ms per query after 1,000 
 
     python benchmarks/bench_query.py [--rows 1000000 10000000] [--queries 10000] [--clients 8]
 
+Each supported aggregate on its own (issue 32): ``--per-aggregate`` times every form of
+:data:`AGGREGATES` (COUNT, SUM, AVG, VAR_POP, STDDEV_POP, MEDIAN, QUANTILE_CONT, COUNT(DISTINCT) of a
+cube column and of a many-valued one, GROUP BY a domain, GROUP BY keys from the data) separately
+over HTTP and prints p50/p95, the server's CPU per query and its peak RSS. The table is written by
+DuckDB (bounded memory; ``--data DIR`` keeps and reuses it); ``--memory-limit 3GB`` serves it from
+a DuckDB file with that memory limit (``[service] memory_limit``), as 1e8 rows need.
+
+    python benchmarks/bench_query.py --per-aggregate --rows 1e6 --queries 160
+    python benchmarks/bench_query.py --per-aggregate --rows 1e8 --queries 80 --memory-limit 3GB --data /tmp/sdckit-1e8
+
 Accuracy against Tumult Analytics (issue 32): ``--vs tumult`` answers COUNT(*), SUM(income),
 AVG(income), VAR_POP(income) and STDDEV_POP(income) (Tumult: ``variance``, ``stdev``) (income clamped to [0, 200000]) on the first ``--rows`` table (default 1e6 rows, one row
 per person, add/remove-one-person neighbours) ``--reps`` times (200) and prints the median absolute
