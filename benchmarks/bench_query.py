@@ -13,6 +13,16 @@ Goals: COUNT/SUM p50 < 25 ms at 1e6 rows; auditor < 50 ms per query after 1,000 
 
     python benchmarks/bench_query.py [--rows 1000000 10000000] [--queries 10000] [--clients 8]
 
+Each supported aggregate on its own (issue 32): ``--per-aggregate`` times every form of
+:data:`AGGREGATES` (COUNT, SUM, AVG, VAR_POP, STDDEV_POP, MEDIAN, QUANTILE_CONT, COUNT(DISTINCT) of a
+cube column and of a many-valued one, GROUP BY a domain, GROUP BY keys from the data) separately
+over HTTP and prints p50/p95, the server's CPU per query and its peak RSS. The table is written by
+DuckDB (bounded memory; ``--data DIR`` keeps and reuses it); ``--memory-limit 3GB`` serves it from
+a DuckDB file with that memory limit (``[service] memory_limit``), as 1e8 rows need.
+
+    python benchmarks/bench_query.py --per-aggregate --rows 1e6 --queries 160
+    python benchmarks/bench_query.py --per-aggregate --rows 1e8 --queries 80 --memory-limit 3GB --data /tmp/sdckit-1e8
+
 Accuracy against Tumult Analytics (issue 32): ``--vs tumult`` answers COUNT(*), SUM(income),
 AVG(income), VAR_POP(income) and STDDEV_POP(income) (Tumult: ``variance``, ``stdev``) (income clamped to [0, 200000]) on the first ``--rows`` table (default 1e6 rows, one row
 per person, add/remove-one-person neighbours) ``--reps`` times (200) and prints the median absolute
@@ -31,6 +41,7 @@ HTTP). Tumult is not a dependency: it needs pyspark and Java and pins numpy < 2 
 from __future__ import annotations
 
 import argparse
+import warnings
 import os
 import statistics
 import sys
@@ -253,6 +264,104 @@ def vs_tumult(rows: int, reps: int) -> None:
             print(line)
 
 
+#: One query form per supported aggregate (``--per-aggregate``): label -> (analyst, sql template).
+#: ``{a}``/``{b}`` are ages, ``{r}`` a region, drawn per query; "keys" is an (epsilon, delta) analyst.
+AGGREGATES = {
+    "COUNT": ("pure", "SELECT COUNT(*) FROM census WHERE age > {a} AND region = '{r}'"),
+    "SUM": ("pure", "SELECT SUM(income) FROM census WHERE age BETWEEN {a} AND {b}"),
+    "AVG": ("pure", "SELECT AVG(income) FROM census WHERE region IN ('{r}', 'N') OR age < {a}"),
+    "VAR_POP": ("pure", "SELECT VAR_POP(income) FROM census WHERE age > {a}"),
+    "STDDEV_POP": ("pure", "SELECT STDDEV_POP(income) FROM census WHERE age <= {b} AND region <> '{r}'"),
+    "MEDIAN": ("pure", "SELECT MEDIAN(income) FROM census WHERE age >= {a}"),
+    "QUANTILE_CONT": ("pure", "SELECT QUANTILE_CONT(income, 0.9) FROM census WHERE region = '{r}' AND age < {b}"),
+    "COUNT DISTINCT age": ("pure", "SELECT COUNT(DISTINCT age) FROM census WHERE region = '{r}'"),
+    "COUNT DISTINCT income": ("pure", "SELECT COUNT(DISTINCT income) FROM census WHERE region = '{r}'"),
+    "GROUP BY region": ("pure", "SELECT region, COUNT(*), SUM(income) FROM census WHERE age >= {a} GROUP BY region"),
+    "GROUP BY keys from data": ("keys", "SELECT age, COUNT(*) FROM census WHERE region = '{r}' GROUP BY age"),
+}
+
+
+def make_table_duckdb(folder: Path, n: int) -> Path:
+    """The benchmark's census table of ``n`` rows written by DuckDB (streamed, bounded memory;
+    1e8 rows take about 1 GB of Parquet): the same columns as :func:`make_table`, values from hashes
+    of the row number (fixed, reproducible). An existing file is reused."""
+    from sdckit.core.duckdb_session import connect
+
+    path = folder / f"census_{n}.parquet"
+    if path.exists():
+        return path
+    folder.mkdir(parents=True, exist_ok=True)
+    con = connect(memory_limit=2 << 30, temp_directory=folder / "tmp", threads=2)
+    try:
+        partial = path.with_suffix(".partial")
+        con.execute(f"""COPY (SELECT i AS person_id, CAST(hash(i, 1) % 100 AS INTEGER) AS age,
+                        CAST(hash(i, 2) % 250000 AS BIGINT) AS income,
+                        ['N', 'S', 'E', 'W'][CAST(hash(i, 3) % 4 AS INTEGER) + 1] AS region
+                        FROM range({int(n)}) t(i)) TO '{partial}' (FORMAT parquet, ROW_GROUP_SIZE 1000000)""")
+        partial.rename(path)
+    finally:
+        con.close()
+    return path
+
+
+def peak_rss(pid: int) -> float:
+    """Peak resident memory of process ``pid`` in MiB (VmHWM, /proc; Linux)."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return float("nan")
+
+
+def per_aggregate(n: int, folder: Path, data: Path, queries: int, clients: int, only: list[str] | None,
+                  memory_limit: str | None = None) -> None:
+    """Each supported aggregate timed on its own: ``queries`` dp queries from ``clients`` clients
+    over HTTP; p50/p95 per aggregate, the server's start time and peak RSS."""
+    folder.mkdir(parents=True, exist_ok=True)
+    table = make_table_duckdb(data, n)
+    config = write_config(folder, table, "normal")
+    text = config.read_text().replace(f'path = "{table.name}"', f'path = "{table}"')
+    text = text.replace("[table.bounds]", 'keys_from_data = ["age"]\n[table.bounds]')
+    if memory_limit:
+        text = text.replace("[service]\n", f'[service]\nmemory_limit = "{memory_limit}"\n')
+    config.write_text(text)
+    state = State(folder / "state.db")
+    warnings.filterwarnings("ignore", message=".*unusually large.*")  # a benchmark's budget, not a policy
+    keys = {"pure": state.add_analyst("bench", "dp", "1000000"),
+            "keys": state.add_analyst("bench_keys", "dp", "1000000", "1/2")}
+    t0 = time.perf_counter()
+    server = Server(config, start_timeout=3600)
+    start = time.perf_counter() - t0
+    print(f"rows {n:>11,}: server start {start:6.1f} s, RSS after start {peak_rss(server.proc.pid):7.0f} MiB; "
+          f"load average {os.getloadavg()[0]:.1f}", flush=True)
+    try:
+        for label, (who, template) in AGGREGATES.items():
+            if only and label not in only:
+                continue
+
+            def request(rng: np.random.Generator, template: str = template, who: str = who) -> tuple[str, str, dict]:
+                a, b = sorted(int(v) for v in rng.integers(0, 100, 2))
+                body = {"sql": template.format(a=a, b=b, r=REGIONS[rng.integers(4)]), "epsilon": 0.001}
+                if who == "keys":
+                    body["delta"] = 1e-9
+                return label, "/v1/query", body
+
+            cpu0 = cpu_seconds(server.proc.pid)
+            latencies, elapsed, errors = concurrent_clients(server.url, keys[who], clients, max(1, queries // clients),
+                                                            request)
+            ms = np.array([t for _, t in latencies]) * 1000
+            cpu = 1000 * (cpu_seconds(server.proc.pid) - cpu0) / len(ms)
+            print(f"rows {n:>11,}: {label:>24}: p50 {np.percentile(ms, 50):8.1f} ms, "
+                  f"p95 {np.percentile(ms, 95):8.1f} ms,"
+                  f" server CPU {cpu:6.1f} ms/query ({ms.size} queries, {len(ms) / elapsed:6.1f}/s, errors {errors}, load "
+                  f"{os.getloadavg()[0]:.1f})", flush=True)
+        print(f"rows {n:>11,}: server peak RSS {peak_rss(server.proc.pid):7.0f} MiB", flush=True)
+    finally:
+        server.stop()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--vs", choices=["tumult"], help="compare accuracy with Tumult Analytics (issue 32)")
@@ -265,7 +374,22 @@ def main() -> None:
     parser.add_argument("--sync", choices=["full", "normal"], default="full")
     parser.add_argument("--no-audit", action="store_true", help="skip the restricted-mode timing")
     parser.add_argument("--single", type=int, default=200, help="queries from one client first (0: none)")
+    parser.add_argument("--per-aggregate", action="store_true",
+                        help="time each supported aggregate separately (p50/p95, server peak RSS)")
+    parser.add_argument("--memory-limit", help='--per-aggregate: [service] memory_limit, e.g. "3GB" (the tables '
+                        "then in a DuckDB file with bounded memory)")
+    parser.add_argument("--only", nargs="+", help="--per-aggregate: these aggregates only (labels of AGGREGATES)")
+    parser.add_argument("--data", type=Path, help="--per-aggregate: folder of the generated Parquet files, "
+                        "kept and reused (default: a temporary folder)")
     args = parser.parse_args()
+    if args.per_aggregate:
+        print(f"cpus {os.cpu_count()}, load average {os.getloadavg()[0]:.1f}, {args.queries} queries per aggregate "
+              f"from {args.clients} clients")
+        for rows in args.rows:
+            with tempfile.TemporaryDirectory() as tmp:
+                per_aggregate(int(rows), Path(tmp), args.data or Path(tmp), args.queries, args.clients, args.only,
+                              args.memory_limit)
+        return
     if args.vs:
         vs_tumult(int(args.rows[0]), args.reps)
         return

@@ -76,14 +76,14 @@ def env() -> dict[str, str]:
 class Server:
     """The real service in a subprocess (``python -m sdckit.query.server``) on a free port."""
 
-    def __init__(self, config: Path, command: list[str] | None = None) -> None:
+    def __init__(self, config: Path, command: list[str] | None = None, start_timeout: float = 90) -> None:
         self.config = config
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         args = command or [sys.executable, "-m", "sdckit.query.server", str(config)]
         self.proc = subprocess.Popen([*args, "--port", str(self.port)], env=env(),
                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        deadline = time.monotonic() + 90  # a loaded 2-core machine can take long to import
+        deadline = time.monotonic() + start_timeout  # a loaded 2-core machine can take long to import
         while True:
             if self.proc.poll() is not None:
                 raise RuntimeError("the server exited: " + self.proc.stderr.read().decode()[-2000:])
@@ -94,7 +94,7 @@ class Server:
                 pass
             if time.monotonic() > deadline:
                 self.stop()
-                raise RuntimeError("the server did not start in 90 s")
+                raise RuntimeError(f"the server did not start in {start_timeout:g} s")
             time.sleep(0.1)
 
     def kill9(self) -> None:

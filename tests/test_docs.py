@@ -218,7 +218,7 @@ def test_recipe_reference_covers_every_protection_method_and_loader_key():
                 "microdata-input": ["path", "format", "sep", "encoding"], "microdata-schema": ["quasi", "kinds", "orders"],
                 "microdata-report": ["n_random", "n_null", "null", "alpha", "interval_p", "enabled"],
                 "microdata-budget": ["epsilon", "delta", "ledger"], "table-table": ["input", "dimensions", "rda"],
-                "table-output": ["dir", "cells"], "service-service": ["state", "cache", "seed", "sync"],
+                "table-output": ["dir", "cells"], "service-service": ["state", "cache", "seed", "sync", "memory_limit"],
                 "service-restricted": ["min_query_set", "collusion", "p_percent"],
                 "service-table": ["name", "path", "privacy_unit", "max_rows_per_unit", "mode", "dimensions"],
                 "service-table-ckm": ["D", "V", "js", "pstay", "ptable", "record_key", "digits", "min_count"]}

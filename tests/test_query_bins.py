@@ -419,3 +419,20 @@ def test_client_histogram_over_http(tmp_path):
     assert list(incomes["bin"]) == [0, 50000.0, 100000.0, 150000.0] and incomes.attrs["exact"]["epsilon_spent"] == "0.5"
     assert State(load_config(config).state).analyst("h").epsilon_spent == Fraction(3, 2)
     assert incomes.attrs["definition"] == "pure" and "GROUP BY CASE WHEN" in incomes.attrs["mechanism"]
+
+
+def test_a_quantiles_histogram_by_a_binned_group_binds_its_values_in_sql_order(db):
+    """MEDIAN by a CASE bin: the group's literals come before the quantile bin's in the SQL, and so
+    in the bound values (a merge once bound the bin's first: every row in the wrong group or bin)."""
+    from sdckit.query.generate import histogram_sql
+
+    q = parse("SELECT CASE WHEN age < 18 THEN 'young' ELSE 'old' END AS band, MEDIAN(income) FROM t GROUP BY band",
+              db.config)
+    got = db.aggregate(histogram_sql(q, dp_table(q, db.config.tables["t"]), "income"))
+    kept = _kept(FRAME, 2)
+    band = np.where(kept["age"] < 18, 0, 1)  # a missing age is not < 18: ELSE
+    income = kept["income"].clip(0, 1000).fillna(0).to_numpy()  # the dp relation's clamped column
+    bins = np.minimum(np.floor(income * 1024 / 1000), 1023).astype(int)
+    expected = pd.Series(1, index=pd.MultiIndex.from_arrays([band, bins])).groupby(level=[0, 1]).sum()
+    answered = pd.Series(got["n"], index=pd.MultiIndex.from_arrays([got["g0"], got["b"]])).sort_index()
+    assert answered.to_dict() == expected.to_dict()

@@ -14,6 +14,8 @@ Example::
     sync = "full"               # "full": each charge is on disk (fsync) before the answer; "normal":
                                 # survives kill -9 of the server but not a power loss (faster)
     # seed = "<32+ hex digits>" # tests only: reproducible noise (a secret; never in production)
+    # memory_limit = "4GB"      # large tables: held compressed in a DuckDB file in a private
+                                # temporary folder (removed at exit), DuckDB's memory bounded
     [restricted]
     min_query_set = 5           # query-set-size control k (Denning)
     collusion = false           # audit each analyst's knowledge alone (false) or all together
@@ -58,7 +60,7 @@ IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 #: Largest number of groups a GROUP BY may produce (product of the domains' sizes).
 MAX_GROUPS = 100_000
 
-_SERVICE_KEYS = {"state", "cache", "seed", "sync"}
+_SERVICE_KEYS = {"state", "cache", "seed", "sync", "memory_limit"}
 _RESTRICTED_KEYS = {"min_query_set", "collusion", "p_percent"}
 _TABLE_KEYS = {"name", "path", "table", "privacy_unit", "max_rows_per_unit", "bounds", "domains",
                "bounds_from_data", "dimensions", "mode", "ckm", "keys_from_data", "hierarchies",
@@ -188,13 +190,31 @@ class ServiceConfig(Result):
     sync: str = "full"
     p_percent: float = 10
     public_tables: dict[str, PublicTable] = field(default_factory=dict)
+    #: DuckDB's memory limit in bytes (``None``: tables in memory, DuckDB's default limit)
+    memory_limit: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The fields, but only whether a ``seed`` is set (``seeded``), never the seed."""
         return plain({"path": self.path, "state": self.state, "min_query_set": self.min_query_set,
                       "collusion": self.collusion, "cache": self.cache, "seeded": self.seed is not None,
-                      "sync": self.sync, "p_percent": self.p_percent, "tables": self.tables,
-                      "public_tables": self.public_tables})
+                      "sync": self.sync, "p_percent": self.p_percent, "memory_limit": self.memory_limit,
+                      "tables": self.tables, "public_tables": self.public_tables})
+
+
+_UNITS = {"B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12, "KIB": 2**10, "MIB": 2**20, "GIB": 2**30,
+          "TIB": 2**40}
+
+
+def _size(raw: Any) -> int | None:
+    """``[service] memory_limit``: a size such as "4GB", "512MiB" (at least 64 MiB), or absent."""
+    if raw is None:
+        return None
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]?I?B)\s*", raw.upper()) if isinstance(raw, str) else None
+    size = int(float(match.group(1)) * _UNITS[match.group(2)]) if match and match.group(2) in _UNITS else 0
+    if size < 64 * 2**20:
+        raise _fail("[service] 'memory_limit'", 'must be a size of at least 64 MiB such as "4GB" or "512MiB" '
+                                                '(DuckDB\'s memory for the tables; leave it out to hold them in memory).')
+    return size
 
 
 def _fail(where: str, message: str) -> ParameterError:
@@ -367,6 +387,7 @@ def load_config(path: str | Path) -> ServiceConfig:
     if sync not in ("full", "normal"):
         raise _fail("[service] 'sync'", 'must be "full" (every charge on disk before the answer: survives '
                                         'power loss) or "normal" (survives a crash of the server, not of the machine).')
+    memory_limit = _size(service.get("memory_limit"))
     k = restricted.get("min_query_set", 5)
     if not isinstance(k, int) or isinstance(k, bool) or k < 1:
         raise _fail("[restricted] 'min_query_set'", "must be an int >= 1.")
@@ -387,7 +408,7 @@ def load_config(path: str | Path) -> ServiceConfig:
             raise _fail(f"table {table.name!r}", "is declared twice.")
         tables[table.name] = table
     return ServiceConfig(path, state_path.resolve(), tables, k, collusion, cache, seed, sync, p_percent,
-                         _public_tables(raw.get("public_tables", {}), base, tables))
+                         _public_tables(raw.get("public_tables", {}), base, tables), memory_limit)
 
 
 def _public_tables(raw: Any, base: Path, tables: dict[str, TableConfig]) -> dict[str, PublicTable]:

@@ -154,7 +154,7 @@ class Cube(Result):
         sql = (f"SELECT {', '.join(f'{s} AS {a}' for s, a in zip(selects, aliases))} FROM {relation} "
                f"GROUP BY {', '.join(_q(c) for c in chosen)}")
         result = con.execute(sql).fetchnumpy()
-        keys = {c: _key(result[f"k{i}"], text=types[c] == "VARCHAR") for i, c in enumerate(chosen)}
+        keys = {c: column_key(result[f"k{i}"], text=types[c] == "VARCHAR") for i, c in enumerate(chosen)}
         counts = np.asarray(result["n"], dtype=np.int64)
         sums = {c: np.asarray(np.ma.filled(result[f"s{i}"], 0.0) if isinstance(result[f"s{i}"], np.ma.MaskedArray)
                               else result[f"s{i}"], dtype=float) for i, c in enumerate(summable)}
@@ -224,7 +224,20 @@ class Cube(Result):
         """True counts and clamped sums per answer cell (the product of the GROUP BY domains,
         first column slowest; one cell without GROUP BY), as
         :func:`~sdckit.query.noisy.exact_cells` gives them from DuckDB's result."""
-        selected = np.ones(self.size, dtype=bool) if query.where is None else self._where(query.where)[0]
+        keep, cell = self.rows(query)
+        counts = np.bincount(cell[keep], weights=self.counts[keep], minlength=n_cells)
+        sums = {c: np.bincount(cell[keep], weights=self.sums[c][keep], minlength=n_cells).astype(float)
+                for c in summed_columns(query)}  # (float even when nothing is selected)
+        return np.rint(counts).astype(np.int64), sums
+
+    def selected(self, where: Predicate | None) -> np.ndarray:
+        """Whether each cube row's records satisfy ``where`` (true under SQL's three-valued logic)."""
+        return np.ones(self.size, dtype=bool) if where is None else self._where(where)[0]
+
+    def rows(self, query: Query) -> tuple[np.ndarray, np.ndarray]:
+        """``(keep, cell)`` per cube row: whether its records are in the query's answer (WHERE
+        true, GROUP BY values inside the declared domains) and the answer cell they fall in."""
+        selected = self.selected(query.where)
         if query.group_by:
             codes = {}
             for i, column in enumerate(query.group_by):
@@ -247,11 +260,7 @@ class Cube(Result):
             cell = cell_indices(dp_table(query, self.table), query.group_by, codes, self.size)
         else:
             cell = np.zeros(self.size, dtype=np.int64)
-        keep = selected & (cell >= 0)
-        counts = np.bincount(cell[keep], weights=self.counts[keep], minlength=n_cells)
-        sums = {c: np.bincount(cell[keep], weights=self.sums[c][keep], minlength=n_cells).astype(float)
-                for c in summed_columns(query)}  # (float even when nothing is selected)
-        return np.rint(counts).astype(np.int64), sums
+        return selected & (cell >= 0), cell
 
     def _case_codes(self, binned: Any) -> tuple[np.ndarray, np.ndarray]:
         """(code, missing) per cube row of a CASE bin, as SQL: the first WHEN that is true (an
@@ -342,7 +351,8 @@ _OPS = {"=": lambda a, b: a == b, "<>": lambda a, b: a != b, "<": lambda a, b: a
         "<=": lambda a, b: a <= b, ">": lambda a, b: a > b, ">=": lambda a, b: a >= b}
 
 
-def _key(raw: Any, text: bool) -> _Key:
+def column_key(raw: Any, text: bool) -> _Key:
+    """A cube column from a DuckDB result column: its sorted distinct values and each row's index."""
     mask = np.ma.getmaskarray(raw) if isinstance(raw, np.ma.MaskedArray) else np.zeros(len(raw), dtype=bool)
     data = np.asarray(np.ma.getdata(raw))
     present = data[~mask]

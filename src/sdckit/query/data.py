@@ -25,7 +25,10 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import shutil
+import tempfile
 import threading
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -35,9 +38,11 @@ from sdckit.core.errors import DataError
 from sdckit.query.config import IDENTIFIER, ServiceConfig, TableConfig
 from sdckit.query import ranges
 from sdckit.query.cube import Cube, summable_columns
+from sdckit.query.cube_moments import Moments
 from sdckit.query.joins import load_public, public_sql, query_table
 from sdckit.query.relnames import NUMERIC_TYPES
-from sdckit.query.generate import RANK, ROW, clamp_column, code_column, is_text_domain, relation_name, rows_per_unit
+from sdckit.query.generate import (RANK, ROW, clamp_column, code_column, is_text_domain, quantile_columns,
+                                   relation_name, rows_per_unit)
 
 if TYPE_CHECKING:
     import duckdb
@@ -55,7 +60,8 @@ def _sha256(path: Any) -> str:
 
 
 class Database:
-    """An in-memory DuckDB holding every configured table; one cursor per thread.
+    """An in-memory DuckDB holding every configured table (a temporary DuckDB file with bounded
+    memory under ``[service] memory_limit``); one cursor per thread.
 
     Parameters
     ----------
@@ -65,7 +71,14 @@ class Database:
     """
 
     def __init__(self, config: ServiceConfig, threads: int | None = None) -> None:
-        self._con = connect(threads=threads or None)
+        #: large tables (``[service] memory_limit``): a DuckDB file (compressed) in a private
+        #: temporary folder, removed by :meth:`close`; DuckDB's memory bounded, spilling there
+        self._scratch = None if config.memory_limit is None else Path(tempfile.mkdtemp(prefix="sdckit-duckdb-"))
+        if self._scratch is None:
+            self._con = connect(threads=threads or None)
+        else:
+            self._con = connect(self._scratch / "tables.duckdb", memory_limit=config.memory_limit,
+                                temp_directory=self._scratch / "spill", threads=threads or None)
         self._local = threading.local()
         self._units: dict[str, np.ndarray] = {}
         self._units_lock = threading.Lock()
@@ -81,6 +94,9 @@ class Database:
         # (a table served as tables never answers SQL: no fast path; sdckit.query.tables builds its cells)
         self.cubes: dict[str, Cube | None] = {name: Cube.build(self._con, t) if t.mode != "tables" else None
                                               for name, t in tables.items()}
+        #: each cube's squared-deviation sums, quantile histograms and distinct values (sdckit.query.cube_moments)
+        self.moments: dict[str, Moments] = {name: Moments.build(self._con, cube, self.unique_units[name])
+                                            for name, cube in self.cubes.items() if cube is not None}
         #: sorted values and prefix sums of each table's many-valued integer columns (sdckit.query.ranges)
         self.ranges: dict[str, dict[str, ranges.RangeIndex]] = {}
         for name, t in tables.items():
@@ -104,6 +120,9 @@ class Database:
         cube = self.cubes.get(query.table)
         if cube is not None and cube.covers(query):
             return cube.cells(query, n_cells)
+        moments = self.moments.get(query.table)
+        if moments is not None and moments.covers(query):
+            return moments.cells(query, n_cells)
         for index in self.ranges.get(query.table, {}).values():
             if index.covers(query):
                 return index.cells(query)
@@ -125,6 +144,20 @@ class Database:
                 self._joined[join] = cube.joined(table, join.key, [r[names.index(join.other_key)] for r in rows],
                                                  columns, join.kind == "left")
             return self._joined[join]
+
+    def fast_histograms(self, query: Any, n_cells: int) -> dict[str, np.ndarray]:
+        """Records per cell and quantile bin of each quantile column, from the cube's histograms:
+        only for a query :meth:`fast_cells` answered."""
+        moments = self.moments.get(query.table)
+        return moments.histograms(query, n_cells) if moments is not None and quantile_columns(query) else {}
+
+    def fast_keys(self, query: Any, rows: int) -> dict[str, np.ndarray] | None:
+        """``aggregate_sql(query, t, "dp", persons=True)``'s result for a GROUP BY with keys from
+        the data, from the cube, or ``None`` (the scan answers)."""
+        moments = self.moments.get(query.table)
+        if rows != rows_per_unit(self.config.tables[query.table]) or moments is None or not moments.covers_keys(query):
+            return None
+        return moments.key_groups(query)
 
     def cursor(self) -> duckdb.DuckDBPyConnection:
         """This thread's cursor (DuckDB connections are not shared across threads)."""
@@ -231,4 +264,6 @@ class Database:
 
     def close(self) -> None:
         self._con.close()
+        if self._scratch is not None:
+            shutil.rmtree(self._scratch, ignore_errors=True)
 

@@ -287,17 +287,52 @@ def aggregate_sql(query: Query, table: TableConfig, mode: str, persons: bool = F
         selects.append(_alias(exp.Count(this=unit), PERSONS_ALIAS))
     for i, column in enumerate(summed_columns(query)):
         selects.append(_alias(exp.Sum(this=_value(column, table, query, mode, bind)), sum_alias(i)))
-    for i, column in enumerate(squared_columns(query)):  # SUM(LEAST((x - m) * (x - m), cap)), m and cap bound
-        lo, hi = table.bounds[column]
-        m = midpoint_sensitivity(lo, hi, 1)[0]
-        square = exp.Mul(this=exp.Paren(this=exp.Sub(this=_value(column, table, query, mode, bind), expression=bind(m))),
-                         expression=exp.Paren(this=exp.Sub(this=_value(column, table, query, mode, bind), expression=bind(m))))
-        capped = exp.Anonymous(this="LEAST", expressions=[square, bind(square_cap(lo, hi))])
-        selects.append(_alias(exp.Sum(this=capped), square_alias(i)))
+    for i, column in enumerate(squared_columns(query)):
+        selects.append(_alias(exp.Sum(this=_square(column, table, mode, bind, query)), square_alias(i)))
     for i, column in enumerate(distinct_columns(query)):
         selects.append(_alias(exp.Count(this=exp.Distinct(expressions=[_col(column, table)])), distinct_alias(i)))
     selects.extend(_alias(_group_expression(c, table, query, bind, mode), group_alias(i)) for i, c in enumerate(query.group_by))
     return _statement(selects, query, table, mode, bind, group=True, rows=rows)
+
+
+def _square(column: str, table: TableConfig, mode: str, bind: _Params, query: Query | None = None) -> exp.Expression:
+    """``LEAST((x - m) * (x - m), cap)``, ``m`` and ``cap`` bound (:func:`square_cap`); ``x`` the
+    column (clamped in dp mode) or, with ``query``, its derived value (:func:`_value`)."""
+    lo, hi = table.bounds[column]
+    m = midpoint_sensitivity(lo, hi, 1)[0]
+
+    def value() -> exp.Expression:  # built twice: a derived value's parameters are bound in SQL order
+        return _value(column, table, query, mode, bind) if query is not None else \
+            _col(clamp_column(column) if mode == "dp" else column, table)
+    square = exp.Mul(this=exp.Paren(this=exp.Sub(this=value(), expression=bind(m))),
+                     expression=exp.Paren(this=exp.Sub(this=value(), expression=bind(m))))
+    return exp.Anonymous(this="LEAST", expressions=[square, bind(square_cap(lo, hi))])
+
+
+def cube_sql(table: TableConfig, keys: list[str], squares: list[str], column: str | None = None) -> Generated:
+    """``SELECT k AS g0, .., COUNT(*) AS n, SUM(square) AS q0, .. [bin AS b] FROM sdc_dp_<t> GROUP BY ..``:
+    the dp relation grouped by the columns ``keys`` as they are (and by ``column``'s quantile bin
+    when given), with the sums of squared deviations of ``squares``: the very expressions of
+    :func:`aggregate_sql` and :func:`histogram_sql`, for :mod:`sdckit.query.cube_moments`."""
+    bind = _Params()
+    selects: list[exp.Expression] = [_alias(_col(c, table), group_alias(i)) for i, c in enumerate(keys)]
+    selects.append(_alias(exp.Count(this=exp.Star()), COUNT_ALIAS))
+    for i, c in enumerate(squares):  # and whether every term is a multiple of 2**-bits (bits 0 and 22)
+        selects.append(_alias(exp.Sum(this=_square(c, table, "dp", bind)), square_alias(i)))
+        for bits in (0, 22):
+            scaled = [exp.Mul(this=exp.Paren(this=_square(c, table, "dp", bind)), expression=bind(float(2**bits)))
+                      for _ in range(2)]  # (twice: each placeholder has its own bound value)
+            test = exp.EQ(this=scaled[0], expression=exp.Floor(this=scaled[1]))
+            selects.append(_alias(exp.Anonymous(this="bool_and", expressions=[test]), f"{square_alias(i)}_{bits}"))
+    groups = [exp.Column(this=exp.to_identifier(group_alias(i), quoted=True)) for i in range(len(keys))]
+    if column is not None:
+        selects.append(_alias(_bin(column, table, bind), BIN_ALIAS))
+        groups.append(exp.Column(this=exp.to_identifier(BIN_ALIAS, quoted=True)))
+    statement = exp.Select(expressions=selects).from_(
+        exp.Table(this=exp.to_identifier(relation_name(table, "dp"), quoted=True)), copy=False)
+    if groups:
+        statement = statement.group_by(*groups, copy=False)
+    return Generated(statement.sql(dialect="duckdb"), tuple(bind.values))
 
 
 def membership_sql(query: Query, table: TableConfig) -> Generated:
@@ -356,13 +391,9 @@ def histogram_sql(query: Query, table: TableConfig, column: str, rows: int | Non
     the clamped ``column``'s histogram over :data:`QUANTILE_BINS` equal bins of its bounds (the
     last bin holds the upper bound), per cell, for a dp quantile; ``rows`` as :func:`aggregate_sql`."""
     bind = _Params()
-    low, high = table.bounds[column]
-    scaled = exp.Mul(this=exp.Paren(this=exp.Sub(this=_col(clamp_column(column), table), expression=bind(float(low)))),
-                     expression=bind(QUANTILE_BINS / (float(high) - float(low))))
-    index = exp.Anonymous(this="LEAST", expressions=[exp.Floor(this=scaled), bind(QUANTILE_BINS - 1)])
     selects: list[exp.Expression] = [_alias(_group_expression(c, table, query, bind), group_alias(i))
                                      for i, c in enumerate(query.group_by)]
-    selects.append(_alias(exp.cast(index, "BIGINT"), BIN_ALIAS))
+    selects.append(_alias(_bin(column, table, bind), BIN_ALIAS))  # bound after the groups: their order in the SQL
     selects.append(_alias(exp.Count(this=exp.Star()), COUNT_ALIAS))
     statement = exp.Select(expressions=selects).from_(_source(table, "dp", bind, rows), copy=False)
     statement = _where(statement, query, table, bind, rows)
@@ -398,6 +429,15 @@ def magnitude_histogram_sql(query: Query, table: TableConfig, column: str, lowes
     statement = _where(statement, query, table, bind, rows)
     statement = statement.group_by(exp.Column(this=exp.to_identifier(BIN_ALIAS, quoted=True)), copy=False)
     return Generated(statement.sql(dialect="duckdb"), tuple(bind.values))
+
+
+def _bin(column: str, table: TableConfig, bind: _Params) -> exp.Expression:
+    """The clamped ``column``'s bin, ``LEAST(FLOOR((x - low) * BINS / (high - low)), BINS - 1)``."""
+    low, high = table.bounds[column]
+    scaled = exp.Mul(this=exp.Paren(this=exp.Sub(this=_col(clamp_column(column), table), expression=bind(float(low)))),
+                     expression=bind(QUANTILE_BINS / (float(high) - float(low))))
+    index = exp.Anonymous(this="LEAST", expressions=[exp.Floor(this=scaled), bind(QUANTILE_BINS - 1)])
+    return exp.cast(index, "BIGINT")
 
 
 def quantile_columns(query: Query) -> tuple[str, ...]:

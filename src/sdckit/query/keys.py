@@ -45,6 +45,7 @@ and the query is charged the ``(epsilon, delta)`` asked, exactly (Fractions).
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, replace
 from decimal import Context, Decimal
@@ -81,6 +82,7 @@ def tail(m: int, scale: Fraction) -> Decimal:
     return ctx.subtract(1, ctx.divide(ctx.exp(ctx.multiply(-inv_b, Decimal(1 - m))), ctx.add(1, p)))
 
 
+@functools.lru_cache(maxsize=1024)  # (a pure function of exact values: the same query's tau, not recomputed)
 def threshold(scale: Fraction, k: int, delta: Fraction) -> int:
     """The smallest integer ``tau >= 2`` with ``k P(Y >= tau - 1) <= delta`` (:func:`tail`, with a
     relative margin of 1e-40 against the decimal rounding): a key of one person's is then

@@ -392,11 +392,13 @@ def answer_rows(plan_: Any, noisy_count: Any, noisy_sum: dict[str, np.ndarray], 
 
 
 def answer_cells(plan_: Plan, table: TableConfig, counts: np.ndarray, sums: dict[str, np.ndarray],
-                 rng: np.random.Generator, hists: dict[str, dict[str, np.ndarray]] | None = None) -> dict[str, Any]:
+                 rng: np.random.Generator, hists: dict[str, Any] | None = None) -> dict[str, Any]:
     """:func:`answer` from the true counts and clamped sums per cell (:func:`exact_cells`, or
-    :meth:`sdckit.query.cube.Cube.cells`): the same noise from the same ``rng``."""
+    :meth:`sdckit.query.cube.Cube.cells`): the same noise from the same ``rng``. ``hists``: per
+    quantile column :func:`histograms`' input, or its output (cells x bins, from the cube)."""
     n = len(plan_.cells)
-    chosen = choose_quantiles(plan_.query.outputs, plan_.bounds, lambda c: histograms(plan_, table, hists[c]),
+    chosen = choose_quantiles(plan_.query.outputs, plan_.bounds,
+                              lambda c: hists[c] if isinstance(hists[c], np.ndarray) else histograms(plan_, table, hists[c]),
                               plan_.shares, plan_.k, rng)
     noisy_count = None
     if plan_.count_scale is not None:

@@ -17,8 +17,10 @@ Requests carry ``Authorization: Bearer <key>``. Run it with ``sdckit serve servi
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -96,6 +98,15 @@ def serve(config_path: str | Path, host: str = "127.0.0.1", port: int = 8000) ->
         print("sdckit query service: WARNING: [service] seed is set: the noise is reproducible by anyone "
               "who has the seed. For tests only; remove it in production.", file=sys.stderr, flush=True)
     print(f"sdckit query service: http://{host}:{port} (POST /v1/query, POST /v1/table, GET /v1/budget)", file=sys.stderr, flush=True)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:  # at shutdown (SIGTERM, Ctrl-C): a DuckDB file of [service] memory_limit is removed with it
+            app.state.service.close()
+
+    app.router.lifespan_context = lifespan
     uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)
 
 

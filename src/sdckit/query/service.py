@@ -16,7 +16,6 @@ import functools
 import hashlib
 import json
 import logging
-import os
 from collections.abc import Callable
 from fractions import Fraction
 from pathlib import Path
@@ -24,8 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from sdckit.core.atomic import make_private_dir, open_private
-from sdckit.core.errors import BudgetExceeded, ParameterError, SdcError
+from sdckit.core.errors import BudgetExceeded, SdcError
 from sdckit.core.random import as_generator
 from sdckit.dp.accountant import exact, exact_text
 from sdckit.query import bounds, joins, keys, noisy, noisy_gaussian
@@ -36,7 +34,7 @@ from sdckit.query.derived import describe, derived_of, dp_table
 from sdckit.query.generate import aggregate_sql, histogram_sql, magnitude_histogram_sql, quantile_columns, rows_per_unit
 from sdckit.query.restricted import Refused, Restricted, check_dimensions
 from sdckit.query.sql import UnsupportedQuery, parse
-from sdckit.query.state import State
+from sdckit.query.state import State, lock_state
 from sdckit.query.tables import TableService, table_of
 
 log = logging.getLogger("sdckit.query")
@@ -77,7 +75,7 @@ class Service:
 
     def __init__(self, config_path: str | Path) -> None:
         config = load_config(config_path)
-        self._lock_file = _exclusive(config.state)
+        self._lock_file = lock_state(config.state)
         self.db = Database(config)
         self.config = self.db.config
         self.state = State(config.state, config.sync)
@@ -221,7 +219,8 @@ class Service:
         charge_id, after = self.state.charge(analyst.name, epsilon, sql, json.dumps(query.to_dict()))
         fast = self.db.fast_cells(query, len(plan.cells), rows)  # the same true answer, without a scan
         if fast is not None:
-            result = noisy.answer_cells(plan, table, *fast, self._rng(charge_id))
+            result = noisy.answer_cells(plan, table, *fast, self._rng(charge_id),
+                                        self.db.fast_histograms(query, len(plan.cells)))
         else:
             data = self.db.aggregate(aggregate_sql(query, table, "dp", rows=rows))
             hists = {c: self.db.aggregate(histogram_sql(query, table, c, rows)) for c in quantile_columns(query)}
@@ -245,7 +244,9 @@ class Service:
             return stored
         eps, delta, rho = plan.cost
         charge_id, after = self.state.charge(analyst.name, eps, sql, json.dumps(query.to_dict()), delta, rho)
-        data = self.db.aggregate(aggregate_sql(query, table, "dp", persons=True, rows=plan.selection.k))
+        data = self.db.fast_keys(query, plan.selection.k)  # the same key counts, without a scan
+        if data is None:
+            data = self.db.aggregate(aggregate_sql(query, table, "dp", persons=True, rows=plan.selection.k))
         result = keys.answer(plan, table, data, self._rng(charge_id))
         result[ROWS_FIELD] = plan.selection.k
         if self.config.cache:
@@ -400,26 +401,6 @@ class Service:
 
 #: Aggregates answered in dp mode only (with groups of declared domains).
 DP_ONLY = ("var", "stddev", "count_distinct")
-
-
-def _exclusive(state: Path) -> Any:
-    """Hold an exclusive lock on ``<state>.lock`` for the life of the process: the restricted mode's
-    auditors live in one process, so a second server on the same state database is refused (the
-    budget alone would be safe: its charges are transactions). Released when the process ends,
-    however it ends."""
-    make_private_dir(state.parent)
-    handle = os.fdopen(open_private(state.with_name(state.name + ".lock")), "a+")  # 0600
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - not POSIX: no lock
-        return handle
-    try:
-        fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        handle.close()
-        raise ParameterError(f"Another sdckit query service is running on the state database {state}; "
-                             "stop it first (one service per state database).") from None
-    return handle
 
 
 def _describe(result: dict[str, Any], query: Any) -> None:

@@ -377,3 +377,21 @@ class _Transaction:
             self.con.execute("COMMIT")  # a refusal keeps its audit row
         else:
             self.con.execute("ROLLBACK")
+def lock_state(state: Path) -> Any:
+    """Hold an exclusive lock on ``<state>.lock`` for the life of the process: the restricted mode's
+    auditors live in one process, so a second server on the same state database is refused (the
+    budget alone would be safe: its charges are transactions). Released when the process ends,
+    however it ends."""
+    make_private_dir(state.parent)
+    handle = os.fdopen(open_private(state.with_name(state.name + ".lock")), "a+")  # 0600
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX: no lock
+        return handle
+    try:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        handle.close()
+        raise ParameterError(f"Another sdckit query service is running on the state database {state}; "
+                             "stop it first (one service per state database).") from None
+    return handle

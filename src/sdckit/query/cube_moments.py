@@ -1,0 +1,224 @@
+"""The cube's second moments, quantile histograms and distinct values (issue 32): VAR_POP,
+STDDEV_POP, MEDIAN/QUANTILE_CONT, COUNT(DISTINCT key) and GROUP BY keys from the data without a
+scan, with exactly the true answers of the DuckDB path.
+
+Built once at start-up beside the :class:`~sdckit.query.cube.Cube` of a table, on its key columns
+(:func:`~sdckit.query.generate.cube_sql`, the very SQL expressions of the scan):
+
+* *squares*: per cube row, ``SUM(LEAST((x - m) * (x - m), cap))`` of each bounded column, the sum
+  :func:`~sdckit.query.generate.aggregate_sql` takes for VAR_POP/STDDEV_POP. Every term is the same
+  double in both paths (the same expression on the same value); the terms are non-negative, so a
+  selection's sum is at most the table's. A column is kept only when every term is an integer and
+  the table's sum is below 2**53, or every term is a multiple of 2**-22 and the sum is below 2**31:
+  every partial sum, in any order and grouping, is then exactly representable, so DuckDB's ``SUM``
+  and the sum of the cube's sums are the same number (a double sum of non-negative terms is
+  ``>= 2**k`` exactly when the true one is, rounding being monotone, so the check on DuckDB's own
+  sum is sound). Otherwise (e.g. incomes in ``[0, 2e5]`` on more than about 2.7e6 rows) VAR_POP
+  goes to DuckDB.
+* *histograms*: per cube row and quantile bin (:data:`~sdckit.query.generate.QUANTILE_BINS` equal
+  bins of the bounds, the bin computed by the scan's expression), the number of records, kept
+  sparse (present pairs only) when there are at most :data:`MAX_BIN_ROWS` of them; counts are
+  integers, so exact.
+* *distinct values*: ``COUNT(DISTINCT c)`` for a cube column ``c`` is the number of distinct
+  non-missing values of ``c`` among the selected cube rows of a cell (every cube row holds at
+  least one record). A column outside the cube (many values) stays a scan: a per-cell set of
+  values is as large as the column.
+* *keys from the data* (:mod:`sdckit.query.keys`): when one row is one person, a key's person
+  count is its row count, so the keys present under the WHERE condition, with their counts and
+  sums, come from the cube rows as DuckDB's ``GROUP BY`` gives them. With several rows per
+  person the count of distinct persons needs the scan.
+
+Nothing here changes what is measured or how it is noised: the same numbers reach the same
+mechanisms. No SQL is built from the analyst's query.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from sdckit.core.result import Result, plain
+from sdckit.query.config import TableConfig
+from sdckit.query.cube import Cube, column_key, literals_exact
+from sdckit.query.generate import (BIN_ALIAS, COUNT_ALIAS, PERSONS_ALIAS, QUANTILE_BINS, cube_sql, distinct_columns,
+                                   group_alias, is_text_domain, quantile_columns, square_alias, squared_columns,
+                                   sum_alias, summed_columns)
+from sdckit.query.noisy import distinct_key, square_key
+from sdckit.query.sql import Query, predicate_columns
+
+#: Most (cube row, bin) pairs kept for one column's quantile histograms.
+MAX_BIN_ROWS = 4_000_000
+#: Fraction bits of the squared deviations' grid (clamped values on 2**-10, a midpoint on 2**-11).
+SQUARE_FRACTION_BITS = 22
+#: Bound on the table's sum of squared deviations: integers (2**53) or on the 2**-22 grid (2**31).
+_LIMITS = ((0, 2.0**53), (SQUARE_FRACTION_BITS, 2.0**(53 - SQUARE_FRACTION_BITS)))
+
+
+@dataclass(frozen=True, eq=False)
+class Moments(Result):
+    """The squares, histograms and distinct values of one table's cube (module description)."""
+
+    cube: Cube
+    #: per bounded column whose squared-deviation sums are exact: the sum per cube row
+    squares: dict[str, np.ndarray] = field(metadata={"dict": False})
+    #: per bounded column: (cube row, bin, records) of each present pair
+    bins: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = field(metadata={"dict": False})
+    #: one row is one person (a key's person count is its row count)
+    persons_are_rows: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return plain({"squares": list(self.squares), "histograms": list(self.bins),
+                      "persons_are_rows": self.persons_are_rows})
+
+    # ------------------------------------------------------------------ building
+    @classmethod
+    def build(cls, con: Any, cube: Cube, persons_are_rows: bool, max_bin_rows: int = MAX_BIN_ROWS) -> Moments:
+        """The moments of ``cube`` from the dp relation in the DuckDB connection ``con``."""
+        table = cube.table
+        keys = list(cube.keys)
+        bounded = [c for c in cube.sums]  # (clamped values on the 2**-10 grid: squares on 2**-22)
+        squares: dict[str, np.ndarray] = {}
+        if bounded:
+            result = _run(con, cube_sql(table, keys, bounded))
+            rows = _parents(cube, result)
+            for i, column in enumerate(bounded):
+                values = np.asarray(np.ma.filled(result[square_alias(i)], 0.0), dtype=float)
+                grids = [bool(np.all(np.ma.filled(result[f"{square_alias(i)}_{bits}"], True))) for bits, _ in _LIMITS]
+                if _exact(values, grids):
+                    squares[column] = np.bincount(rows, weights=values, minlength=cube.size)
+        bins: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        for column in table.bounds:
+            if cube.size * QUANTILE_BINS > max_bin_rows and _pairs(con, table, keys, column) > max_bin_rows:
+                continue
+            result = _run(con, cube_sql(table, keys, [], column))
+            bins[column] = (_parents(cube, result), np.asarray(result[BIN_ALIAS], dtype=np.int64),
+                            np.asarray(result[COUNT_ALIAS], dtype=np.int64))
+        return cls(cube, squares, bins, persons_are_rows)
+
+    # ------------------------------------------------------------------ answering
+    def covers(self, query: Query) -> bool:
+        """Whether the cube and these moments answer the dp query exactly as DuckDB would."""
+        cube = self.cube
+        if any(o.kind not in ("group", "count", "sum", "avg", "var", "stddev", "quantile", "count_distinct")
+               for o in query.outputs):
+            return False
+        if any(c not in cube.sums for c in summed_columns(query)):
+            return False
+        if any(c not in self.squares for c in squared_columns(query)):
+            return False
+        if any(c not in self.bins for c in quantile_columns(query)):
+            return False
+        if any(c not in cube.keys for c in (*distinct_columns(query), *predicate_columns(query.where),
+                                             *query.group_by)):
+            return False
+        return literals_exact(query.where)
+
+    def cells(self, query: Query, n_cells: int) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        """True counts and sums per answer cell as :func:`~sdckit.query.noisy.exact_cells` gives
+        them: the cube's counts and sums, the squared-deviation sums under
+        :func:`~sdckit.query.noisy.square_key`, the distinct counts under
+        :func:`~sdckit.query.noisy.distinct_key`."""
+        counts, sums = self.cube.cells(query, n_cells)
+        keep, cell = self.cube.rows(query)
+        for column in squared_columns(query):
+            sums[square_key(column)] = np.bincount(cell[keep], weights=self.squares[column][keep],
+                                                   minlength=n_cells).astype(float)
+        for column in distinct_columns(query):
+            key = self.cube.keys[column]
+            present = keep & (key.index >= 0)
+            pairs = np.unique(cell[present] * max(key.values.size, 1) + key.index[present])
+            sums[distinct_key(column)] = np.bincount(pairs // max(key.values.size, 1),
+                                                     minlength=n_cells).astype(np.int64)
+        return counts, sums
+
+    def histograms(self, query: Query, n_cells: int) -> dict[str, np.ndarray]:
+        """Records per answer cell and quantile bin (cells x bins) of each quantile column."""
+        keep, cell = self.cube.rows(query)
+        out = {}
+        for column in quantile_columns(query):
+            parent, bins, records = self.bins[column]
+            take = keep[parent] & (bins >= 0) & (bins < QUANTILE_BINS)
+            flat = np.bincount(cell[parent[take]] * QUANTILE_BINS + bins[take], weights=records[take],
+                               minlength=n_cells * QUANTILE_BINS)
+            out[column] = np.rint(flat).astype(np.int64).reshape(n_cells, QUANTILE_BINS)
+        return out
+
+    def covers_keys(self, query: Query) -> bool:
+        """Whether a GROUP BY with keys from the data can take its key counts from the cube."""
+        return (self.persons_are_rows and all(o.kind in ("group", "count", "sum", "avg") for o in query.outputs)
+                and all(c in self.cube.sums for c in summed_columns(query))
+                and all(c in self.cube.keys for c in (*predicate_columns(query.where), *query.group_by))
+                and literals_exact(query.where))
+
+    def key_groups(self, query: Query) -> dict[str, np.ndarray]:
+        """What ``aggregate_sql(query, table, "dp", persons=True)`` returns (``n``, ``p``, ``s0``, ..,
+        ``g0``, ..; a text-domain column as its code), one row per key combination present under
+        the WHERE condition; for :func:`sdckit.query.keys.candidates`."""
+        cube, table = self.cube, self.cube.table
+        selected = cube.selected(query.where)
+        index = np.stack([cube.keys[c].index[selected] for c in query.group_by], axis=1)
+        combos, group = np.unique(index, axis=0, return_inverse=True)
+        group = group.reshape(-1)
+        size = combos.shape[0]
+        counts = np.rint(np.bincount(group, weights=cube.counts[selected], minlength=size)).astype(np.int64)
+        out: dict[str, np.ndarray] = {COUNT_ALIAS: counts, PERSONS_ALIAS: counts.copy()}
+        for j, column in enumerate(summed_columns(query)):
+            out[sum_alias(j)] = np.bincount(group, weights=cube.sums[column][selected], minlength=size).astype(float)
+        for i, column in enumerate(query.group_by):
+            key, at = cube.keys[column], combos[:, i]
+            missing = at < 0
+            if is_text_domain(table, column):
+                position = {v: p for p, v in enumerate(table.domains[column])}
+                values = np.array([position.get(key.values[a], -1) if a >= 0 else -1 for a in at.tolist()],
+                                  dtype=np.int64)
+            else:
+                values = key.values[np.where(missing, 0, at)] if key.values.size else np.zeros(size, np.int64)
+            out[group_alias(i)] = np.ma.masked_array(values, mask=missing)
+        return out
+
+
+def _run(con: Any, generated: Any) -> dict[str, np.ndarray]:
+    return con.cursor().execute(generated.sql, list(generated.params)).fetchnumpy()
+
+
+def _parents(cube: Cube, result: dict[str, np.ndarray]) -> np.ndarray:
+    """The cube row of each result row (the same key values; the cube holds every combination present)."""
+    size = len(result[COUNT_ALIAS])
+    columns = list(cube.keys)
+    mine = np.empty((size, len(columns)), dtype=np.int64)
+    for i, column in enumerate(columns):
+        key = cube.keys[column]
+        raw = column_key(result[group_alias(i)], text=key.values.dtype == object)
+        # the raw's distinct values are a subset of the cube's: re-index them into the cube's values
+        if key.values.dtype == object:
+            position = {v: p for p, v in enumerate(key.values.tolist())}
+            remap = np.array([position[v] for v in raw.values.tolist()], dtype=np.int64)
+        else:
+            remap = np.searchsorted(key.values, raw.values).astype(np.int64)
+        mine[:, i] = np.where(raw.index >= 0, remap[np.maximum(raw.index, 0)] if remap.size else 0, -1)
+    theirs = np.stack([cube.keys[c].index for c in columns], axis=1)
+    both, inverse = np.unique(np.concatenate([theirs, mine]), axis=0, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    row_of = np.full(both.shape[0], -1, dtype=np.int64)
+    row_of[inverse[:cube.size]] = np.arange(cube.size)
+    parents = row_of[inverse[cube.size:]]
+    if (parents < 0).any():  # pragma: no cover - the dp relation does not change while the service runs
+        raise RuntimeError("Internal check: a key combination missing from the cube.")
+    return parents
+
+
+def _exact(sums: np.ndarray, grids: list[bool]) -> bool:
+    """Whether every sum of squared-deviation terms, in any order, is exact: ``sums`` are the
+    groups' sums (non-negative terms: each group's sum is exact when the whole is, and the double
+    total reaches a power of two exactly when the true one does), ``grids[j]`` whether every term
+    is a multiple of 2**-bits of :data:`_LIMITS`' j-th entry."""
+    total = float(sums.sum())
+    return bool(np.all(sums >= 0)) and any(on and total < limit for on, (_, limit) in zip(grids, _LIMITS))
+
+
+def _pairs(con: Any, table: TableConfig, keys: list[str], column: str) -> int:
+    """Present (key combination, bin) pairs of ``column``'s histogram."""
+    generated = cube_sql(table, keys, [], column)
+    return int(con.cursor().execute(f"SELECT COUNT(*) FROM ({generated.sql})", list(generated.params)).fetchone()[0])
