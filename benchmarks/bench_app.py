@@ -29,7 +29,7 @@ visit (which starts the measure); the GET of every screen (Open, Data, Roles, Ri
 Compare, Tables, Release) once the data is open, the roles confirmed and a step applied (the
 page as the browser gets it, redirects not followed); and the POSTs that start work: measure
 the risk, apply a protection step, keep a candidate, compare two candidates, build and protect
-a table, release. Each line gives the time until the server answers (a screen, or a redirect to
+a table, release, continue from the release's recipe. Each line gives the time until the server answers (a screen, or a redirect to
 the job's progress page: the page is interactive then, the work goes on as a job with
 progress) and, for a job, the time until the job is done (its progress polled every 20 ms); the
 job's progress page is timed too. On ``--http-risk-rows`` records: open, confirm the roles, the
@@ -293,6 +293,15 @@ def http_figures(args: argparse.Namespace) -> None:
                 out = iter(range(10**6))
                 line(rows, "POST /release (csv)", *repeat(lambda: client.post(
                     "/release", {"folder": str(Path(folder) / f"release{next(out)}"), "format": "csv"})[:2]), goal)
+                recipe = next((Path(folder) / "release0").glob("*.recipe.toml"))
+
+                def continue_recipe() -> tuple[float, float]:
+                    """The Open screen's "continue from a recipe": the release's recipe, its step
+                    applied again (the job's end: the steps shown on the Protect screen)."""
+                    answered, done, _ = client.post("/open/recipe", {"recipe": str(recipe)})
+                    return answered, answered if done is None else done
+
+                line(rows, "POST /open/recipe (continue, 1 step)", *repeat(continue_recipe), goal)
                 line(rows, "GET /jobs/<id> (a job's progress page)", client.job_pages, [None], goal)
     finally:
         bench.stop()
