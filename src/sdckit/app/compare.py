@@ -104,9 +104,9 @@ def run_comparison(session: Session, job: Job | None = None) -> Shown:
     frame, rng = sample(session)
     comparison = compare(frame, list(session.candidates), schema=schema_of(frame, session.roles), seed=rng,
                          progress=_progress(job))
-    section = comparison_report(comparison).sections[0]
-    return Shown(comparison_report(comparison).subtitle, ("candidate", "H", "H null", "p-value", "utility loss",
-                                                        "plausibly deniable"),
+    report = comparison_report(comparison)  # once: it draws the figure
+    section = report.sections[0]
+    return Shown(report.subtitle, ("candidate", "H", "H null", "p-value", "utility loss", "plausibly deniable"),
                  list(section.context["rows"]), image(section.context["figure"]), len(frame),
                  len(session.data.frame), comparison)
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from sdckit.app.jobs import Job
 from sdckit.app.protect import add_step, recipe_params
-from sdckit.app.session import Session, check_roles, open_path
+from sdckit.app.session import Loaded, Session, check_roles, open_path
 from sdckit.core.errors import DataError, ParameterError
 from sdckit.core.method import Method
 from sdckit.core.tomlfile import toml_value
@@ -140,10 +140,22 @@ def write_release(session: Session, plan: ReleasePlan, job: Job | None = None) -
     return session.released
 
 
-def open_recipe(session: Session, path: str) -> None:
-    """Continue a session from a recipe: its input opened, its schema's roles confirmed, its
-    seed taken and its methods applied again as the steps (weight, household and strata roles
-    are not in a recipe: mark them again)."""
+@dataclass(frozen=True)
+class RecipePlan:
+    """A recipe read and checked to continue a session (:func:`recipe_plan`): its input opened,
+    its schema's roles checked on it, its seed and its methods."""
+
+    loaded: Loaded
+    roles: dict[str, str]
+    seed: int | str | None
+    methods: tuple[Method, ...]
+
+
+def recipe_plan(path: str) -> RecipePlan:
+    """Read the recipe at ``path`` to continue a session: its input opened (by
+    :func:`~sdckit.app.session.open_path`) and its schema's roles checked on it (weight,
+    household and strata roles are not in a recipe: mark them again); one-line refusals. Nothing
+    of a session changes: :func:`continue_recipe` applies the plan."""
     text = (path or "").strip()
     if not text:
         raise ParameterError("Give the path of a recipe (a .toml file) on this machine.")
@@ -151,10 +163,25 @@ def open_recipe(session: Session, path: str) -> None:
     loaded = open_path(recipe.input_path, rda=recipe.input_options.get("rda"))
     roles = {str(n): r for r in ("identifier", "quasi", "confidential", "non_confidential")
              for n in recipe.schema.get(r, ())}
-    clean = check_roles(loaded.frame, roles)
-    session.open(loaded)
-    session.confirm(clean)
-    if recipe.seed is not None:
-        session.seed = recipe.seed
-    for method in recipe.methods:
-        add_step(session, method)
+    return RecipePlan(loaded, check_roles(loaded.frame, roles), recipe.seed, tuple(recipe.methods))
+
+
+def continue_recipe(session: Session, plan: RecipePlan, job: Job | None = None) -> None:
+    """Continue ``session`` from ``plan``: its data set opened, its roles confirmed, its seed
+    taken and its methods applied again as the steps (:func:`~sdckit.app.protect.add_step`,
+    each measured as on the Protect screen; the long part, run as a job). The steps are applied
+    on a scratch session first: a cancel or a refusal leaves ``session`` as it was."""
+    scratch = Session(id="", csrf="", seed=session.seed if plan.seed is None else plan.seed)
+    scratch.open(plan.loaded)
+    scratch.confirm(plan.roles)
+    for method in plan.methods:
+        add_step(scratch, method, job)
+    session.open(plan.loaded)
+    session.confirm(plan.roles)
+    session.seed, session.steps = scratch.seed, scratch.steps
+
+
+def open_recipe(session: Session, path: str) -> None:
+    """Continue a session from a recipe in one call: :func:`continue_recipe` of
+    :func:`recipe_plan`."""
+    continue_recipe(session, recipe_plan(path))

@@ -29,6 +29,8 @@ from sdckit.core.errors import DataError, SdcError
 MAX_UPLOAD = 2 * 1024**3
 #: The label of the Risk screen's job (the first measure of the confirmed roles' risk).
 RISK_JOB = "measuring the risk"
+#: The label of the job that applies a recipe's steps again (the Open screen's "continue").
+RECIPE_JOB = "applying the recipe's steps"
 #: How long (seconds) a request waits for a job that usually ends at once (the risk of a small
 #: file) before it sends the browser to the job's progress page instead.
 QUICK_JOB = 0.3
@@ -339,11 +341,30 @@ def register(app: FastAPI) -> None:
 
     @app.post("/open/recipe")
     async def open_recipe(request: Request) -> Response:
+        """Continue from a recipe: read and checked in the request (one line on the Open screen),
+        its steps applied again as a job (:data:`RECIPE_JOB`); the Protect screen when the job
+        ended within :data:`QUICK_JOB` seconds, its progress page otherwise."""
         form = await form_of(request)
         if form is None:
             return refused()
+        session: Session = request.state.session
+        recipe = form.get("recipe", "")
+
+        def refusal(status: int, line: str) -> Response:
+            return page(request, "open.html", status, error=" ".join(line.split()), recipe=recipe)
+
+        if (busy := busy_line(session)) is not None:
+            return refusal(409, busy)
         try:
-            await run_in_threadpool(releasing.open_recipe, request.state.session, form.get("recipe", ""))
+            plan = await run_in_threadpool(releasing.recipe_plan, recipe)
         except SdcError as exc:
-            return page(request, "open.html", 400, error=" ".join(str(exc).split()), recipe=form.get("recipe", ""))
-        return RedirectResponse("/protect", status_code=303)
+            return refusal(400, str(exc))
+        job = new_job(session, RECIPE_JOB, "/protect", lambda j: releasing.continue_recipe(session, plan, j))
+        if job.label != RECIPE_JOB:
+            return refusal(409, wait_line(job))
+        await run_in_threadpool(job.join, QUICK_JOB)  # a recipe of quick steps: the Protect screen at once
+        if job.state == "done":
+            return RedirectResponse("/protect", status_code=303)
+        if job.state == "failed":
+            return refusal(400, job.error or "")
+        return RedirectResponse(f"/jobs/{job.id}", status_code=303)
