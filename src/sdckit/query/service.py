@@ -34,7 +34,7 @@ from sdckit.query.config import load_config
 from sdckit.query.data import Database
 from sdckit.query.derived import describe, derived_of, dp_table
 from sdckit.query.generate import aggregate_sql, histogram_sql, magnitude_histogram_sql, quantile_columns
-from sdckit.query.requests import BODY_KEYS, BOUND_FIELDS, ROWS_FIELD, groups_asked, rows_asked, state_bounds
+from sdckit.query.bodyfields import BODY_KEYS, BOUND_FIELDS, ROWS_FIELD, groups_asked, rows_asked, state_bounds
 from sdckit.query.restricted import Refused, Restricted, check_dimensions
 from sdckit.query.sql import UnsupportedQuery, parse
 from sdckit.query.state import State
