@@ -163,3 +163,17 @@ def test_readme_joins_run_as_written(tmp_path, monkeypatch, capsys):
         assert _run_python(python, 8003, port_used) == ["(5, 2)", "['school', 'university']", "1"]
     finally:
         server.stop()
+
+
+def test_readme_group_bounds_run_as_written(tmp_path, monkeypatch, capsys):
+    """Per-group bounds (issue 32): the CLI sends them; the client's sigma from sqrt(2) * 1 against
+    the per-person bound 4, at rho 1/4 each; the rho left exactly 1 - 3/4."""
+    bash, python = _blocks("query-groups", "query-groups-client")
+    (tmp_path / "src").symlink_to(ROOT / "src")
+    monkeypatch.chdir(tmp_path)
+    server, port_used, outputs = _run_bash(bash, tmp_path, capsys, 8004)
+    try:
+        assert "north" in outputs[-1] and "east" in outputs[-1]
+        assert _run_python(python, 8004, port_used) == ["2.0", "5.656854249492381", "0.25"]
+    finally:
+        server.stop()

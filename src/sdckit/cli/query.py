@@ -25,6 +25,10 @@ def query(
     max_rows_per_unit: Annotated[Optional[int], typer.Option("--max-rows-per-unit", help="Count at most this many rows "
                                                              "per person in this query (dp mode; 1 to the table's "
                                                              "bound, its default): less noise.")] = None,
+    max_groups_per_unit: Annotated[Optional[int], typer.Option("--max-groups-per-unit", help="GROUP BY: count each "
+                                                               "person's rows in at most this many groups.")] = None,
+    max_rows_per_group: Annotated[Optional[int], typer.Option("--max-rows-per-group", help="GROUP BY: count at most "
+                                                              "this many rows per person and group.")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the service's JSON answer.")] = False,
 ) -> None:
     """Send SQL to the query service and print the answer with its budget and noise."""
@@ -35,7 +39,8 @@ def query(
     except OSError:
         raise ParameterError(f"The '--key-file' {key_file} cannot be read.") from None
     with Client(url, key) as client:  # exact forms such as "0.1" or "1/3" are read by the service
-        payload = client.query(sql, epsilon, delta, rho, max_rows_per_unit=max_rows_per_unit)
+        payload = client.query(sql, epsilon, delta, rho, max_rows_per_unit=max_rows_per_unit,
+                               max_groups_per_unit=max_groups_per_unit, max_rows_per_group=max_rows_per_group)
     if json_out:
         typer.echo(json.dumps(payload))
         return

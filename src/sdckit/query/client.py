@@ -82,26 +82,34 @@ class Client:
                                      f"({type(exc).__name__}): is `sdckit serve` running there?") from None
 
     def query(self, sql: str, epsilon: float | str | None = None, delta: float | str | None = None,
-              rho: float | str | None = None, *, max_rows_per_unit: int | None = None) -> dict[str, Any]:
+              rho: float | str | None = None, *, max_rows_per_unit: int | None = None,
+              max_groups_per_unit: int | None = None, max_rows_per_group: int | None = None) -> dict[str, Any]:
         """The raw JSON answer. Send the privacy loss in the analyst's budget definition:
         ``epsilon`` (pure), ``epsilon`` and ``delta`` ((epsilon, delta)-DP) or ``rho`` (zCDP).
         ``max_rows_per_unit`` (dp mode): count at most this many rows per person (the first ones),
-        from 1 to the table's configured bound, which it defaults to; the noise scales with it."""
+        from 1 to the table's configured bound, which it defaults to; the noise scales with it.
+        ``max_groups_per_unit``, ``max_rows_per_group`` (dp GROUP BY): at most this many groups per
+        person (her first ones) and rows per group (Tumult's ``MaxGroupsPerID``,
+        ``MaxRowsPerGroupPerID``); Gaussian noise scales with ``sqrt(groups) * rows``."""
         body: dict[str, Any] = {"sql": sql}
         for name, value in (("epsilon", epsilon), ("delta", delta), ("rho", rho)):
             if value is not None:
                 body[name] = value
-        if max_rows_per_unit is not None:
-            body["max_rows_per_unit"] = rows_bound(max_rows_per_unit, "Client.query")
+        for field, value in (("max_rows_per_unit", max_rows_per_unit), ("max_groups_per_unit", max_groups_per_unit),
+                             ("max_rows_per_group", max_rows_per_group)):
+            if value is not None:
+                body[field] = rows_bound(value, "Client.query", field)
         return self._check(self._send("POST", "/v1/query", json=body))
 
     def sql(self, sql: str, epsilon: float | str | None = None, delta: float | str | None = None,
-            rho: float | str | None = None, *, max_rows_per_unit: int | None = None) -> pd.DataFrame:
+            rho: float | str | None = None, *, max_rows_per_unit: int | None = None,
+            max_groups_per_unit: int | None = None, max_rows_per_group: int | None = None) -> pd.DataFrame:
         """The answer as a DataFrame, its metadata in ``.attrs``; :class:`QueryError` if refused.
-        ``max_rows_per_unit`` as :meth:`query`."""
+        ``max_rows_per_unit``, ``max_groups_per_unit``, ``max_rows_per_group`` as :meth:`query`."""
         import pandas as pd  # only here: the client itself needs no numpy/pandas (issue 28 item 4)
 
-        return _frame(pd, self.query(sql, epsilon, delta, rho, max_rows_per_unit=max_rows_per_unit))
+        return _frame(pd, self.query(sql, epsilon, delta, rho, max_rows_per_unit=max_rows_per_unit,
+                                     max_groups_per_unit=max_groups_per_unit, max_rows_per_group=max_rows_per_group))
 
     def table(self, table: str, dimensions: list[str], where: dict[str, list[Any]] | None = None,
               measure: str = "count") -> pd.DataFrame:
@@ -136,7 +144,8 @@ class Client:
     # ------------------------------------------------------------ the query builder (issue 32 item 5)
     def count(self, table: str, where: Any = None, by: str | list[str] | None = None, *,
               epsilon: Any = None, delta: Any = None, rho: Any = None,
-              name: str | None = None, max_rows_per_unit: int | None = None, join: Any = None) -> pd.DataFrame:
+              name: str | None = None, max_rows_per_unit: int | None = None, join: Any = None,
+            max_groups_per_unit: int | None = None, max_rows_per_group: int | None = None) -> pd.DataFrame:
         """The number of rows of ``table`` meeting ``where``, per group of ``by``.
 
         Sends ``SELECT [by...,] COUNT(*) FROM table [WHERE ...] [GROUP BY by...]``
@@ -166,6 +175,12 @@ class Client:
             1 to the ``max_rows_per_unit`` of the service's configuration (the default); every
             noise scale is proportional to it (Tumult Analytics' ``MaxRowsPerID`` truncation,
             chosen per query). Stated in ``attrs["max_rows_per_unit"]``; dp analysts only.
+        max_groups_per_unit, max_rows_per_group : int, optional
+            With ``by``: count each person's rows in at most this many groups (her first ones,
+            by their first row in the table's order) and at most this many rows per group
+            (Tumult's ``MaxGroupsPerID``, ``MaxRowsPerGroupPerID``), each from 1 to the configured
+            ``max_rows_per_unit``: L1 sensitivity ``groups * rows``, L2 ``sqrt(groups) * rows``
+            (the Gaussian noise of (epsilon, delta) and zCDP budgets). Stated in ``attrs``.
         join : tuple, optional
             ``(other, column, other_column)`` or ``(other, column, other_column, "left")``: join
             ``other`` (a public table, or a private one of the same privacy unit) on
@@ -205,11 +220,14 @@ class Client:
         >>> with Client("http://127.0.0.1:8000", key) as c:          # doctest: +SKIP
         ...     c.count("census", where={"AGE": (18, None)}, by=["SEX"], epsilon=0.5)
         """
-        return self._build("count", table, None, where, by, (epsilon, delta, rho), name, rows=max_rows_per_unit, join=join)
+        return self._build("count", table, None, where, by, (epsilon, delta, rho), name,
+                           rows=(max_rows_per_unit, max_groups_per_unit, max_rows_per_group),
+                           join=join)
 
     def sum(self, table: str, column: str, where: Any = None, by: str | list[str] | None = None, *,
             epsilon: Any = None, delta: Any = None, rho: Any = None,
-            name: str | None = None, max_rows_per_unit: int | None = None, join: Any = None) -> pd.DataFrame:
+            name: str | None = None, max_rows_per_unit: int | None = None, join: Any = None,
+            max_groups_per_unit: int | None = None, max_rows_per_group: int | None = None) -> pd.DataFrame:
         """The sum of ``column`` (clamped to its declared bounds) over the rows meeting ``where``,
         per group of ``by``: ``SELECT [by...,] SUM(column) ...``; ``sum_<column>`` by default.
 
@@ -217,22 +235,28 @@ class Client:
         ``session.evaluate(QueryBuilder("census").sum("INCOME", low=0, high=400000), PureDPBudget(1))``;
         here the bounds are the service's configuration, not the query's.
         """
-        return self._build("sum", table, column, where, by, (epsilon, delta, rho), name, rows=max_rows_per_unit, join=join)
+        return self._build("sum", table, column, where, by, (epsilon, delta, rho), name,
+                           rows=(max_rows_per_unit, max_groups_per_unit, max_rows_per_group),
+                           join=join)
 
     def avg(self, table: str, column: str, where: Any = None, by: str | list[str] | None = None, *,
             epsilon: Any = None, delta: Any = None, rho: Any = None,
-            name: str | None = None, max_rows_per_unit: int | None = None, join: Any = None) -> pd.DataFrame:
+            name: str | None = None, max_rows_per_unit: int | None = None, join: Any = None,
+            max_groups_per_unit: int | None = None, max_rows_per_group: int | None = None) -> pd.DataFrame:
         """The mean of ``column`` over the rows meeting ``where``, per group of ``by``:
         ``SELECT [by...,] AVG(column) ...``; ``avg_<column>`` by default.
 
         The parameters, answer and errors are :meth:`count`'s. Tumult Analytics:
         ``session.evaluate(QueryBuilder("census").average("INCOME", low=0, high=400000), PureDPBudget(1))``.
         """
-        return self._build("avg", table, column, where, by, (epsilon, delta, rho), name, rows=max_rows_per_unit, join=join)
+        return self._build("avg", table, column, where, by, (epsilon, delta, rho), name,
+                           rows=(max_rows_per_unit, max_groups_per_unit, max_rows_per_group),
+                           join=join)
 
     def var(self, table: str, column: str, where: Any = None, by: str | list[str] | None = None, *,
             epsilon: Any = None, delta: Any = None, rho: Any = None,
-            name: str | None = None, max_rows_per_unit: int | None = None, join: Any = None) -> pd.DataFrame:
+            name: str | None = None, max_rows_per_unit: int | None = None, join: Any = None,
+            max_groups_per_unit: int | None = None, max_rows_per_group: int | None = None) -> pd.DataFrame:
         """The population variance of ``column`` (clamped to its declared bounds) over the rows
         meeting ``where``, per group of ``by``: ``SELECT [by...,] VAR_POP(column) ...``;
         ``var_<column>`` by default; dp analysts only.
@@ -240,31 +264,39 @@ class Client:
         The parameters, answer and errors are :meth:`count`'s. Tumult Analytics:
         ``session.evaluate(QueryBuilder("census").variance("INCOME", low=0, high=400000), PureDPBudget(1))``.
         """
-        return self._build("var", table, column, where, by, (epsilon, delta, rho), name, rows=max_rows_per_unit, join=join)
+        return self._build("var", table, column, where, by, (epsilon, delta, rho), name,
+                           rows=(max_rows_per_unit, max_groups_per_unit, max_rows_per_group),
+                           join=join)
 
     def stddev(self, table: str, column: str, where: Any = None, by: str | list[str] | None = None, *,
                epsilon: Any = None, delta: Any = None, rho: Any = None,
-               name: str | None = None, max_rows_per_unit: int | None = None, join: Any = None) -> pd.DataFrame:
+               name: str | None = None, max_rows_per_unit: int | None = None, join: Any = None,
+            max_groups_per_unit: int | None = None, max_rows_per_group: int | None = None) -> pd.DataFrame:
         """The population standard deviation of ``column``: ``SELECT [by...,] STDDEV_POP(column)
         ...``; ``stddev_<column>`` by default; as :meth:`var` otherwise. Tumult Analytics:
         ``QueryBuilder("census").stdev("INCOME", low=0, high=400000)``.
         """
-        return self._build("stddev", table, column, where, by, (epsilon, delta, rho), name, rows=max_rows_per_unit, join=join)
+        return self._build("stddev", table, column, where, by, (epsilon, delta, rho), name,
+                           rows=(max_rows_per_unit, max_groups_per_unit, max_rows_per_group),
+                           join=join)
 
     def count_distinct(self, table: str, column: str, where: Any = None, by: str | list[str] | None = None, *,
                        epsilon: Any = None, delta: Any = None, rho: Any = None,
-                       name: str | None = None, max_rows_per_unit: int | None = None, join: Any = None) -> pd.DataFrame:
+                       name: str | None = None, max_rows_per_unit: int | None = None, join: Any = None,
+            max_groups_per_unit: int | None = None, max_rows_per_group: int | None = None) -> pd.DataFrame:
         """The number of distinct values of ``column`` over the rows meeting ``where`` (at most
         ``max_rows_per_unit`` rows per person), per group of ``by``: ``SELECT [by...,]
         COUNT(DISTINCT column) ...``; ``count_distinct_<column>`` by default; dp analysts only.
         Tumult Analytics: ``QueryBuilder("census").count_distinct(["INCOME"])``.
         """
         return self._build("count_distinct", table, column, where, by, (epsilon, delta, rho), name,
-                           rows=max_rows_per_unit, join=join)
+                           rows=(max_rows_per_unit, max_groups_per_unit, max_rows_per_group),
+                           join=join)
 
     def median(self, table: str, column: str, where: Any = None, by: str | list[str] | None = None, *,
                epsilon: Any = None, delta: Any = None, rho: Any = None, name: str | None = None,
-               max_rows_per_unit: int | None = None, join: Any = None) -> pd.DataFrame:
+               max_rows_per_unit: int | None = None, join: Any = None,
+            max_groups_per_unit: int | None = None, max_rows_per_group: int | None = None) -> pd.DataFrame:
         """The median of ``column``: ``SELECT [by...,] MEDIAN(column) ...``; ``median_<column>``
         by default; any budget definition (a pure epsilon-DP mechanism, charged in the analyst's),
         and no interval columns (the service gives none).
@@ -272,39 +304,46 @@ class Client:
         The parameters and errors are :meth:`count`'s. Tumult Analytics:
         ``session.evaluate(QueryBuilder("census").median("INCOME", low=0, high=400000), PureDPBudget(1))``.
         """
-        return self._build("median", table, column, where, by, (epsilon, delta, rho), name, rows=max_rows_per_unit,
+        return self._build("median", table, column, where, by, (epsilon, delta, rho), name,
+                           rows=(max_rows_per_unit, max_groups_per_unit, max_rows_per_group),
                            join=join)
 
     def quantile(self, table: str, column: str, q: float, where: Any = None, by: str | list[str] | None = None, *,
                  epsilon: Any = None, delta: Any = None, rho: Any = None, name: str | None = None,
-                 max_rows_per_unit: int | None = None, join: Any = None) -> pd.DataFrame:
+                 max_rows_per_unit: int | None = None, join: Any = None,
+            max_groups_per_unit: int | None = None, max_rows_per_group: int | None = None) -> pd.DataFrame:
         """The ``q``-quantile of ``column`` (0 < q < 1): ``SELECT [by...,] QUANTILE_CONT(column, q)
         ...``; ``q<q>_<column>`` by default; as :meth:`median` otherwise. Tumult Analytics:
         ``QueryBuilder("census").quantile("INCOME", 0.9, low=0, high=400000)``.
         """
         return self._build("quantile", table, column, where, by, (epsilon, delta, rho), name, q,
-                           rows=max_rows_per_unit, join=join)
+                           rows=(max_rows_per_unit, max_groups_per_unit, max_rows_per_group),
+                           join=join)
 
     def min(self, table: str, column: str, where: Any = None, by: str | list[str] | None = None, *,
             epsilon: Any = None, delta: Any = None, rho: Any = None,
-            name: str | None = None, max_rows_per_unit: int | None = None, join: Any = None) -> pd.DataFrame:
+            name: str | None = None, max_rows_per_unit: int | None = None, join: Any = None,
+            max_groups_per_unit: int | None = None, max_rows_per_group: int | None = None) -> pd.DataFrame:
         """A DP lower clamping bound of ``column``: ``SELECT [by...,] MIN(column) ...``, the quantile 0
         over the public grid of its bounds (at most ``rank_radius95`` records below it with probability
         >= 95%, never outside the bounds); ``min_<column>`` by default; dp analysts only, any budget
         definition. The parameters and errors are :meth:`count`'s. Tumult Analytics:
         ``QueryBuilder("census").min("INCOME", low=0, high=400000)``.
         """
-        return self._build("min", table, column, where, by, (epsilon, delta, rho), name, rows=max_rows_per_unit,
+        return self._build("min", table, column, where, by, (epsilon, delta, rho), name,
+                           rows=(max_rows_per_unit, max_groups_per_unit, max_rows_per_group),
                            join=join)
 
     def max(self, table: str, column: str, where: Any = None, by: str | list[str] | None = None, *,
             epsilon: Any = None, delta: Any = None, rho: Any = None,
-            name: str | None = None, max_rows_per_unit: int | None = None, join: Any = None) -> pd.DataFrame:
+            name: str | None = None, max_rows_per_unit: int | None = None, join: Any = None,
+            max_groups_per_unit: int | None = None, max_rows_per_group: int | None = None) -> pd.DataFrame:
         """A DP upper clamping bound of ``column``: ``SELECT [by...,] MAX(column) ...``, the quantile 1;
         ``max_<column>`` by default; as :meth:`min` otherwise. Tumult Analytics:
         ``QueryBuilder("census").max("INCOME", low=0, high=400000)``.
         """
-        return self._build("max", table, column, where, by, (epsilon, delta, rho), name, rows=max_rows_per_unit,
+        return self._build("max", table, column, where, by, (epsilon, delta, rho), name,
+                           rows=(max_rows_per_unit, max_groups_per_unit, max_rows_per_group),
                            join=join)
 
     def bounds(self, table: str, column: str, where: Any = None, *, epsilon: Any = None, delta: Any = None,
@@ -320,7 +359,8 @@ class Client:
 
     def histogram(self, table: str, column: str, edges: list[Any] | None = None, *, bins: int | None = None,
                   range: tuple[Any, Any] | None = None, where: Any = None, epsilon: Any = None, delta: Any = None,
-                  rho: Any = None, name: str | None = None, max_rows_per_unit: int | None = None) -> pd.DataFrame:
+                  rho: Any = None, name: str | None = None, max_rows_per_unit: int | None = None,
+                  max_groups_per_unit: int | None = None, max_rows_per_group: int | None = None) -> pd.DataFrame:
         """The noisy histogram of ``column``: one row per bin ``[edges[i], edges[i + 1])`` (the
         last closed), or per one of ``bins`` equal bins of ``range = (low, high)``; ``bin`` its
         lower edge, ``count`` (or ``name``) its noisy count and 95% interval. Every bin is a row,
@@ -339,11 +379,12 @@ class Client:
 
         text = histogram_sql(table, column, edges, bins=bins, range=range, where=where, name=name,
                              owner="Client.histogram")
-        return self._ask(text, (epsilon, delta, rho), max_rows_per_unit, "Client.histogram")
+        return self._ask(text, (epsilon, delta, rho), (max_rows_per_unit, max_groups_per_unit, max_rows_per_group),
+                         "Client.histogram")
 
     def _build(self, aggregate: str, table: str, column: str | None, where: Any, by: Any,
                loss: tuple[Any, Any, Any], name: str | None, q: float | None = None,
-               rows: int | None = None, join: Any = None) -> pd.DataFrame:
+               rows: Any = None, join: Any = None) -> pd.DataFrame:
         """Check the arguments, send the SQL built from them, add the interval columns."""
         from sdckit.query.builder import select_sql
 
@@ -351,24 +392,29 @@ class Client:
         text = select_sql(table, aggregate, column, q=q, where=where, by=by, name=name, owner=owner, join=join)
         return self._ask(text, loss, rows, owner)
 
-    def _ask(self, text: str, loss: tuple[Any, Any, Any], rows: int | None, owner: str) -> pd.DataFrame:
-        """Send the SQL a builder wrote with the loss (exact text), add the interval columns."""
+    def _ask(self, text: str, loss: tuple[Any, Any, Any], rows: Any, owner: str) -> pd.DataFrame:
+        """Send the SQL a builder wrote with the loss (exact text) and the contribution bounds ``rows``
+        (``max_rows_per_unit`` or the triple with ``max_groups_per_unit``, ``max_rows_per_group``),
+        add the interval columns."""
         from sdckit.dp.epsilon import exact  # only here: the client starts with httpx alone
 
         # checked here (a one-line ParameterError, nothing sent) and sent as exact text ("1/3"), so that
         # a Fraction, Decimal or numpy number is charged exactly what it says
         sent = [None if value is None else str(exact(value, owner, field, below_one=field == "delta"))
                 for field, value in zip(("epsilon", "delta", "rho"), loss)]
-        frame = self.sql(text, *sent, max_rows_per_unit=None if rows is None else rows_bound(rows, owner))
+        fields = ("max_rows_per_unit", "max_groups_per_unit", "max_rows_per_group")
+        bounds = {f: None if v is None else rows_bound(v, owner, f)
+                  for f, v in zip(fields, rows if isinstance(rows, tuple) else (rows, None, None))}
+        frame = self.sql(text, *sent, **bounds)
         frame.attrs["sql"] = text
         return with_intervals(frame)
 
 
-def rows_bound(value: Any, owner: str) -> int:
+def rows_bound(value: Any, owner: str, field: str = "max_rows_per_unit") -> int:
     """``value`` if it is an int >= 1 (a contribution bound), else a one-line
     :class:`~sdckit.core.errors.ParameterError` (nothing sent); the service checks the upper end."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-        raise ParameterError(f"The max_rows_per_unit of {owner} must be an int >= 1 (at most the table's configured "
+        raise ParameterError(f"The {field} of {owner} must be an int >= 1 (at most the table's configured "
                              f"bound); got {value!r:.40}.")
     return int(value)
 

@@ -36,6 +36,7 @@ from sqlglot import exp
 from sdckit.core.errors import ParameterError
 from sdckit.core.result import Result
 from sdckit.query.config import IDENTIFIER, TableConfig
+from sdckit.query.groupbounds import GroupBounds, truncated
 from sdckit.query.joins import JoinedTable
 from sdckit.query.relnames import RANK, ROW, clamp_column, code_column, is_text_domain, relation_name
 from sdckit.query.derived import find, is_derived_name
@@ -139,15 +140,32 @@ def _rank_condition(table: TableConfig, rows: int | None, bind: _Params) -> exp.
                    expression=bind(rows_per_unit(table, rows)))
 
 
-def _where(statement: exp.Select, query: Query, table: TableConfig, bind: _Params, rows: int | None) -> exp.Select:
-    """``statement`` with the query's WHERE and, in dp mode, the asked contribution bound."""
+def _where_parts(query: Query, table: TableConfig, bind: _Params, rows: int | None) -> list[exp.Expression]:
+    """The query's WHERE and, in dp mode, the asked contribution bound (each parenthesised when two)."""
     parts = [] if query.where is None else [_condition(query.where, table, bind)]
     rank = _rank_condition(table, rows, bind)
     if rank is not None:
         parts.append(rank)
-    for part in parts:
-        statement = statement.where(exp.Paren(this=part) if len(parts) > 1 else part, copy=False)
+    return [exp.Paren(this=part) if len(parts) > 1 else part for part in parts]
+
+
+def _where(statement: exp.Select, query: Query, table: TableConfig, bind: _Params, rows: int | None) -> exp.Select:
+    """``statement`` with the query's WHERE and, in dp mode, the asked contribution bound."""
+    for part in _where_parts(query, table, bind, rows):
+        statement = statement.where(part, copy=False)
     return statement
+
+
+def _from(query: Query, table: TableConfig, mode: str, bind: _Params, rows: int | None,
+          groups: GroupBounds | None) -> exp.Expression:
+    """The FROM of a statement; under per-group bounds the person's rows truncated per group
+    (:func:`sdckit.query.groupbounds.truncated`: the WHERE and rank bound applied first)."""
+    if groups is None:
+        return _source(table, mode, bind, rows)
+    keys = [_group_expression(c, table, query, bind) for c in query.group_by]
+    parts = _where_parts(query, table, bind, rows)
+    where = None if not parts else parts[0] if len(parts) == 1 else exp.And(this=parts[0], expression=parts[1])
+    return truncated(_source(table, mode, bind, rows), table.privacy_unit, keys, where, groups, bind)
 
 
 def _ident(name: str, table: TableConfig) -> exp.Identifier:
@@ -250,8 +268,8 @@ def _value(column: str, table: TableConfig, query: Query, mode: str, bind: _Para
 
 
 def _statement(selects: list[exp.Expression], query: Query, table: TableConfig, mode: str,
-               bind: _Params, group: bool, rows: int | None = None) -> Generated:
-    statement = exp.Select(expressions=selects).from_(_source(table, mode, bind, rows), copy=False)
+               bind: _Params, group: bool, rows: int | None = None, groups: GroupBounds | None = None) -> Generated:
+    statement = exp.Select(expressions=selects).from_(_from(query, table, mode, bind, rows, groups), copy=False)
     statement = _where(statement, query, table, bind, rows if mode == "dp" else None)
     if group and query.group_by:
         if any(find(query, c, "bin") is not None for c in query.group_by):  # a bin's parameters: bound once, in SELECT
@@ -262,7 +280,7 @@ def _statement(selects: list[exp.Expression], query: Query, table: TableConfig, 
 
 
 def aggregate_sql(query: Query, table: TableConfig, mode: str, persons: bool = False,
-                  rows: int | None = None) -> Generated:
+                  rows: int | None = None, groups: GroupBounds | None = None) -> Generated:
     """``SELECT COUNT(*) AS n, SUM(..) AS s0, .., group AS g0, .. FROM relation WHERE .. GROUP BY ..``.
 
     One ``COUNT(*)`` (``n``), one ``SUM`` per distinct summed/averaged column in order of first
@@ -274,7 +292,7 @@ def aggregate_sql(query: Query, table: TableConfig, mode: str, persons: bool = F
     ``persons``: also ``COUNT(DISTINCT privacy unit) AS p`` (``COUNT(*)`` when one row is one
     person), each group's number of persons, for the thresholded release of data keys.
     ``rows`` (dp mode): the contribution bound the query asks (:func:`rows_per_unit`); the rows
-    of rank above it are left out.
+    of rank above it are left out; ``groups``: per-group bounds (:mod:`sdckit.query.groupbounds`).
     """
     bind = _Params()
     selects: list[exp.Expression] = [_alias(exp.Count(this=exp.Star()), COUNT_ALIAS)]
@@ -292,7 +310,7 @@ def aggregate_sql(query: Query, table: TableConfig, mode: str, persons: bool = F
     for i, column in enumerate(distinct_columns(query)):
         selects.append(_alias(exp.Count(this=exp.Distinct(expressions=[_col(column, table)])), distinct_alias(i)))
     selects.extend(_alias(_group_expression(c, table, query, bind, mode), group_alias(i)) for i, c in enumerate(query.group_by))
-    return _statement(selects, query, table, mode, bind, group=True, rows=rows)
+    return _statement(selects, query, table, mode, bind, group=True, rows=rows, groups=groups)
 
 
 def _square(column: str, table: TableConfig, mode: str, bind: _Params, query: Query | None = None) -> exp.Expression:
@@ -386,7 +404,8 @@ QUANTILE_BINS = 1024
 BIN_ALIAS = "b"
 
 
-def histogram_sql(query: Query, table: TableConfig, column: str, rows: int | None = None) -> Generated:
+def histogram_sql(query: Query, table: TableConfig, column: str, rows: int | None = None,
+                  groups: GroupBounds | None = None) -> Generated:
     """``SELECT group AS g0, .., bin AS b, COUNT(*) AS n FROM sdc_dp_<t> WHERE .. GROUP BY ..``:
     the clamped ``column``'s histogram over :data:`QUANTILE_BINS` equal bins of its bounds (the
     last bin holds the upper bound), per cell, for a dp quantile; ``rows`` as :func:`aggregate_sql`."""
@@ -395,7 +414,7 @@ def histogram_sql(query: Query, table: TableConfig, column: str, rows: int | Non
                                      for i, c in enumerate(query.group_by)]
     selects.append(_alias(_bin(column, table, bind), BIN_ALIAS))  # bound after the groups: their order in the SQL
     selects.append(_alias(exp.Count(this=exp.Star()), COUNT_ALIAS))
-    statement = exp.Select(expressions=selects).from_(_source(table, "dp", bind, rows), copy=False)
+    statement = exp.Select(expressions=selects).from_(_from(query, table, "dp", bind, rows, groups), copy=False)
     statement = _where(statement, query, table, bind, rows)
     keys = [exp.Column(this=exp.to_identifier(group_alias(i), quoted=True)) for i in range(len(query.group_by))]
     keys.append(exp.Column(this=exp.to_identifier(BIN_ALIAS, quoted=True)))

@@ -67,6 +67,7 @@ from sdckit.query.config import TableConfig
 from sdckit.query.generate import (BIN_ALIAS, COUNT_ALIAS, QUANTILE_BINS, cell_indices, contribution_bound, distinct_alias,
                                    distinct_columns, midpoint_sensitivity, quantile_columns, square_alias, square_cap,
                                    squared_columns, sum_alias, summed_columns)
+from sdckit.query.groupbounds import GroupBounds
 from sdckit.query.quantiles import EPS_BITS, choose_quantiles, quantile_key, quantile_scale, quantile_text
 from sdckit.query.sql import Query
 from sdckit.query.variance import VARIANCE_LEVEL, square_sensitivity, variance_estimate, variance_range
@@ -194,14 +195,16 @@ def other_texts(query: Query, caps: dict[str, float], midpoints: dict[str, float
     return parts
 
 
-def plan(query: Query, table: TableConfig, epsilon: Fraction, rows: int | None = None) -> Plan:
+def plan(query: Query, table: TableConfig, epsilon: Fraction, rows: int | None = None,
+         groups: GroupBounds | None = None) -> Plan:
     """Check that ``query`` can be answered with ``epsilon`` and fix its mechanisms.
 
     Raises :class:`~sdckit.core.errors.ParameterError` (an epsilon too small to sample exactly)
     before any budget is charged. ``rows``: the rows per person the query asks, ``k`` in every
-    sensitivity (:func:`~sdckit.query.generate.contribution_bound`; the configured bound by default).
+    sensitivity (:func:`~sdckit.query.generate.contribution_bound`; the configured bound by default);
+    ``groups``: per-group bounds, ``k`` their L1 factor (:class:`~sdckit.query.groupbounds.GroupBounds`).
     """
-    k = contribution_bound(table, rows)  # (rows per unit, times a join's stability)
+    k = contribution_bound(table, rows) if groups is None else groups.l1  # (rows per unit, times a join's stability)
     summed = summed_columns(query)
     needs_count = any(o.kind in COUNTED for o in query.outputs)
     quantiles = list(dict.fromkeys(quantile_key(o) for o in query.outputs if o.kind == "quantile"))

@@ -63,6 +63,7 @@ from sdckit.query.config import TableConfig
 from sdckit.query.generate import (contribution_bound, distinct_columns, midpoint_sensitivity, square_cap, squared_columns,
                                    summed_columns)
 from sdckit.query.generate import quantile_columns
+from sdckit.query.groupbounds import GroupBounds
 from sdckit.query.noisy import COUNTED, answer_rows, deviation_sums, distinct_key, histograms, other_texts, square_key
 from sdckit.query.quantiles import choose_quantiles, quantile_key, quantile_scale, quantile_text, zcdp_epsilon
 from sdckit.query.sql import Query
@@ -74,11 +75,12 @@ GRID_BITS = 20
 MAX_VARIANCE = 2**50
 
 
-def variance_for(steps: int, rho: Fraction) -> tuple[int, int]:
-    """Integers ``(t, c)`` with ``t c >= steps**2 / (2 rho)``, ``t`` near the standard deviation
-    (the sampler's rounds), and ``t c`` equal to it when that is an integer with a divisor in
-    ``[sqrt / 4, sqrt]`` (then the mechanism's rho is exactly ``rho``)."""
-    target = Fraction(steps * steps) / (2 * rho)
+def variance_for(steps: int, rho: Fraction, squared: int | None = None) -> tuple[int, int]:
+    """Integers ``(t, c)`` with ``t c >= steps**2 / (2 rho)`` (``squared / (2 rho)`` when given: a
+    squared L2 sensitivity that is not a square), ``t`` near the standard deviation (the sampler's
+    rounds), and ``t c`` equal to it when that is an integer with a divisor in ``[sqrt / 4, sqrt]``
+    (then the mechanism's rho is exactly ``rho``)."""
+    target = Fraction(steps * steps if squared is None else squared) / (2 * rho)
     need = math.ceil(target)
     if need > MAX_VARIANCE:
         raise ParameterError(f"The Gaussian noise for rho {exact_text(rho)} is too large to sample exactly: ask "
@@ -101,10 +103,12 @@ class Measurement:
     steps: int
     t: int
     c: int
+    #: The squared L2 sensitivity in steps when it is not ``steps**2`` (per-group bounds' counts).
+    squared: int | None = None
 
     @property
     def rho(self) -> Fraction:
-        return Fraction(self.steps * self.steps, 2 * self.t * self.c)
+        return Fraction(self.steps * self.steps if self.squared is None else self.squared, 2 * self.t * self.c)
 
     @property
     def sigma(self) -> float:
@@ -201,14 +205,26 @@ def measurement_names(query: Query) -> list[str]:
 
 def plan(query: Query, table: TableConfig, definition: str, epsilon: Fraction | None = None,
          delta: Fraction | None = None, rho: Fraction | None = None,
-         cells: tuple[tuple[Any, ...], ...] | None = None, rows: int | None = None) -> GaussianPlan:
+         cells: tuple[tuple[Any, ...], ...] | None = None, rows: int | None = None,
+         groups: GroupBounds | None = None) -> GaussianPlan:
     """Fix the Gaussian mechanisms of ``query`` for a ``"zcdp"`` (``rho``) or ``"approx"``
     (``epsilon``, ``delta``) charge; :class:`ParameterError` before anything is charged when it
     cannot be answered (noise too large to sample exactly, a quantile epsilon below 2**-20). ``cells``: the group
     keys (default: the product of the declared domains; :mod:`sdckit.query.keys` gives the keys
     its threshold released). ``rows``: the rows per person the query asks, ``k`` in every
-    sensitivity (:func:`~sdckit.query.generate.contribution_bound`; the configured bound by default)."""
-    k = contribution_bound(table, rows)  # (rows per unit, times a join's stability)
+    sensitivity (:func:`~sdckit.query.generate.contribution_bound`; the configured bound by default).
+    ``groups``: per-group bounds (:class:`~sdckit.query.groupbounds.GroupBounds`): every L2
+    sensitivity is the per-row one times ``sqrt(groups.l2_squared)``, ``k`` (quantiles) their L1."""
+    k = contribution_bound(table, rows) if groups is None else groups.l1  # (rows per unit, times a join's stability)
+
+    def l2(per_row: float) -> float:  # a SUM's L2 sensitivity
+        return k * per_row if groups is None else groups.l2_times(per_row)
+
+    def counted(share: Fraction) -> Measurement:  # a count's (integers)
+        if groups is None:
+            return Measurement(float(k), 1.0, k, *variance_for(k, share))
+        squared = groups.l2_squared
+        return Measurement(math.sqrt(squared), 1.0, math.isqrt(squared - 1) + 1, *variance_for(0, share, squared), squared)
     summed = summed_columns(query)
     names = measurement_names(query)
     needs_count = "count" in names
@@ -225,22 +241,24 @@ def plan(query: Query, table: TableConfig, definition: str, epsilon: Fraction | 
         shares = {n: share for n in names}
         asked = {"epsilon": epsilon, "delta": delta}
     averaged = {o.column for o in query.outputs if o.kind in ("avg", "var", "stddev")}
-    extra = k if query.group_by else 1  # grid steps lost to rounding, one per cell a person touches
+    extra = (k if groups is None else groups.cells) if query.group_by else 1  # steps lost to rounding, one per cell touched
     measurements: dict[str, Measurement] = {}
     midpoints: dict[str, float] = {}
     if needs_count:
-        measurements["count"] = Measurement(float(k), 1.0, k, *variance_for(k, shares["count"]))
+        measurements["count"] = counted(shares["count"])
     for column in summed:
         lo, hi = table.bounds[column]
-        sens = k * max(abs(lo), abs(hi))
+        sens = l2(max(abs(lo), abs(hi)))
         if column in averaged:
             midpoints[column], sens = midpoint_sensitivity(lo, hi, k)
+            sens = sens if groups is None else l2(midpoint_sensitivity(lo, hi, 1)[1])
         measurements[column] = gridded(sens, shares[column], extra)
     square_caps = {c: square_cap(*table.bounds[c]) for c in squared_columns(query)}
     for column, cap in square_caps.items():
-        measurements[square_key(column)] = gridded(square_sensitivity(cap, k), shares[square_key(column)], extra)
+        sens = square_sensitivity(cap, k) if groups is None else l2(square_sensitivity(cap, 1))
+        measurements[square_key(column)] = gridded(sens, shares[square_key(column)], extra)
     for column in distinct_columns(query):
-        measurements[distinct_key(column)] = Measurement(float(k), 1.0, k, *variance_for(k, shares[distinct_key(column)]))
+        measurements[distinct_key(column)] = counted(shares[distinct_key(column)])
     quantile_epsilons = {q: float(zcdp_epsilon(rho / parts)) if definition == "zcdp" else eps_i for q in quantiles}
     if any(math.floor(e * 2**20) < 1 for e in quantile_epsilons.values()):
         raise ParameterError("The epsilon share of a quantile (MIN, MAX) is below 2**-20: ask with a larger "

@@ -31,7 +31,8 @@ from sdckit.query.analysts import DEFINITIONS, Analyst
 from sdckit.query.config import load_config
 from sdckit.query.data import Database
 from sdckit.query.derived import describe, derived_of, dp_table
-from sdckit.query.generate import aggregate_sql, histogram_sql, magnitude_histogram_sql, quantile_columns, rows_per_unit
+from sdckit.query.generate import aggregate_sql, histogram_sql, magnitude_histogram_sql, quantile_columns
+from sdckit.query.bodyfields import BODY_KEYS, BOUND_FIELDS, ROWS_FIELD, groups_asked, rows_asked, state_bounds
 from sdckit.query.restricted import Refused, Restricted, check_dimensions
 from sdckit.query.sql import UnsupportedQuery, parse
 from sdckit.query.state import State, lock_state
@@ -45,10 +46,6 @@ UNAUTHORIZED = ("Missing or wrong API key: send the header 'Authorization: Beare
 QUERY_FAILED = ("The service failed while answering; the request is logged. Any budget already charged for it "
                 "stays charged.")
 TABLE_FAILED = "The service failed while answering; the request is logged."
-#: The request field of a dp query's contribution bound (issue 32): at most this many rows per
-#: privacy unit, ``1 <= k' <= max_rows_per_unit`` of the configuration; stated in the answer.
-ROWS_FIELD = "max_rows_per_unit"
-_BODY_KEYS = {"sql", "epsilon", "delta", "rho", ROWS_FIELD}
 #: The privacy-loss fields a dp query sends, per budget definition (issue 32).
 _LOSS_FIELDS = {"pure": ("epsilon",), "approx": ("epsilon", "delta"), "zcdp": ("rho",)}
 
@@ -139,11 +136,11 @@ class Service:
             raise UnsupportedQuery('The request body must be JSON: {"sql": "SELECT ...", "epsilon": 0.1}.')
         if not isinstance(body, dict):
             raise UnsupportedQuery('The request body must be a JSON object: {"sql": "SELECT ...", "epsilon": 0.1}.')
-        extra = sorted(set(body) - _BODY_KEYS)
+        extra = sorted(set(body) - BODY_KEYS)
         if extra:
             raise UnsupportedQuery(f"Unknown field {extra[0]!r} in the request: send 'sql' and, in dp mode, "
                                    "'epsilon' (pure), 'epsilon' and 'delta' (approximate DP) or 'rho' (zCDP), "
-                                   f"and optionally {ROWS_FIELD!r}.")
+                                   f"and optionally {', '.join(map(repr, BOUND_FIELDS))}.")
         if "sql" not in body:
             raise UnsupportedQuery("The request needs the field 'sql' holding one SELECT statement.")
         sql = body["sql"]
@@ -190,18 +187,20 @@ class Service:
                                        "discloses one person's value; the auditor reasons over COUNT and SUM answers.")
             if epsilon_given is not None or "delta" in body or "rho" in body:
                 raise UnsupportedQuery("A restricted analyst gets exact answers: leave out 'epsilon' (and 'delta', 'rho').")
-            if ROWS_FIELD in body:
-                raise UnsupportedQuery(f"A restricted analyst gets exact answers over every row: leave out {ROWS_FIELD!r} "
+            if any(f in body for f in BOUND_FIELDS):
+                field = next(f for f in BOUND_FIELDS if f in body)
+                raise UnsupportedQuery(f"A restricted analyst gets exact answers over every row: leave out {field!r} "
                                        "(a contribution bound of dp mode).")
             check_dimensions(query, self.config.tables[query.table])
             return self._restricted(analyst, query, sql)
-        rows = _rows_asked(body, self.config.tables[query.table])
+        rows = rows_asked(body, self.config.tables[query.table])
+        groups = groups_asked(body, query, self.config.tables[query.table], rows, data_keys)
         if any(o.kind == "bounds" for o in query.outputs):
             return self._bounds(analyst, query, sql, body, rows)
         if data_keys:
             return self._data_keys(analyst, query, sql, body, rows)
         if analyst.definition != "pure":
-            return self._gaussian(analyst, query, sql, body, rows)
+            return self._gaussian(analyst, query, sql, body, rows, groups)
         if "delta" in body or "rho" in body:
             raise UnsupportedQuery("This analyst's budget is pure epsilon-DP (fixed at `analyst add`): send 'epsilon' "
                                    "only, not 'delta' or 'rho'.")
@@ -211,21 +210,21 @@ class Service:
             raise UnsupportedQuery("'epsilon' must be a number > 0 (or a string such as \"0.1\" or \"1/3\").")
         epsilon = exact(epsilon_given, "the query", "epsilon")
         table = dp_table(query, joins.query_table(query, self.config))
-        plan = noisy.plan(query, table, epsilon, rows)
-        cache_key = self._cache_key("dp", query, epsilon, rows)
+        plan = noisy.plan(query, table, epsilon, rows, groups)
+        cache_key = self._cache_key("dp", query, epsilon, rows, groups)
         stored = self._stored_dp(analyst, sql, cache_key)
         if stored is not None:
             return stored
         charge_id, after = self.state.charge(analyst.name, epsilon, sql, json.dumps(query.to_dict()))
-        fast = self.db.fast_cells(query, len(plan.cells), rows)  # the same true answer, without a scan
+        fast = None if groups else self.db.fast_cells(query, len(plan.cells), rows)  # the same answer, no scan
         if fast is not None:
             result = noisy.answer_cells(plan, table, *fast, self._rng(charge_id),
                                         self.db.fast_histograms(query, len(plan.cells)))
         else:
-            data = self.db.aggregate(aggregate_sql(query, table, "dp", rows=rows))
-            hists = {c: self.db.aggregate(histogram_sql(query, table, c, rows)) for c in quantile_columns(query)}
+            data = self.db.aggregate(aggregate_sql(query, table, "dp", rows=rows, groups=groups))
+            hists = {c: self.db.aggregate(histogram_sql(query, table, c, rows, groups)) for c in quantile_columns(query)}
             result = noisy.answer(plan, table, data, self._rng(charge_id), hists)
-        _state_rows(result, table, rows)
+        state_bounds(result, table, rows, groups)
         _describe(result, query)
         if self.config.cache:
             self.state.store(analyst.name, cache_key, result)
@@ -295,25 +294,26 @@ class Service:
         return {"epsilon": exact(body["epsilon"], "the query", "epsilon"),
                 "delta": exact(body["delta"], "the query", "delta", below_one=True)}
 
-    def _gaussian(self, analyst: Analyst, query: Any, sql: str, body: dict[str, Any], rows: int | None) -> Response:
+    def _gaussian(self, analyst: Analyst, query: Any, sql: str, body: dict[str, Any], rows: int | None,
+                  groups: Any = None) -> Response:
         """A dp query of an analyst whose budget is (epsilon, delta)-DP or rho-zCDP: Gaussian noise
         (:mod:`sdckit.query.noisy_gaussian`), charged in that definition."""
         loss = self._loss(analyst, body)
         table = dp_table(query, joins.query_table(query, self.config))
-        plan = noisy_gaussian.plan(query, table, analyst.definition, **loss, rows=rows)
-        cache_key = self._cache_key(analyst.definition, query, tuple(sorted(loss.items())), rows)
+        plan = noisy_gaussian.plan(query, table, analyst.definition, **loss, rows=rows, groups=groups)
+        cache_key = self._cache_key(analyst.definition, query, tuple(sorted(loss.items())), rows, groups)
         stored = self._stored_dp(analyst, sql, cache_key)
         if stored is not None:
             return stored
         eps, delta, rho = plan.cost
         charge_id, after = self.state.charge(analyst.name, eps, sql, json.dumps(query.to_dict()), delta, rho)
-        fast = self.db.fast_cells(query, len(plan.cells), rows)
+        fast = None if groups else self.db.fast_cells(query, len(plan.cells), rows)
         if fast is None:
-            data = self.db.aggregate(aggregate_sql(query, table, "dp", rows=rows))
+            data = self.db.aggregate(aggregate_sql(query, table, "dp", rows=rows, groups=groups))
             fast = noisy.exact_cells(plan, table, data)
-        hists = {c: self.db.aggregate(histogram_sql(query, table, c, rows)) for c in quantile_columns(query)}
+        hists = {c: self.db.aggregate(histogram_sql(query, table, c, rows, groups)) for c in quantile_columns(query)}
         result = noisy_gaussian.answer_cells(plan, *fast, self._rng(charge_id), table, hists)
-        _state_rows(result, table, rows)
+        state_bounds(result, table, rows, groups)
         _describe(result, query)
         if self.config.cache:
             self.state.store(analyst.name, cache_key, result)
@@ -388,13 +388,15 @@ class Service:
             return _error(500, failure)
 
     @staticmethod
-    def _cache_key(mode: str, query: Any, epsilon: Any, rows: int | None = None) -> str:
-        """The stored answer's key: the mode, the parsed query, the privacy loss and the rows per
-        person the query asked (left out when it asked none, so that keys stored before the field
-        existed still match: such a query uses the configured bound)."""
+    def _cache_key(mode: str, query: Any, epsilon: Any, rows: int | None = None, groups: Any = None) -> str:
+        """The stored answer's key: the mode, the parsed query, the privacy loss, the rows per
+        person and the per-group bounds the query asked (each left out when it asked none, so that
+        keys stored before the fields existed still match: such a query uses the configured bound)."""
         fields = {"mode": mode, "query": query.to_dict(), "epsilon": str(epsilon)}
         if rows is not None:
             fields[ROWS_FIELD] = rows
+        if groups is not None:
+            fields["groups"] = [groups.groups, groups.rows]
         text = json.dumps(fields, sort_keys=True)
         return hashlib.sha256(text.encode()).hexdigest()
 
@@ -443,29 +445,6 @@ def _budget_fields(charged: Fraction, analyst: Analyst,
         out.update({"delta_spent": float(delta), "delta_remaining": float(analyst.delta_remaining)})
         out["exact"].update({"delta_spent": exact_text(delta), "delta_remaining": exact_text(analyst.delta_remaining)})
     return out
-
-
-def _rows_asked(body: dict[str, Any], table: Any) -> int | None:
-    """The contribution bound a dp query asks (``max_rows_per_unit``: an int from 1 to the
-    table's configured bound), ``None`` when it asks none or the configured bound (the same
-    query: the same stored answer, the fast paths); a 400 otherwise, before any charge."""
-    if ROWS_FIELD not in body:
-        return None
-    value, most = body[ROWS_FIELD], rows_per_unit(table)
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= most:
-        shown = _short(json.dumps(value))[:40]
-        raise UnsupportedQuery(f"{ROWS_FIELD!r} must be an int from 1 to {most} (the table {table.name!r}'s configured "
-                               f"bound): the most rows per privacy unit this query counts; got {shown}.")
-    return None if value == most else value
-
-
-def _state_rows(result: dict[str, Any], table: Any, rows: int | None) -> None:
-    """State in a dp answer the rows per privacy unit it counted and, for a join, the join and
-    the bound every sensitivity used (:meth:`sdckit.query.joins.JoinedTable.statement`)."""
-    result[ROWS_FIELD] = rows_per_unit(table, rows)
-    if isinstance(table, joins.JoinedTable):
-        result["join"] = table.statement(result[ROWS_FIELD])
-        result["mechanism"] += "; " + result["join"]["text"]
 
 
 def _sql_of(body: Any) -> str | None:
