@@ -271,7 +271,7 @@ def test_http_reference_lists_every_route_of_the_app_with_its_answers():
     schema, exchanges = hook.http_exchanges()
     # the endpoints sdckit.query.server documents, by hand
     served = {f"{m} {p}" for p, ops in schema["paths"].items() for m in (o.upper() for o in ops)}
-    assert served == {"POST /v1/query", "POST /v1/table", "GET /v1/budget"}
+    assert served == {"POST /v1/query", "POST /v1/table", "GET /v1/budget", "GET /v1/public/{name}"}
     for endpoint in served:
         assert f"## `{endpoint}`" in page, endpoint
         statuses = [status for _, _, status, _ in exchanges[endpoint]]
@@ -279,7 +279,8 @@ def test_http_reference_lists_every_route_of_the_app_with_its_answers():
     # the refusal of an unknown field names the fields each endpoint takes
     assert "Unknown field '__probe__' in the request: send 'sql' and, in dp mode, 'epsilon'" in page
     assert "Unknown field '__probe__' in the request; send table, dimensions, measure, where" in page
-    assert "- **Request fields**: `sql`, `epsilon`, `delta`, `rho`, `max_rows_per_unit` (as the app's" in page
+    assert ("- **Request fields**: `sql`, `epsilon`, `delta`, `rho`, `max_rows_per_unit`, `max_groups_per_unit`, "
+            "`max_rows_per_group` (as the app's") in page
     assert "- **Request fields**: `table`, `dimensions`, `measure`, `where` (as the app's" in page
     assert "- **Request fields**: none (no body)" in page
 

@@ -490,9 +490,18 @@ SEX = ["F", "M"]
 D = 3
 V = 2.0
 js = 1
+
+[public_tables.sexes]
+path = "sexes.csv"
 """
 
+#: A public table the service joins to its private ones (``GET /v1/public/sexes`` reads it whole).
+PUBLIC_CSV = "code,label\nF,female\nM,male\n"
+#: The concrete path requested for an OpenAPI path with parameters.
+PATH_EXAMPLES = {"/v1/public/{name}": "/v1/public/sexes"}
+
 #: A valid request body of each endpoint that takes one (the first answer shown on the page).
+
 EXAMPLES: dict[str, dict[str, Any]] = {
     "/v1/query": {"sql": "SELECT SEX, COUNT(*) AS n FROM census GROUP BY SEX", "epsilon": 0.5},
     "/v1/table": {"table": "census_tables", "dimensions": ["SEX"]},
@@ -527,6 +536,7 @@ def http_exchanges() -> tuple[dict[str, Any], dict[str, list[tuple[str, Any, int
         folder = Path(tmp)
         shutil.copy(datasets.path("census.csv"), folder / "census.csv")
         (folder / "service.toml").write_text(SERVICE_TOML, encoding="utf-8")
+        (folder / "sexes.csv").write_text(PUBLIC_CSV, encoding="utf-8")
         app = create_app(folder / "service.toml")
         service = app.state.service
         try:
@@ -542,7 +552,7 @@ def http_exchanges() -> tuple[dict[str, Any], dict[str, list[tuple[str, Any, int
                         if body is not None:
                             cases.append(("with an unknown field", {**body, PROBE: 1}, auth))
                         for what, sent, headers in cases:
-                            r = client.request(method.upper(), path, json=sent, headers=headers)
+                            r = client.request(method.upper(), PATH_EXAMPLES.get(path, path), json=sent, headers=headers)
                             calls.append((what, sent, r.status_code, r.json()))
         finally:
             service.close()
