@@ -73,7 +73,10 @@ class FlexLookup:
 
     def _first(self, code: int, row: np.ndarray, k: np.ndarray) -> np.ndarray:
         _, ub, v = self.rows[code]
-        place = (k[:, None] >= ub[row]).sum(axis=1)  # the first upper bound above the key
+        place = np.empty(len(k), dtype=np.int64)
+        for r in np.unique(row).tolist():  # the first upper bound above the key (bounds ascending)
+            at = row == r
+            place[at] = np.searchsorted(ub[r], k[at], side="right")
         return v[row, np.minimum(place, ub.shape[1] - 1)]
 
     def __call__(self, kind: np.ndarray, a: np.ndarray, num: np.ndarray, dec: np.ndarray) -> np.ndarray:
