@@ -14,7 +14,8 @@ codes of all its declared dimensions), what the flex function needs of any union
   ``cell_key_sums`` takes them in) with their record positions, or the largest and smallest value
   (``type = "range"``).
 
-A requested cell merges its finest cells (:meth:`SumCells.reduce`) and is perturbed by
+A requested cell merges its finest cells (:meth:`SumCells.reduce`) and every cell of the table
+is perturbed at once by :func:`sdckit.tabular.cellkey_flex.perturb_cells`, bit for bit
 :func:`sdckit.tabular.cellkey_sums.perturb_cell`, the function ``cell_key_sums`` runs per cell.
 Each of these is a function of the cell's set of records only, so the same cell gets the same
 perturbed sum in every table and under every where filter, and equals ``cell_key_sums``' ``sum_pert``
