@@ -65,6 +65,8 @@ if TYPE_CHECKING:  # the CKM modules (pandas, scipy) load only when a table is s
 
 #: Most cells (margins included) one answer may have.
 MAX_CELLS = 100_000
+#: Most cubes summed over some dimensions remembered per table (:meth:`CellKeyCube._margin`).
+MAX_MARGINS = 64
 #: Spawn key of the record keys' stream under ``[service] seed`` (tests); the answers of dp
 #: charges use one-element spawn keys, so the streams never meet.
 KEY_STREAM = 0x636B6D
@@ -110,7 +112,8 @@ class CellKeyCube:
         Per dimension, its rows and their groups when no ``where`` filters it (made once).
     margins : dict
         The finest cells summed over every code of some dimensions (neither asked for nor
-        filtered), by those dimensions and measure (made once: most requests start from one).
+        filtered), by those dimensions and measure (made once, at most :data:`MAX_MARGINS`: most
+        requests start from one).
     """
 
     dimensions: tuple[str, ...]
@@ -213,6 +216,8 @@ class CellKeyCube:
         the order)."""
         known = self.margins.get((whole, measure))
         if known is None:
+            if len(self.margins) >= MAX_MARGINS:
+                self.margins.clear()
             modulus = 10 ** self.lookup.digits
             n, s = self.counts, self.sums
             m = self.measures[measure] if measure is not None else None

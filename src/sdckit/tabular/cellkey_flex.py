@@ -25,6 +25,7 @@ from sdckit.tabular.ptable import PTABLE_DIGITS
 
 #: The p-table kinds by code (``kind`` in :func:`perturb_cells`).
 KINDS = ("all", "even", "odd", "small_cells")
+SMALL = KINDS.index("small_cells")
 
 
 def scrambled_key_arrays(key: np.ndarray, digits: int, top_k: int,
@@ -102,10 +103,6 @@ class FlexLookup:
         return out
 
 
-def _pick(take: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    return np.where(take, a, b)
-
-
 def perturb_cells(cv: np.ndarray, x: np.ndarray, num: np.ndarray, dec: np.ndarray, kind: np.ndarray,
                   sensitive: np.ndarray, params: CellKeySumParams, look: FlexLookup) -> np.ndarray:
     """The published values of :func:`~sdckit.tabular.cellkey_sums.perturb_cell` for many cells:
@@ -135,32 +132,32 @@ def perturb_cells(cv: np.ndarray, x: np.ndarray, num: np.ndarray, dec: np.ndarra
             power = np.array([b ** p.q for b in base])  # Python's pow: numpy's may differ in the last bit
             f1 = (p.p_small * ax - p.p_large * p.fp) / (p.p_large * p.fp)
             m = p.p_large * (1 + f1 * power)
-            x_delta = _pick(ax < p.fp, xj * p_sm, xj * m * p.epsilon[j])
+            x_delta = np.where(ax < p.fp, xj * p_sm, xj * m * p.epsilon[j])
         small = ax < zs
-        x_delta, use = _pick(small, 1.0, x_delta), _pick(small, 3, use)
+        x_delta, use = np.where(small, 1.0, x_delta), np.where(small, SMALL, use)
         over = np.abs(xo) < np.abs(x_delta)
-        x_delta = _pick(over, xo, x_delta)
+        x_delta = np.where(over, xo, x_delta)
         zero = np.zeros(len(cv), dtype=bool)
         scale = p_sm * p.epsilon[j]
         if scale:
             small = over & (np.abs(xo / scale) < zs)
-            x_delta, use = _pick(small, 1.0, x_delta), _pick(small, 3, use)
+            x_delta, use = np.where(small, 1.0, x_delta), np.where(small, SMALL, use)
             zero = small & (p.simple or j > 0)
         nz = x_delta != 0
         a = np.abs(np.divide(xo, x_delta, out=np.ones(len(cv)), where=nz))
-        a = _pick(nz, a, np.inf)
+        a = np.where(nz, a, np.inf)
         v = look(use, a, num[:, j], dec[:, j])
-        sign_xo = _pick(xo >= 0, 1.0, -1.0)
-        sign_v = _pick(v >= 0, 1.0, -1.0)
+        sign_xo = np.where(xo >= 0, 1.0, -1.0)
+        sign_v = np.where(v >= 0, 1.0, -1.0)
         x_hat = sign_xo * np.abs(x_delta) * sign_v * (mu + np.abs(v))
         bound = -xo
-        bounded = _pick(sign_xo < 0, _pick(bound < x_hat, bound, x_hat), _pick(bound > x_hat, bound, x_hat))
-        x_hat = _pick(sign_v < 0, bounded, x_hat)
-        x_hat = _pick(zero, 0.0, x_hat)
+        bounded = np.where(sign_xo < 0, np.where(bound < x_hat, bound, x_hat), np.where(bound > x_hat, bound, x_hat))
+        x_hat = np.where(sign_v < 0, bounded, x_hat)
+        x_hat = np.where(zero, 0.0, x_hat)
         step = run & ~zero
-        xo = _pick(step, xo + x_hat, xo)
-        pert = _pick(run, pert + x_hat, pert)
-    value = _pick(active, cv + pert, cv)
+        xo = np.where(step, xo + x_hat, xo)
+        pert = np.where(run, pert + x_hat, pert)
+    value = np.where(active, cv + pert, cv)
     if p.round_to is not None:
         value = np.array([p.published(v) for v in value.tolist()])
     return value
