@@ -65,6 +65,8 @@ if TYPE_CHECKING:  # the CKM modules (pandas, scipy) load only when a table is s
 
 #: Most cells (margins included) one answer may have.
 MAX_CELLS = 100_000
+#: Most cubes summed over some dimensions remembered per table (:meth:`CellKeyCube._margin`).
+MAX_MARGINS = 64
 #: Spawn key of the record keys' stream under ``[service] seed`` (tests); the answers of dp
 #: charges use one-element spawn keys, so the streams never meet.
 KEY_STREAM = 0x636B6D
@@ -108,6 +110,10 @@ class CellKeyCube:
         ``{column: SumCells}``: the summed columns (:mod:`sdckit.query.tablesums`).
     full_rows : dict
         Per dimension, its rows and their groups when no ``where`` filters it (made once).
+    margins : dict
+        The finest cells summed over every code of some dimensions (neither asked for nor
+        filtered), by those dimensions and measure (made once, at most :data:`MAX_MARGINS`: most
+        requests start from one).
     """
 
     dimensions: tuple[str, ...]
@@ -120,6 +126,8 @@ class CellKeyCube:
     rollups: tuple[np.ndarray, ...] = ()
     measures: Mapping[str, SumCells] = field(default_factory=dict)
     full_rows: dict[int, tuple[list[Any], list[np.ndarray]]] = field(default_factory=dict, repr=False, compare=False)
+    margins: dict[tuple[tuple[int, ...], str | None], tuple[np.ndarray, np.ndarray, SumCells | None]] = field(
+        default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def build(cls, domains: Mapping[str, tuple[Any, ...]], codes: Mapping[str, np.ndarray], keys: np.ndarray,
@@ -201,6 +209,24 @@ class CellKeyCube:
                 groups.append(members)
         return labels, groups
 
+    def _margin(self, whole: tuple[int, ...], measure: str | None,
+                groups: Mapping[int, list[np.ndarray]]) -> tuple[np.ndarray, np.ndarray, SumCells | None]:
+        """The counts, key sums and summed column's cells over every code of the axes ``whole``
+        (each then of length 1), computed once (integer sums and top-k merges: the same whatever
+        the order)."""
+        known = self.margins.get((whole, measure))
+        if known is None:
+            if len(self.margins) >= MAX_MARGINS:
+                self.margins.clear()
+            modulus = 10 ** self.lookup.digits
+            n, s = self.counts, self.sums
+            m = self.measures[measure] if measure is not None else None
+            for axis in sorted(whole, reverse=True):
+                n, s = _reduce(n, axis, groups[axis]), _reduce(s, axis, groups[axis]) % modulus
+                m = m.reduce(axis, groups[axis], modulus) if m is not None else None
+            known = self.margins[(whole, measure)] = (n, s, m)
+        return known
+
     def answer(self, dimensions: Any, where: Any = None, measure: str | None = None) -> dict[str, Any]:
         """The perturbed table over ``dimensions`` (a list of dimension names) of the records that
         ``where`` (``{dimension: [codes]}``) keeps: ``columns`` (the dimensions and ``count``, or
@@ -239,14 +265,15 @@ class CellKeyCube:
             raise BadTableRequest(f"The table has {cells:,} cells with its margins (over {MAX_CELLS:,}): ask for "
                                   "fewer dimensions or filter codes with 'where'.")
         modulus = 10 ** self.lookup.digits
-        n, s = self.counts, self.sums
-        m = self.measures[measure] if measure is not None else None
+        whole = tuple(a for a in range(len(self.dimensions)) if a not in axes and a not in selections)
+        n, s, m = self._margin(whole, measure, groups)
         # each axis summed into its groups (sums of < 10**5 keys < 10**12), the ones not asked for
         # first (they shrink the arrays, the others' margins grow them)
         for axis in sorted(range(n.ndim), key=lambda a: (a in axes, -a)):
-            n, s = _reduce(n, axis, groups[axis]), _reduce(s, axis, groups[axis]) % modulus
-            if m is not None:
-                m = m.reduce(axis, groups[axis], modulus)
+            if axis not in whole:
+                n, s = _reduce(n, axis, groups[axis]), _reduce(s, axis, groups[axis]) % modulus
+                if m is not None:
+                    m = m.reduce(axis, groups[axis], modulus)
         for axis in reversed(range(n.ndim)):
             if axis not in axes:
                 n, s = n.squeeze(axis), s.squeeze(axis)

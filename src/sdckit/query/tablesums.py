@@ -14,7 +14,8 @@ codes of all its declared dimensions), what the flex function needs of any union
   ``cell_key_sums`` takes them in) with their record positions, or the largest and smallest value
   (``type = "range"``).
 
-A requested cell merges its finest cells (:meth:`SumCells.reduce`) and is perturbed by
+A requested cell merges its finest cells (:meth:`SumCells.reduce`) and every cell of the table
+is perturbed at once by :func:`sdckit.tabular.cellkey_flex.perturb_cells`, bit for bit
 :func:`sdckit.tabular.cellkey_sums.perturb_cell`, the function ``cell_key_sums`` runs per cell.
 Each of these is a function of the cell's set of records only, so the same cell gets the same
 perturbed sum in every table and under every where filter, and equals ``cell_key_sums``' ``sum_pert``
@@ -33,7 +34,8 @@ import numpy as np
 
 from sdckit.core.errors import DataError
 from sdckit.tabular.cellkey import leaf_sums
-from sdckit.tabular.cellkey_sums import CellKeySumParams, NumericLookup, perturb_cell, scrambled_keys
+from sdckit.tabular.cellkey_flex import FlexLookup, perturb_cells, scrambled_key_arrays
+from sdckit.tabular.cellkey_sums import CellKeySumParams, NumericLookup
 
 #: Bits per limb of the exact sums: a limb's sum over 2**33 records stays below 2**53, exact in
 #: the float64 of :func:`numpy.bincount`.
@@ -42,8 +44,6 @@ LIMB = 20
 #: bit of the smallest value and the largest value).
 MAX_LIMBS = 16
 _EMPTY = np.iinfo(np.int64).max  # record position of an empty top-k slot
-#: Most published sums remembered per column (a table builder's users ask for the same cells).
-MEMO = 200_000
 
 
 def exact_limbs(x: np.ndarray, index: np.ndarray, size: int) -> tuple[np.ndarray, int]:
@@ -82,8 +82,14 @@ def limbs_to_float(limbs: np.ndarray, exponent: int) -> np.ndarray:
     return np.array([math.ldexp(float(t), exponent) for t in total], dtype=float)
 
 
+def _part(a: np.ndarray, axis: int, group: np.ndarray) -> np.ndarray:
+    """The positions ``group`` (sorted, distinct) of ``a`` over ``axis``: ``a`` itself when they
+    are all of them (no copy)."""
+    return a if len(group) == a.shape[axis] else a.take(group, axis=axis)
+
+
 def _sum(a: np.ndarray, axis: int) -> np.ndarray:
-    return a.sum(axis=axis)
+    return a.sum(axis=axis) if a.shape[axis] > 1 else a.squeeze(axis)
 
 
 def _top(ranks: np.ndarray, axis: int, k: int) -> np.ndarray:
@@ -120,10 +126,9 @@ class SumCells:
         The values in rank order (``type = "top_contr"``).
     supp_freq : int or None
         Cells of at most this many records are sensitive (``cell_key_sums``' ``supp_freq``).
-    memo : dict
-        Published sums already computed, by the cell's inputs to the flex function (its count,
-        key sum, exact sum and components: a function of its records); shared by the cells
-        reduced from these, emptied past :data:`MEMO` entries.
+    lookups : dict
+        The p-tables prepared for :func:`~sdckit.tabular.cellkey_flex.perturb_cells`, by key
+        decimals; shared by the cells reduced from these.
     """
 
     column: str
@@ -135,7 +140,7 @@ class SumCells:
     top: np.ndarray
     by_rank: np.ndarray
     supp_freq: int | None = None
-    memo: dict[bytes, float] = field(default_factory=dict, repr=False, compare=False)
+    lookups: dict[int, FlexLookup] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def build(cls, column: str, x: np.ndarray, flat: np.ndarray, shape: tuple[int, ...], keys: np.ndarray,
@@ -182,11 +187,11 @@ class SumCells:
         def each(f: Callable[[np.ndarray], Any]) -> list[Any]:
             return [f(g) for g in groups]
 
-        limbs = np.stack(each(lambda g: _sum(self.limbs.take(g, axis=axis), axis)), axis=axis)
-        keys = np.stack(each(lambda g: _sum(self.keys.take(g, axis=axis), axis) % modulus), axis=axis)
+        limbs = np.stack(each(lambda g: _sum(_part(self.limbs, axis, g), axis)), axis=axis)
+        keys = np.stack(each(lambda g: _sum(_part(self.keys, axis, g), axis) % modulus), axis=axis)
         top = np.zeros((*limbs.shape[:-1], 0))  # mean and sum need no more than the sum
         if self.params.type == "top_contr":
-            top = np.stack(each(lambda g: _top(self.top.take(g, axis=axis), axis, self.params.top_k)), axis=axis)
+            top = np.stack(each(lambda g: _top(_part(self.top, axis, g), axis, self.params.top_k)), axis=axis)
         elif self.params.type == "range":
             top = np.stack(each(lambda g: np.stack([self.top[..., 0].take(g, axis=axis).max(axis=axis),
                                                     self.top[..., 1].take(g, axis=axis).min(axis=axis)], axis=-1)),
@@ -222,20 +227,15 @@ class SumCells:
             comps = np.divide(ws, n, out=np.zeros(len(ws)), where=n != 0)[:, None]
         else:
             comps = ws[:, None]
-        out = np.empty(len(ws))
-        inputs = np.concatenate([n[:, None].astype(float), keys[:, None].astype(float),
-                                 self.limbs.reshape(len(ws), -1).astype(float), comps], axis=1)
-        if len(self.memo) > MEMO:
-            self.memo.clear()
-        for c in range(len(ws)):
-            known = self.memo.get(cell := inputs[c].tobytes())
-            if known is not None:
-                out[c] = known
-                continue
-            kind = ("even" if n[c] % 2 == 0 else "odd") if p.even_odd else "all"
-            sensitive = self.supp_freq is not None and bool(n[c] <= self.supp_freq)
-            xs = [v for v in comps[c].tolist() if not math.isnan(v)]
-            r = perturb_cell(float(ws[c]), xs, scrambled_keys(int(keys[c]), digits, p.top_k, p.same_key), kind,
-                             sensitive, p, self.lookup)
-            out[c] = self.memo[cell] = r["value"]
-        return out
+        kind = np.zeros(len(n), dtype=np.int64)  # KINDS: "all", or "even" (1) and "odd" (2)
+        if p.even_odd:
+            kind = np.where(n % 2 == 0, 1, 2)
+        sensitive = n <= self.supp_freq if self.supp_freq is not None else np.zeros(len(n), dtype=bool)
+        num, dec = scrambled_key_arrays(keys, digits, p.top_k, p.same_key)
+        return perturb_cells(ws, comps, num, dec, kind, sensitive, p, self.flex_lookup(digits))
+
+    def flex_lookup(self, digits: int) -> FlexLookup:
+        """The p-tables prepared for keys of ``digits`` decimals (built once)."""
+        if self.lookups.get(digits) is None:
+            self.lookups[digits] = FlexLookup(self.lookup, digits)
+        return self.lookups[digits]
