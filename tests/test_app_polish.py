@@ -120,3 +120,12 @@ def test_the_compare_table_shows_the_suppressed_share_only_when_a_candidate_supp
                           Candidate("noise", (AdditiveNoise(alpha=0.5),))]
     plain = comparing.run_comparison(session)
     assert "cells suppressed" not in plain.headings and all(len(row) == 6 for row in plain.rows)
+
+
+def test_a_hierarchy_built_in_memory_is_listed_by_its_shape_and_a_short_mapping_in_full():
+    from sdckit.app.protect import listed_value
+    from sdckit.core.hierarchy import Hierarchy
+
+    assert listed_value(Hierarchy([["a", "x", "*"], ["b", "x", "*"], ["c", "y", "*"]])) == "hierarchy: 3 levels, 3 codes"
+    assert listed_value({"a": "b", "c": "d"}) == "a -> b, c -> d"
+    assert listed_value((0, 30, 120)) == "[0, 30, 120]"  # anything else as before: its plain value
