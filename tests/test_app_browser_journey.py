@@ -355,6 +355,9 @@ def test_compare_in_the_browser_keeps_a_local_suppression_candidate_and_shows_it
                                            confidential=["income"]), seed=rng)
     run = expected.results[0].runs[0]  # some ages suppressed: measured on the complete record pairs
     assert 0 < run["records_suppressed"] < 60 and run["records_assessed"] == 60 - run["records_suppressed"]
+    assert page.locator("#shown-table th").last.inner_text() == "cells suppressed"
     for row, result in zip(rows, expected.results):
         assert row[1:] == [f"{result.hellinger:.3f}", f"{result.hellinger_null:.3f}", f"{result.p_value:.3f}",
-                           f"{result.utility_loss:.4f}", "yes" if result.plausibly_deniable else "no"]
+                           f"{result.utility_loss:.4f}", "yes" if result.plausibly_deniable else "no",
+                           f"{result.suppressed:.2%}"]
+    assert rows[1][-1] == "0.00%" and 0 < expected.results[0].suppressed < 1

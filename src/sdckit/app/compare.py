@@ -99,15 +99,21 @@ def check_comparable(session: Session) -> None:
 def run_comparison(session: Session, job: Job | None = None) -> Shown:
     """:func:`sdckit.compare.compare` of the session's candidates (at least two) on
     :func:`sample`, with the confirmed roles' schema; shown through
-    :func:`~sdckit.compare.report.comparison_report`."""
+    :func:`~sdckit.compare.report.comparison_report`, with a column of the share of the verified
+    cells suppressed (:attr:`~sdckit.compare.CandidateResult.suppressed`) when a candidate
+    suppressed any."""
     check_comparable(session)
     frame, rng = sample(session)
     comparison = compare(frame, list(session.candidates), schema=schema_of(frame, session.roles), seed=rng,
                          progress=_progress(job))
     report = comparison_report(comparison)  # once: it draws the figure
     section = report.sections[0]
-    return Shown(report.subtitle, ("candidate", "H", "H null", "p-value", "utility loss", "plausibly deniable"),
-                 list(section.context["rows"]), image(section.context["figure"]), len(frame),
+    headings = ("candidate", "H", "H null", "p-value", "utility loss", "plausibly deniable")
+    rows = list(section.context["rows"])
+    if any(r.suppressed > 0 for r in comparison.results):  # local suppression: the share of cells it left out
+        headings += ("cells suppressed",)
+        rows = [(*row, f"{r.suppressed:.2%}") for row, r in zip(rows, comparison.results, strict=True)]
+    return Shown(report.subtitle, headings, rows, image(section.context["figure"]), len(frame),
                  len(session.data.frame), comparison)
 
 

@@ -6,7 +6,8 @@ and starting a job (issue 31; the screens are in :mod:`sdckit.app.views`,
 from __future__ import annotations
 
 import hmac
-from functools import lru_cache
+from collections.abc import Awaitable, Callable
+from functools import lru_cache, wraps
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -16,8 +17,11 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from sdckit import __version__
 from sdckit.app import jobs
+from sdckit.app.protect import step_text
 from sdckit.app.session import Session
 
+#: A POST handler of :func:`guarded_post`: ``handler(request, form)``.
+PostHandler = Callable[[Request, dict[str, str]], Awaitable[Response]]
 #: The screens in the order of the navigation bar: path, title.
 SCREENS = (("/open", "Open"), ("/data", "Data"), ("/roles", "Roles"), ("/risk", "Risk"), ("/protect", "Protect"),
            ("/compare", "Compare"), ("/tables", "Tables"), ("/release", "Release"))
@@ -25,9 +29,12 @@ SCREENS = (("/open", "Open"), ("/data", "Data"), ("/roles", "Roles"), ("/risk", 
 
 @lru_cache(maxsize=1)
 def environment() -> Environment:
-    """Templates of the package, autoescape always on, undefined names an error."""
-    return Environment(loader=PackageLoader("sdckit.app", "templates"), autoescape=True,
-                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    """Templates of the package, autoescape always on, undefined names an error; the filter
+    ``step_text`` writes a step's method as the steps lists show it (:func:`sdckit.app.protect.step_text`)."""
+    env = Environment(loader=PackageLoader("sdckit.app", "templates"), autoescape=True,
+                      undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env.filters["step_text"] = step_text
+    return env
 
 
 def page(request: Request, template: str, status: int = 200, **context: Any) -> HTMLResponse:
@@ -82,6 +89,39 @@ def guard(request: Request, form: Any, roles: bool = False) -> Response | None:
     if roles and not request.state.session.confirmed:
         return RedirectResponse("/roles", status_code=303)
     return None
+
+
+def with_data(screen: Callable[..., Response]) -> Callable[..., Response]:
+    """A GET screen that needs a data set: the Open screen without one (:func:`need_data`), else
+    ``screen(request, **query)``; FastAPI reads the screen's own parameters (its signature)."""
+
+    @wraps(screen)
+    def shown(request: Request, **query: Any) -> Response:
+        if (redirect := need_data(request)) is not None:
+            return redirect
+        return screen(request, **query)
+
+    return shown
+
+
+def guarded_post(roles: bool = False) -> Callable[[PostHandler], Callable[[Request], Awaitable[Response]]]:
+    """A POST handler ``handler(request, form)`` run on the posted form (:func:`form_of`) once
+    :func:`guard` let it go on (403 without the form's CSRF token, the Open screen without a data
+    set, the Roles screen when ``roles`` are needed and not confirmed). The route's own signature
+    is ``(request)``: the form is not a parameter FastAPI reads."""
+
+    def decorate(handler: PostHandler) -> Callable[[Request], Awaitable[Response]]:
+        async def endpoint(request: Request) -> Response:
+            form = await form_of(request)
+            if (stop := guard(request, form, roles)) is not None:
+                return stop
+            return await handler(request, form)
+
+        endpoint.__name__, endpoint.__qualname__, endpoint.__doc__ = (handler.__name__, handler.__qualname__,
+                                                                      handler.__doc__)
+        return endpoint
+
+    return decorate
 
 
 def busy_line(session: Session) -> str | None:

@@ -101,6 +101,32 @@ def shown_value(value: Any) -> str:
     return str(value)
 
 
+#: A mapping in the steps list shows at most this many pairs (then how many more).
+SHOWN_PAIRS = 4
+
+
+def listed_value(value: Any) -> str:
+    """A parameter value as the steps list shows it, short and readable: a hierarchy by the name
+    of its file and its shape (``region.csv: 3 levels, 12 codes``), a mapping as ``a -> b, ...``
+    (at most :data:`SHOWN_PAIRS` pairs, then how many more), anything else as its plain value
+    (:func:`sdckit.core.result.plain`)."""
+    if isinstance(value, Hierarchy):
+        shape = f"{value.levels} levels, {len(value.values)} codes"
+        return f"{Path(value.source).name}: {shape}" if value.source else f"hierarchy: {shape}"
+    if isinstance(value, Mapping):
+        pairs = [f"{k} -> {listed_value(v)}" for k, v in list(value.items())[:SHOWN_PAIRS]]
+        more = len(value) - SHOWN_PAIRS
+        return ", ".join(pairs) + (f", ... ({more} more)" if more > 0 else "")
+    return str(plain(value))
+
+
+def step_text(method: Method) -> str:
+    """A step as the Protect and Compare screens list it: ``name(param=value, ...)``, each value
+    given by :func:`listed_value` (None left out)."""
+    given = ", ".join(f"{k}={listed_value(v)}" for k, v in method.params(plain=False).items() if v is not None)
+    return f"{method.name}({given})"
+
+
 def parameters(name: str) -> list[Parameter]:
     """The parameters of method ``name`` (its dataclass fields), each with the phrase of its
     rule from the method's ``constraints`` (:func:`~sdckit.core.params.describe_rule`) and how

@@ -16,7 +16,7 @@ import dataclasses
 import secrets
 import tempfile
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 from typing import Any
@@ -75,12 +75,17 @@ class Loaded:
     options: dict[str, Any] = field(default_factory=dict)  # the reader's: a tau-ARGUS file's rda
     _cache: dict[str, Any] = field(default_factory=dict, repr=False)
 
+    def cached(self, key: str, compute: Callable[[], Any]) -> Any:
+        """``compute()``, called once per data set and kept under ``key`` (a data set opened anew
+        is a new :class:`Loaded`, with nothing kept)."""
+        if key not in self._cache:
+            self._cache[key] = compute()
+        return self._cache[key]
+
     @property
     def sample(self) -> pd.DataFrame:
         """:func:`record_sample` of the frame, drawn once (the whole frame when it is small)."""
-        if "sample" not in self._cache:
-            self._cache["sample"] = record_sample(self.frame)
-        return self._cache["sample"]
+        return self.cached("sample", lambda: record_sample(self.frame))
 
     @property
     def sampled(self) -> bool:
@@ -90,16 +95,12 @@ class Loaded:
     @property
     def overview(self) -> list[dict[str, Any]]:
         """:func:`column_overview` of the frame (distinct values on :attr:`sample`), computed once."""
-        if "overview" not in self._cache:
-            self._cache["overview"] = column_overview(self.frame, self.sample)
-        return self._cache["overview"]
+        return self.cached("overview", lambda: column_overview(self.frame, self.sample))
 
     @property
     def suggestions(self) -> dict[str, tuple[str, str]]:
         """:func:`suggest_roles` of :attr:`sample`, computed once."""
-        if "suggestions" not in self._cache:
-            self._cache["suggestions"] = suggest_roles(self.sample)
-        return self._cache["suggestions"]
+        return self.cached("suggestions", lambda: suggest_roles(self.sample))
 
 
 @dataclass(frozen=True)

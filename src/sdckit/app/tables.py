@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 
 from sdckit.app.jobs import Job
+from sdckit.app.session import Loaded
 from sdckit.app.table_form import (CKM_COUNT_FIELDS, CKM_SUM_FIELDS, cell_key_parameters, dimension_trees,
                                    hierarchy_field, parameter_text)
 from sdckit.core.errors import DataError, ParameterError
@@ -39,8 +40,8 @@ from sdckit.tabular.hierarchy import DimensionHierarchy
 from sdckit.tabular.protection import CellKey, CellSuppression, ControlledRounding, Protection, TabularAdjustment
 
 __all__ = ["CELL_KEY_STREAM", "Dominance", "MinFrequency", "PPercent", "PROTECTIONS", "TableOutcome", "TableRequest",
-           "dimension_choices", "keyed_records", "pattern", "protect_table", "request_form", "response_choices",
-           "table_request", "weight_choices"]
+           "code_counts", "dimension_choices", "keyed_records", "loaded_code_counts", "pattern", "protect_table",
+           "request_form", "response_choices", "table_request", "weight_choices"]
 
 #: A table has at most this many dimensions on the screen (more: write a table recipe).
 MAX_DIMENSIONS = 3
@@ -126,19 +127,29 @@ class TableOutcome:
     disclosure: tuple[dict[str, Any], ...] = ()  # the cell key method's disclosure rows (cell_key_measures)
 
 
-def dimension_choices(frame: pd.DataFrame, roles: Mapping[str, str]) -> list[str]:
+def code_counts(frame: pd.DataFrame) -> dict[str, int]:
+    """The number of distinct codes (missing values left out) of each column of ``frame`` that is
+    not a float column, over every record: what :func:`dimension_choices` chooses by."""
+    return {str(name): int(frame[name].nunique(dropna=True)) for name in frame.columns
+            if not pd.api.types.is_float_dtype(frame[name].dtype)}
+
+
+def loaded_code_counts(loaded: Loaded) -> dict[str, int]:
+    """:func:`code_counts` of the data set ``loaded``, counted once per data set (0.15-0.3 s on
+    1e6 records): opening data makes a new :class:`~sdckit.app.session.Loaded`, counted anew. The
+    table is built from the data set as opened, never from the protected release, so the steps
+    applied do not change them."""
+    return loaded.cached("code_counts", lambda: code_counts(loaded.frame))
+
+
+def dimension_choices(frame: pd.DataFrame, roles: Mapping[str, str], counts: Mapping[str, int] | None = None) -> list[str]:
     """Columns that can span a table: not an identifier, household id or weight, not a float
-    column, with 2 to :data:`MAX_CODES` distinct codes."""
-    out = []
-    for name in frame.columns:
-        if roles.get(str(name)) in ("identifier", "household", "weight"):
-            continue
-        series = frame[name]
-        if pd.api.types.is_float_dtype(series.dtype):
-            continue
-        if 2 <= series.nunique(dropna=True) <= MAX_CODES:
-            out.append(str(name))
-    return out
+    column, with 2 to :data:`MAX_CODES` distinct codes (``counts``: :func:`code_counts` of
+    ``frame``, counted here when not given)."""
+    counts = code_counts(frame) if counts is None else counts
+    return [str(name) for name in frame.columns if str(name) in counts
+            and roles.get(str(name)) not in ("identifier", "household", "weight")
+            and 2 <= counts[str(name)] <= MAX_CODES]
 
 
 def response_choices(frame: pd.DataFrame, roles: Mapping[str, str]) -> list[str]:
@@ -165,7 +176,8 @@ def _number(form: Mapping[str, str], key: str, label: str, kind: type) -> Any:
 
 
 def table_request(frame: pd.DataFrame, roles: Mapping[str, str], form: Mapping[str, str],
-                  dimensions: Sequence[str], folder: Path | None = None) -> TableRequest:
+                  dimensions: Sequence[str], folder: Path | None = None,
+                  counts: Mapping[str, int] | None = None) -> TableRequest:
     """The form's table, checked (one-line :class:`ParameterError` for anything wrong): 1 to
     :data:`MAX_DIMENSIONS` distinct dimensions of :func:`dimension_choices` with their
     hierarchies (:func:`~sdckit.app.table_form.dimension_trees`; ``folder``: where a relative
@@ -173,8 +185,8 @@ def table_request(frame: pd.DataFrame, roles: Mapping[str, str], form: Mapping[s
     :func:`weight_choices` or none, the rules (their own parameter checks), a protection of
     :data:`PROTECTIONS`; a rule on sums (dominance, p%) needs a response; the cell key
     method's parameters (:func:`~sdckit.app.table_form.cell_key_parameters`) checked by the
-    method itself."""
-    allowed = dimension_choices(frame, roles)
+    method itself; ``counts``: :func:`code_counts` of ``frame`` when known."""
+    allowed = dimension_choices(frame, roles, counts)
     dims = tuple(dict.fromkeys(d for d in dimensions if d))
     if not dims:
         raise ParameterError("Choose at least one dimension (a column whose codes span the table).")

@@ -20,8 +20,8 @@ from sdckit.app import jobs, views_compare, views_tables
 from sdckit.app import protect as protecting
 from sdckit.app import release as releasing
 from sdckit.app import session as work
-from sdckit.app.pages import (busy_line, csrf_ok, form_of, guard, need_data, new_job, page, refused, start_job,
-                              wait_line)
+from sdckit.app.pages import (busy_line, csrf_ok, form_of, guarded_post, new_job, page, refused, start_job, wait_line,
+                              with_data)
 from sdckit.app.session import Session
 from sdckit.core.errors import DataError, SdcError
 
@@ -90,9 +90,8 @@ def register(app: FastAPI) -> None:
 
     # ------------------------------------------------------------------ data overview
     @app.get("/data")
+    @with_data
     def data_screen(request: Request) -> Response:
-        if (redirect := need_data(request)) is not None:
-            return redirect
         loaded = request.state.session.data
         frame = loaded.frame
         return page(request, "data.html", columns=loaded.overview, rows=work.preview(frame),
@@ -110,16 +109,13 @@ def register(app: FastAPI) -> None:
                     records=len(session.data.frame))
 
     @app.get("/roles")
+    @with_data
     def roles_screen(request: Request) -> Response:
-        if (redirect := need_data(request)) is not None:
-            return redirect
         return roles_page(request)
 
     @app.post("/roles")
-    async def roles_save(request: Request) -> Response:
-        form = await form_of(request)
-        if (stop := guard(request, form)) is not None:
-            return stop
+    @guarded_post()
+    async def roles_save(request: Request, form: dict[str, str]) -> Response:
         session: Session = request.state.session
         columns = [str(c) for c in session.data.frame.columns]
         chosen = {name: form.get(f"role-{i}", "") for i, name in enumerate(columns)}
@@ -162,9 +158,8 @@ def register(app: FastAPI) -> None:
         return RedirectResponse(f"/jobs/{job.id}", status_code=303)
 
     @app.get("/risk")
+    @with_data
     def risk_screen(request: Request) -> Response:
-        if (redirect := need_data(request)) is not None:
-            return redirect
         session: Session = request.state.session
         if not session.confirmed:
             return page(request, "risk.html", figures=None,
@@ -181,20 +176,16 @@ def register(app: FastAPI) -> None:
         return measure_risk(request)
 
     @app.post("/risk/measure")
-    async def risk_measure(request: Request) -> Response:
-        form = await form_of(request)
-        if (stop := guard(request, form, roles=True)) is not None:
-            return stop
+    @guarded_post(roles=True)
+    async def risk_measure(request: Request, form: dict[str, str]) -> Response:
         session: Session = request.state.session
         if (busy := busy_line(session)) is not None:
             return risk_page(request, 409, busy)
         return await run_in_threadpool(measure_risk, request)
 
     @app.post("/risk/suda")
-    async def risk_suda(request: Request) -> Response:
-        form = await form_of(request)
-        if (stop := guard(request, form, roles=True)) is not None:
-            return stop
+    @guarded_post(roles=True)
+    async def risk_suda(request: Request, form: dict[str, str]) -> Response:
         session: Session = request.state.session
         if (busy := busy_line(session)) is not None:
             return risk_page(request, 409, busy)
@@ -236,9 +227,8 @@ def register(app: FastAPI) -> None:
             return None, protecting.parameter_named(message, names), message
 
     @app.get("/protect")
+    @with_data
     def protect_screen(request: Request, method: str | None = None) -> Response:
-        if (redirect := need_data(request)) is not None:
-            return redirect
         if not request.state.session.confirmed:
             return page(request, "risk.html", figures=None,
                         note="Confirm the roles first: the methods work on the columns by their roles.")
@@ -253,10 +243,8 @@ def register(app: FastAPI) -> None:
         return JSONResponse({"ok": message is None, "parameter": name, "error": message})
 
     @app.post("/protect")
-    async def protect_apply(request: Request) -> Response:
-        form = await form_of(request)
-        if (stop := guard(request, form, roles=True)) is not None:
-            return stop
+    @guarded_post(roles=True)
+    async def protect_apply(request: Request, form: dict[str, str]) -> Response:
         session: Session = request.state.session
         method, name, message = method_or_error(request, form)
         if method is None:
@@ -288,16 +276,13 @@ def register(app: FastAPI) -> None:
                     uploaded=source is None, released=session.released, steps=session.steps)
 
     @app.get("/release")
+    @with_data
     def release_screen(request: Request) -> Response:
-        if (redirect := need_data(request)) is not None:
-            return redirect
         return release_page(request)
 
     @app.post("/release")
-    async def release_write(request: Request) -> Response:
-        form = await form_of(request)
-        if (stop := guard(request, form)) is not None:
-            return stop
+    @guarded_post()
+    async def release_write(request: Request, form: dict[str, str]) -> Response:
         session: Session = request.state.session
         try:
             if (busy := busy_line(session)) is not None:

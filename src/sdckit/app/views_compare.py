@@ -9,7 +9,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import RedirectResponse, Response
 
 from sdckit.app import compare as comparing
-from sdckit.app.pages import busy_line, form_of, guard, need_data, page, start_job
+from sdckit.app.pages import busy_line, guarded_post, page, start_job, with_data
 from sdckit.app.session import Session
 from sdckit.core.errors import DataError, SdcError
 
@@ -26,19 +26,16 @@ def register(app: FastAPI) -> None:
                     tunable=comparing.tunable_steps(session), sample_limit=comparing.COMPARE_RECORDS)
 
     @app.get("/compare")
+    @with_data
     def compare_screen(request: Request) -> Response:
-        if (redirect := need_data(request)) is not None:
-            return redirect
         if not request.state.session.confirmed:
             return page(request, "risk.html", figures=None,
                         note="Confirm the roles first: candidates are steps on the columns by their roles.")
         return compare_page(request)
 
     @app.post("/compare/keep")
-    async def compare_keep(request: Request) -> Response:
-        form = await form_of(request)
-        if (stop := guard(request, form, roles=True)) is not None:
-            return stop
+    @guarded_post(roles=True)
+    async def compare_keep(request: Request, form: dict[str, str]) -> Response:
         try:
             comparing.keep_candidate(request.state.session, form.get("label", ""))
         except SdcError as exc:
@@ -46,18 +43,14 @@ def register(app: FastAPI) -> None:
         return RedirectResponse("/compare", status_code=303)
 
     @app.post("/compare/drop")
-    async def compare_drop(request: Request) -> Response:
-        form = await form_of(request)
-        if (stop := guard(request, form, roles=True)) is not None:
-            return stop
+    @guarded_post(roles=True)
+    async def compare_drop(request: Request, form: dict[str, str]) -> Response:
         comparing.drop_candidate(request.state.session, form.get("label", ""))
         return RedirectResponse("/compare", status_code=303)
 
-    async def compare_job(request: Request, label: str, done_url: str, check: Any, work: Any) -> Response:
-        """The common path of the Compare screen's jobs: guard, one-line refusals, the job."""
-        form = await form_of(request)
-        if (stop := guard(request, form, roles=True)) is not None:
-            return stop
+    def compare_job(request: Request, form: dict[str, str], label: str, done_url: str, check: Any,
+                    work: Any) -> Response:
+        """The common path of the Compare screen's jobs (their POST guarded): one-line refusals, the job."""
         session: Session = request.state.session
         try:
             if (busy := busy_line(session)) is not None:
@@ -71,19 +64,24 @@ def register(app: FastAPI) -> None:
         session.compared = shown
 
     @app.post("/compare/run")
-    async def compare_run(request: Request) -> Response:
-        return await compare_job(request, "the comparison", "/compare", lambda session, _: comparing.check_comparable(session),
-                                 lambda session, _, j: set_compared(session, comparing.run_comparison(session, j)))
+    @guarded_post(roles=True)
+    async def compare_run(request: Request, form: dict[str, str]) -> Response:
+        return compare_job(request, form, "the comparison", "/compare",
+                           lambda session, _: comparing.check_comparable(session),
+                           lambda session, _, j: set_compared(session, comparing.run_comparison(session, j)))
 
     @app.post("/compare/tune")
-    async def compare_tune(request: Request) -> Response:
-        def check(session: Session, form: dict[str, str]) -> tuple[int, float]:
-            return comparing.tuning_request(session, form.get("step", ""), form.get("target", ""))
+    @guarded_post(roles=True)
+    async def compare_tune(request: Request, form: dict[str, str]) -> Response:
+        def check(session: Session, given: dict[str, str]) -> tuple[int, float]:
+            return comparing.tuning_request(session, given.get("step", ""), given.get("target", ""))
 
-        return await compare_job(request, "the tuning", "/compare", check,
-                                 lambda session, wanted, j: set_compared(session, comparing.run_tuning(session, *wanted, j)))
+        return compare_job(request, form, "the tuning", "/compare", check,
+                           lambda session, wanted, j: set_compared(session, comparing.run_tuning(session, *wanted, j)))
 
     @app.post("/compare/apply")
-    async def compare_apply(request: Request) -> Response:
-        return await compare_job(request, "applying the tuned value", "/protect", lambda session, _: comparing.tuned(session),
-                                 lambda session, shown, j: comparing.apply_tuned(session, shown, j))
+    @guarded_post(roles=True)
+    async def compare_apply(request: Request, form: dict[str, str]) -> Response:
+        return compare_job(request, form, "applying the tuned value", "/protect",
+                           lambda session, _: comparing.tuned(session),
+                           lambda session, shown, j: comparing.apply_tuned(session, shown, j))

@@ -8,7 +8,7 @@ from fastapi.responses import Response
 
 from sdckit.app import jobs, table_form
 from sdckit.app import tables as tabulating
-from sdckit.app.pages import busy_line, guard, last_values, need_data, page, posted, start_job
+from sdckit.app.pages import busy_line, guard, last_values, page, posted, start_job, with_data
 from sdckit.app.session import Session
 from sdckit.core.errors import DataError, SdcError
 from sdckit.tabular.cellkey_sums import TYPES
@@ -26,7 +26,7 @@ def register(app: FastAPI) -> None:
         if form is None:  # the form shows what was asked last, or the defaults
             form = tabulating.request_form(outcome.request if outcome is not None else None)
             dimensions = list(outcome.request.dimensions) if outcome is not None else dimensions
-        choices = tabulating.dimension_choices(frame, roles)
+        choices = tabulating.dimension_choices(frame, roles, tabulating.loaded_code_counts(session.data))
         return page(request, "tables.html", status, error=error, form=form, chosen=dimensions or [],
                     dimension_choices=choices,
                     response_choices=tabulating.response_choices(frame, roles),
@@ -37,9 +37,8 @@ def register(app: FastAPI) -> None:
                     outcome=outcome, pattern=tabulating.pattern(outcome) if outcome is not None else None)
 
     @app.get("/tables")
+    @with_data
     def tables_screen(request: Request) -> Response:
-        if (redirect := need_data(request)) is not None:
-            return redirect
         return tables_page(request)
 
     @app.post("/tables")
@@ -55,7 +54,8 @@ def register(app: FastAPI) -> None:
                 raise DataError(busy)
             source = session.data.source  # a relative hierarchy file is beside the data file
             wanted = tabulating.table_request(session.data.frame, session.roles, form, dimensions,
-                                              None if source is None else source.parent)
+                                              None if source is None else source.parent,
+                                              tabulating.loaded_code_counts(session.data))
         except SdcError as exc:
             return tables_page(request, 400, " ".join(str(exc).split()), form, dimensions)
         frame = session.data.frame
