@@ -41,6 +41,7 @@ from sdckit.query.relnames import RANK, ROW, clamp_column, code_column, is_text_
 from sdckit.query.derived import find, is_derived_name
 from sdckit.query.derivedsql import expression_sql
 from sdckit.query.sql import And, Between, Compare, InList, Not, Or, Predicate, Query
+from sdckit.query.squares import Scaling, scaling
 
 
 #: Aliases of the aggregate query's result columns (sdckit's own names).
@@ -288,7 +289,7 @@ def aggregate_sql(query: Query, table: TableConfig, mode: str, persons: bool = F
     for i, column in enumerate(summed_columns(query)):
         selects.append(_alias(exp.Sum(this=_value(column, table, query, mode, bind)), sum_alias(i)))
     for i, column in enumerate(squared_columns(query)):
-        selects.append(_alias(exp.Sum(this=_square(column, table, mode, bind, query)), square_alias(i)))
+        selects.append(_alias(_square_sum(column, table, mode, bind, query), square_alias(i)))
     for i, column in enumerate(distinct_columns(query)):
         selects.append(_alias(exp.Count(this=exp.Distinct(expressions=[_col(column, table)])), distinct_alias(i)))
     selects.extend(_alias(_group_expression(c, table, query, bind, mode), group_alias(i)) for i, c in enumerate(query.group_by))
@@ -309,6 +310,34 @@ def _square(column: str, table: TableConfig, mode: str, bind: _Params, query: Qu
     return exp.Anonymous(this="LEAST", expressions=[square, bind(square_cap(lo, hi))])
 
 
+def square_scaling(column: str, table: TableConfig, query: Query | None = None) -> Scaling | None:
+    """How a dp query's squared deviations of ``column`` are summed exactly as integers
+    (:mod:`sdckit.query.squares`), or ``None`` (a double sum): a column of ``table.square_bits``,
+    not a derived value of ``query``, no join."""
+    bits = None if isinstance(table, JoinedTable) else table.square_bits.get(column)
+    if bits is None or (query is not None and find(query, column, "value") is not None):
+        return None
+    lo, hi = table.bounds[column]
+    return scaling(lo, hi, midpoint_sensitivity(lo, hi, 1)[0], square_cap(lo, hi), bits)
+
+
+def _square_sum(column: str, table: TableConfig, mode: str, bind: _Params, query: Query | None = None) -> exp.Expression:
+    """``SUM(LEAST((x - m) * (x - m), cap))`` (:func:`_square`), or, for a dp column of
+    ``table.square_bits`` (not a derived value, no join), the exact integer sum of
+    ``LEAST((X2 - M)**2, C)`` cast to VARCHAR (:mod:`sdckit.query.squares`; ``X2 = x 2**(b+1)``)."""
+    found = square_scaling(column, table, query) if mode == "dp" else None
+    if found is None:
+        return exp.Sum(this=_square(column, table, mode, bind, query))
+    bits = found.bits
+    deviations = [exp.Paren(this=exp.Sub(this=exp.cast(exp.Mul(this=_col(clamp_column(column), table),
+                                                               expression=bind(float(2 ** (bits + 1)))), found.sql_type),
+                                         expression=exp.cast(bind(found.midpoint), found.sql_type)))
+                  for _ in range(2)]
+    term = exp.Anonymous(this="LEAST", expressions=[exp.Mul(this=deviations[0], expression=deviations[1]),
+                                                    exp.cast(bind(found.cap), found.sql_type)])
+    return exp.cast(exp.Sum(this=term), "VARCHAR")
+
+
 def cube_sql(table: TableConfig, keys: list[str], squares: list[str], column: str | None = None) -> Generated:
     """``SELECT k AS g0, .., COUNT(*) AS n, SUM(square) AS q0, .. [bin AS b] FROM sdc_dp_<t> GROUP BY ..``:
     the dp relation grouped by the columns ``keys`` as they are (and by ``column``'s quantile bin
@@ -317,13 +346,8 @@ def cube_sql(table: TableConfig, keys: list[str], squares: list[str], column: st
     bind = _Params()
     selects: list[exp.Expression] = [_alias(_col(c, table), group_alias(i)) for i, c in enumerate(keys)]
     selects.append(_alias(exp.Count(this=exp.Star()), COUNT_ALIAS))
-    for i, c in enumerate(squares):  # and whether every term is a multiple of 2**-bits (bits 0 and 22)
-        selects.append(_alias(exp.Sum(this=_square(c, table, "dp", bind)), square_alias(i)))
-        for bits in (0, 22):
-            scaled = [exp.Mul(this=exp.Paren(this=_square(c, table, "dp", bind)), expression=bind(float(2**bits)))
-                      for _ in range(2)]  # (twice: each placeholder has its own bound value)
-            test = exp.EQ(this=scaled[0], expression=exp.Floor(this=scaled[1]))
-            selects.append(_alias(exp.Anonymous(this="bool_and", expressions=[test]), f"{square_alias(i)}_{bits}"))
+    for i, c in enumerate(squares):
+        selects.append(_alias(_square_sum(c, table, "dp", bind), square_alias(i)))
     groups = [exp.Column(this=exp.to_identifier(group_alias(i), quoted=True)) for i in range(len(keys))]
     if column is not None:
         selects.append(_alias(_bin(column, table, bind), BIN_ALIAS))
