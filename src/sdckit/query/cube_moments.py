@@ -10,7 +10,8 @@ Built once at start-up beside the :class:`~sdckit.query.cube.Cube` of a table, o
   (:mod:`sdckit.query.squares`; the very expression :func:`~sdckit.query.generate.aggregate_sql`
   sums for VAR_POP/STDDEV_POP), kept as 20-bit limbs in float64
   (:func:`~sdckit.query.squares.to_limbs`): a selection's limbs add up exactly, its integer sum
-  is rebuilt and rounded once to a double, as the scan's is. A column off the grid (e.g. ``frac`` in ``[0, 0.3]``) goes to DuckDB.
+  is rebuilt and rounded once to a double, as the scan's is. A column off the grid (e.g. reals
+  in ``[0, 0.3]``) goes to DuckDB.
 * *histograms*: per cube row and quantile bin (:data:`~sdckit.query.generate.QUANTILE_BINS` equal
   bins of the bounds, the bin computed by the scan's expression), the number of records, kept
   sparse (present pairs only) when there are at most :data:`MAX_BIN_ROWS` of them; counts are

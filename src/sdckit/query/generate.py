@@ -321,19 +321,20 @@ def square_scaling(column: str, table: TableConfig, query: Query | None = None) 
     return scaling(lo, hi, midpoint_sensitivity(lo, hi, 1)[0], square_cap(lo, hi), bits)
 
 
-def _square_sum(column: str, table: TableConfig, mode: str, bind: _Params, query: Query | None = None) -> exp.Expression:
+def _square_sum(column: str, table: TableConfig, mode: str, bind: _Params,
+                query: Query | None = None) -> exp.Expression:
     """``SUM(LEAST((x - m) * (x - m), cap))`` (:func:`_square`), or, for a dp column of
     ``table.square_bits`` (not a derived value, no join), the exact integer sum of
     ``LEAST((X2 - M)**2, C)`` cast to VARCHAR (:mod:`sdckit.query.squares`; ``X2 = x 2**(b+1)``)."""
     found = square_scaling(column, table, query) if mode == "dp" else None
     if found is None:
         return exp.Sum(this=_square(column, table, mode, bind, query))
-    bits = found.bits
-    deviations = [exp.Paren(this=exp.Sub(this=exp.cast(exp.Mul(this=_col(clamp_column(column), table),
-                                                               expression=bind(float(2 ** (bits + 1)))), found.sql_type),
-                                         expression=exp.cast(bind(found.midpoint), found.sql_type)))
-                  for _ in range(2)]
-    term = exp.Anonymous(this="LEAST", expressions=[exp.Mul(this=deviations[0], expression=deviations[1]),
+
+    def deviation() -> exp.Expression:  # built twice: each placeholder has its own bound value
+        scaled = exp.Mul(this=_col(clamp_column(column), table), expression=bind(float(2 ** (found.bits + 1))))
+        return exp.Paren(this=exp.Sub(this=exp.cast(scaled, found.sql_type),
+                                      expression=exp.cast(bind(found.midpoint), found.sql_type)))
+    term = exp.Anonymous(this="LEAST", expressions=[exp.Mul(this=deviation(), expression=deviation()),
                                                     exp.cast(bind(found.cap), found.sql_type)])
     return exp.cast(exp.Sum(this=term), "VARCHAR")
 
