@@ -15,6 +15,7 @@ import pytest
 from sdckit.query import noisy
 from sdckit.query.config import load_config
 from sdckit.query.data import Database
+from sdckit.query.derived import dp_table
 from sdckit.query.generate import aggregate_sql, midpoint_sensitivity, square_cap
 from sdckit.query.sql import parse
 from sdckit.query.squares import Scaling, grid_bits, scaling
@@ -121,3 +122,5 @@ def test_values_off_the_grid_keep_the_double_sum_and_the_scan(db):
     got = noisy.exact_cells(plan, table, db.aggregate(generated))[1][noisy.square_key("frac")]
     assert got.tolist() == pytest.approx([8 * (0.1 - 0.5) ** 2], rel=1e-12)
     assert np.asarray(got).dtype == float
+    derived = parse("SELECT VAR_POP(capped * 2) FROM t", db.config)  # a derived value: the double sum too
+    assert "TEXT" not in aggregate_sql(derived, dp_table(derived, table), "dp").sql
