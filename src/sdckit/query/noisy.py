@@ -64,12 +64,13 @@ from sdckit.core.result import Result, plain
 from sdckit.dp.accountant import exact_text, split_epsilon
 from sdckit.dp.mechanisms import Geometric, grid_scale, laplace_randomise
 from sdckit.query.config import TableConfig
+from sdckit.query.generate import square_scaling  # (exact squares, issue 32)
 from sdckit.query.generate import (BIN_ALIAS, COUNT_ALIAS, QUANTILE_BINS, cell_indices, contribution_bound, distinct_alias,
                                    distinct_columns, midpoint_sensitivity, quantile_columns, square_alias, square_cap,
-                                   square_scaling, squared_columns, sum_alias, summed_columns)
-from sdckit.query.squares import exact_floats
+                                   squared_columns, sum_alias, summed_columns)
 from sdckit.query.quantiles import EPS_BITS, choose_quantiles, quantile_key, quantile_scale, quantile_text
 from sdckit.query.sql import Query
+from sdckit.query.squares import exact_floats
 from sdckit.query.variance import VARIANCE_LEVEL, square_sensitivity, variance_estimate, variance_range
 
 
