@@ -311,9 +311,8 @@ def _square(column: str, table: TableConfig, mode: str, bind: _Params, query: Qu
 
 
 def square_scaling(column: str, table: TableConfig, query: Query | None = None) -> Scaling | None:
-    """How a dp query's squared deviations of ``column`` are summed exactly as integers
-    (:mod:`sdckit.query.squares`), or ``None`` (a double sum): a column of ``table.square_bits``,
-    not a derived value of ``query``, no join."""
+    """The exact integer squares of ``column`` in a dp query (:mod:`sdckit.query.squares`), or ``None``
+    (a double sum): a column of ``table.square_bits``, not a derived value of ``query``, no join."""
     bits = None if isinstance(table, JoinedTable) else table.square_bits.get(column)
     if bits is None or (query is not None and find(query, column, "value") is not None):
         return None
@@ -321,22 +320,16 @@ def square_scaling(column: str, table: TableConfig, query: Query | None = None) 
     return scaling(lo, hi, midpoint_sensitivity(lo, hi, 1)[0], square_cap(lo, hi), bits)
 
 
-def _square_sum(column: str, table: TableConfig, mode: str, bind: _Params,
-                query: Query | None = None) -> exp.Expression:
-    """``SUM(LEAST((x - m) * (x - m), cap))`` (:func:`_square`), or, for a dp column of
-    ``table.square_bits`` (not a derived value, no join), the exact integer sum of
-    ``LEAST((X2 - M)**2, C)`` cast to VARCHAR (:mod:`sdckit.query.squares`; ``X2 = x 2**(b+1)``)."""
+def _square_sum(column: str, table: TableConfig, mode: str, bind: _Params, query: Query | None = None) -> exp.Expression:
+    """``SUM(`` :func:`_square` ``)``, or for a column of :func:`square_scaling` the exact integer sum of
+    ``LEAST((CAST(x 2**(b+1)) - M)**2, C)`` as text (each placeholder bound once: built twice)."""
     found = square_scaling(column, table, query) if mode == "dp" else None
     if found is None:
         return exp.Sum(this=_square(column, table, mode, bind, query))
-
-    def deviation() -> exp.Expression:  # built twice: each placeholder has its own bound value
-        scaled = exp.Mul(this=_col(clamp_column(column), table), expression=bind(float(2 ** (found.bits + 1))))
-        return exp.Paren(this=exp.Sub(this=exp.cast(scaled, found.sql_type),
-                                      expression=exp.cast(bind(found.midpoint), found.sql_type)))
-    term = exp.Anonymous(this="LEAST", expressions=[exp.Mul(this=deviation(), expression=deviation()),
-                                                    exp.cast(bind(found.cap), found.sql_type)])
-    return exp.cast(exp.Sum(this=term), "VARCHAR")
+    kind, scaled = found.sql_type, lambda: exp.Mul(this=_col(clamp_column(column), table), expression=bind(float(2 ** (found.bits + 1))))
+    deviations = [exp.Paren(this=exp.Sub(this=exp.cast(scaled(), kind), expression=exp.cast(bind(found.midpoint), kind))) for _ in range(2)]
+    least = [exp.Mul(this=deviations[0], expression=deviations[1]), exp.cast(bind(found.cap), kind)]
+    return exp.cast(exp.Sum(this=exp.Anonymous(this="LEAST", expressions=least)), "VARCHAR")
 
 
 def cube_sql(table: TableConfig, keys: list[str], squares: list[str], column: str | None = None) -> Generated:
@@ -347,8 +340,7 @@ def cube_sql(table: TableConfig, keys: list[str], squares: list[str], column: st
     bind = _Params()
     selects: list[exp.Expression] = [_alias(_col(c, table), group_alias(i)) for i, c in enumerate(keys)]
     selects.append(_alias(exp.Count(this=exp.Star()), COUNT_ALIAS))
-    for i, c in enumerate(squares):
-        selects.append(_alias(_square_sum(c, table, "dp", bind), square_alias(i)))
+    selects.extend(_alias(_square_sum(c, table, "dp", bind), square_alias(i)) for i, c in enumerate(squares))
     groups = [exp.Column(this=exp.to_identifier(group_alias(i), quoted=True)) for i in range(len(keys))]
     if column is not None:
         selects.append(_alias(_bin(column, table, bind), BIN_ALIAS))
