@@ -5,6 +5,8 @@ charged exactly in the analyst's definition; restricted mode refuses them."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import math
 from fractions import Fraction
 
@@ -81,7 +83,11 @@ def test_the_measurements_sensitivities_and_the_split_are_stated(tmp_path):
     assert p.sensitivities == {"count": 2.0, "v": 10.0, "sumsq:v": 25.0, "distinct:g": 2.0}
     assert p.midpoints == {"v": 5.0} and p.square_caps == {"v": 25.0} == {"v": square_cap(0.0, 10.0)}
     assert "SUM(min((v - 5)^2, 25) - 12.5)" in p.mechanism() and "split equally over 4" in p.mechanism()
-    assert "LEAST" in aggregate_sql(q, t, "dp").sql and aggregate_sql(q, t, "dp").params == (5.0, 5.0, 25.0)
+    # integer values: LEAST((2x - 10)**2, 100) summed exactly as integers (over 4 = the squared deviations)
+    assert t.square_bits == {"v": 0} and "LEAST" in aggregate_sql(q, t, "dp").sql
+    assert aggregate_sql(q, t, "dp").params == (2.0, 10, 2.0, 10, 100)
+    off_grid = dataclasses.replace(t, square_bits={})  # the double sum of LEAST((x - 5)**2, 25)
+    assert "LEAST" in aggregate_sql(q, off_grid, "dp").sql and aggregate_sql(q, off_grid, "dp").params == (5.0, 5.0, 25.0)
     a = Fraction(0.1) - Fraction(0.05)  # the doubles' exact largest deviation
     assert square_cap(-3.0, 10.0) == 6.5 ** 2 and Fraction(square_cap(0.0, 0.1)) <= a * a
     assert math.nextafter(square_cap(0.0, 0.1), 1.0) > a * a

@@ -109,6 +109,10 @@ class TableConfig(Result):
     max_rows_per_join_key : int
         A dp join of two private tables keeps at most this many of this table's rows per value
         of the join key (the first in file order; :mod:`sdckit.query.joins`).
+    square_bits : dict
+        ``column -> b``: the clamped values are multiples of ``2**-b`` and their squared
+        deviations are summed exactly as integers (filled in when the data is loaded;
+        :mod:`sdckit.query.squares`).
     """
 
     name: str
@@ -125,6 +129,7 @@ class TableConfig(Result):
     ckm: CkmConfig | None = None
     key_columns: tuple[str, ...] = ()
     max_rows_per_join_key: int = 1
+    square_bits: dict[str, int] = field(default_factory=dict)
 
     @property
     def public_dimensions(self) -> tuple[str, ...]:

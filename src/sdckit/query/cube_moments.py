@@ -5,16 +5,13 @@ scan, with exactly the true answers of the DuckDB path.
 Built once at start-up beside the :class:`~sdckit.query.cube.Cube` of a table, on its key columns
 (:func:`~sdckit.query.generate.cube_sql`, the very SQL expressions of the scan):
 
-* *squares*: per cube row, ``SUM(LEAST((x - m) * (x - m), cap))`` of each bounded column, the sum
-  :func:`~sdckit.query.generate.aggregate_sql` takes for VAR_POP/STDDEV_POP. Every term is the same
-  double in both paths (the same expression on the same value); the terms are non-negative, so a
-  selection's sum is at most the table's. A column is kept only when every term is an integer and
-  the table's sum is below 2**53, or every term is a multiple of 2**-22 and the sum is below 2**31:
-  every partial sum, in any order and grouping, is then exactly representable, so DuckDB's ``SUM``
-  and the sum of the cube's sums are the same number (a double sum of non-negative terms is
-  ``>= 2**k`` exactly when the true one is, rounding being monotone, so the check on DuckDB's own
-  sum is sound). Otherwise (e.g. incomes in ``[0, 2e5]`` on more than about 2.7e6 rows) VAR_POP
-  goes to DuckDB.
+* *squares*: per cube row, the exact integer sum of the scaled squared deviations
+  ``LEAST((X2 - M)**2, C)`` of each bounded column whose clamped values lie on a grid
+  (:mod:`sdckit.query.squares`; the very expression :func:`~sdckit.query.generate.aggregate_sql`
+  sums for VAR_POP/STDDEV_POP), kept as 20-bit limbs in float64
+  (:func:`~sdckit.query.squares.to_limbs`): a selection's limbs add up exactly, its integer sum
+  is rebuilt and rounded once to a double, as the scan's is. A column off the grid (e.g. reals
+  in ``[0, 0.3]``) goes to DuckDB.
 * *histograms*: per cube row and quantile bin (:data:`~sdckit.query.generate.QUANTILE_BINS` equal
   bins of the bounds, the bin computed by the scan's expression), the number of records, kept
   sparse (present pairs only) when there are at most :data:`MAX_BIN_ROWS` of them; counts are
@@ -43,17 +40,14 @@ from sdckit.core.result import Result, plain
 from sdckit.query.config import TableConfig
 from sdckit.query.cube import Cube, column_key, literals_exact
 from sdckit.query.generate import (BIN_ALIAS, COUNT_ALIAS, PERSONS_ALIAS, QUANTILE_BINS, cube_sql, distinct_columns,
-                                   group_alias, is_text_domain, quantile_columns, square_alias, squared_columns,
-                                   sum_alias, summed_columns)
+                                   group_alias, is_text_domain, quantile_columns, square_alias, square_scaling,
+                                   squared_columns, sum_alias, summed_columns)
 from sdckit.query.noisy import distinct_key, square_key
 from sdckit.query.sql import Query, predicate_columns
+from sdckit.query.squares import limb_sums, result_ints, to_limbs
 
 #: Most (cube row, bin) pairs kept for one column's quantile histograms.
 MAX_BIN_ROWS = 4_000_000
-#: Fraction bits of the squared deviations' grid (clamped values on 2**-10, a midpoint on 2**-11).
-SQUARE_FRACTION_BITS = 22
-#: Bound on the table's sum of squared deviations: integers (2**53) or on the 2**-22 grid (2**31).
-_LIMITS = ((0, 2.0**53), (SQUARE_FRACTION_BITS, 2.0**(53 - SQUARE_FRACTION_BITS)))
 
 
 @dataclass(frozen=True, eq=False)
@@ -61,7 +55,7 @@ class Moments(Result):
     """The squares, histograms and distinct values of one table's cube (module description)."""
 
     cube: Cube
-    #: per bounded column whose squared-deviation sums are exact: the sum per cube row
+    #: per bounded column whose squared-deviation sums are exact integers: (cube rows x limbs)
     squares: dict[str, np.ndarray] = field(metadata={"dict": False})
     #: per bounded column: (cube row, bin, records) of each present pair
     bins: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = field(metadata={"dict": False})
@@ -78,16 +72,15 @@ class Moments(Result):
         """The moments of ``cube`` from the dp relation in the DuckDB connection ``con``."""
         table = cube.table
         keys = list(cube.keys)
-        bounded = [c for c in cube.sums]  # (clamped values on the 2**-10 grid: squares on 2**-22)
+        bounded = [c for c in cube.sums if square_scaling(c, table) is not None]
         squares: dict[str, np.ndarray] = {}
         if bounded:
             result = _run(con, cube_sql(table, keys, bounded))
             rows = _parents(cube, result)
             for i, column in enumerate(bounded):
-                values = np.asarray(np.ma.filled(result[square_alias(i)], 0.0), dtype=float)
-                grids = [bool(np.all(np.ma.filled(result[f"{square_alias(i)}_{bits}"], True))) for bits, _ in _LIMITS]
-                if _exact(values, grids):
-                    squares[column] = np.bincount(rows, weights=values, minlength=cube.size)
+                limbs = to_limbs(result_ints(result[square_alias(i)]))
+                squares[column] = np.stack([np.bincount(rows, weights=limbs[:, j], minlength=cube.size)
+                                            for j in range(limbs.shape[1])], axis=1)
         bins: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         for column in table.bounds:
             if cube.size * QUANTILE_BINS > max_bin_rows and _pairs(con, table, keys, column) > max_bin_rows:
@@ -123,8 +116,8 @@ class Moments(Result):
         counts, sums = self.cube.cells(query, n_cells)
         keep, cell = self.cube.rows(query)
         for column in squared_columns(query):
-            sums[square_key(column)] = np.bincount(cell[keep], weights=self.squares[column][keep],
-                                                   minlength=n_cells).astype(float)
+            sums[square_key(column)] = limb_sums(self.squares[column][keep], cell[keep], n_cells,
+                                                 self.cube.table.square_bits[column])
         for column in distinct_columns(query):
             key = self.cube.keys[column]
             present = keep & (key.index >= 0)
@@ -207,15 +200,6 @@ def _parents(cube: Cube, result: dict[str, np.ndarray]) -> np.ndarray:
     if (parents < 0).any():  # pragma: no cover - the dp relation does not change while the service runs
         raise RuntimeError("Internal check: a key combination missing from the cube.")
     return parents
-
-
-def _exact(sums: np.ndarray, grids: list[bool]) -> bool:
-    """Whether every sum of squared-deviation terms, in any order, is exact: ``sums`` are the
-    groups' sums (non-negative terms: each group's sum is exact when the whole is, and the double
-    total reaches a power of two exactly when the true one does), ``grids[j]`` whether every term
-    is a multiple of 2**-bits of :data:`_LIMITS`' j-th entry."""
-    total = float(sums.sum())
-    return bool(np.all(sums >= 0)) and any(on and total < limit for on, (_, limit) in zip(grids, _LIMITS))
 
 
 def _pairs(con: Any, table: TableConfig, keys: list[str], column: str) -> int:

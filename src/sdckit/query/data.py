@@ -41,8 +41,9 @@ from sdckit.query.cube import Cube, summable_columns
 from sdckit.query.cube_moments import Moments
 from sdckit.query.joins import load_public, public_sql, query_table
 from sdckit.query.relnames import NUMERIC_TYPES
-from sdckit.query.generate import (RANK, ROW, clamp_column, code_column, is_text_domain, quantile_columns,
-                                   relation_name, rows_per_unit)
+from sdckit.query.generate import (RANK, ROW, clamp_column, code_column, is_text_domain, midpoint_sensitivity,
+                                   quantile_columns, relation_name, rows_per_unit, square_cap)
+from sdckit.query.squares import grid_bits
 
 if TYPE_CHECKING:
     import duckdb
@@ -227,7 +228,8 @@ class Database:
             self.unique_units[t.name] = True
         self._con.execute(f"CREATE TABLE {_q(dp)} AS SELECT *{clamps}, {rank} AS {_q(RANK)} FROM {_q(base)}{bounded}",
                           clamp_params)
-        return t
+        caps = {c: (midpoint_sensitivity(lo, hi, 1)[0], square_cap(lo, hi)) for c, (lo, hi) in t.bounds.items()}
+        return dataclasses.replace(t, square_bits=grid_bits(self._con, t, int(n), caps))  # (sdckit.query.squares)
 
     def _data_bounds(self, t: TableConfig, base: str, types: dict[str, str]) -> TableConfig:
         bounds = dict(t.bounds)

@@ -42,6 +42,7 @@ from sdckit.query.relnames import RANK, ROW, clamp_column, code_column, is_text_
 from sdckit.query.derived import find, is_derived_name
 from sdckit.query.derivedsql import expression_sql
 from sdckit.query.sql import And, Between, Compare, InList, Not, Or, Predicate, Query
+from sdckit.query.squares import Scaling, scaling
 
 
 #: Aliases of the aggregate query's result columns (sdckit's own names).
@@ -306,7 +307,7 @@ def aggregate_sql(query: Query, table: TableConfig, mode: str, persons: bool = F
     for i, column in enumerate(summed_columns(query)):
         selects.append(_alias(exp.Sum(this=_value(column, table, query, mode, bind)), sum_alias(i)))
     for i, column in enumerate(squared_columns(query)):
-        selects.append(_alias(exp.Sum(this=_square(column, table, mode, bind, query)), square_alias(i)))
+        selects.append(_alias(_square_sum(column, table, mode, bind, query), square_alias(i)))
     for i, column in enumerate(distinct_columns(query)):
         selects.append(_alias(exp.Count(this=exp.Distinct(expressions=[_col(column, table)])), distinct_alias(i)))
     selects.extend(_alias(_group_expression(c, table, query, bind, mode), group_alias(i)) for i, c in enumerate(query.group_by))
@@ -327,6 +328,28 @@ def _square(column: str, table: TableConfig, mode: str, bind: _Params, query: Qu
     return exp.Anonymous(this="LEAST", expressions=[square, bind(square_cap(lo, hi))])
 
 
+def square_scaling(column: str, table: TableConfig, query: Query | None = None) -> Scaling | None:
+    """The exact integer squares of ``column`` in a dp query (:mod:`sdckit.query.squares`), or ``None``
+    (a double sum): a column of ``table.square_bits``, not a derived value of ``query``, no join."""
+    bits = None if isinstance(table, JoinedTable) else table.square_bits.get(column)
+    if bits is None or (query is not None and find(query, column, "value") is not None):
+        return None
+    lo, hi = table.bounds[column]
+    return scaling(lo, hi, midpoint_sensitivity(lo, hi, 1)[0], square_cap(lo, hi), bits)
+
+
+def _square_sum(column: str, table: TableConfig, mode: str, bind: _Params, query: Query | None = None) -> exp.Expression:
+    """``SUM(`` :func:`_square` ``)``, or for a column of :func:`square_scaling` the exact integer sum of
+    ``LEAST((CAST(x 2**(b+1)) - M)**2, C)`` as text (each placeholder bound once: built twice)."""
+    found = square_scaling(column, table, query) if mode == "dp" else None
+    if found is None:
+        return exp.Sum(this=_square(column, table, mode, bind, query))
+    kind, scaled = found.sql_type, lambda: exp.Mul(this=_col(clamp_column(column), table), expression=bind(float(2 ** (found.bits + 1))))
+    deviations = [exp.Paren(this=exp.Sub(this=exp.cast(scaled(), kind), expression=exp.cast(bind(found.midpoint), kind))) for _ in range(2)]
+    least = [exp.Mul(this=deviations[0], expression=deviations[1]), exp.cast(bind(found.cap), kind)]
+    return exp.cast(exp.Sum(this=exp.Anonymous(this="LEAST", expressions=least)), "VARCHAR")
+
+
 def cube_sql(table: TableConfig, keys: list[str], squares: list[str], column: str | None = None) -> Generated:
     """``SELECT k AS g0, .., COUNT(*) AS n, SUM(square) AS q0, .. [bin AS b] FROM sdc_dp_<t> GROUP BY ..``:
     the dp relation grouped by the columns ``keys`` as they are (and by ``column``'s quantile bin
@@ -335,13 +358,7 @@ def cube_sql(table: TableConfig, keys: list[str], squares: list[str], column: st
     bind = _Params()
     selects: list[exp.Expression] = [_alias(_col(c, table), group_alias(i)) for i, c in enumerate(keys)]
     selects.append(_alias(exp.Count(this=exp.Star()), COUNT_ALIAS))
-    for i, c in enumerate(squares):  # and whether every term is a multiple of 2**-bits (bits 0 and 22)
-        selects.append(_alias(exp.Sum(this=_square(c, table, "dp", bind)), square_alias(i)))
-        for bits in (0, 22):
-            scaled = [exp.Mul(this=exp.Paren(this=_square(c, table, "dp", bind)), expression=bind(float(2**bits)))
-                      for _ in range(2)]  # (twice: each placeholder has its own bound value)
-            test = exp.EQ(this=scaled[0], expression=exp.Floor(this=scaled[1]))
-            selects.append(_alias(exp.Anonymous(this="bool_and", expressions=[test]), f"{square_alias(i)}_{bits}"))
+    selects.extend(_alias(_square_sum(c, table, "dp", bind), square_alias(i)) for i, c in enumerate(squares))
     groups = [exp.Column(this=exp.to_identifier(group_alias(i), quoted=True)) for i in range(len(keys))]
     if column is not None:
         selects.append(_alias(_bin(column, table, bind), BIN_ALIAS))

@@ -64,12 +64,14 @@ from sdckit.core.result import Result, plain
 from sdckit.dp.accountant import exact_text, split_epsilon
 from sdckit.dp.mechanisms import Geometric, grid_scale, laplace_randomise
 from sdckit.query.config import TableConfig
+from sdckit.query.generate import square_scaling  # (exact squares, issue 32)
 from sdckit.query.generate import (BIN_ALIAS, COUNT_ALIAS, QUANTILE_BINS, cell_indices, contribution_bound, distinct_alias,
                                    distinct_columns, midpoint_sensitivity, quantile_columns, square_alias, square_cap,
                                    squared_columns, sum_alias, summed_columns)
 from sdckit.query.groupbounds import GroupBounds
 from sdckit.query.quantiles import EPS_BITS, choose_quantiles, quantile_key, quantile_scale, quantile_text
 from sdckit.query.sql import Query
+from sdckit.query.squares import exact_floats
 from sdckit.query.variance import VARIANCE_LEVEL, square_sensitivity, variance_estimate, variance_range
 
 
@@ -284,8 +286,11 @@ def exact_cells(plan_: Plan, table: TableConfig, result: dict[str, np.ndarray]) 
     counts[cells[keep]] = np.asarray(result[COUNT_ALIAS], dtype=np.int64)[keep]
     read = ([(column, sum_alias(j)) for j, column in enumerate(summed)]
             + [(square_key(c), square_alias(j)) for j, c in enumerate(squared_columns(plan_.query))])
+    exact = {square_key(c): square_scaling(c, table, plan_.query) for c in squared_columns(plan_.query)}
     for name, alias in read:
         values = result[alias]
+        if exact.get(name) is not None:  # an exact integer sum (sdckit.query.squares)
+            values = exact_floats(values, exact[name].bits)
         values = np.ma.filled(values, 0.0) if isinstance(values, np.ma.MaskedArray) else values
         sums[name] = np.zeros(len(plan_.cells))
         sums[name][cells[keep]] = np.asarray(values, dtype=float)[keep]
