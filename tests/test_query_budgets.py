@@ -9,6 +9,7 @@ from fractions import Fraction
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats
 
 from sdckit.core.errors import ParameterError
 from sdckit.dp.zcdp import rho_for, zcdp_delta
@@ -76,12 +77,15 @@ def test_zcdp_count_is_a_discrete_gaussian_of_the_stated_variance(service):
 
 
 def test_approx_sum_noise_has_the_calibrated_sigma_and_charges_epsilon_delta_exactly(service):
+    """At (1, 1/2) the Gaussian calibrated through zCDP (sigma ~0.70 x 200,000) is less noise than
+    the Laplace of scale 200,000, so it is kept."""
     table = service.config.tables["census"]
     q = parse("SELECT grp, SUM(income) FROM census GROUP BY grp", service.config)  # 200 groups
-    p = noisy_gaussian.plan(q, table, "approx", epsilon=Fraction(1), delta=Fraction(1, 10**6))
-    assert p.cost == (Fraction(1), Fraction(1, 10**6), Fraction(0))
+    p = noisy_gaussian.plan(q, table, "approx", epsilon=Fraction(1), delta=Fraction(1, 2))
+    assert p.cost == (Fraction(1), Fraction(1, 2), Fraction(0))
     m = p.measurements["income"]
-    rho = rho_for(1.0, 1e-6)
+    assert isinstance(m, noisy_gaussian.Measurement)
+    rho = rho_for(1.0, 0.5)
     assert m.rho <= rho and m.steps == math.ceil(200_000 / m.grid) + 1
     assert m.sigma == pytest.approx(200_000 / math.sqrt(2 * float(rho)), rel=1e-5)
     rng = np.random.default_rng(3)
@@ -89,6 +93,55 @@ def test_approx_sum_noise_has_the_calibrated_sigma_and_charges_epsilon_delta_exa
     noise = np.concatenate([[r[1] for r in noisy_gaussian.answer_cells(p, zeros.astype(int), {"income": zeros}, rng)["rows"]]
                             for _ in range(15)])
     assert noise.std() == pytest.approx(m.sigma, rel=0.06)  # relative sd of the sample sd: 1.3%
+
+
+def test_approx_at_a_small_delta_answers_with_laplace_noise_of_the_epsilon_share(service):
+    """At (1, 1e-6) the Gaussian through zCDP would have sigma ~4.5 sensitivities, the Laplace of
+    epsilon 1 has scale 1 sensitivity: each measurement gets the pure epsilon-share noise (as
+    Tumult under an ApproxDPBudget), the query is still charged (1, 1e-6). The SUM's 3,000 noises
+    against Laplace(0, b) with b the stated scale (KS, level 0.001), the COUNT's against the
+    discrete Laplace (chi-square, level 0.001); AVG splits epsilon 1/2 + 1/2."""
+    table = service.config.tables["census"]
+    q = parse("SELECT grp, SUM(income) FROM census GROUP BY grp", service.config)  # 200 groups
+    p = noisy_gaussian.plan(q, table, "approx", epsilon=Fraction(1), delta=Fraction(1, 10**6))
+    assert p.cost == (Fraction(1), Fraction(1, 10**6), Fraction(0))
+    m = p.measurements["income"]
+    assert isinstance(m, noisy_gaussian.LaplaceMeasurement) and m.epsilon == 1.0 and not m.integer
+    assert 200_000 <= m.scale <= 200_000 * (1 + 2**-18)
+    rng = np.random.default_rng(5)
+    zeros = np.zeros(200)
+    outs = [noisy_gaussian.answer_cells(p, zeros.astype(int), {"income": zeros}, rng) for _ in range(15)]
+    assert outs[0]["noise_scale"][1] == {"sigma": pytest.approx(math.sqrt(2) * m.scale), "laplace_scale": m.scale}
+    assert "pure epsilon-DP" in outs[0]["mechanism"] and "Laplace" in outs[0]["mechanism"]
+    noise = np.concatenate([[r[1] for r in out["rows"]] for out in outs])
+    assert stats.kstest(noise, stats.laplace(scale=m.scale).cdf).pvalue > 0.001
+    q = parse("SELECT grp, COUNT(*), AVG(income) FROM census GROUP BY grp", service.config)
+    p = noisy_gaussian.plan(q, table, "approx", epsilon=Fraction(1), delta=Fraction(1, 10**6))
+    c = p.measurements["count"]
+    assert isinstance(c, noisy_gaussian.LaplaceMeasurement) and c.integer and c.epsilon == 0.5 and c.scale == 2.0
+    assert isinstance(p.measurements["income"], noisy_gaussian.LaplaceMeasurement)
+    many = np.full(200, 10_000)
+    counts = np.concatenate([[r[1] for r in noisy_gaussian.answer_cells(p, many, {"income": many * 5e4}, rng)["rows"]]
+                             for _ in range(15)]) - 10_000
+    values, observed = np.unique(np.clip(counts, -12, 12), return_counts=True)
+    pr = math.exp(-1 / c.scale)
+    pmf = {y: (1 - pr) / (1 + pr) * pr ** abs(y) for y in range(-11, 12)}
+    pmf[-12] = pmf[12] = pr ** 12 / (1 + pr)  # the tails P(Y <= -12), P(Y >= 12)
+    expected = np.array([3000 * pmf[int(v)] for v in values])
+    assert abs(sum(pmf.values()) - 1) < 1e-12 and values.size == 25
+    assert stats.chisquare(observed, expected).pvalue > 0.001
+
+
+def test_approx_laplace_is_chosen_from_public_parameters_only(service):
+    """The choice depends on epsilon, delta, k and the bounds, never on the data: two tables'
+    plans agree; the Gaussian is kept exactly when its median absolute error is smaller."""
+    table = service.config.tables["census"]
+    q = parse("SELECT COUNT(*) FROM census", service.config)
+    for delta, gaussian in ((Fraction(1, 10**6), False), (Fraction(1, 10), False), (Fraction(1, 2), True)):
+        m = noisy_gaussian.plan(q, table, "approx", epsilon=Fraction(1), delta=delta).measurements["count"]
+        assert isinstance(m, noisy_gaussian.Measurement) is gaussian
+        g = noisy_gaussian.Measurement(1.0, 1.0, 1, *noisy_gaussian.variance_for(1, rho_for(1.0, float(delta))))
+        assert (0.6745 * g.sigma <= math.log(2) * 1.0) is gaussian  # median |N(0, s)| vs median |Laplace(b = 1)|
 
 
 def test_a_person_with_many_rows_moves_the_vector_by_at_most_the_l2_sensitivity(tmp_path):
@@ -115,6 +168,12 @@ def test_a_person_with_many_rows_moves_the_vector_by_at_most_the_l2_sensitivity(
     assert np.linalg.norm(counts - without) <= p.measurements["count"].steps == 3
     moved = np.rint(dev / m.grid) - np.rint(dev_without / m.grid)
     assert np.linalg.norm(moved) <= m.steps and m.steps == math.ceil(15 / m.grid) + 3
+    # (epsilon, delta) at 1e-6: the same measurements with pure noise, whose L1 sensitivities are
+    # the stated ones: her removal moves the count vector by 3 = k and the deviations by 15 = k * 5
+    a = noisy_gaussian.plan(q, t, "approx", epsilon=Fraction(1), delta=Fraction(1, 10**6))
+    assert all(isinstance(x, noisy_gaussian.LaplaceMeasurement) for x in a.measurements.values())
+    assert np.abs(counts - without).sum() <= a.measurements["count"].sensitivity == 3
+    assert np.abs(dev - dev_without).sum() <= a.measurements["v"].sensitivity == 15
 
 
 def test_an_analyst_cannot_spend_past_the_budget_in_any_definition(service):

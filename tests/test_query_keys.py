@@ -2,7 +2,8 @@
 
 The attack (a key held by one person is released with probability <= delta: exactly from the
 mechanism, and empirically), the distributions (release frequencies against the noise's CDF at
-the threshold; the released COUNTs' noise against the discrete Gaussian), the refusals of
+the threshold; the released COUNTs' noise against the discrete Laplace, or the discrete
+Gaussian where that is less noise), the refusals of
 pure-epsilon, zCDP and restricted analysts (400, nothing charged), the exact charge, the
 contribution bound, the configuration, and the real server over HTTP on 127.0.0.1.
 """
@@ -21,7 +22,7 @@ from scipy import stats
 from query_helpers import SEED, Server
 from sdckit.core.errors import ParameterError
 from sdckit.dp.accountant import exact_text
-from sdckit.query import keys
+from sdckit.query import keys, noisy_gaussian
 from sdckit.query.config import load_config
 from sdckit.query.generate import aggregate_sql
 from sdckit.query.service import Service
@@ -168,13 +169,34 @@ def test_release_frequencies_follow_the_noise_cdf_at_the_threshold():
     assert chi2 < stats.chi2.ppf(0.999, 7)
 
 
-def test_released_counts_have_the_stated_discrete_gaussian_noise(svc):
-    """500 keys of 50 persons (80 rows) each, all released (tau 17): 10 answers give 5,000 COUNT
-    noises, tested against the discrete Gaussian of the stated variance (pmf normalised over
-    +/- 12 sigma) by chi-square at level 0.001 over bins of expected count >= 20."""
+def _chi2_against(noise: list[int], pmf_of, radius: int) -> None:
+    """Chi-square of integer ``noise`` against ``pmf_of(support)`` (normalised over +/- radius),
+    at level 0.001 over bins of expected count >= 20."""
+    support = np.arange(-radius, radius + 1)
+    pmf = pmf_of(support.astype(float))
+    pmf /= pmf.sum()
+    values, observed = np.unique(np.asarray(noise), return_counts=True)
+    obs = dict(zip(values.tolist(), observed.tolist()))
+    bins_o, bins_e, acc_o, acc_e = [], [], 0, 0.0
+    for x, p in zip(support.tolist(), pmf):
+        acc_o += obs.get(x, 0)
+        acc_e += len(noise) * p
+        if acc_e >= 20:
+            bins_o.append(acc_o)
+            bins_e.append(acc_e)
+            acc_o, acc_e = 0, 0.0
+    bins_o[-1] += acc_o
+    bins_e[-1] += acc_e
+    assert sum(bins_o) == len(noise)
+    chi2 = sum((o - e) ** 2 / e for o, e in zip(bins_o, bins_e))
+    assert chi2 < stats.chi2.ppf(0.999, len(bins_o) - 1)
+
+
+def _released_noise(svc, epsilon: Fraction, delta: Fraction):
+    """500 keys of 50 persons (80 rows) each, all released: 10 answers give 5,000 COUNT noises."""
     table = svc.config.tables["t"]
     q = parse("SELECT city, COUNT(*) FROM t GROUP BY city", svc.config)
-    plan = keys.plan(q, table, Fraction(2), Fraction(1, 1000))
+    plan = keys.plan(q, table, epsilon, delta)
     assert plan.selection.tau < 25
     names = np.array([f"k{i:03d}" for i in range(500)], dtype=object)
     result = {"n": np.full(500, 80), "p": np.full(500, 50), "g0": names}
@@ -184,27 +206,32 @@ def test_released_counts_have_the_stated_discrete_gaussian_noise(svc):
         out = keys.answer(plan, table, result, rng)
         assert [r[0] for r in out["rows"]] == sorted(names.tolist())
         noise += [r[1] - 80 for r in out["rows"]]
+    return plan, out, noise
+
+
+def test_released_counts_have_the_stated_discrete_laplace_noise(svc):
+    """At (2, 1/1000) the COUNT of the released keys (epsilon 1, delta 1/2000) is answered with
+    pure 1-DP noise, the exact discrete Laplace of the stated scale (as Tumult under an
+    ApproxDPBudget; the Gaussian calibrated through zCDP would have sigma ~8.5): 5,000 noises
+    against its pmf, chi-square at level 0.001."""
+    plan, out, noise = _released_noise(svc, Fraction(2), Fraction(1, 1000))
     m = plan.aggregates.measurements["count"]
+    assert isinstance(m, noisy_gaussian.LaplaceMeasurement) and m.epsilon == 1.0
+    assert out["noise_scale"][1]["laplace_scale"] == m.scale == 2.0  # k / epsilon, k = 2
+    assert "discrete Laplace" in out["mechanism"]
+    _chi2_against(noise, lambda y: np.exp(-np.abs(y) / m.scale), 60)
+
+
+def test_released_counts_keep_the_discrete_gaussian_where_it_is_less_noise(svc):
+    """At (2, 9/10) the released keys' COUNT (epsilon 1, delta 9/20) keeps the discrete Gaussian
+    (sigma ~0.75 < the discrete Laplace's): 5,000 noises against the discrete Gaussian of the
+    stated variance (pmf over +/- 12 sigma), chi-square at level 0.001."""
+    plan, out, noise = _released_noise(svc, Fraction(2), Fraction(9, 10))
+    m = plan.aggregates.measurements["count"]
+    assert isinstance(m, noisy_gaussian.Measurement)
     var = m.t * m.c
     assert out["noise_scale"][1]["sigma"] == pytest.approx(math.sqrt(var))
-    support = np.arange(-int(12 * math.sqrt(var)), int(12 * math.sqrt(var)) + 1)
-    pmf = np.exp(-support.astype(float) ** 2 / (2 * var))
-    pmf /= pmf.sum()
-    values, observed = np.unique(np.asarray(noise), return_counts=True)
-    obs = dict(zip(values.tolist(), observed.tolist()))
-    bins_o, bins_e, acc_o, acc_e = [], [], 0, 0.0
-    for x, p in zip(support.tolist(), pmf):
-        acc_o += obs.get(x, 0)
-        acc_e += 5000 * p
-        if acc_e >= 20:
-            bins_o.append(acc_o)
-            bins_e.append(acc_e)
-            acc_o, acc_e = 0, 0.0
-    bins_o[-1] += acc_o
-    bins_e[-1] += acc_e
-    assert sum(bins_o) == 5000
-    chi2 = sum((o - e) ** 2 / e for o, e in zip(bins_o, bins_e))
-    assert chi2 < stats.chi2.ppf(0.999, len(bins_o) - 1)
+    _chi2_against(noise, lambda y: np.exp(-y ** 2 / (2 * var)), int(12 * math.sqrt(var)) + 1)
 
 
 # ------------------------------------------------------------------ (c) refusals, (d) the charge

@@ -30,8 +30,8 @@ SmartNoise SQL's ``censor_dims``:
    ``(epsilon_sel, delta_sel)``-DP under add/remove-one-person. Only the keys are released,
    never their noisy person counts (more than ``MAX_GROUPS`` released keys: those with the
    largest noisy counts are kept, post-processing).
-5. *Aggregates* of the released keys: the Gaussian answers of :mod:`sdckit.query.noisy_gaussian`
-   exactly as for declared keys (the same noise, sensitivities over the released cells) with the
+5. *Aggregates* of the released keys: the answers of :mod:`sdckit.query.noisy_gaussian` (Gaussian,
+   or pure epsilon-share noise where that is less) exactly as for declared keys (the same noise, sensitivities over the released cells) with the
    rest of the budget; for any fixed set of keys they are ``(epsilon_agg, delta_agg)``-DP, so the
    whole is ``(epsilon, delta)``-DP by adaptive basic composition (Dwork & Roth 2014, Thm 3.16).
 

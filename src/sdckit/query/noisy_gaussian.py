@@ -27,6 +27,11 @@ A dp analyst's budget has one definition, fixed at ``analyst add``
   (CKS20, Corollary 13), the largest rho whose conversion is within them, then the zCDP noise
   above. (For one scalar this is about 7% more noise than Balle & Wang's analytic Gaussian at
   epsilon 1, delta 1e-6, but it holds for the multivariate discrete Gaussian of a GROUP BY.)
+  A measurement whose Gaussian would have a larger median absolute error than the pure
+  ``epsilon / m`` noise of :mod:`sdckit.query.noisy` gets that noise instead
+  (:class:`LaplaceMeasurement`, :func:`cheaper`; ``(epsilon / m, 0)``-DP, the charge unchanged):
+  at the small deltas asked that is every measurement, as in Tumult Analytics, whose
+  ``ApproxDPBudget`` aggregations use Laplace noise with delta 0.
 * **AVG** ``= m + noisy D / max(noisy COUNT, 1)`` clamped, a SUM of an averaged column
   ``noisy D + m noisy COUNT`` (as in :mod:`sdckit.query.noisy`).
 * **VAR_POP / STDDEV_POP** and **COUNT(DISTINCT)** as in :mod:`sdckit.query.noisy`: the sum of
@@ -58,13 +63,14 @@ from sdckit.core.errors import ParameterError
 from sdckit.dp.accountant import exact_text
 from sdckit.dp.zcdp import rho_for
 from sdckit.dp.exact_samplers import discrete_gaussian
-from sdckit.dp.mechanisms import add_on_grid, dyadic_grid
+from sdckit.dp.mechanisms import Geometric, add_on_grid, dyadic_grid, grid_scale, laplace_randomise
 from sdckit.query.config import TableConfig
 from sdckit.query.generate import (contribution_bound, distinct_columns, midpoint_sensitivity, square_cap, squared_columns,
                                    summed_columns)
 from sdckit.query.generate import quantile_columns
 from sdckit.query.groupbounds import GroupBounds
-from sdckit.query.noisy import COUNTED, answer_rows, deviation_sums, distinct_key, histograms, other_texts, square_key
+from sdckit.query.noisy import (COUNTED, answer_rows, deviation_sums, discrete_laplace_radius, distinct_key,
+                                geometric_scale, histograms, laplace_radius, other_texts, square_key)
 from sdckit.query.quantiles import choose_quantiles, quantile_key, quantile_scale, quantile_text, zcdp_epsilon
 from sdckit.query.sql import Query
 from sdckit.query.variance import square_sensitivity
@@ -121,6 +127,72 @@ class Measurement:
 
 
 @dataclass(frozen=True)
+class LaplaceMeasurement:
+    """A measurement of an ``approx`` plan answered with pure ``epsilon``-DP noise instead (the
+    exact geometric noise of :mod:`sdckit.query.noisy` for a count, ``integer``; the exact Laplace
+    on a dyadic grid for a sum): ``(epsilon, 0)``-DP is ``(epsilon, delta)``-DP, and at the small
+    deltas asked it is far less noise than the Gaussian calibrated through zCDP (Tumult Analytics
+    likewise answers ``ApproxDPBudget`` aggregations with Laplace noise and ``delta`` 0).
+    ``sensitivity``: L1, ``k`` for a count."""
+
+    sensitivity: float
+    epsilon: float
+    integer: bool
+
+    @property
+    def scale(self) -> float:
+        """The noise's actual Laplace scale ``b`` (>= sensitivity / epsilon)."""
+        if self.integer:
+            return geometric_scale(self.epsilon, int(self.sensitivity))
+        grid, steps = grid_scale(np.asarray(self.sensitivity, dtype=float), self.epsilon)
+        return float(steps) * float(grid)
+
+    @property
+    def sigma(self) -> float:
+        """The noise's standard deviation: ``sqrt(2) b`` (Laplace), ``sqrt(2 p) / (1 - p)``,
+        ``p = exp(-1 / b)`` (discrete Laplace)."""
+        if self.integer:
+            p = math.exp(-1.0 / self.scale)
+            return math.sqrt(2.0 * p) / (1.0 - p)
+        return math.sqrt(2.0) * self.scale
+
+    def radius(self, confidence: float) -> float:
+        """The exact ``confidence`` radius of the (discrete) Laplace noise."""
+        return (discrete_laplace_radius(self.scale, confidence) if self.integer
+                else laplace_radius(self.scale, confidence))
+
+    def text(self) -> str:
+        kind = "geometric (discrete Laplace)" if self.integer else "Laplace on a dyadic grid"
+        return (f"exact {kind} (pure epsilon-DP, less noise here than the Gaussian), L1 sensitivity "
+                f"{self.sensitivity:g}, epsilon {self.epsilon:.6g}, scale {self.scale:.6g}")
+
+
+#: The Gaussian is kept only if its median absolute error is below the Laplace's: ``0.6745 sigma
+#: <= ln(2) b``, i.e. ``sigma <= 1.0277 b`` (then its variance ``sigma**2 < 2 b**2`` is smaller too).
+GAUSSIAN_OVER_LAPLACE = math.log(2.0) / 0.6744897501960817
+
+
+def cheaper(gaussian: Measurement, epsilon: float, integer: bool) -> Measurement | LaplaceMeasurement:
+    """The Gaussian measurement, or the pure ``epsilon``-DP one of the same (L1 = L2) sensitivity
+    when the Gaussian's median absolute error would be larger (:data:`GAUSSIAN_OVER_LAPLACE`).
+    Decided from public parameters only."""
+    laplace = LaplaceMeasurement(gaussian.sensitivity, epsilon, integer)
+    return gaussian if gaussian.sigma <= GAUSSIAN_OVER_LAPLACE * laplace.scale else laplace
+
+
+def draw(m: Measurement | LaplaceMeasurement, values: np.ndarray, integer: bool, rng: np.random.Generator) -> np.ndarray:
+    """``values`` plus the measurement's noise: integers (counts) or on its grid (sums)."""
+    n = len(values)
+    if isinstance(m, LaplaceMeasurement):
+        if integer:
+            return np.asarray(values, dtype=np.int64) + Geometric(epsilon=m.epsilon, sensitivity=int(m.sensitivity)).noise(n, rng)
+        return laplace_randomise(np.asarray(values, dtype=float), m.sensitivity, m.epsilon, rng, noise_at_zero=True)
+    if integer:
+        return np.asarray(values, dtype=np.int64) + discrete_gaussian(n, m.t, m.c, rng)
+    return add_on_grid(np.asarray(values, dtype=float), m.grid, discrete_gaussian(n, m.t, m.c, rng))
+
+
+@dataclass(frozen=True)
 class GaussianPlan:
     """The Gaussian mechanisms of one query and what it is charged, fixed before charging.
 
@@ -135,7 +207,7 @@ class GaussianPlan:
     asked: dict[str, Fraction]
     cost: tuple[Fraction, Fraction, Fraction]
     k: int
-    measurements: dict[str, Measurement]
+    measurements: dict[str, Measurement | LaplaceMeasurement]
     sum_scales: dict[str, float]
     bounds: dict[str, tuple[float, float]]
     cells: tuple[tuple[Any, ...], ...]
@@ -156,6 +228,9 @@ class GaussianPlan:
             what = ("COUNT" if name == "count" else
                     f"SUM({name} - {self.midpoints[name]:g}) (deviations from the bounds' midpoint)"
                     if name in self.midpoints else f"SUM({name}) clamped to [{self.bounds[name][0]:g}, {self.bounds[name][1]:g}]")
+            if isinstance(m, LaplaceMeasurement):
+                parts.append(f"{what}: {m.text()}")
+                continue
             grid = "integers" if name == "count" else f"grid {m.grid:.6g}"
             parts.append(f"{what}: exact discrete Gaussian (Canonne, Kamath & Steinke 2020) on {grid}, L2 sensitivity "
                          f"{m.sensitivity:g} ({m.steps} steps), variance {m.t * m.c} steps^2 (sigma {m.sigma:.6g}), "
@@ -165,6 +240,8 @@ class GaussianPlan:
 
         def noise(name: str) -> str:
             m = self.measurements[name]
+            if isinstance(m, LaplaceMeasurement):
+                return m.text()
             grid = "integers" if name.startswith("distinct:") else f"grid {m.grid:.6g}"
             return (f"exact discrete Gaussian on {grid}, L2 sensitivity {m.sensitivity:g} ({m.steps} steps), variance "
                     f"{m.t * m.c} steps^2 (sigma {m.sigma:.6g}), rho {exact_text(m.rho)}")
@@ -185,7 +262,8 @@ class GaussianPlan:
         else:
             charge = (f"(epsilon, delta)-DP by basic composition: charged epsilon {exact_text(eps)}, delta "
                       f"{exact_text(delta)}, split equally over {len(self.measurements) + len(self.quantile_epsilons)} "
-                      "measurement(s), each Gaussian one calibrated through rho-zCDP (CKS20 Corollary 13)")
+                      "measurement(s), each Gaussian one calibrated through rho-zCDP (CKS20 Corollary 13), or pure "
+                      "epsilon-DP (delta 0) where that is less noise")
         groups = (f"; GROUP BY: all {len(self.cells)} groups of the declared domains (one vector, L2 sensitivity)"
                   if self.query.group_by else "")
         text = "; ".join(parts) + f"; {charge}{groups}; at most {self.k} row(s) per privacy unit"
@@ -266,6 +344,10 @@ def plan(query: Query, table: TableConfig, definition: str, epsilon: Fraction | 
     total_rho = sum((m.rho for m in measurements.values()), Fraction(0))
     total_rho += sum((Fraction(e) ** 2 / 2 for e in quantile_epsilons.values()), Fraction(0)) if definition == "zcdp" else 0
     cost = (Fraction(0), Fraction(0), total_rho) if definition == "zcdp" else (epsilon, delta, Fraction(0))
+    if definition != "zcdp" and groups is None:  # each (eps_i, delta_i)-DP; pure where its median error is smaller
+        # (not with per-group bounds: their L1 sensitivity exceeds the L2 one the Gaussian is calibrated to)
+        measurements = {name: cheaper(m, eps_i, name == "count" or name.startswith("distinct:"))
+                        for name, m in measurements.items()}
     if cells is None:
         cells = tuple(itertools.product(*(table.domains[c] for c in query.group_by)))
     used = list(dict.fromkeys([*summed, *quantile_columns(query)]))
@@ -291,25 +373,23 @@ def answer_cells(plan_: GaussianPlan, counts: np.ndarray, sums: dict[str, np.nda
     :func:`sdckit.query.noisy.answer_cells`): ``columns``, ``rows``, ``mechanism``,
     ``noise_scale`` (sigmas), ``ci95``, ``dp``; ``table`` and ``hists`` (each quantile column's
     :func:`~sdckit.query.generate.histogram_sql` result) when the query has a quantile, MIN or MAX."""
-    n = len(plan_.cells)
     ms = plan_.measurements
     chosen = choose_quantiles(plan_.query.outputs, plan_.bounds, lambda c: histograms(plan_, table, hists[c]),
                               plan_.quantile_epsilons, plan_.k, rng)
     noisy_count = None
     if "count" in ms:
-        noisy_count = np.asarray(counts, dtype=np.int64) + discrete_gaussian(n, ms["count"].t, ms["count"].c, rng)
+        noisy_count = draw(ms["count"], counts, True, rng)
     noisy_sum = {}
     for column in plan_.sum_scales:
-        m = ms[column]
         values = deviation_sums(sums[column], counts, plan_.midpoints[column]) if column in plan_.midpoints else sums[column]
-        noisy_sum[column] = add_on_grid(np.asarray(values, dtype=float), m.grid, discrete_gaussian(n, m.t, m.c, rng))
+        noisy_sum[column] = draw(ms[column], values, False, rng)
     other: dict[str, np.ndarray] = {}  # drawn after the others: the answers without them are unchanged
     for name, m in ms.items():
         if name.startswith("distinct:"):
-            other[name] = np.asarray(sums[name], dtype=np.int64) + discrete_gaussian(n, m.t, m.c, rng)
+            other[name] = draw(m, sums[name], True, rng)
         elif name.startswith("sumsq:"):
             shifted = deviation_sums(sums[name], counts, plan_.square_caps[name.split(":", 1)[1]] / 2)
-            other[name] = add_on_grid(np.asarray(shifted, dtype=float), m.grid, discrete_gaussian(n, m.t, m.c, rng))
+            other[name] = draw(m, shifted, False, rng)
     rc95 = ms["count"].radius(0.95) if "count" in ms else 0.0
     rc975 = ms["count"].radius(0.975) if "count" in ms else 0.0
     scales: list[Any] = []
@@ -317,11 +397,11 @@ def answer_cells(plan_: GaussianPlan, counts: np.ndarray, sums: dict[str, np.nda
         if o.kind == "group":
             scales.append(None)
         elif o.kind == "count":
-            scales.append({"sigma": ms["count"].sigma})
+            scales.append(scale_of(ms["count"]))
         elif o.kind == "sum" and o.column not in plan_.midpoints:
-            scales.append({"sigma": ms[o.column].sigma})
+            scales.append(scale_of(ms[o.column]))
         elif o.kind == "count_distinct":
-            scales.append({"sigma": ms[distinct_key(o.column)].sigma})
+            scales.append(scale_of(ms[distinct_key(o.column)]))
         elif o.kind == "quantile":
             scales.append(quantile_scale(plan_.bounds[o.column], plan_.quantile_epsilons[quantile_key(o)], plan_.k))
         elif o.kind in ("var", "stddev"):
@@ -336,3 +416,11 @@ def answer_cells(plan_: GaussianPlan, counts: np.ndarray, sums: dict[str, np.nda
                            lambda name, level: ms[name].radius(level))
     return {"columns": [o.label for o in plan_.query.outputs], "rows": rows, "mechanism": plan_.mechanism(),
             "noise_scale": scales, "ci95": ci, "dp": plan_.is_dp}
+
+
+def scale_of(m: Measurement | LaplaceMeasurement) -> dict[str, float]:
+    """A measurement's ``noise_scale``: the standard deviation ``sigma`` (the Gaussian's
+    parameter), and ``laplace_scale`` ``b`` for pure epsilon-DP noise."""
+    if isinstance(m, LaplaceMeasurement):
+        return {"sigma": m.sigma, "laplace_scale": m.scale}
+    return {"sigma": m.sigma}
