@@ -308,3 +308,25 @@ def test_the_client_sends_the_bounds(svc):
             with pytest.raises(ParameterError, match="max_rows_per_group"):
                 client.sql("SELECT g, COUNT(*) FROM t GROUP BY g", epsilon=1, max_rows_per_group=bad)
         assert client.budget()["epsilon_spent"] == spent  # nothing sent
+
+
+def test_an_approx_plan_with_group_bounds_never_takes_laplace_noise_at_the_l2_sensitivity(tmp_path):
+    """Under (epsilon, delta) a measurement takes pure Laplace noise where it is less noise (as
+    Tumult), at its L1 sensitivity. With g = 4, r = 1 (k = 6) the L1 sensitivity is 4 and the L2
+    one 2: Laplace at 2 would be a privacy break (a person moves the counts by 4 in L1). With group
+    bounds the plan keeps the Gaussian (calibrated to L2); without, the Laplace takes L1 = k = 6."""
+    _write(tmp_path, cache=False, wide=400)
+    svc = Service(tmp_path / "service.toml")
+    try:
+        q = parse("SELECT h, COUNT(*) FROM w GROUP BY h", svc.config)
+        t = svc.config.tables["w"]
+        bounds = GroupBounds(4, 1, K)
+        assert (bounds.l1, bounds.l2_squared) == (4, 4)
+        grouped = noisy_gaussian.plan(q, t, "approx", epsilon=Fraction(1), delta=Fraction(1, 10**6), groups=bounds)
+        assert all(isinstance(m, noisy_gaussian.Measurement) for m in grouped.measurements.values())
+        assert grouped.measurements["count"].sensitivity == pytest.approx(2.0)
+        plain = noisy_gaussian.plan(q, t, "approx", epsilon=Fraction(1), delta=Fraction(1, 10**6))
+        laplace = plain.measurements["count"]
+        assert isinstance(laplace, noisy_gaussian.LaplaceMeasurement) and laplace.sensitivity == K
+    finally:
+        svc.close()
