@@ -23,31 +23,46 @@ a DuckDB file with that memory limit (``[service] memory_limit``), as 1e8 rows n
     python benchmarks/bench_query.py --per-aggregate --rows 1e6 --queries 160
     python benchmarks/bench_query.py --per-aggregate --rows 1e8 --queries 80 --memory-limit 3GB --data /tmp/sdckit-1e8
 
-Accuracy against Tumult Analytics (issue 32): ``--vs tumult`` answers COUNT(*), SUM(income),
-AVG(income), VAR_POP(income) and STDDEV_POP(income) (Tumult: ``variance``, ``stdev``) (income clamped to [0, 200000]) on the first ``--rows`` table (default 1e6 rows, one row
-per person, add/remove-one-person neighbours) ``--reps`` times (200) and prints the median absolute
-errors, under pure epsilon-DP (epsilon 1 per query: sdckit's exact Laplace/geometric noise, the
-budget split equally over a query's measurements) and rho-zCDP (rho 1/2 = epsilon**2 / 2 per query:
-sdckit's discrete Gaussian), and Tumult's (``PureDPBudget(1)``, ``RhoZCDPBudget(0.5)``,
-``AddOneRow``) beside them when ``tmlt.analytics`` is importable; sdckit alone otherwise. sdckit's
-figures are computed in process from the true counts and sums (the noise the service adds; no
-HTTP). Tumult is not a dependency: it needs pyspark and Java and pins numpy < 2 and pandas < 2
-(``pip install --dry-run tmlt.analytics`` resolves to tmlt.analytics 0.21, pyspark 3.5, numpy
-1.26.4, pandas 1.5.3), so it is installed, if at all, in a separate environment.
+Accuracy against Tumult Analytics (issue 32): ``--vs tumult`` answers each query type of
+:data:`ACCURACY` — COUNT(*), SUM, AVG, VAR_POP, STDDEV_POP of income (clamped to [0, 200000];
+Tumult: ``count``, ``sum``, ``average``, ``variance``, ``stdev``), MEDIAN(income) (``median``),
+COUNT(DISTINCT age) (``count_distinct``), a GROUP BY of the 4 public regions (``groupby(KeySet)``)
+and a GROUP BY age with keys from the data (sdckit ``keys_from_data``, thresholded; Tumult
+``get_groups(["age"])`` with (1/2, 1e-6), then ``groupby`` of the released KeySet with (1/2, 0)) — on the first
+``--rows`` table (default 1e6 rows, one row per person, add/remove-one-person neighbours:
+Tumult's ``AddOneRow``) ``--reps`` times (200) under each definition both answer it in: pure
+epsilon-DP (epsilon 1 per query; Tumult ``PureDPBudget(1)``), rho-zCDP (rho 1/2 per query;
+``RhoZCDPBudget(0.5)``) and (epsilon, delta)-DP (epsilon 1, delta 1e-6 per query;
+``ApproxDPBudget(1, 1e-6)``). sdckit answers quantiles under pure epsilon only and keys from the
+data under (epsilon, delta) only. It prints the median absolute errors (over repetitions, and the
+released keys of a GROUP BY) and the median latency per query of each. sdckit's figures are
+computed in process (the service's plan, data path and noise; no HTTP). Tumult is not a
+dependency: it needs pyspark and Java and pins numpy < 2 and pandas < 2, so it lives in its own
+environment (``python3 -m venv /work/tumult-venv && /work/tumult-venv/bin/pip install
+tmlt.analytics``) and ``--tumult-python`` runs this script's Tumult part there, as a subprocess on
+the same Parquet table, reading its JSON; without it, Tumult's part runs in process if
+``tmlt.analytics`` imports, and sdckit alone is printed otherwise. Spark is slow (seconds to
+minutes per ``evaluate``): ``--tumult-seconds`` stops each of Tumult's query types after that
+long (the repetitions run are printed), ``--tumult-results`` reuses a saved run (``--tumult-part
+TABLE --out FILE``).
 
     python benchmarks/bench_query.py --vs tumult [--rows 1000000] [--reps 200]
+        [--tumult-python /work/tumult-venv/bin/python] [--tumult-seconds 150]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import warnings
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -56,9 +71,6 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from _harness import concurrent_clients  # noqa: E402
-from query_helpers import Server  # noqa: E402
-from sdckit.query.state import State  # noqa: E402
 
 REGIONS = ["N", "S", "E", "W"]
 
@@ -75,8 +87,10 @@ def make_table(folder: Path, n: int) -> Path:
     return path
 
 
-def write_config(folder: Path, table: Path, sync: str = "full") -> Path:
+def write_config(folder: Path, table: Path, sync: str = "full", keys_from_data: bool = False) -> Path:
+    """The service's configuration; ``keys_from_data``: GROUP BY age takes its keys from the data."""
     config = folder / "service.toml"
+    keys = 'keys_from_data = ["age"]\n' if keys_from_data else ""
     config.write_text(f"""[service]
 state = "state.db"
 cache = false
@@ -87,7 +101,7 @@ min_query_set = 5
 name = "census"
 path = "{table.name}"
 privacy_unit = "person_id"
-[table.bounds]
+{keys}[table.bounds]
 income = [0, 200000]
 age = [0, 120]
 [table.domains]
@@ -117,6 +131,7 @@ def load(url: str, key: str, queries: int, clients: int) -> tuple[list[tuple[str
         kind, sql = random_query(rng)
         return kind, "/v1/query", {"sql": sql, "epsilon": 0.001}
 
+    from _harness import concurrent_clients
     return concurrent_clients(url, key, clients, queries // clients, request)
 
 
@@ -164,104 +179,223 @@ def audit_timing(config: Path, answered: int, timed: int) -> tuple[float, float,
     return 1000 * total / timed, 1000 * check / timed, allowed, refused
 
 
-ACCURACY_SQL = {"COUNT": "SELECT COUNT(*) FROM census", "SUM": "SELECT SUM(income) FROM census",
-                "AVG": "SELECT AVG(income) FROM census", "VAR": "SELECT VAR_POP(income) FROM census",
-                "STDDEV": "SELECT STDDEV_POP(income) FROM census"}
+#: Query types compared with Tumult Analytics (issue 32): sdckit's SQL and the definitions under
+#: which both answer it (sdckit answers quantiles under pure epsilon-DP only; keys from the data,
+#: thresholded, under (epsilon, delta)-DP only, as Tumult).
+ACCURACY = {"COUNT": ("SELECT COUNT(*) FROM census", ("pure", "zcdp", "approx")),
+            "SUM": ("SELECT SUM(income) FROM census", ("pure", "zcdp", "approx")),
+            "AVG": ("SELECT AVG(income) FROM census", ("pure", "zcdp", "approx")),
+            "VAR": ("SELECT VAR_POP(income) FROM census", ("pure", "zcdp", "approx")),
+            "STDDEV": ("SELECT STDDEV_POP(income) FROM census", ("pure", "zcdp", "approx")),
+            "COUNT DISTINCT": ("SELECT COUNT(DISTINCT age) FROM census", ("pure", "zcdp", "approx")),
+            "GROUP BY public": ("SELECT region, COUNT(*) FROM census GROUP BY region", ("pure", "zcdp", "approx")),
+            "GROUP BY data": ("SELECT age, COUNT(*) FROM census GROUP BY age", ("approx",)),
+            "MEDIAN": ("SELECT MEDIAN(income) FROM census", ("pure",))}  # last: Tumult's is the slowest
+#: The loss of one query in each definition (add/remove one person, one row per person).
+DEFINITIONS = {"pure": "pure epsilon-DP, epsilon 1", "zcdp": "rho-zCDP, rho 1/2",
+               "approx": "(epsilon, delta)-DP, epsilon 1, delta 1e-6"}
+DELTA = 1e-6
+BOUNDS = (0, 200_000)
 
 
-def truths(clamped: np.ndarray) -> dict[str, float]:
-    """The true answers of :data:`ACCURACY_SQL` on the clamped incomes (population variance)."""
+def truths(frame: pd.DataFrame) -> dict[str, Any]:
+    """The true answers of :data:`ACCURACY` (incomes clamped to :data:`BOUNDS`, population
+    variance; a GROUP BY's as a dict key -> count). numpy and pandas only: the Tumult part runs
+    this in its own environment."""
+    clamped = frame["income"].clip(*BOUNDS).to_numpy(dtype=float)
     return {"COUNT": float(len(clamped)), "SUM": float(clamped.sum()), "AVG": float(clamped.mean()),
-            "VAR": float(clamped.var()), "STDDEV": float(clamped.std())}
-DEFINITIONS = {"pure": "pure epsilon-DP, epsilon 1 per query", "zcdp": "rho-zCDP, rho 1/2 per query"}
+            "VAR": float(clamped.var()), "STDDEV": float(clamped.std()), "MEDIAN": float(np.median(clamped)),
+            "COUNT DISTINCT": float(frame["age"].nunique()),
+            "GROUP BY public": {str(k): float(v) for k, v in frame["region"].value_counts().items()},
+            "GROUP BY data": {str(k): float(v) for k, v in frame["age"].value_counts().items()}}
 
 
-def sdckit_errors(table: Path, reps: int) -> dict[str, dict[str, float]]:
-    """Median absolute errors of sdckit's COUNT, SUM, AVG, VAR_POP, STDDEV_POP per definition (in process)."""
+def errors_of(answer: Any, truth: Any) -> tuple[list[float], float]:
+    """Absolute errors of one answer (a number, or a dict key -> value over the released keys)
+    and the share of the true keys it released (1 for a number)."""
+    if not isinstance(truth, dict):
+        return [abs(float(answer) - truth)], 1.0
+    errors = [abs(float(v) - truth[k]) for k, v in answer.items() if k in truth]
+    return errors, len(errors) / len(truth)
+
+
+def summary(errors: list[float], released: list[float], seconds: list[float], reps: int) -> dict[str, float]:
+    """Median absolute error (over every repetition and released key), mean share of keys
+    released, median latency (ms), repetitions."""
+    return {"median_error": float(np.median(errors)) if errors else float("nan"),
+            "released": float(np.mean(released)), "latency_ms": 1000 * float(np.median(seconds)), "reps": reps}
+
+
+def sdckit_errors(table: Path, reps: int) -> dict[str, dict[str, dict[str, float]]]:
+    """sdckit's :func:`summary` per definition and query type, in process: the service's plan,
+    its data path (fast cells, or DuckDB's scan; histograms for quantiles) and its noise, no HTTP
+    nor state database (the latency is that path's)."""
     from fractions import Fraction
 
-    from sdckit.query import noisy, noisy_gaussian
+    from sdckit.query import keys, noisy, noisy_gaussian
     from sdckit.query.config import load_config
     from sdckit.query.data import Database
-    from sdckit.query.generate import aggregate_sql
+    from sdckit.query.generate import aggregate_sql, histogram_sql, quantile_columns
     from sdckit.query.sql import parse
 
-    config = write_config(table.parent, table)
+    config = write_config(table.parent, table, keys_from_data=True)
     db = Database(load_config(config))
     t = db.config.tables["census"]
     rng = np.random.default_rng()
-    frame = pd.read_parquet(table, columns=["income"])
-    clamped = frame["income"].clip(0, 200_000).to_numpy(dtype=float)
-    truth = truths(clamped)
-    out: dict[str, dict[str, float]] = {d: {} for d in DEFINITIONS}
+    truth = truths(pd.read_parquet(table))
+    loss = {"zcdp": {"rho": Fraction(1, 2)}, "approx": {"epsilon": Fraction(1), "delta": Fraction(DELTA)}}
+
+    def answer(q: Any, d: str) -> dict[str, Any]:
+        if t.keys_from_data(q.group_by):
+            p = keys.plan(q, t, **loss["approx"])
+            return keys.answer(p, t, db.aggregate(aggregate_sql(q, t, "dp", persons=True, rows=p.selection.k)), rng)
+        p = noisy.plan(q, t, Fraction(1)) if d == "pure" else noisy_gaussian.plan(q, t, d, **loss[d])
+        cells = db.fast_cells(q, len(p.cells), p.k)
+        if cells is None:
+            cells = noisy.exact_cells(p, t, db.aggregate(aggregate_sql(q, t, "dp", rows=p.k)))
+        if d != "pure":
+            return noisy_gaussian.answer_cells(p, *cells, rng)
+        hists = {c: db.aggregate(histogram_sql(q, t, c, p.k)) for c in quantile_columns(q)}
+        return noisy.answer_cells(p, t, *cells, rng, hists)
+
+    out: dict[str, dict[str, dict[str, float]]] = {d: {} for d in DEFINITIONS}
     try:
-        for what, sql in ACCURACY_SQL.items():
+        for what, (sql, definitions) in ACCURACY.items():
             q = parse(sql, db.config)
-            plans = {"pure": noisy.plan(q, t, Fraction(1)),
-                     "zcdp": noisy_gaussian.plan(q, t, "zcdp", rho=Fraction(1, 2))}
-            counts, sums = noisy.exact_cells(plans["pure"], t, db.aggregate(aggregate_sql(q, t, "dp")))
-            for d, p in plans.items():
-                errors = []
+            for d in definitions:
+                errors, released, seconds = [], [], []
                 for _ in range(reps):
-                    if d == "pure":
-                        value = noisy.answer_cells(p, t, counts, sums, rng)["rows"][0][0]
-                    else:
-                        value = noisy_gaussian.answer_cells(p, counts, sums, rng)["rows"][0][0]
-                    errors.append(abs(value - truth[what]))
-                out[d][what] = float(np.median(errors))
+                    t0 = time.perf_counter()
+                    rows = answer(q, d)["rows"]
+                    seconds.append(time.perf_counter() - t0)
+                    value = {str(r[0]): r[1] for r in rows} if q.group_by else rows[0][0]
+                    e, share = errors_of(value, truth[what])
+                    errors += e
+                    released.append(share)
+                out[d][what] = summary(errors, released, seconds, reps)
     finally:
         db.close()
     return out
 
 
-def tumult_errors(table: Path, reps: int) -> dict[str, dict[str, float]] | None:
-    """Tumult Analytics' median absolute errors, or ``None`` when it is not importable."""
+def tumult_errors(table: Path, reps: int, out: Path | None = None, seconds: float | None = None,
+                  only: set[str] | None = None) -> dict[str, dict[str, dict[str, float]]] | None:
+    """Tumult Analytics' :func:`summary` per definition and query type, or ``None`` when it is
+    not importable; with ``out``, the results so far are written there as JSON after each query
+    type; with ``seconds``, each query type and definition stops repeating once that long has
+    passed (fewer than ``reps``: the number is in the results). Budgets: ``PureDPBudget(1)``, ``RhoZCDPBudget(0.5)``, ``ApproxDPBudget(1, 1e-6)`` per
+    query (Tumult's defaults: Laplace/geometric noise under pure and approximate DP, Gaussian
+    under zCDP; GROUP BY keys from the data by ``get_groups(["age"])`` with half the epsilon and
+    all the delta, then the counts of the released keys with the other half and delta 0: the same
+    (1, 1e-6) in all), ``AddOneRow`` (one row per person)."""
     try:
         from pyspark.sql import SparkSession
-        from tmlt.analytics.privacy_budget import PureDPBudget, RhoZCDPBudget
-        from tmlt.analytics.protected_change import AddOneRow
-        from tmlt.analytics.query_builder import QueryBuilder
-        from tmlt.analytics.session import Session
+        from tmlt.analytics import (AddOneRow, ApproxDPBudget, KeySet, PureDPBudget, QueryBuilder, RhoZCDPBudget,
+                                    Session)
     except ImportError:
         return None
-    spark = SparkSession.builder.getOrCreate()
-    frame = pd.read_parquet(table)
-    clamped = frame["income"].clip(0, 200_000).to_numpy(dtype=float)
-    truth = truths(clamped)
-    sdf = spark.createDataFrame(frame)
-    queries = {"COUNT": QueryBuilder("census").count(),
-               "SUM": QueryBuilder("census").sum("income", low=0, high=200_000),
-               "AVG": QueryBuilder("census").average("income", low=0, high=200_000),
-               "VAR": QueryBuilder("census").variance("income", low=0, high=200_000),
-               "STDDEV": QueryBuilder("census").stdev("income", low=0, high=200_000)}
-    out: dict[str, dict[str, float]] = {}
-    for d, (total, each) in {"pure": (PureDPBudget(float("inf")), PureDPBudget(1)),
-                             "zcdp": (RhoZCDPBudget(float("inf")), RhoZCDPBudget(0.5))}.items():
-        session = Session.from_dataframe(privacy_budget=total, source_id="census", dataframe=sdf,
-                                         protected_change=AddOneRow())
-        out[d] = {}
-        for what, query in queries.items():
-            errors = [abs(float(session.evaluate(query, each).toPandas().iloc[0, 0]) - truth[what]) for _ in range(reps)]
-            out[d][what] = float(np.median(errors))
-    return out
+    import warnings
+    warnings.filterwarnings("ignore")  # pyspark's pandas-UDF deprecation notes, once per evaluate
+    os.environ["PYSPARK_PYTHON"] = os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable  # Spark's workers: this environment
+    spark = (SparkSession.builder.master("local[2]").config("spark.sql.shuffle.partitions", "2")
+             .config("spark.driver.memory", "2g").config("spark.ui.enabled", "false")
+             .config("spark.sql.warehouse.dir", str(table.parent / "spark-warehouse"))  # Tumult's temp tables: not the cwd
+             .getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    sdf = spark.read.parquet(str(table)).cache()
+    sdf.count()
+    truth = truths(pd.read_parquet(table))
+    lo, hi = BOUNDS
+    queries = {"COUNT": lambda: QueryBuilder("census").count(),
+               "SUM": lambda: QueryBuilder("census").sum("income", low=lo, high=hi),
+               "AVG": lambda: QueryBuilder("census").average("income", low=lo, high=hi),
+               "VAR": lambda: QueryBuilder("census").variance("income", low=lo, high=hi),
+               "STDDEV": lambda: QueryBuilder("census").stdev("income", low=lo, high=hi),
+               "MEDIAN": lambda: QueryBuilder("census").median("income", low=lo, high=hi),
+               "COUNT DISTINCT": lambda: QueryBuilder("census").count_distinct(["age"]),
+               "GROUP BY public": lambda: QueryBuilder("census").groupby(KeySet.from_dict({"region": REGIONS})).count(),
+               "GROUP BY data": None}  # two evaluates: get_groups, then groupby(KeySet) of what it released
+    budgets = {"pure": (PureDPBudget(float("inf")), PureDPBudget(1)),
+               "zcdp": (RhoZCDPBudget(float("inf")), RhoZCDPBudget(0.5)),
+               "approx": (ApproxDPBudget(float("inf"), 1), ApproxDPBudget(1, DELTA))}
+    results: dict[str, dict[str, dict[str, float]]] = {d: {} for d in DEFINITIONS}
+    sessions = {d: Session.from_dataframe(privacy_budget=total, source_id="census", dataframe=sdf,
+                                          protected_change=AddOneRow()) for d, (total, _) in budgets.items()}
+    for what, (_, definitions) in ACCURACY.items():
+        if only and what not in only:
+            continue
+        for d in definitions:
+            errors, released, seconds_each = [], [], []
+            start = time.perf_counter()
+            for _ in range(reps):
+                if seconds is not None and seconds_each and time.perf_counter() - start > seconds:
+                    break
+                t0 = time.perf_counter()
+                if what == "GROUP BY data":  # (1/2, 1e-6) to get_groups, (1/2, 0) to the counts (Laplace)
+                    keys = sessions[d].evaluate(QueryBuilder("census").get_groups(["age"]), ApproxDPBudget(0.5, DELTA))
+                    frame = sessions[d].evaluate(QueryBuilder("census").groupby(KeySet.from_dataframe(keys)).count(),
+                                                 ApproxDPBudget(0.5, 0)).toPandas()
+                else:
+                    frame = sessions[d].evaluate(queries[what](), budgets[d][1]).toPandas()
+                seconds_each.append(time.perf_counter() - t0)
+                value = ({str(k): v for k, v in zip(frame.iloc[:, 0], frame.iloc[:, 1])} if what.startswith("GROUP BY")
+                         else frame.iloc[0, 0])
+                e, share = errors_of(value, truth[what])
+                errors += e
+                released.append(share)
+            results[d][what] = summary(errors, released, seconds_each, len(seconds_each))
+            print(f"Tumult {d} {what}: {results[d][what]}", file=sys.stderr, flush=True)
+            if out is not None:
+                out.write_text(json.dumps(results))
+    return results
 
 
-def vs_tumult(rows: int, reps: int) -> None:
-    print(f"accuracy: {rows:,} rows (one per person), income clamped to [0, 200000], {reps} repetitions, "
-          "median absolute error")
+def tumult_subprocess(python: str, table: Path, reps: int, out: Path,
+                      seconds: float | None = None) -> dict[str, dict[str, dict[str, float]]] | None:
+    """:func:`tumult_errors` run by another interpreter (``python``, an environment where
+    ``tmlt.analytics`` imports: it pins numpy < 2 and pandas < 2) on the same Parquet table,
+    through this script's ``--tumult-part``; its JSON, or ``None`` when it could not import Tumult."""
+    done = subprocess.run([python, str(Path(__file__).resolve()), "--tumult-part", str(table), "--reps", str(reps),
+                           "--out", str(out)] + (["--tumult-seconds", str(seconds)] if seconds else []), check=False)
+    if done.returncode == 3:
+        return None
+    if done.returncode != 0:
+        raise SystemExit(f"the Tumult part failed (exit {done.returncode}) under {python}")
+    return json.loads(out.read_text())
+
+
+def vs_tumult(rows: int, reps: int, tumult_python: str | None, tumult_reps: int | None,
+              tumult_results: Path | None, tumult_seconds: float | None = None) -> None:
+    print(f"accuracy: {rows:,} rows (one per person, add/remove-one-person neighbours), income clamped to "
+          f"[0, 200000], median absolute error over the repetitions (and the released keys of a GROUP BY); "
+          f"latency: median per query in process (sdckit: plan, data, noise; Tumult: Session.evaluate + toPandas)")
     with tempfile.TemporaryDirectory() as tmp:
         table = make_table(Path(tmp), rows)
         ours = sdckit_errors(table, reps)
-        theirs = tumult_errors(table, reps)
+        if tumult_results is not None:
+            theirs = json.loads(tumult_results.read_text())
+        elif tumult_python is not None:
+            theirs = tumult_subprocess(tumult_python, table, tumult_reps or reps, Path(tmp) / "tumult.json",
+                                       tumult_seconds)
+        else:
+            theirs = tumult_errors(table, tumult_reps or reps, seconds=tumult_seconds)
     if theirs is None:
         print("tmlt.analytics is not importable here (it needs pyspark and Java and pins numpy < 2, pandas < 2; "
-              "not a dependency of sdckit): sdckit alone")
+              "not a dependency of sdckit; see --tumult-python): sdckit alone")
     for d, label in DEFINITIONS.items():
-        for what in ACCURACY_SQL:
-            line = f"{label:>38}  {what:>6}: sdckit {ours[d][what]:14.4f}"
-            if theirs is not None:
-                line += f"   Tumult {theirs[d][what]:14.4f}"
-            print(line)
+        for what in ACCURACY:
+            if what not in ours[d]:
+                continue
+            a = ours[d][what]
+            line = (f"{label:>42}  {what:>15}: sdckit {a['median_error']:14.4f} ({a['reps']} reps, "
+                    f"{a['latency_ms']:7.1f} ms")
+            line += f", keys released {a['released']:.3f})" if what == "GROUP BY data" else ")"
+            b = (theirs or {}).get(d, {}).get(what)
+            if b is not None:
+                line += (f"   Tumult {b['median_error']:14.4f} ({b['reps']} reps, {b['latency_ms']:7.1f} ms"
+                         + (f", keys released {b['released']:.3f})" if what == "GROUP BY data" else ")"))
+                line += f"   ratio {a['median_error'] / b['median_error']:.2f}" if b["median_error"] else ""
+            print(line, flush=True)
 
 
 #: One query form per supported aggregate (``--per-aggregate``): label -> (analyst, sql template).
@@ -319,6 +453,10 @@ def per_aggregate(n: int, folder: Path, data: Path, queries: int, clients: int, 
                   memory_limit: str | None = None) -> None:
     """Each supported aggregate timed on its own: ``queries`` dp queries from ``clients`` clients
     over HTTP; p50/p95 per aggregate, the server's start time and peak RSS."""
+    from _harness import concurrent_clients
+    from query_helpers import Server
+    from sdckit.query.state import State
+
     folder.mkdir(parents=True, exist_ok=True)
     table = make_table_duckdb(data, n)
     config = write_config(folder, table, "normal")
@@ -366,6 +504,16 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--vs", choices=["tumult"], help="compare accuracy with Tumult Analytics (issue 32)")
     parser.add_argument("--reps", type=int, default=200, help="repetitions per query (--vs)")
+    parser.add_argument("--tumult-python", help="--vs: run Tumult's part under this interpreter (an environment "
+                        "where tmlt.analytics imports), e.g. /work/tumult-venv/bin/python")
+    parser.add_argument("--tumult-reps", type=int, help="--vs: Tumult's repetitions (default --reps; Spark is slow)")
+    parser.add_argument("--tumult-seconds", type=float, help="--vs: stop Tumult's repetitions of a query type "
+                        "after this many seconds (at least one; the number run is printed)")
+    parser.add_argument("--tumult-results", type=Path, help="--vs: Tumult's results saved by --tumult-part --out "
+                        "(same --rows), instead of running it")
+    parser.add_argument("--tumult-part", type=Path, help=argparse.SUPPRESS)  # the subprocess: Tumult on this table
+    parser.add_argument("--out", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--tumult-only", help="--tumult-part: only these query types (comma-separated)")
     parser.add_argument("--rows", type=float, nargs="+", default=[1e6, 1e7])
     parser.add_argument("--queries", type=int, default=10_000)
     parser.add_argument("--clients", type=int, default=8)
@@ -390,9 +538,17 @@ def main() -> None:
                 per_aggregate(int(rows), Path(tmp), args.data or Path(tmp), args.queries, args.clients, args.only,
                               args.memory_limit)
         return
-    if args.vs:
-        vs_tumult(int(args.rows[0]), args.reps)
+    if args.tumult_part:
+        only = set(args.tumult_only.split(",")) if args.tumult_only else None
+        if tumult_errors(args.tumult_part, args.reps, args.out, args.tumult_seconds, only) is None:
+            sys.exit(3)
         return
+    if args.vs:
+        vs_tumult(int(args.rows[0]), args.reps, args.tumult_python, args.tumult_reps, args.tumult_results,
+                  args.tumult_seconds)
+        return
+    from query_helpers import Server
+    from sdckit.query.state import State
     print(f"cpus {os.cpu_count()}, load average {os.getloadavg()[0]:.1f}, {args.queries} queries from "
           f"{args.clients} clients per size, state database sync = {args.sync}")
     for rows in args.rows:
