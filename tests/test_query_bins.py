@@ -432,7 +432,7 @@ def test_a_quantiles_histogram_by_a_binned_group_binds_its_values_in_sql_order(d
     kept = _kept(FRAME, 2)
     band = np.where(kept["age"] < 18, 0, 1)  # a missing age is not < 18: ELSE
     income = kept["income"].clip(0, 1000).fillna(0).to_numpy()  # the dp relation's clamped column
-    bins = np.minimum(np.floor(income * 1024 / 1000), 1023).astype(int)
+    bins = np.minimum(np.floor(income * 2**17 / 1000), 2**17 - 1).astype(int)  # 2 cells: 2**18 / 2 bins
     expected = pd.Series(1, index=pd.MultiIndex.from_arrays([band, bins])).groupby(level=[0, 1]).sum()
     answered = pd.Series(got["n"], index=pd.MultiIndex.from_arrays([got["g0"], got["b"]])).sort_index()
     assert answered.to_dict() == expected.to_dict()

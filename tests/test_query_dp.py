@@ -307,5 +307,6 @@ def test_a_quantile_answer_states_its_rank_radius(tmp_path):
     out = noisy.answer(p, t, db.aggregate(aggregate_sql(q, t, "dp")), np.random.default_rng(0),
                     {"v": db.aggregate(histogram_sql(q, t, "v"))})
     scale = out["noise_scale"][1]
-    assert scale["epsilon"] == 0.5 and scale["rank_radius95"] == pytest.approx(2 * 2 * math.log(20500) / 0.5)
+    assert scale["grid_resolution"] == 10 / 2**18  # no GROUP BY: the finest grid, 2**18 + 1 candidates
+    assert scale["epsilon"] == 0.5 and scale["rank_radius95"] == pytest.approx(2 * 2 * math.log((2**18 + 1) / 0.05) / 0.5)
     assert out["ci95"][0][1] is None and "rank_radius95" in out["mechanism"]

@@ -12,10 +12,12 @@ Built once at start-up beside the :class:`~sdckit.query.cube.Cube` of a table, o
   (:func:`~sdckit.query.squares.to_limbs`): a selection's limbs add up exactly, its integer sum
   is rebuilt and rounded once to a double, as the scan's is. A column off the grid (e.g. reals
   in ``[0, 0.3]``) goes to DuckDB.
-* *histograms*: per cube row and quantile bin (:data:`~sdckit.query.generate.QUANTILE_BINS` equal
-  bins of the bounds, the bin computed by the scan's expression), the number of records, kept
-  sparse (present pairs only) when there are at most :data:`MAX_BIN_ROWS` of them; counts are
-  integers, so exact.
+* *histograms*: per cube row and quantile bin on the finest grid
+  (:data:`~sdckit.query.grid.QUANTILE_GRID` equal bins of the bounds, the bin computed by the
+  scan's expression), the number of records, kept sparse (present pairs only) when there are at
+  most :data:`MAX_BIN_ROWS` of them (else that column's quantiles scan); a query's coarser grid
+  (:func:`~sdckit.query.grid.quantile_bins`) is read off exactly (:func:`~sdckit.query.grid.coarsen`);
+  counts are integers, so exact.
 * *distinct values*: ``COUNT(DISTINCT c)`` for a cube column ``c`` is the number of distinct
   non-missing values of ``c`` among the selected cube rows of a cell (every cube row holds at
   least one record). A column outside the cube (many values) stays a scan: a per-cell set of
@@ -39,9 +41,10 @@ import numpy as np
 from sdckit.core.result import Result, plain
 from sdckit.query.config import TableConfig
 from sdckit.query.cube import Cube, column_key, literals_exact
-from sdckit.query.generate import (BIN_ALIAS, COUNT_ALIAS, PERSONS_ALIAS, QUANTILE_BINS, cube_sql, distinct_columns,
+from sdckit.query.generate import (BIN_ALIAS, COUNT_ALIAS, PERSONS_ALIAS, cube_sql, distinct_columns,
                                    group_alias, is_text_domain, quantile_columns, square_alias, square_scaling,
                                    squared_columns, sum_alias, summed_columns)
+from sdckit.query.grid import QUANTILE_GRID, coarsen, quantile_bins, sparse_histograms
 from sdckit.query.noisy import distinct_key, square_key
 from sdckit.query.sql import Query, predicate_columns
 from sdckit.query.squares import limb_sums, result_ints, to_limbs
@@ -83,7 +86,7 @@ class Moments(Result):
                                             for j in range(limbs.shape[1])], axis=1)
         bins: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         for column in table.bounds:
-            if cube.size * QUANTILE_BINS > max_bin_rows and _pairs(con, table, keys, column) > max_bin_rows:
+            if cube.size * QUANTILE_GRID > max_bin_rows and _pairs(con, table, keys, column) > max_bin_rows:
                 continue
             result = _run(con, cube_sql(table, keys, [], column))
             bins[column] = (_parents(cube, result), np.asarray(result[BIN_ALIAS], dtype=np.int64),
@@ -126,16 +129,17 @@ class Moments(Result):
                                                      minlength=n_cells).astype(np.int64)
         return counts, sums
 
-    def histograms(self, query: Query, n_cells: int) -> dict[str, np.ndarray]:
-        """Records per answer cell and quantile bin (cells x bins) of each quantile column."""
+    def histograms(self, query: Query, n_cells: int) -> dict[str, list[tuple[np.ndarray, np.ndarray]]]:
+        """Per quantile column, per answer cell, the sorted non-empty bins (of
+        :func:`~sdckit.query.grid.quantile_bins` of ``n_cells``) and their records: what
+        :func:`sdckit.query.noisy.histograms` gives from the scan."""
         keep, cell = self.cube.rows(query)
+        size = quantile_bins(n_cells)
         out = {}
         for column in quantile_columns(query):
             parent, bins, records = self.bins[column]
-            take = keep[parent] & (bins >= 0) & (bins < QUANTILE_BINS)
-            flat = np.bincount(cell[parent[take]] * QUANTILE_BINS + bins[take], weights=records[take],
-                               minlength=n_cells * QUANTILE_BINS)
-            out[column] = np.rint(flat).astype(np.int64).reshape(n_cells, QUANTILE_BINS)
+            take = keep[parent] & (bins >= 0)
+            out[column] = sparse_histograms(cell[parent[take]], coarsen(bins[take], size), records[take], n_cells, size)
         return out
 
     def covers_keys(self, query: Query) -> bool:

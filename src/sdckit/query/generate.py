@@ -36,6 +36,7 @@ from sqlglot import exp
 from sdckit.core.errors import ParameterError
 from sdckit.core.result import Result
 from sdckit.query.config import IDENTIFIER, TableConfig
+from sdckit.query.grid import QUANTILE_GRID, quantile_bins
 from sdckit.query.groupbounds import GroupBounds, truncated
 from sdckit.query.joins import JoinedTable
 from sdckit.query.relnames import RANK, ROW, clamp_column, code_column, is_text_domain, relation_name
@@ -352,8 +353,8 @@ def _square_sum(column: str, table: TableConfig, mode: str, bind: _Params, query
 
 def cube_sql(table: TableConfig, keys: list[str], squares: list[str], column: str | None = None) -> Generated:
     """``SELECT k AS g0, .., COUNT(*) AS n, SUM(square) AS q0, .. [bin AS b] FROM sdc_dp_<t> GROUP BY ..``:
-    the dp relation grouped by the columns ``keys`` as they are (and by ``column``'s quantile bin
-    when given), with the sums of squared deviations of ``squares``: the very expressions of
+    the dp relation grouped by the columns ``keys`` as they are (and by ``column``'s bin on the
+    finest quantile grid, :data:`~sdckit.query.grid.QUANTILE_GRID` bins, when given), with the sums of squared deviations of ``squares``: the very expressions of
     :func:`aggregate_sql` and :func:`histogram_sql`, for :mod:`sdckit.query.cube_moments`."""
     bind = _Params()
     selects: list[exp.Expression] = [_alias(_col(c, table), group_alias(i)) for i, c in enumerate(keys)]
@@ -361,7 +362,7 @@ def cube_sql(table: TableConfig, keys: list[str], squares: list[str], column: st
     selects.extend(_alias(_square_sum(c, table, "dp", bind), square_alias(i)) for i, c in enumerate(squares))
     groups = [exp.Column(this=exp.to_identifier(group_alias(i), quoted=True)) for i in range(len(keys))]
     if column is not None:
-        selects.append(_alias(_bin(column, table, bind), BIN_ALIAS))
+        selects.append(_alias(_bin(column, table, bind, QUANTILE_GRID), BIN_ALIAS))
         groups.append(exp.Column(this=exp.to_identifier(BIN_ALIAS, quoted=True)))
     statement = exp.Select(expressions=selects).from_(
         exp.Table(this=exp.to_identifier(relation_name(table, "dp"), quoted=True)), copy=False)
@@ -415,8 +416,6 @@ def cell_indices(table: TableConfig, group_by: tuple[str, ...], result: dict[str
     return np.where(valid, index, -1)
 
 
-#: Bins of the public grid of a quantile's bounds (dp mode): the answer is one of its 1025 edges.
-QUANTILE_BINS = 1024
 #: Alias of the bin index in :func:`histogram_sql`.
 BIN_ALIAS = "b"
 
@@ -424,12 +423,13 @@ BIN_ALIAS = "b"
 def histogram_sql(query: Query, table: TableConfig, column: str, rows: int | None = None,
                   groups: GroupBounds | None = None) -> Generated:
     """``SELECT group AS g0, .., bin AS b, COUNT(*) AS n FROM sdc_dp_<t> WHERE .. GROUP BY ..``:
-    the clamped ``column``'s histogram over :data:`QUANTILE_BINS` equal bins of its bounds (the
-    last bin holds the upper bound), per cell, for a dp quantile; ``rows`` as :func:`aggregate_sql`."""
+    the clamped ``column``'s histogram over :func:`~sdckit.query.grid.quantile_bins` equal bins of its
+    bounds (the last bin holds the upper bound), per cell, for a dp quantile; ``rows`` as :func:`aggregate_sql`."""
     bind = _Params()
     selects: list[exp.Expression] = [_alias(_group_expression(c, table, query, bind), group_alias(i))
                                      for i, c in enumerate(query.group_by)]
-    selects.append(_alias(_bin(column, table, bind), BIN_ALIAS))  # bound after the groups: their order in the SQL
+    bins = quantile_bins(math.prod(len(table.domains[c]) for c in query.group_by))
+    selects.append(_alias(_bin(column, table, bind, bins), BIN_ALIAS))  # bound after the groups: their order in the SQL
     selects.append(_alias(exp.Count(this=exp.Star()), COUNT_ALIAS))
     statement = exp.Select(expressions=selects).from_(_from(query, table, "dp", bind, rows, groups), copy=False)
     statement = _where(statement, query, table, bind, rows)
@@ -467,12 +467,12 @@ def magnitude_histogram_sql(query: Query, table: TableConfig, column: str, lowes
     return Generated(statement.sql(dialect="duckdb"), tuple(bind.values))
 
 
-def _bin(column: str, table: TableConfig, bind: _Params) -> exp.Expression:
-    """The clamped ``column``'s bin, ``LEAST(FLOOR((x - low) * BINS / (high - low)), BINS - 1)``."""
+def _bin(column: str, table: TableConfig, bind: _Params, bins: int) -> exp.Expression:
+    """The clamped ``column``'s bin, ``LEAST(FLOOR((x - low) * bins / (high - low)), bins - 1)``."""
     low, high = table.bounds[column]
     scaled = exp.Mul(this=exp.Paren(this=exp.Sub(this=_col(clamp_column(column), table), expression=bind(float(low)))),
-                     expression=bind(QUANTILE_BINS / (float(high) - float(low))))
-    index = exp.Anonymous(this="LEAST", expressions=[exp.Floor(this=scaled), bind(QUANTILE_BINS - 1)])
+                     expression=bind(bins / (float(high) - float(low))))
+    index = exp.Anonymous(this="LEAST", expressions=[exp.Floor(this=scaled), bind(bins - 1)])
     return exp.cast(index, "BIGINT")
 
 

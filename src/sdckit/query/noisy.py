@@ -39,7 +39,8 @@ How one query is answered with budget ``epsilon``:
   so she adds or removes at most ``k`` distinct values over all groups: sensitivity ``k``, the
   COUNT's mechanism, one measurement per column.
 * **Quantiles** (``MEDIAN``, ``QUANTILE_CONT(col, q)``): one more measurement each; the answer is
-  a point of a public grid of 1025 points of the bounds, chosen by permute-and-flip (McKenna &
+  a point of a public grid of the bounds (2**18 bins without GROUP BY, 2**18 / cells with, at
+  least 1024: :func:`sdckit.query.grid.quantile_bins`), chosen by permute-and-flip (McKenna &
   Sheldon 2020) with exact coins (:func:`sdckit.query.quantiles.permute_and_flip`); no ci95 (value intervals would need
   the data's density), but a 95% bound on its rank error (:func:`sdckit.query.quantiles.quantile_rank_radius`).
 * **ci95** per value: COUNT ``[c - r, c + r]`` with ``r`` the exact 95% radius of the discrete
@@ -65,10 +66,11 @@ from sdckit.dp.accountant import exact_text, split_epsilon
 from sdckit.dp.mechanisms import Geometric, grid_scale, laplace_randomise
 from sdckit.query.config import TableConfig
 from sdckit.query.generate import square_scaling  # (exact squares, issue 32)
-from sdckit.query.generate import (BIN_ALIAS, COUNT_ALIAS, QUANTILE_BINS, cell_indices, contribution_bound, distinct_alias,
+from sdckit.query.generate import (BIN_ALIAS, COUNT_ALIAS, cell_indices, contribution_bound, distinct_alias,
                                    distinct_columns, midpoint_sensitivity, quantile_columns, square_alias, square_cap,
                                    squared_columns, sum_alias, summed_columns)
 from sdckit.query.groupbounds import GroupBounds
+from sdckit.query.grid import quantile_bins, sparse_histograms
 from sdckit.query.quantiles import EPS_BITS, choose_quantiles, quantile_key, quantile_scale, quantile_text
 from sdckit.query.sql import Query
 from sdckit.query.squares import exact_floats
@@ -161,7 +163,7 @@ class Plan(Result):
                                  f"sensitivity {self.sensitivities[name]:g}, epsilon {self.shares[name]:.6g}, "
                                  f"scale {self.other_scales[name]:.6g}"))
         for key, o in {quantile_key(o): o for o in self.query.outputs if o.kind == "quantile"}.items():
-            parts.append(quantile_text(o, self.bounds[o.column], self.shares[key], self.k))
+            parts.append(quantile_text(o, self.bounds[o.column], self.shares[key], self.k, quantile_bins(len(self.cells))))
         if any(o.kind == "avg" for o in self.query.outputs):
             parts.append("AVG = m + noisy SUM(x - m) / max(noisy COUNT, 1) clamped to the bounds, m the bounds' midpoint "
                          "(as Tumult Analytics; variance ~ (2 b_D^2 + (avg - m)^2 Var(noisy COUNT)) / n^2; costs the COUNT "
@@ -302,16 +304,15 @@ def exact_cells(plan_: Plan, table: TableConfig, result: dict[str, np.ndarray]) 
     return counts, sums
 
 
-def histograms(plan_: Plan, table: TableConfig, result: dict[str, np.ndarray]) -> np.ndarray:
-    """Counts per cell and bin (cells x QUANTILE_BINS) from :func:`~sdckit.query.generate.histogram_sql`."""
+def histograms(plan_: Plan, table: TableConfig, result: dict[str, np.ndarray]) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per cell, the sorted indices of the non-empty bins (of
+    :func:`~sdckit.query.grid.quantile_bins` of the cells) and their records, from
+    :func:`~sdckit.query.generate.histogram_sql` (sparse: up to 2**18 bins)."""
     size = len(result[COUNT_ALIAS])
     cells = cell_indices(table, plan_.query.group_by, result, size) if plan_.query.group_by else np.zeros(size, dtype=np.int64)
-    out = np.zeros((len(plan_.cells), QUANTILE_BINS), dtype=np.int64)
     bins = np.asarray(np.ma.filled(result[BIN_ALIAS], -1) if isinstance(result[BIN_ALIAS], np.ma.MaskedArray)
                       else result[BIN_ALIAS], dtype=np.int64)
-    keep = (cells >= 0) & (bins >= 0) & (bins < QUANTILE_BINS)
-    np.add.at(out, (cells[keep], bins[keep]), np.asarray(result[COUNT_ALIAS], dtype=np.int64)[keep])
-    return out
+    return sparse_histograms(cells, bins, result[COUNT_ALIAS], len(plan_.cells), quantile_bins(len(plan_.cells)))
 
 
 def answer(plan_: Plan, table: TableConfig, result: dict[str, np.ndarray], rng: np.random.Generator,
@@ -403,11 +404,11 @@ def answer_cells(plan_: Plan, table: TableConfig, counts: np.ndarray, sums: dict
                  rng: np.random.Generator, hists: dict[str, Any] | None = None) -> dict[str, Any]:
     """:func:`answer` from the true counts and clamped sums per cell (:func:`exact_cells`, or
     :meth:`sdckit.query.cube.Cube.cells`): the same noise from the same ``rng``. ``hists``: per
-    quantile column :func:`histograms`' input, or its output (cells x bins, from the cube)."""
+    quantile column :func:`histograms`' input, or its output (a list, from the cube)."""
     n = len(plan_.cells)
     chosen = choose_quantiles(plan_.query.outputs, plan_.bounds,
-                              lambda c: hists[c] if isinstance(hists[c], np.ndarray) else histograms(plan_, table, hists[c]),
-                              plan_.shares, plan_.k, rng)
+                              lambda c: hists[c] if isinstance(hists[c], list) else histograms(plan_, table, hists[c]),
+                              plan_.shares, plan_.k, quantile_bins(n), rng)
     noisy_count = None
     if plan_.count_scale is not None:
         geometric = Geometric(epsilon=plan_.shares["count"], sensitivity=plan_.k)
@@ -444,7 +445,7 @@ def answer_cells(plan_: Plan, table: TableConfig, counts: np.ndarray, sums: dict
                            "count": plan_.count_scale, "midpoint": plan_.midpoints[o.column],
                            "cap": plan_.square_caps[o.column]})
         elif o.kind == "quantile":
-            scales.append(quantile_scale(plan_.bounds[o.column], plan_.shares[quantile_key(o)], plan_.k))
+            scales.append(quantile_scale(plan_.bounds[o.column], plan_.shares[quantile_key(o)], plan_.k, quantile_bins(n)))
         else:  # AVG, or the SUM of an averaged column: the deviations' scale, the count's, the midpoint
             scales.append({"sum": plan_.sum_scales[o.column], "count": plan_.count_scale,
                            "midpoint": plan_.midpoints[o.column]})

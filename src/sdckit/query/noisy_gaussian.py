@@ -68,6 +68,7 @@ from sdckit.query.config import TableConfig
 from sdckit.query.generate import (contribution_bound, distinct_columns, midpoint_sensitivity, square_cap, squared_columns,
                                    summed_columns)
 from sdckit.query.generate import quantile_columns
+from sdckit.query.grid import quantile_bins
 from sdckit.query.groupbounds import GroupBounds
 from sdckit.query.noisy import (COUNTED, answer_rows, deviation_sums, discrete_laplace_radius, distinct_key,
                                 geometric_scale, histograms, laplace_radius, other_texts, square_key)
@@ -249,7 +250,7 @@ class GaussianPlan:
         for key, o in {quantile_key(o): o for o in self.query.outputs if o.kind == "quantile"}.items():
             eps = self.quantile_epsilons[key]
             rho = f", rho epsilon^2/2 = {exact_text(Fraction(eps) ** 2 / 2)}" if self.definition == "zcdp" else ""
-            parts.append(quantile_text(o, self.bounds[o.column], eps, self.k) + rho)
+            parts.append(quantile_text(o, self.bounds[o.column], eps, self.k, quantile_bins(len(self.cells))) + rho)
         return parts
 
     def mechanism(self) -> str:
@@ -375,7 +376,7 @@ def answer_cells(plan_: GaussianPlan, counts: np.ndarray, sums: dict[str, np.nda
     :func:`~sdckit.query.generate.histogram_sql` result) when the query has a quantile, MIN or MAX."""
     ms = plan_.measurements
     chosen = choose_quantiles(plan_.query.outputs, plan_.bounds, lambda c: histograms(plan_, table, hists[c]),
-                              plan_.quantile_epsilons, plan_.k, rng)
+                              plan_.quantile_epsilons, plan_.k, quantile_bins(len(plan_.cells)), rng)
     noisy_count = None
     if "count" in ms:
         noisy_count = draw(ms["count"], counts, True, rng)
@@ -403,7 +404,8 @@ def answer_cells(plan_: GaussianPlan, counts: np.ndarray, sums: dict[str, np.nda
         elif o.kind == "count_distinct":
             scales.append(scale_of(ms[distinct_key(o.column)]))
         elif o.kind == "quantile":
-            scales.append(quantile_scale(plan_.bounds[o.column], plan_.quantile_epsilons[quantile_key(o)], plan_.k))
+            scales.append(quantile_scale(plan_.bounds[o.column], plan_.quantile_epsilons[quantile_key(o)], plan_.k,
+                                         quantile_bins(len(plan_.cells))))
         elif o.kind in ("var", "stddev"):
             scales.append({"squares_sigma": ms[square_key(o.column)].sigma, "sum_sigma": ms[o.column].sigma,
                            "count_sigma": ms["count"].sigma, "midpoint": plan_.midpoints[o.column],

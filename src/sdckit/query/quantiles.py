@@ -1,6 +1,11 @@
 """The quantile mechanism of the query service's dp mode: permute-and-flip over a grid of
 candidates with exact coins (McKenna & Sheldon 2020), and the bound on its rank error.
 
+The grid has up to ``2**18 + 1`` points (:func:`~sdckit.query.grid.quantile_bins`), so that on
+large tables the answer's error is the mechanism's rank error, not the grid's resolution. Its
+histogram is sparse (the non-empty bins per cell) and the coins are flipped lazily in the
+visiting order, so the sampling work is the candidates visited, not the grid's size.
+
 ``MIN(col)`` and ``MAX(col)`` are the quantiles 0 and 1 (as Tumult Analytics answers them, with
 its exponential mechanism over the public bounds): the utility of grid point ``c`` is
 ``-D #{x < c}`` for MIN and ``-D #{x >= c}`` for MAX, so every grid point at or below the
@@ -24,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from sdckit.dp.exact_samplers import bernoulli_exp_neg_rational
-from sdckit.query.generate import QUANTILE_BINS
+from sdckit.query.grid import QUANTILE_BINS
 
 #: Epsilon of a quantile is rounded down to a multiple of 2**-EPS_BITS (exact rational sampling).
 EPS_BITS = 20
@@ -43,17 +48,46 @@ def permute_and_flip(below: np.ndarray, n: int, q: float, epsilon: float, k: int
     is taken with probability ``exp(-epsilon (u* - u_j) / (2 D k))``, the best one surely: an
     epsilon-DP choice. Every coin is exact (:func:`~sdckit.dp.exact_samplers.bernoulli_exp_neg_rational`
     with ``epsilon`` rounded down to a multiple of 2**-20); no floating point on the sampling path.
+    The coins are flipped lazily, in the visiting order, in batches (1024, then doubling): the
+    output's law is the same, the work is the candidates visited (on a fine grid over a large
+    table, a small part of them).
     """
     d = 2**Q_BITS
     utility = -np.abs(d * below.astype(np.int64) - int(round(q * d)) * int(n))
     gap = utility.max() - utility  # >= 0, 0 at the best candidates
-    eps_num = math.floor(epsilon * 2**EPS_BITS)
-    den = 2 ** (EPS_BITS + 1) * d * k
-    cap = -(-_MAX_EXPONENT * den // eps_num)  # gaps past this have probability below exp(-64)
-    num = np.minimum(gap, cap) * eps_num
-    coins = bernoulli_exp_neg_rational(num, den, rng)
+    eps_num, den, cap = coin_parameters(epsilon, k)
     order = rng.permutation(below.size)
-    return int(order[np.argmax(coins[order])])
+    start, batch = 0, 1024
+    while True:  # ends: the best candidate's coin is 1
+        visit = order[start:start + batch]
+        coins = bernoulli_exp_neg_rational(np.minimum(gap[visit], cap) * eps_num, den, rng)
+        hit = np.flatnonzero(coins)
+        if hit.size:
+            return int(visit[hit[0]])
+        start, batch = start + batch, 2 * batch
+
+
+def coin_parameters(epsilon: float, k: int) -> tuple[int, int, int]:
+    """``(eps_num, den, cap)``: candidate ``j``'s coin is ``exp(-min(gap_j, cap) eps_num / den)``,
+    ``eps_num / 2**20`` the epsilon rounded down, ``den = 2**21 D k``; gaps past ``cap`` have
+    probability below exp(-64) and are clipped (clipping only shrinks differences: the clipped
+    utility ``max(u_j, u* - cap)`` still moves by at most ``D k``)."""
+    eps_num = math.floor(epsilon * 2**EPS_BITS)
+    den = 2 ** (EPS_BITS + 1) * 2**Q_BITS * k
+    return eps_num, den, -(-_MAX_EXPONENT * den // eps_num)
+
+
+def permute_and_flip_sparse(bins: np.ndarray, counts: np.ndarray, size: int, q: float, epsilon: float, k: int,
+                            rng: np.random.Generator) -> int:
+    """:func:`permute_and_flip` over the grid points ``0 .. size - 1`` of a histogram of
+    ``size - 1`` bins given sparsely: ``bins`` the sorted indices of the non-empty bins, ``counts``
+    their records (``below_j`` = the records in bins ``< j``; ``n`` = all of them)."""
+    bins = np.asarray(bins, dtype=np.int64)
+    if bins.size and not 0 <= bins[0] <= bins[-1] < size - 1:
+        raise ValueError("permute_and_flip_sparse: the bins do not fit a grid of this size")
+    cum = np.concatenate([[0], np.cumsum(np.asarray(counts, dtype=np.int64))])
+    below = cum[np.searchsorted(bins, np.arange(size), side="left")]
+    return permute_and_flip(below, int(cum[-1]), q, epsilon, k, rng)
 
 
 def quantile_rank_radius(epsilon: float, k: int, confidence: float = 0.95, candidates: int = QUANTILE_BINS + 1) -> float:
@@ -95,42 +129,42 @@ def zcdp_epsilon(rho: Fraction) -> Fraction:
     return Fraction(math.isqrt(math.floor(2 * rho * 4**EPS_BITS)), 2**EPS_BITS)
 
 
-def quantile_text(output: Any, bounds: tuple[float, float], epsilon: float, k: int) -> str:
-    """The sentence stating a quantile's (MIN's, MAX's) mechanism in an answer."""
+def quantile_text(output: Any, bounds: tuple[float, float], epsilon: float, k: int, bins: int) -> str:
+    """The sentence stating a quantile's (MIN's, MAX's) mechanism in an answer, on a grid of
+    ``bins`` bins (:func:`~sdckit.query.grid.quantile_bins`)."""
     lo, hi = bounds
     level = "" if output.q not in (0.0, 1.0) else f" (the quantile {output.q:g}, as Tumult Analytics)"
     return (f"{quantile_word(output)}{level}: permute-and-flip (exponential-mechanism family) over the "
-            f"{QUANTILE_BINS + 1} points of a public grid of [{lo:g}, {hi:g}] (resolution "
-            f"{(hi - lo) / QUANTILE_BINS:.6g}), sensitivity {k}, epsilon {epsilon:.6g} "
+            f"{bins + 1} points of a public grid of [{lo:g}, {hi:g}] (resolution "
+            f"{(hi - lo) / bins:.6g}), sensitivity {k}, epsilon {epsilon:.6g} "
             f"(rounded down to a multiple of 2**-{EPS_BITS}); no ci95 (a value interval would need "
             f"the data's density): with probability >= 95% its rank is at most "
-            f"{quantile_rank_radius(epsilon, k):.4g} records further from "
+            f"{quantile_rank_radius(epsilon, k, candidates=bins + 1):.4g} records further from "
             f"q times the count than the best grid point's (rank_radius95)")
 
 
-def quantile_scale(bounds: tuple[float, float], epsilon: float, k: int) -> dict[str, float]:
-    """A quantile's ``noise_scale`` entry: the grid's resolution, its epsilon, its rank radius."""
+def quantile_scale(bounds: tuple[float, float], epsilon: float, k: int, bins: int) -> dict[str, float]:
+    """A quantile's ``noise_scale`` entry on a grid of ``bins`` bins: the grid's resolution, its
+    epsilon, its rank radius."""
     lo, hi = bounds
-    return {"grid_resolution": (hi - lo) / QUANTILE_BINS, "epsilon": epsilon,
-            "rank_radius95": quantile_rank_radius(epsilon, k)}
+    return {"grid_resolution": (hi - lo) / bins, "epsilon": epsilon,
+            "rank_radius95": quantile_rank_radius(epsilon, k, candidates=bins + 1)}
 
 
 def choose_quantiles(outputs: Sequence[Any], bounds: dict[str, tuple[float, float]],
-                     hist_of: Callable[[str], np.ndarray], epsilons: dict[str, float], k: int,
-                     rng: np.random.Generator) -> dict[str, list[float]]:
+                     hist_of: Callable[[str], list[tuple[np.ndarray, np.ndarray]]], epsilons: dict[str, float], k: int,
+                     bins: int, rng: np.random.Generator) -> dict[str, list[float]]:
     """Each quantile output's answer per cell (by :func:`quantile_key`): ``hist_of(column)`` is
-    the column's histogram (cells x :data:`QUANTILE_BINS`), ``epsilons[key]`` the epsilon of
-    the output's :func:`permute_and_flip`; the grid point chosen, never outside the bounds."""
+    the column's sparse histogram on ``bins`` bins, per cell its non-empty bins and their records
+    (:func:`~sdckit.query.grid.sparse_histograms`), ``epsilons[key]`` the epsilon of the output's
+    :func:`permute_and_flip_sparse`; the grid point chosen, never outside the bounds."""
     chosen: dict[str, list[float]] = {}
     for o in outputs:
         key = quantile_key(o) if o.kind == "quantile" else None
         if key is None or key in chosen:
             continue
         lo, hi = bounds[o.column]
-        hist = hist_of(o.column)
-        n = hist.shape[0]
-        below = np.concatenate([np.zeros((n, 1), dtype=np.int64), np.cumsum(hist, axis=1)], axis=1)
-        width = (hi - lo) / QUANTILE_BINS
-        chosen[key] = [min(hi, lo + width * permute_and_flip(below[i], int(below[i, -1]), o.q, epsilons[key], k, rng))
-                       for i in range(n)]
+        width = (hi - lo) / bins
+        chosen[key] = [min(hi, lo + width * permute_and_flip_sparse(present, counts, bins + 1, o.q, epsilons[key], k, rng))
+                       for present, counts in hist_of(o.column)]
     return chosen

@@ -1,0 +1,55 @@
+"""The public grid of a dp quantile (issue 32): how many equal bins of a column's bounds a
+``MEDIAN``, ``QUANTILE_CONT``, ``MIN`` or ``MAX`` chooses among, and its histogram kept sparse.
+
+The answer is one of the grid's edges, chosen by permute-and-flip
+(:func:`sdckit.query.quantiles.permute_and_flip`). A grid of 1024 bins made the grid, not the
+mechanism, set the error on large tables: the median of 10**6 incomes in [0, 200000] was ~80 off,
+Tumult Analytics' ~0.5 (its exponential mechanism runs over the intervals between the sorted
+values). So the grid has :data:`QUANTILE_GRID` (2**18) bins over all the cells of a query, at
+least :data:`QUANTILE_BINS` (1024) per cell; the bin counts are powers of two, so a histogram on
+the finest grid coarsens exactly to any other (:func:`coarsen`, for the start-up cube).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+#: Fewest bins of a quantile's grid per cell.
+QUANTILE_BINS = 1024
+#: Most bins of a quantile's grid over all the cells of a query (and the cube's histograms' bins).
+QUANTILE_GRID = 2**18
+
+
+def quantile_bins(cells: int) -> int:
+    """Bins per cell of a dp quantile's grid: :data:`QUANTILE_GRID` (2**18) divided by the number
+    of cells (the product of the GROUP BY domains' sizes, public), rounded down to a power of two,
+    at least :data:`QUANTILE_BINS` (1024). Without GROUP BY the resolution is 2**-18 of the
+    bounds, fine enough that on large tables the mechanism's rank error, not the grid, sets the
+    error; the cap keeps the histograms and permute-and-flip's work per query bounded."""
+    bins = QUANTILE_GRID
+    while bins > QUANTILE_BINS and bins * max(int(cells), 1) > QUANTILE_GRID:
+        bins //= 2
+    return bins
+
+
+def coarsen(bins: np.ndarray, size: int) -> np.ndarray:
+    """Indices on the :data:`QUANTILE_GRID`-bin grid mapped to a grid of ``size`` bins (a power
+    of two dividing it). Exact: the scan's bin ``LEAST(FLOOR((x - low) * B / (high - low)), B - 1)``
+    scales by a power of two between grids (no rounding), and ``floor(floor(y) / 2**m) =
+    floor(y / 2**m)``."""
+    return np.asarray(bins, dtype=np.int64) // (QUANTILE_GRID // size)
+
+
+def sparse_histograms(cell: np.ndarray, bins: np.ndarray, counts: np.ndarray, n_cells: int,
+                      size: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per cell ``0 .. n_cells - 1``, the sorted indices of its non-empty bins (of ``size``) and
+    their records, from rows ``(cell, bin, count)`` (a cell or bin out of range is left out; rows
+    of the same pair add up)."""
+    cell, bins = np.asarray(cell, dtype=np.int64), np.asarray(bins, dtype=np.int64)
+    keep = (cell >= 0) & (cell < n_cells) & (bins >= 0) & (bins < size)
+    keys, where = np.unique(cell[keep] * size + bins[keep], return_inverse=True)  # sorted by cell, then bin
+    total = np.zeros(keys.size, dtype=np.int64)
+    np.add.at(total, where.reshape(-1), np.asarray(counts, dtype=np.int64)[keep])
+    cell_of, bin_of = np.divmod(keys, size)
+    edges = np.searchsorted(cell_of, np.arange(n_cells + 1))
+    return [(bin_of[a:b], total[a:b]) for a, b in zip(edges[:-1], edges[1:])]
