@@ -23,7 +23,7 @@ from query_helpers import SEED, Server, add_analyst
 from sdckit.core.errors import DataError, ParameterError
 from sdckit.query.config import load_config
 from sdckit.query.service import Service
-from sdckit.query.tablesums import exact_limbs, limbs_to_float
+from sdckit.query.limbs import exact_limbs, limbs_to_float
 from sdckit.query.tables import CellKeyCube
 from sdckit.tabular import Hierarchy, cell_key_counts, cell_key_sums, ptable, ptable_numeric
 from sdckit.tabular.cellkey_sums import CellKeySumParams

@@ -22,7 +22,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "app": ("workbench", "Open the workbench in the browser: open a file, mark the columns' roles, see the risk, "
                          "protect step by step and write the release with its recipe; on this machine only "
                          "(127.0.0.1, a new secret address at each start) unless --host, where users log in with "
-                         "a query-service API key (--state)."),
+                         "a query-service API key (--state), over HTTPS with --certfile/--keyfile."),
     "assess": ("assess", "Verify a release as a maximum-knowledge intruder would (permutation paradigm)."),
     "check": ("check", "Check DATA against k-anonymity / l-diversity / t-closeness, class by class."),
     "compare": ("compare", "Compare methods (or parameter values) on the same data and seed: risk against "

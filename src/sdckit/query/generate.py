@@ -360,14 +360,12 @@ def cube_sql(table: TableConfig, keys: list[str], squares: list[str], column: st
     selects: list[exp.Expression] = [_alias(_col(c, table), group_alias(i)) for i, c in enumerate(keys)]
     selects.append(_alias(exp.Count(this=exp.Star()), COUNT_ALIAS))
     selects.extend(_alias(_square_sum(c, table, "dp", bind), square_alias(i)) for i, c in enumerate(squares))
-    groups = [exp.Column(this=exp.to_identifier(group_alias(i), quoted=True)) for i in range(len(keys))]
     if column is not None:
         selects.append(_alias(_bin(column, table, bind, QUANTILE_GRID), BIN_ALIAS))
-        groups.append(exp.Column(this=exp.to_identifier(BIN_ALIAS, quoted=True)))
     statement = exp.Select(expressions=selects).from_(
         exp.Table(this=exp.to_identifier(relation_name(table, "dp"), quoted=True)), copy=False)
-    if groups:
-        statement = statement.group_by(*groups, copy=False)
+    if keys or column is not None:  # by the keys and the bin (never by alias: a column may be named "g0" or "b")
+        statement.set("group", exp.Group(all=True))
     return Generated(statement.sql(dialect="duckdb"), tuple(bind.values))
 
 
@@ -433,9 +431,7 @@ def histogram_sql(query: Query, table: TableConfig, column: str, rows: int | Non
     selects.append(_alias(exp.Count(this=exp.Star()), COUNT_ALIAS))
     statement = exp.Select(expressions=selects).from_(_from(query, table, "dp", bind, rows, groups), copy=False)
     statement = _where(statement, query, table, bind, rows)
-    keys = [exp.Column(this=exp.to_identifier(group_alias(i), quoted=True)) for i in range(len(query.group_by))]
-    keys.append(exp.Column(this=exp.to_identifier(BIN_ALIAS, quoted=True)))
-    statement = statement.group_by(*keys, copy=False)
+    statement.set("group", exp.Group(all=True))  # by the groups and the bin (never by alias: a column may be named "b")
     return Generated(statement.sql(dialect="duckdb"), tuple(bind.values))
 
 
@@ -463,7 +459,7 @@ def magnitude_histogram_sql(query: Query, table: TableConfig, column: str, lowes
     statement = exp.Select(expressions=selects).from_(
         exp.Table(this=exp.to_identifier(relation_name(table, "dp"), quoted=True)), copy=False)
     statement = _where(statement, query, table, bind, rows)
-    statement = statement.group_by(exp.Column(this=exp.to_identifier(BIN_ALIAS, quoted=True)), copy=False)
+    statement.set("group", exp.Group(all=True))  # by the bin (never by alias: a column may be named "b")
     return Generated(statement.sql(dialect="duckdb"), tuple(bind.values))
 
 

@@ -37,7 +37,7 @@ import numpy as np
 from sdckit.core.duckdb_session import quote_identifier
 from sdckit.query.config import TableConfig
 from sdckit.query.relnames import clamp_column, relation_name
-from sdckit.query.tablesums import LIMB, limbs_to_float
+from sdckit.query.limbs import LIMB, limbs_to_float
 
 #: Candidate grids ``2**-b`` of the clamped values (integers, then the cube's 2**-10 grid).
 GRID_BITS = (0, 10)
@@ -100,7 +100,7 @@ def grid_bits(con: Any, table: TableConfig, rows: int, midpoint_caps: dict[str, 
 
 def exact_float(total: int, bits: int) -> float:
     """The squared deviations' sum from the integer sum of the terms: one rounding to a double
-    (as :func:`~sdckit.query.tablesums.limbs_to_float` rounds the cube's)."""
+    (as :func:`~sdckit.query.limbs.limbs_to_float` rounds the cube's)."""
     return math.ldexp(float(total), -2 * (bits + 1))
 
 
@@ -117,8 +117,8 @@ def exact_floats(values: Any, bits: int) -> np.ndarray:
 
 
 def to_limbs(totals: list[int]) -> np.ndarray:
-    """Non-negative integers below 2**128 as rows of :data:`~sdckit.query.tablesums.LIMB`-bit
-    limbs (float64, low limb first), for :func:`~sdckit.query.tablesums.limbs_to_float`: adding
+    """Non-negative integers below 2**128 as rows of :data:`~sdckit.query.limbs.LIMB`-bit
+    limbs (float64, low limb first), for :func:`~sdckit.query.limbs.limbs_to_float`: adding
     up to 2**33 such rows limb by limb in float64 is exact."""
     mask, count = (1 << LIMB) - 1, -(-128 // LIMB)
     return np.array([[(t >> (LIMB * i)) & mask for i in range(count)] for t in totals],
