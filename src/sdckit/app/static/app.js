@@ -60,11 +60,15 @@ function checkAsTyped(form) {
       general.hidden = false;
     }
   }
+  var asked = 0;  // only the answer to the latest check is shown: answers may come back out of order
   function check() {
+    var mine = ++asked;
     fetch("/protect/check", {
       method: "POST", credentials: "same-origin", body: new URLSearchParams(new FormData(form)),
       headers: { "Content-Type": "application/x-www-form-urlencoded" }
-    }).then(function (r) { return r.json(); }).then(show).catch(function () {});
+    }).then(function (r) { return r.json(); }).then(function (answer) {
+      if (mine === asked) { show(answer); }
+    }).catch(function () {});
   }
   form.addEventListener("input", function () { clearTimeout(timer); timer = setTimeout(check, 250); });
   form.addEventListener("change", check);
