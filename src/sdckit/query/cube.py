@@ -51,13 +51,12 @@ from sdckit.query.derived import dp_table, find
 from sdckit.query.derivedsql import step_codes
 from sdckit.query.generate import cell_indices, clamp_column, group_alias, is_text_domain, relation_name, summed_columns
 from sdckit.query.sql import And, Compare, InList, Not, Or, Predicate, Query, predicate_columns
+from sdckit.query.squares import FRACTION_BITS, ColumnGrid, column_grids
 
 #: Most cube rows (non-empty key combinations) kept; more columns are left out, fewest-valued first.
 MAX_CELLS = 50_000
 #: Integer keys and numeric literals must lie within +/- this bound (int64 and double agree there).
 EXACT = 2**53
-#: Clamped values must be multiples of 2**-FRACTION_BITS for their sums to come from the cube.
-FRACTION_BITS = 10
 
 _INTEGER_TYPES = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT", "HUGEINT")
 
@@ -107,7 +106,8 @@ class Cube(Result):
 
     # ------------------------------------------------------------------ building
     @classmethod
-    def build(cls, con: Any, table: TableConfig, max_cells: int = MAX_CELLS) -> Cube | None:
+    def build(cls, con: Any, table: TableConfig, max_cells: int = MAX_CELLS,
+              grids: dict[str, ColumnGrid] | None = None) -> Cube | None:
         """The cube of ``table``'s dp relation in the DuckDB connection ``con``, or ``None`` when
         no declared column qualifies."""
         relation = _q(relation_name(table, "dp"))
@@ -147,7 +147,7 @@ class Cube(Result):
                 bound = int(present)
         if not chosen:
             return None
-        summable = summable_columns(con, table)
+        summable = summable_columns(con, table, grids)
         chosen.sort(key=table.columns.index)
         selects = [_q(c) for c in chosen] + ["COUNT(*)"] + [f"SUM({_q(clamp_column(c))})" for c in summable]
         aliases = [f"k{i}" for i in range(len(chosen))] + ["n"] + [f"s{i}" for i in range(len(summable))]
@@ -310,25 +310,17 @@ class Cube(Result):
         return true, unknown
 
 
-def summable_columns(con: Any, table: TableConfig) -> list[str]:
+def summable_columns(con: Any, table: TableConfig, grids: dict[str, ColumnGrid] | None = None) -> list[str]:
     """Bounded columns whose clamped values are multiples of 2**-10 (integers, usually) with
-    magnitudes summing below 2**43 (2**53 for integers): their sums are exact in any order."""
-    columns = list(table.bounds)
-    if not columns:
-        return []
-    scale = float(2**FRACTION_BITS)
-    parts = []
-    for c in columns:
-        v = _q(clamp_column(c))
-        parts.append(f"bool_and({v} = floor({v})), bool_and({v} * {scale} = floor({v} * {scale})), SUM(abs({v}))")
-    row = con.execute(f"SELECT {', '.join(parts)} FROM {_q(relation_name(table, 'dp'))}").fetchone()
+    magnitudes summing below 2**43 (2**53 for integers): their sums are exact in any order.
+    ``grids``: the dp relation's :func:`~sdckit.query.squares.column_grids` when already read."""
+    grids = column_grids(con, table) if grids is None else grids
     out = []
-    for i, c in enumerate(columns):
-        integral, dyadic, magnitude = row[3 * i: 3 * i + 3]
-        magnitude = 0.0 if magnitude is None else float(magnitude)
-        if integral in (True, None) and magnitude < EXACT:
+    for c in table.bounds:
+        grid = grids[c]
+        if grid.integral in (True, None) and grid.magnitude < EXACT:
             out.append(c)
-        elif dyadic and magnitude < EXACT / scale:
+        elif grid.dyadic and grid.magnitude < EXACT / 2**FRACTION_BITS:
             out.append(c)
     return out
 

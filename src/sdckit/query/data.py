@@ -43,7 +43,7 @@ from sdckit.query.joins import load_public, public_sql, query_table
 from sdckit.query.relnames import NUMERIC_TYPES
 from sdckit.query.generate import (RANK, ROW, clamp_column, code_column, is_text_domain, midpoint_sensitivity,
                                    quantile_columns, relation_name, rows_per_unit, square_cap)
-from sdckit.query.squares import grid_bits
+from sdckit.query.squares import ColumnGrid, column_grids, grid_bits
 
 if TYPE_CHECKING:
     import duckdb
@@ -86,6 +86,8 @@ class Database:
         self._joined: dict[Any, Cube | None] = {}  # a public join -> the joined cube (sdckit.query.joins)
         self.n_rows: dict[str, int] = {}
         self.unique_units: dict[str, bool] = {}
+        #: each table's clamped columns' grids and magnitudes (sdckit.query.squares.column_grids)
+        self.grids: dict[str, dict[str, ColumnGrid]] = {}
         #: SHA-256 of each table's file (restricted-mode answers are audited on this data)
         self.fingerprints: dict[str, str] = {}
         tables = {name: self._load(t) for name, t in config.tables.items()}
@@ -93,8 +95,9 @@ class Database:
         self.config = dataclasses.replace(config, tables=tables, public_tables=public)
         #: the pre-aggregated dp relation of each table (None: no column qualifies; see sdckit.query.cube)
         # (a table served as tables never answers SQL: no fast path; sdckit.query.tables builds its cells)
-        self.cubes: dict[str, Cube | None] = {name: Cube.build(self._con, t) if t.mode != "tables" else None
-                                              for name, t in tables.items()}
+        self.cubes: dict[str, Cube | None] = {
+            name: Cube.build(self._con, t, grids=self.grids[name]) if t.mode != "tables" else None
+            for name, t in tables.items()}
         #: each cube's squared-deviation sums, quantile histograms and distinct values (sdckit.query.cube_moments)
         self.moments: dict[str, Moments] = {name: Moments.build(self._con, cube, self.unique_units[name])
                                             for name, cube in self.cubes.items() if cube is not None}
@@ -104,7 +107,7 @@ class Database:
             if t.mode == "tables":
                 continue
             cube = self.cubes[name]
-            summable = list(cube.sums) if cube is not None else summable_columns(self._con, t)
+            summable = list(cube.sums) if cube is not None else summable_columns(self._con, t, self.grids[name])
             self.ranges[name] = ranges.build(self._con, t, set(cube.keys) if cube is not None else set(), summable)
 
     def fast_cells(self, query: Any, n_cells: int, rows: int | None = None
@@ -229,7 +232,8 @@ class Database:
         self._con.execute(f"CREATE TABLE {_q(dp)} AS SELECT *{clamps}, {rank} AS {_q(RANK)} FROM {_q(base)}{bounded}",
                           clamp_params)
         caps = {c: (midpoint_sensitivity(lo, hi, 1)[0], square_cap(lo, hi)) for c, (lo, hi) in t.bounds.items()}
-        return dataclasses.replace(t, square_bits=grid_bits(self._con, t, int(n), caps))  # (sdckit.query.squares)
+        self.grids[t.name] = column_grids(self._con, t)  # one scan: the cube's exact sums and the exact squares
+        return dataclasses.replace(t, square_bits=grid_bits(self._con, t, int(n), caps, self.grids[t.name]))
 
     def _data_bounds(self, t: TableConfig, base: str, types: dict[str, str]) -> TableConfig:
         bounds = dict(t.bounds)

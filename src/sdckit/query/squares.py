@@ -39,8 +39,42 @@ from sdckit.query.config import TableConfig
 from sdckit.query.relnames import clamp_column, relation_name
 from sdckit.query.limbs import LIMB, limbs_to_float
 
+#: The finest grid checked: clamped values that are multiples of ``2**-FRACTION_BITS`` have exact
+#: sums in the cube (:func:`~sdckit.query.cube.summable_columns`) and exact squares here.
+FRACTION_BITS = 10
 #: Candidate grids ``2**-b`` of the clamped values (integers, then the cube's 2**-10 grid).
-GRID_BITS = (0, 10)
+GRID_BITS = (0, FRACTION_BITS)
+
+
+@dataclass(frozen=True)
+class ColumnGrid:
+    """What one scan of the dp relation tells of a bounded column's clamped values: whether every
+    one is an integer (``integral``) and a multiple of ``2**-FRACTION_BITS`` (``dyadic``; both
+    ``None`` when there are no rows), and the sum of their magnitudes."""
+
+    integral: bool | None
+    dyadic: bool | None
+    magnitude: float
+
+    def fits(self, bits: int) -> bool:
+        """Every clamped value is a multiple of ``2**-bits`` (``bits`` in :data:`GRID_BITS`)."""
+        return (self.integral if bits == 0 else self.dyadic) in (True, None)
+
+
+def column_grids(con: Any, table: TableConfig) -> dict[str, ColumnGrid]:
+    """:class:`ColumnGrid` of each bounded column of ``table``, in one scan of its dp relation (read
+    by both the cube's exact sums and the exact squares, so the data is loaded with one scan)."""
+    columns = list(table.bounds)
+    if not columns:
+        return {}
+    scale = float(2**FRACTION_BITS)
+    parts = []
+    for c in columns:
+        v = quote_identifier(clamp_column(c))
+        parts.append(f"bool_and({v} = floor({v})), bool_and({v} * {scale} = floor({v} * {scale})), SUM(abs({v}))")
+    row = con.execute(f"SELECT {', '.join(parts)} FROM {quote_identifier(relation_name(table, 'dp'))}").fetchone()
+    return {c: ColumnGrid(row[3 * i], row[3 * i + 1], 0.0 if row[3 * i + 2] is None else float(row[3 * i + 2]))
+            for i, c in enumerate(columns)}
 
 
 @dataclass(frozen=True)
@@ -73,28 +107,19 @@ def scaling(lo: float, hi: float, m: float, cap: float, bits: int) -> Scaling | 
     return Scaling(bits, int(midpoint), int(scaled_cap), "BIGINT" if limit == 62 else "HUGEINT")
 
 
-def grid_bits(con: Any, table: TableConfig, rows: int, midpoint_caps: dict[str, tuple[float, float]]) -> dict[str, int]:
+def grid_bits(con: Any, table: TableConfig, rows: int, midpoint_caps: dict[str, tuple[float, float]],
+              grids: dict[str, ColumnGrid] | None = None) -> dict[str, int]:
     """Per bounded column of ``table`` whose squares are exact integers on its dp relation (``rows``
-    rows; ``midpoint_caps`` each column's ``(m, cap)``), the smallest grid bits that fit."""
-    tests = []
+    rows; ``midpoint_caps`` each column's ``(m, cap)``), the smallest grid bits that fit;
+    ``grids`` the relation's :func:`column_grids` when already read (else read here)."""
+    grids = column_grids(con, table) if grids is None else grids
+    out: dict[str, int] = {}
     for column, (lo, hi) in table.bounds.items():
         for bits in GRID_BITS:
             found = scaling(lo, hi, *midpoint_caps[column], bits)
-            if found is not None and rows * found.cap < 2**126:
-                tests.append((column, bits))
-    if not tests:
-        return {}
-    parts, params = [], []
-    for column, bits in tests:
-        value = quote_identifier(clamp_column(column))
-        parts.append(f"bool_and({value} * ? = floor({value} * ?))")
-        params += [float(2**bits)] * 2
-    row = con.execute(f"SELECT {', '.join(parts)} FROM {quote_identifier(relation_name(table, 'dp'))}",
-                      params).fetchone()
-    out: dict[str, int] = {}
-    for (column, bits), ok in zip(tests, row):
-        if ok in (True, None) and column not in out:  # (None: no rows)
-            out[column] = bits
+            if found is not None and rows * found.cap < 2**126 and grids[column].fits(bits):
+                out[column] = bits
+                break
     return out
 
 
