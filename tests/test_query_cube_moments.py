@@ -1,11 +1,13 @@
 """The cube's moments (sdckit.query.cube_moments, issue 32): VAR_POP/STDDEV_POP, quantile
-histograms, COUNT(DISTINCT) and keys from the data give exactly DuckDB's true answers on random
-predicates (squared deviations near 2**82 too); what they decline (values off a grid, a person
-with several rows for data keys); the service's answers bit-identical with and without them
-under a seed, and answered without a scan."""
+histograms (sparse, cumulative, built in bin ranges, switched to cumulative part-way:
+sdckit.query.histcube), COUNT(DISTINCT) and keys from the data give exactly DuckDB's true
+answers on random predicates (squared deviations near 2**82 too); what they decline (values off
+a grid, a person with several rows for data keys, histograms past the memory cap); the service's
+answers bit-identical with and without them under a seed, and answered without a scan."""
 
 from __future__ import annotations
 
+import dataclasses
 from fractions import Fraction
 from pathlib import Path
 
@@ -21,6 +23,8 @@ from sdckit.query.config import load_config
 from sdckit.query.cube_moments import Moments
 from sdckit.query.data import Database
 from sdckit.query.generate import aggregate_sql, histogram_sql, quantile_columns
+from sdckit.query.grid import QUANTILE_GRID, cumulative, quantile_bins
+from sdckit.query.histcube import HistCube
 from sdckit.query.service import Service
 from sdckit.query.sql import And, Between, Compare, InList, Not, Or, Output, Query, parse
 from sdckit.query.state import State
@@ -85,6 +89,33 @@ def db(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
+def forms(db):
+    """The moments with income's histograms in each form: as built (sparse), cumulative (built
+    in bin ranges of about one pair), sparse built so, and switched from sparse to cumulative
+    part-way through the ranges (past 50 pairs)."""
+    moments, cube = db.moments["t"], db.cubes["t"]
+    assert moments.bins["income"].form == "sparse" and moments.bins["income"].records is None  # one bin per record
+    variants = {"cumulative": dict(dense_share=0.0, chunk_pairs=1), "ranges": dict(chunk_pairs=1),
+                "switched": dict(max_pairs=50, chunk_pairs=1)}
+    out = {"built": moments}
+    for name, options in variants.items():
+        hist = HistCube.build(db._con, cube, "income", **options)
+        assert hist.form == ("sparse" if name == "ranges" else "cumulative"), name
+        out[name] = dataclasses.replace(moments, bins={**moments.bins, "income": hist})
+    return out
+
+
+def _same_histograms(mine: dict, theirs: dict, n_cells: int) -> None:
+    """Per column and cell, the same records in every bin of the query's grid (either form)."""
+    assert sorted(mine) == sorted(theirs)
+    size = quantile_bins(n_cells)
+    for name in theirs:
+        assert len(mine[name]) == len(theirs[name]) == n_cells
+        for a, b in zip(mine[name], theirs[name]):
+            assert np.array_equal(cumulative(a, size), cumulative(b, size)), name
+
+
+@pytest.fixture(scope="module")
 def single(tmp_path_factory):
     """One row per person (a key's person count is its row count)."""
     database = Database(load_config(_database(tmp_path_factory.mktemp("single"), persons=120, k=1)))
@@ -122,26 +153,38 @@ _where = st.one_of(st.none(), st.recursive(_leaves, lambda inner: st.one_of(
 _outputs = st.lists(st.sampled_from([
     Output("count", None, "c"), Output("var", "income", "v"), Output("stddev", "age", "sd"),
     Output("var", "half", "vh"), Output("stddev", "big", "sb"), Output("count_distinct", "age", "da"), Output("count_distinct", "region", "dr"),
-    Output("quantile", "income", "m", 0.5), Output("quantile", "frac", "f", 0.9), Output("avg", "half", "a")]),
+    Output("quantile", "income", "m", 0.5), Output("quantile", "frac", "f", 0.9), Output("quantile", "half", "qh", 0.25),
+    Output("avg", "half", "a")]),
     min_size=1, max_size=4, unique_by=lambda o: o.label)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(where=_where, outputs=_outputs, group_by=st.sampled_from([(), ("region",), ("grp", "region")]))
-def test_the_moments_give_duckdbs_true_answer_on_random_predicates(db, where, outputs, group_by):
+@given(where=_where, outputs=_outputs, group_by=st.sampled_from([(), ("region",), ("grp", "region")]),
+       form=st.sampled_from(["built", "cumulative", "ranges", "switched"]))
+def test_the_moments_give_duckdbs_true_answer_on_random_predicates(db, forms, where, outputs, group_by, form):
     query = Query("t", tuple(Output("group", c, c) for c in group_by) + tuple(outputs), where, group_by)
-    moments = db.moments["t"]
+    moments = forms[form]
     assert moments.covers(query)
     counts, sums, hists, n_cells = _truth(db, query)
     mine_counts, mine_sums = moments.cells(query, n_cells)
     assert mine_counts.dtype == counts.dtype and np.array_equal(mine_counts, counts)
     _same_arrays(mine_sums, sums)
-    mine_hists = moments.histograms(query, n_cells)
-    assert sorted(mine_hists) == sorted(hists)
-    for name in hists:  # per cell: the same non-empty bins of the same grid, the same records
-        assert len(mine_hists[name]) == len(hists[name]) == n_cells
-        for (bins, records), (their_bins, their_records) in zip(mine_hists[name], hists[name]):
-            assert np.array_equal(bins, their_bins) and np.array_equal(records, their_records), name
+    _same_histograms(moments.histograms(query, n_cells), hists, n_cells)
+
+
+@pytest.mark.parametrize("form", ["built", "cumulative"])
+def test_many_cells_add_up_as_each_cell_alone(forms, form):
+    """300 answer cells (past 2**18 / 1024, where the sparse form answers sparsely): each cell's
+    histogram on 1024 bins is that of its own cube rows asked as one cell, on a random selection
+    and assignment of the cube rows."""
+    hist, size = forms[form].bins["income"], 1024
+    rng = np.random.default_rng(3)
+    keep, cell = rng.random(hist.order.size) < 0.7, rng.integers(0, 300, hist.order.size)
+    many = hist.histograms(keep, cell, 300, size)
+    for c in range(300):
+        alone = hist.histograms(keep & (cell == c), np.zeros_like(cell), 1, size)[0]
+        assert np.array_equal(cumulative(many[c], size), alone), c
+    assert all(cumulative(h, size)[-1] == 0 for h, c in zip(many, range(300)) if not (keep & (cell == c)).any())
 
 
 def _candidates(db: Database, query: Query, result: dict) -> list[tuple]:
@@ -163,6 +206,34 @@ def test_data_keys_from_the_cube_are_duckdbs_when_one_row_is_one_person(single, 
     assert _candidates(single, query, single.fast_keys(query, 1)) == _candidates(single, query, scan)
 
 
+def test_many_records_per_bin_in_each_form(tmp_path):
+    """2,000 records in 15 cube rows (region and w), v on 10 values: ~13 records per (cube row,
+    bin) pair, kept sparse with their records, cumulative, and built in bin ranges; each form
+    gives the scan's histograms."""
+    rng = np.random.default_rng(7)
+    pd.DataFrame({"pid": range(2000), "region": rng.choice(REGIONS + [""], 2000), "w": rng.integers(0, 3, 2000),
+                  "v": rng.integers(0, 10, 2000) / 2}).to_csv(tmp_path / "t.csv", index=False)
+    (tmp_path / "s.toml").write_text('[[table]]\nname = "t"\npath = "t.csv"\nprivacy_unit = "pid"\n'
+                                     '[table.bounds]\nv = [0, 10]\n[table.domains]\nregion = ["N", "S", "E", "W"]\n'
+                                     'w = [0, 1, 2]\n', encoding="utf-8")
+    db = Database(load_config(tmp_path / "s.toml"))
+    try:
+        moments, cube = db.moments["t"], db.cubes["t"]
+        assert set(cube.keys) == {"region", "w"} and moments.bins["v"].records is not None
+        forms = [moments] + [dataclasses.replace(moments, bins={"v": HistCube.build(db._con, cube, "v", **options)})
+                             for options in (dict(dense_share=0.0), dict(chunk_pairs=4))]
+        assert [m.bins["v"].form for m in forms] == ["sparse", "cumulative", "sparse"]
+        for sql in ("SELECT MEDIAN(v) FROM t WHERE region IN ('N', 'S')",
+                    "SELECT region, QUANTILE_CONT(v, 0.3) FROM t WHERE w <> 1 GROUP BY region",
+                    "SELECT region, w, MIN(v), MAX(v) FROM t GROUP BY region, w"):
+            query = parse(sql, db.config)
+            hists, n_cells = _truth(db, query)[2:]
+            for m in forms:
+                _same_histograms(m.histograms(query, n_cells), hists, n_cells)
+    finally:
+        db.close()
+
+
 # ------------------------------------------------------------------ hand-worked and declined
 def test_a_hand_worked_variance_histogram_and_distinct_count(tmp_path):
     """Four people: ages 10, 20, 20, missing; incomes 100, 300, 300, 900 (midpoint 500)."""
@@ -178,12 +249,18 @@ def test_a_hand_worked_variance_histogram_and_distinct_count(tmp_path):
         counts, sums = moments.cells(query, 1)
         assert counts.tolist() == [3] and sums[noisy.distinct_key("age")].tolist() == [2]
         assert sums[noisy.square_key("income")].tolist() == [400.0**2 + 2 * 200.0**2]  # (x - 500)**2
-        bins, records = moments.histograms(query, 1)["income"][0]  # one cell: the finest grid, 2**18 bins
-        assert bins.tolist() == [26214, 78643] and records.tolist() == [1, 2]  # floor(x * 2**18 / 1000)
+        bins, records = _nonempty(moments.histograms(query, 1)["income"][0], QUANTILE_GRID)  # the finest grid
+        assert bins == [26214, 78643] and records == [1, 2]  # floor(x * 2**18 / 1000)
         by_region = moments.histograms(parse("SELECT region, MEDIAN(income) FROM t GROUP BY region", db.config), 4)
-        assert [b.tolist() for b, _ in by_region["income"]] == [[6553, 19660], [19660, 58982], [], []]  # 4 cells: 2**16
+        assert [_nonempty(h, 2**16)[0] for h in by_region["income"]] == [[6553, 19660], [19660, 58982], [], []]
     finally:
         db.close()
+
+
+def _nonempty(hist, size: int) -> tuple[list[int], list[int]]:
+    """The non-empty bins of a histogram (either form) and their records."""
+    counts = np.diff(cumulative(hist, size))
+    return np.flatnonzero(counts).tolist(), counts[counts > 0].tolist()
 
 
 def test_the_moments_decline_what_they_cannot_answer_exactly(db):
@@ -195,7 +272,12 @@ def test_the_moments_decline_what_they_cannot_answer_exactly(db):
         assert not moments.covers(parse(sql, db.config)), sql
     # several rows per person: a key's person count needs COUNT(DISTINCT pid), the scan
     assert db.fast_keys(parse("SELECT age, COUNT(*) FROM t GROUP BY age", db.config), 2) is None
-    assert Moments.build(db._con, db.cubes["t"], False, max_bin_rows=10).bins == {}  # over the pair limit
+    # over the pair limit: cumulative while it fits the cap (one column: (rows + 1) x (2**18 + 1) int32), else the scan
+    rows = db.cubes["t"].size
+    assert Moments.build(db._con, db.cubes["t"], False, max_bin_rows=10, max_hist_bytes=10**6).bins == {}
+    capped = Moments.build(db._con, db.cubes["t"], False, max_bin_rows=10, max_hist_bytes=130 * 2**20)
+    assert {c: h.form for c, h in capped.bins.items()} == {"income": "cumulative"}  # the cap is for all columns
+    assert capped.bins["income"].nbytes == (rows + 1) * (2**18 + 1) * 4 + rows * 8 < 130 * 2**20
 
 
 # ------------------------------------------------------------------ the service

@@ -12,10 +12,12 @@ Built once at start-up beside the :class:`~sdckit.query.cube.Cube` of a table, o
   (:func:`~sdckit.query.squares.to_limbs`): a selection's limbs add up exactly, its integer sum
   is rebuilt and rounded once to a double, as the scan's is. A column off the grid (e.g. reals
   in ``[0, 0.3]``) goes to DuckDB.
-* *histograms*: per cube row and quantile bin on the finest grid
+* *histograms* (:mod:`sdckit.query.histcube`): per cube row and quantile bin on the finest grid
   (:data:`~sdckit.query.grid.QUANTILE_GRID` equal bins of the bounds, the bin computed by the
-  scan's expression), the number of records, kept sparse (present pairs only) when there are at
-  most :data:`MAX_BIN_ROWS` of them (else that column's quantiles scan); a query's coarser grid
+  scan's expression), the number of records: cumulative over the rows (in a storage order sorted
+  by the keys) and the bins when dense (a query reads two rows per run of selected rows), else
+  sparse (the pairs holding records, by row), within :data:`~sdckit.query.histcube.MAX_HIST_BYTES`
+  per table (else that column's quantiles scan); a query's coarser grid
   (:func:`~sdckit.query.grid.quantile_bins`) is read off exactly (:func:`~sdckit.query.grid.coarsen`);
   counts are integers, so exact.
 * *distinct values*: ``COUNT(DISTINCT c)`` for a cube column ``c`` is the number of distinct
@@ -39,18 +41,15 @@ from typing import Any
 import numpy as np
 
 from sdckit.core.result import Result, plain
-from sdckit.query.config import TableConfig
 from sdckit.query.cube import Cube, column_key, literals_exact
-from sdckit.query.generate import (BIN_ALIAS, COUNT_ALIAS, PERSONS_ALIAS, cube_sql, distinct_columns,
+from sdckit.query.generate import (COUNT_ALIAS, PERSONS_ALIAS, cube_sql, distinct_columns,
                                    group_alias, is_text_domain, quantile_columns, square_alias, square_scaling,
                                    squared_columns, sum_alias, summed_columns)
-from sdckit.query.grid import QUANTILE_GRID, coarsen, quantile_bins, sparse_histograms
+from sdckit.query.grid import Histogram, quantile_bins
+from sdckit.query.histcube import DENSE_SHARE, MAX_BIN_ROWS, MAX_HIST_BYTES, HistCube
 from sdckit.query.noisy import distinct_key, square_key
 from sdckit.query.sql import Query, predicate_columns
 from sdckit.query.squares import limb_sums, result_ints, to_limbs
-
-#: Most (cube row, bin) pairs kept for one column's quantile histograms.
-MAX_BIN_ROWS = 4_000_000
 
 
 @dataclass(frozen=True, eq=False)
@@ -60,8 +59,8 @@ class Moments(Result):
     cube: Cube
     #: per bounded column whose squared-deviation sums are exact integers: (cube rows x limbs)
     squares: dict[str, np.ndarray] = field(metadata={"dict": False})
-    #: per bounded column: (cube row, bin, records) of each present pair
-    bins: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = field(metadata={"dict": False})
+    #: per bounded column with histograms over the cube rows (sdckit.query.histcube)
+    bins: dict[str, HistCube] = field(metadata={"dict": False})
     #: one row is one person (a key's person count is its row count)
     persons_are_rows: bool = False
 
@@ -71,8 +70,10 @@ class Moments(Result):
 
     # ------------------------------------------------------------------ building
     @classmethod
-    def build(cls, con: Any, cube: Cube, persons_are_rows: bool, max_bin_rows: int = MAX_BIN_ROWS) -> Moments:
-        """The moments of ``cube`` from the dp relation in the DuckDB connection ``con``."""
+    def build(cls, con: Any, cube: Cube, persons_are_rows: bool, max_bin_rows: int = MAX_BIN_ROWS,
+              max_hist_bytes: int = MAX_HIST_BYTES, dense_share: float = DENSE_SHARE) -> Moments:
+        """The moments of ``cube`` from the dp relation in the DuckDB connection ``con`` (the
+        histograms within ``max_hist_bytes`` together, :meth:`~sdckit.query.histcube.HistCube.build`)."""
         table = cube.table
         keys = list(cube.keys)
         bounded = [c for c in cube.sums if square_scaling(c, table) is not None]
@@ -84,13 +85,12 @@ class Moments(Result):
                 limbs = to_limbs(result_ints(result[square_alias(i)]))
                 squares[column] = np.stack([np.bincount(rows, weights=limbs[:, j], minlength=cube.size)
                                             for j in range(limbs.shape[1])], axis=1)
-        bins: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        bins: dict[str, HistCube] = {}
         for column in table.bounds:
-            if cube.size * QUANTILE_GRID > max_bin_rows and _pairs(con, table, keys, column) > max_bin_rows:
-                continue
-            result = _run(con, cube_sql(table, keys, [], column))
-            bins[column] = (_parents(cube, result), np.asarray(result[BIN_ALIAS], dtype=np.int64),
-                            np.asarray(result[COUNT_ALIAS], dtype=np.int64))
+            hist = HistCube.build(con, cube, column, max_hist_bytes, max_bin_rows, dense_share)
+            if hist is not None:
+                bins[column] = hist
+                max_hist_bytes -= hist.nbytes
         return cls(cube, squares, bins, persons_are_rows)
 
     # ------------------------------------------------------------------ answering
@@ -129,18 +129,14 @@ class Moments(Result):
                                                      minlength=n_cells).astype(np.int64)
         return counts, sums
 
-    def histograms(self, query: Query, n_cells: int) -> dict[str, list[tuple[np.ndarray, np.ndarray]]]:
-        """Per quantile column, per answer cell, the sorted non-empty bins (of
-        :func:`~sdckit.query.grid.quantile_bins` of ``n_cells``) and their records: what
+    def histograms(self, query: Query, n_cells: int) -> dict[str, list[Histogram]]:
+        """Per quantile column, per answer cell, its histogram on
+        :func:`~sdckit.query.grid.quantile_bins` of ``n_cells`` bins, cumulative or sparse
+        (:meth:`~sdckit.query.histcube.HistCube.histograms`): what
         :func:`sdckit.query.noisy.histograms` gives from the scan."""
         keep, cell = self.cube.rows(query)
         size = quantile_bins(n_cells)
-        out = {}
-        for column in quantile_columns(query):
-            parent, bins, records = self.bins[column]
-            take = keep[parent] & (bins >= 0)
-            out[column] = sparse_histograms(cell[parent[take]], coarsen(bins[take], size), records[take], n_cells, size)
-        return out
+        return {column: self.bins[column].histograms(keep, cell, n_cells, size) for column in quantile_columns(query)}
 
     def covers_keys(self, query: Query) -> bool:
         """Whether a GROUP BY with keys from the data can take its key counts from the cube."""
@@ -204,9 +200,3 @@ def _parents(cube: Cube, result: dict[str, np.ndarray]) -> np.ndarray:
     if (parents < 0).any():  # pragma: no cover - the dp relation does not change while the service runs
         raise RuntimeError("Internal check: a key combination missing from the cube.")
     return parents
-
-
-def _pairs(con: Any, table: TableConfig, keys: list[str], column: str) -> int:
-    """Present (key combination, bin) pairs of ``column``'s histogram."""
-    generated = cube_sql(table, keys, [], column)
-    return int(con.cursor().execute(f"SELECT COUNT(*) FROM ({generated.sql})", list(generated.params)).fetchone()[0])

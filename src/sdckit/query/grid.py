@@ -12,12 +12,19 @@ the finest grid coarsens exactly to any other (:func:`coarsen`, for the start-up
 
 from __future__ import annotations
 
+from typing import TypeAlias
+
 import numpy as np
 
 #: Fewest bins of a quantile's grid per cell.
 QUANTILE_BINS = 1024
 #: Most bins of a quantile's grid over all the cells of a query (and the cube's histograms' bins).
 QUANTILE_GRID = 2**18
+
+#: One cell's histogram on a grid of ``B`` bins: sparse, ``(bins, records)`` (the sorted indices
+#: of the non-empty bins and their records), or cumulative, ``below`` (int64, ``B + 1`` entries:
+#: ``below[j]`` the records in bins ``< j``); :func:`cumulative` reads either.
+Histogram: TypeAlias = "tuple[np.ndarray, np.ndarray] | np.ndarray"
 
 
 def quantile_bins(cells: int) -> int:
@@ -53,3 +60,18 @@ def sparse_histograms(cell: np.ndarray, bins: np.ndarray, counts: np.ndarray, n_
     cell_of, bin_of = np.divmod(keys, size)
     edges = np.searchsorted(cell_of, np.arange(n_cells + 1))
     return [(bin_of[a:b], total[a:b]) for a, b in zip(edges[:-1], edges[1:])]
+
+
+def cumulative(hist: Histogram, size: int) -> np.ndarray:
+    """``below`` of one cell's :data:`Histogram` on ``size`` bins: ``below[j]``, ``j = 0 .. size``,
+    the records in bins ``< j`` (int64; a cumulative histogram is returned as it is)."""
+    if not isinstance(hist, tuple):
+        if hist.shape != (size + 1,):
+            raise ValueError("cumulative: the histogram does not fit a grid of this size")
+        return hist
+    bins, counts = np.asarray(hist[0], dtype=np.int64), np.asarray(hist[1], dtype=np.int64)
+    if bins.size and not 0 <= bins.min() <= bins.max() < size:
+        raise ValueError("cumulative: the bins do not fit a grid of this size")
+    below = np.zeros(size + 1, dtype=np.int64)
+    np.cumsum(np.bincount(bins, weights=counts, minlength=size).astype(np.int64), out=below[1:])  # exact below 2**53
+    return below

@@ -3,8 +3,10 @@ candidates with exact coins (McKenna & Sheldon 2020), and the bound on its rank 
 
 The grid has up to ``2**18 + 1`` points (:func:`~sdckit.query.grid.quantile_bins`), so that on
 large tables the answer's error is the mechanism's rank error, not the grid's resolution. Its
-histogram is sparse (the non-empty bins per cell) and the coins are flipped lazily in the
-visiting order, so the sampling work is the candidates visited, not the grid's size.
+histogram comes per cell sparse (the non-empty bins, from the scan) or as its cumulative counts
+(from the cube, :mod:`sdckit.query.histcube`); the visiting order is drawn lazily
+(:func:`visiting_order`) and the coins are flipped in it, so the sampling work is the candidates
+visited, not the grid's size.
 
 ``MIN(col)`` and ``MAX(col)`` are the quantiles 0 and 1 (as Tumult Analytics answers them, with
 its exponential mechanism over the public bounds): the utility of grid point ``c`` is
@@ -22,14 +24,14 @@ These are pure epsilon-DP mechanisms; an analyst with another budget definition 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
 from sdckit.dp.exact_samplers import bernoulli_exp_neg_rational
-from sdckit.query.grid import QUANTILE_BINS
+from sdckit.query.grid import QUANTILE_BINS, Histogram, cumulative
 
 #: Epsilon of a quantile is rounded down to a multiple of 2**-EPS_BITS (exact rational sampling).
 EPS_BITS = 20
@@ -48,22 +50,49 @@ def permute_and_flip(below: np.ndarray, n: int, q: float, epsilon: float, k: int
     is taken with probability ``exp(-epsilon (u* - u_j) / (2 D k))``, the best one surely: an
     epsilon-DP choice. Every coin is exact (:func:`~sdckit.dp.exact_samplers.bernoulli_exp_neg_rational`
     with ``epsilon`` rounded down to a multiple of 2**-20); no floating point on the sampling path.
-    The coins are flipped lazily, in the visiting order, in batches (1024, then doubling): the
-    output's law is the same, the work is the candidates visited (on a fine grid over a large
-    table, a small part of them).
+    The visiting order is drawn lazily (:func:`visiting_order`) and the coins are flipped in it,
+    in batches: the output's law is the same, the work is the candidates visited (on a fine grid
+    over a large table, a small part of them) besides one pass over ``below`` for the best utility.
     """
-    d = 2**Q_BITS
-    utility = -np.abs(d * below.astype(np.int64) - int(round(q * d)) * int(n))
-    gap = utility.max() - utility  # >= 0, 0 at the best candidates
+    distance = np.asarray(below, dtype=np.int64) * 2**Q_BITS  # -u_j, in place (one pass each)
+    distance -= int(round(q * 2**Q_BITS)) * int(n)
+    np.abs(distance, out=distance)
+    best = distance.min()
     eps_num, den, cap = coin_parameters(epsilon, k)
-    order = rng.permutation(below.size)
-    start, batch = 0, 1024
-    while True:  # ends: the best candidate's coin is 1
-        visit = order[start:start + batch]
-        coins = bernoulli_exp_neg_rational(np.minimum(gap[visit], cap) * eps_num, den, rng)
+    for visit in visiting_order(distance.size, rng):  # ends: the best candidate's coin is 1
+        coins = bernoulli_exp_neg_rational(np.minimum(distance[visit] - best, cap) * eps_num, den, rng)
         hit = np.flatnonzero(coins)
         if hit.size:
             return int(visit[hit[0]])
+    raise AssertionError("permute_and_flip: the best candidate's coin came up 0")  # pragma: no cover
+
+
+def visiting_order(size: int, rng: np.random.Generator, first: int = 256) -> Iterator[np.ndarray]:
+    """A uniformly random order of ``0 .. size - 1`` in consecutive batches, drawn lazily.
+
+    While fewer than half the points are visited, each batch is the values met for the first
+    time in ``first``, then ``2 first``, ... independent uniform draws, in the order first met:
+    given the points visited so far, the next new value of an i.i.d. uniform sequence is uniform
+    over the points not yet visited, so the order is exactly that of a uniform random permutation
+    (:meth:`numpy.random.Generator.permutation`) and its first points cost ``O(first)``, not
+    ``O(size)``. Past half, the points left are put in a uniform random order at once
+    (``rng.permutation``) and yielded in batches (doubling on)."""
+    seen = np.zeros(size, dtype=bool)
+    visited, batch = 0, first
+    while 2 * visited < size:
+        draws = rng.integers(0, size, batch)
+        values, at = np.unique(draws, return_index=True)
+        new = draws[np.sort(at[~seen[values]])]
+        seen[new] = True
+        visited += new.size
+        batch *= 2
+        if new.size:
+            yield new
+    rest = np.flatnonzero(~seen)
+    rest = rest[rng.permutation(rest.size)]
+    start = 0
+    while start < rest.size:
+        yield rest[start:start + batch]
         start, batch = start + batch, 2 * batch
 
 
@@ -82,12 +111,8 @@ def permute_and_flip_sparse(bins: np.ndarray, counts: np.ndarray, size: int, q: 
     """:func:`permute_and_flip` over the grid points ``0 .. size - 1`` of a histogram of
     ``size - 1`` bins given sparsely: ``bins`` the sorted indices of the non-empty bins, ``counts``
     their records (``below_j`` = the records in bins ``< j``; ``n`` = all of them)."""
-    bins = np.asarray(bins, dtype=np.int64)
-    if bins.size and not 0 <= bins[0] <= bins[-1] < size - 1:
-        raise ValueError("permute_and_flip_sparse: the bins do not fit a grid of this size")
-    cum = np.concatenate([[0], np.cumsum(np.asarray(counts, dtype=np.int64))])
-    below = cum[np.searchsorted(bins, np.arange(size), side="left")]
-    return permute_and_flip(below, int(cum[-1]), q, epsilon, k, rng)
+    below = cumulative((bins, counts), size - 1)
+    return permute_and_flip(below, int(below[-1]), q, epsilon, k, rng)
 
 
 def quantile_rank_radius(epsilon: float, k: int, confidence: float = 0.95, candidates: int = QUANTILE_BINS + 1) -> float:
@@ -152,12 +177,13 @@ def quantile_scale(bounds: tuple[float, float], epsilon: float, k: int, bins: in
 
 
 def choose_quantiles(outputs: Sequence[Any], bounds: dict[str, tuple[float, float]],
-                     hist_of: Callable[[str], list[tuple[np.ndarray, np.ndarray]]], epsilons: dict[str, float], k: int,
+                     hist_of: Callable[[str], list[Histogram]], epsilons: dict[str, float], k: int,
                      bins: int, rng: np.random.Generator) -> dict[str, list[float]]:
     """Each quantile output's answer per cell (by :func:`quantile_key`): ``hist_of(column)`` is
-    the column's sparse histogram on ``bins`` bins, per cell its non-empty bins and their records
-    (:func:`~sdckit.query.grid.sparse_histograms`), ``epsilons[key]`` the epsilon of the output's
-    :func:`permute_and_flip_sparse`; the grid point chosen, never outside the bounds."""
+    the column's histogram on ``bins`` bins per cell, sparse (its non-empty bins and their
+    records, :func:`~sdckit.query.grid.sparse_histograms`) or as its cumulative counts
+    (:func:`~sdckit.query.grid.cumulative`), ``epsilons[key]`` the epsilon of the output's
+    :func:`permute_and_flip`; the grid point chosen, never outside the bounds."""
     chosen: dict[str, list[float]] = {}
     for o in outputs:
         key = quantile_key(o) if o.kind == "quantile" else None
@@ -165,6 +191,9 @@ def choose_quantiles(outputs: Sequence[Any], bounds: dict[str, tuple[float, floa
             continue
         lo, hi = bounds[o.column]
         width = (hi - lo) / bins
-        chosen[key] = [min(hi, lo + width * permute_and_flip_sparse(present, counts, bins + 1, o.q, epsilons[key], k, rng))
-                       for present, counts in hist_of(o.column)]
+        answers = []
+        for hist in hist_of(o.column):
+            below = cumulative(hist, bins)
+            answers.append(min(hi, lo + width * permute_and_flip(below, int(below[-1]), o.q, epsilons[key], k, rng)))
+        chosen[key] = answers
     return chosen

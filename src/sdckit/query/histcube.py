@@ -1,0 +1,239 @@
+"""The cube's quantile histograms (issue 32): per cube row, the records of a bounded column in
+each bin of the finest quantile grid, so that MEDIAN, QUANTILE_CONT, MIN and MAX are answered
+without a scan, with exactly the histograms the DuckDB scan gives.
+
+The bins are :data:`~sdckit.query.grid.QUANTILE_GRID` (2**18) equal bins of the column's bounds,
+computed by the scan's own expression (:func:`~sdckit.query.generate.cube_sql`); a query's coarser
+grid of ``2**18 / m`` bins (:func:`~sdckit.query.grid.quantile_bins`) merges ``m`` consecutive
+ones, which is exact (:func:`~sdckit.query.grid.coarsen`). The cube rows are kept in a *storage
+order*, sorted by their keys with the fewest-valued key outermost, so that the rows a WHERE
+selects (an equality on a few-valued key, a range of a many-valued one) form few *runs* of
+consecutive rows of one answer cell. One of two forms per column:
+
+* *cumulative* (dense): ``C[r, j]``, the records in the rows before storage position ``r`` and
+  the bins before ``j``, an ``(rows + 1) x (2**18 + 1)`` integer matrix (int32 while the table
+  has fewer than 2**31 records). A run ``[a, b)`` adds ``C[b, ::m] - C[a, ::m]`` to its cell's
+  cumulative histogram (``below``, what permute-and-flip reads, :func:`~sdckit.query.grid.cumulative`):
+  two rows read per run, however many rows it holds, the coarser grid read off by the stride.
+  Kept when more than :data:`DENSE_SHARE` of the (row, bin) pairs hold records and it fits the
+  table's :data:`MAX_HIST_BYTES`.
+* *sparse*: the (row, bin) pairs that hold records, with their records, sorted by storage
+  position and bin, and each row's offset: a run is one slice; a query adds up the selected
+  pairs per cell and bin (``np.bincount``) and accumulates them. Kept when there are at most
+  :data:`MAX_BIN_ROWS` pairs and they fit :data:`MAX_HIST_BYTES`.
+
+Else that column's quantiles scan. Built at start-up from DuckDB's ``GROUP BY`` of the keys and
+the bin, joined with the cube's key combinations to read each pair's cube row, in bin ranges of
+about :data:`CHUNK_PAIRS` pairs each (DuckDB's memory stays bounded on large tables); a column
+whose records per cube row do not come out as the cube's counts is left to the scan. Counts are
+integers: the same numbers reach the same mechanism.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from sdckit.core.duckdb_session import quote_identifier
+from sdckit.query.cube import Cube
+from sdckit.query.generate import BIN_ALIAS, COUNT_ALIAS, cube_sql, group_alias
+from sdckit.query.grid import QUANTILE_GRID, Histogram, sparse_histograms
+
+#: Most (cube row, bin) pairs kept sparse for one column.
+MAX_BIN_ROWS = 2**25
+#: Most bytes of quantile histograms kept for one table (all its columns, either form).
+MAX_HIST_BYTES = 2**30
+#: The cumulative form when more than this share of the (cube row, bin) pairs hold records.
+DENSE_SHARE = 0.25
+#: Most (cube row, bin) pairs one start-up statement is expected to give (more: bin ranges).
+CHUNK_PAIRS = 2**24
+
+_q = quote_identifier
+
+
+@dataclass(frozen=True, eq=False)
+class HistCube:
+    """One column's histograms over the cube rows (module description): ``cumulative`` or
+    ``offsets``/``bins``/``records``, by storage position ``order`` (storage position -> cube row)."""
+
+    order: np.ndarray
+    cumulative: np.ndarray | None = None
+    offsets: np.ndarray | None = None
+    bins: np.ndarray | None = None
+    records: np.ndarray | None = None
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held."""
+        return sum(a.nbytes for a in (self.order, self.cumulative, self.offsets, self.bins, self.records)
+                   if a is not None)
+
+    @property
+    def form(self) -> str:
+        """``"cumulative"`` or ``"sparse"``."""
+        return "cumulative" if self.cumulative is not None else "sparse"
+
+    # ------------------------------------------------------------------ building
+    @classmethod
+    def build(cls, con: Any, cube: Cube, column: str, max_bytes: int = MAX_HIST_BYTES, max_pairs: int = MAX_BIN_ROWS,
+              dense_share: float = DENSE_SHARE, chunk_pairs: int = CHUNK_PAIRS) -> HistCube | None:
+        """``column``'s histograms over ``cube``'s rows from the dp relation in the DuckDB
+        connection ``con``, in at most ``max_bytes``; ``None``: that column's quantiles scan."""
+        order = storage_order(cube)
+        position = np.empty(cube.size, dtype=np.int64)
+        position[order] = np.arange(cube.size)
+        total = int(np.asarray(cube.counts, dtype=np.int64).sum())
+        dtype = np.dtype(np.int32 if total < 2**31 else np.int64)
+        shape = (cube.size + 1, QUANTILE_GRID + 1)
+        dense_fits = shape[0] * shape[1] * dtype.itemsize + order.nbytes <= max_bytes
+        pair_bytes = 4 + dtype.itemsize
+        parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        cumulative, pairs = None, 0
+        for low, high in _bin_ranges(min(total, cube.size * _bins_present(con, cube, column)), chunk_pairs):
+            part = _read(con, cube, column, low, high, position)
+            pairs += part[0].size
+            if cumulative is None and (pairs > max_pairs or pairs * pair_bytes + order.nbytes > max_bytes):
+                if not dense_fits:
+                    return None
+                cumulative = _scatter(np.zeros(shape, dtype), parts)
+                parts = []
+            if cumulative is not None:
+                _scatter(cumulative, [part])
+            else:
+                parts.append(part)
+        if cumulative is None and dense_fits and pairs > dense_share * cube.size * QUANTILE_GRID:
+            cumulative = _scatter(np.zeros(shape, dtype), parts)
+        if cumulative is not None:
+            _accumulate(cumulative)
+            hist = cls(order, cumulative=cumulative)
+        else:
+            pos, bins, records = (np.concatenate(a) for a in zip(*parts)) if parts else (
+                np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64))
+            sort = np.lexsort((bins, pos))
+            pos, bins, records = pos[sort], bins[sort].astype(np.int32), records[sort].astype(dtype)
+            if int(records.sum()) <= 2 * pairs:  # mostly one record per pair: each record's bin, unweighted
+                pos, bins, records = np.repeat(pos, records), np.repeat(bins, records), None
+            hist = cls(order, offsets=np.searchsorted(pos, np.arange(cube.size + 1)), bins=bins, records=records)
+        return hist if np.array_equal(hist.row_records(), np.asarray(cube.counts, dtype=np.int64)[order]) else None
+
+    def row_records(self) -> np.ndarray:
+        """Records per storage position (the cube's counts, in storage order)."""
+        if self.cumulative is not None:
+            return np.diff(self.cumulative[:, -1].astype(np.int64))
+        if self.records is None:
+            return np.diff(self.offsets)
+        rows = np.repeat(np.arange(self.order.size), np.diff(self.offsets))
+        return np.bincount(rows, weights=self.records, minlength=self.order.size).astype(np.int64)  # exact below 2**53
+
+    # ------------------------------------------------------------------ answering
+    def histograms(self, keep: np.ndarray, cell: np.ndarray, n_cells: int, size: int) -> list[Histogram]:
+        """Per answer cell ``0 .. n_cells - 1``, the histogram on ``size`` bins (a power of two
+        dividing 2**18) of the cube rows with ``keep`` (their cell ``cell``): cumulative
+        (``below``, int64) when ``n_cells * size <= 2**18`` or the form is cumulative, else sparse;
+        a cell without records shares one zero ``below``."""
+        starts, ends, cells = self._runs(keep, cell)
+        zero = np.zeros(size + 1, dtype=np.int64)
+        zero.flags.writeable = False
+        if self.cumulative is not None:
+            stride, own = QUANTILE_GRID // size, {}
+            for a, b, c in zip(starts.tolist(), ends.tolist(), cells.tolist()):
+                below = own.setdefault(c, np.zeros(size + 1, dtype=np.int64))
+                below += self.cumulative[b, ::stride]
+                below -= self.cumulative[a, ::stride]
+            return [own.get(c, zero) for c in range(n_cells)]
+        lo, hi = self.offsets[starts], self.offsets[ends]
+        bins, records = self._take(self.bins, lo, hi), None if self.records is None else self._take(self.records, lo, hi)
+        coarse = bins >> int(np.log2(QUANTILE_GRID // size))
+        at = np.repeat(cells, hi - lo) if n_cells > 1 else None
+        if n_cells * size > QUANTILE_GRID:
+            return sparse_histograms(at, coarse, np.ones(coarse.size, np.int64) if records is None else records,
+                                     n_cells, size)
+        index = coarse if at is None else at * size + coarse
+        counts = np.bincount(index, weights=records, minlength=n_cells * size).astype(np.int64)  # exact below 2**53
+        below = np.zeros((n_cells, size + 1), dtype=np.int64)
+        np.cumsum(counts.reshape(n_cells, size), axis=1, out=below[:, 1:])
+        return list(below)
+
+    @staticmethod
+    def _take(values: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+        """The slices ``values[lo[i]:hi[i]]`` one after the other."""
+        if lo.size <= 64:
+            return np.concatenate([values[a:b] for a, b in zip(lo.tolist(), hi.tolist())] or [values[:0]])
+        lengths = hi - lo
+        return values[np.repeat(lo - (np.cumsum(lengths) - lengths), lengths) + np.arange(int(lengths.sum()))]
+
+    def _runs(self, keep: np.ndarray, cell: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(starts, ends, cells)``: the selected storage positions as runs ``[start, end)`` of
+        consecutive positions of one cell."""
+        chosen = np.flatnonzero(keep[self.order])
+        cells = cell[self.order[chosen]]
+        cut = np.flatnonzero((np.diff(chosen) != 1) | (np.diff(cells) != 0)) + 1
+        first, last = np.concatenate([[0], cut]), np.concatenate([cut, [chosen.size]]) - 1
+        if not chosen.size:
+            first = last = np.zeros(0, dtype=np.int64)
+        return chosen[first], chosen[last] + 1, cells[first]
+
+
+def storage_order(cube: Cube) -> np.ndarray:
+    """The cube rows sorted by their keys (each key by its sorted values, missing first), the key
+    with the fewest values outermost."""
+    keys = sorted(cube.keys.values(), key=lambda k: k.values.size)
+    return np.lexsort([k.index for k in reversed(keys)]) if keys else np.arange(cube.size)
+
+
+def _bins_present(con: Any, cube: Cube, column: str) -> int:
+    """Bins of the finest grid holding records of ``column`` in the whole table."""
+    generated = cube_sql(cube.table, [], [], column)
+    return int(con.cursor().execute(f"SELECT COUNT(*) FROM ({generated.sql})", list(generated.params)).fetchone()[0])
+
+
+def _bin_ranges(expected: int, chunk_pairs: int) -> list[tuple[int, int]]:
+    """Bin ranges ``[low, high)`` of about ``chunk_pairs`` of ``expected`` pairs each (a power
+    of two of them)."""
+    chunks = 1
+    while expected > chunks * chunk_pairs and chunks < QUANTILE_GRID:
+        chunks *= 2
+    step = QUANTILE_GRID // chunks
+    return [(i * step, (i + 1) * step) for i in range(chunks)]
+
+
+def _read(con: Any, cube: Cube, column: str, low: int, high: int,
+          position: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(storage position, bin, records)`` of each (cube row, bin) pair with a bin in
+    ``[low, high)``: the cube's GROUP BY with the bin (:func:`~sdckit.query.generate.cube_sql`),
+    joined with the cube's key combinations (their cube row ``r``; a missing key matches a missing one)."""
+    keys = list(cube.keys)
+    generated = cube_sql(cube.table, keys, [], column)
+    combos = ", ".join(f"UNNEST(?) AS {_q(group_alias(i))}" for i in range(len(keys)))
+    match = " AND ".join(f"h.{_q(group_alias(i))} IS NOT DISTINCT FROM m.{_q(group_alias(i))}" for i in range(len(keys)))
+    sql = (f"SELECT m.r AS r, h.{_q(BIN_ALIAS)} AS b, h.{_q(COUNT_ALIAS)} AS n FROM ({generated.sql}) AS h "
+           f"JOIN (SELECT {combos}, UNNEST(?) AS r) AS m ON {match} "
+           f"WHERE h.{_q(BIN_ALIAS)} >= ? AND h.{_q(BIN_ALIAS)} < ?")
+    values = []
+    for c in keys:
+        key = cube.keys[c]
+        plain = key.values.tolist()
+        values.append([plain[i] if i >= 0 else None for i in key.index.tolist()])
+    params = [*generated.params, *values, list(range(cube.size)), low, high]
+    result = con.cursor().execute(sql, params).fetchnumpy()
+    rows = np.asarray(result["r"], dtype=np.int64)
+    return position[rows], np.asarray(result["b"], dtype=np.int64), np.asarray(result["n"], dtype=np.int64)
+
+
+def _scatter(cumulative: np.ndarray, parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> np.ndarray:
+    """Each pair's records at ``[position + 1, bin + 1]`` (each pair once: DuckDB grouped them)."""
+    for pos, bins, records in parts:
+        cumulative[pos + 1, bins + 1] = records
+    return cumulative
+
+
+def _accumulate(cumulative: np.ndarray) -> None:
+    """The scattered records summed, in place, over the rows before and the bins before."""
+    running = np.zeros(cumulative.shape[1], dtype=cumulative.dtype)
+    row = np.empty_like(running)
+    for r in range(1, cumulative.shape[0]):
+        np.cumsum(cumulative[r], out=row)
+        running += row
+        cumulative[r] = running
