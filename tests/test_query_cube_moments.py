@@ -207,12 +207,15 @@ def test_data_keys_from_the_cube_are_duckdbs_when_one_row_is_one_person(single, 
 
 
 def test_many_records_per_bin_in_each_form(tmp_path):
-    """2,000 records in 15 cube rows (region and w), v on 10 values: ~13 records per (cube row,
-    bin) pair, kept sparse with their records, cumulative, and built in bin ranges; each form
+    """2,000 records in 15 cube rows (region and w), v on 10 values (5 where w = 0): ~16 records
+    per (cube row, bin) pair, kept sparse with their records, cumulative, built in bin ranges,
+    and begun cumulative on the estimate of 15 x 10 pairs but kept sparse (125 found); each form
     gives the scan's histograms."""
     rng = np.random.default_rng(7)
-    pd.DataFrame({"pid": range(2000), "region": rng.choice(REGIONS + [""], 2000), "w": rng.integers(0, 3, 2000),
-                  "v": rng.integers(0, 10, 2000) / 2}).to_csv(tmp_path / "t.csv", index=False)
+    w = rng.integers(0, 3, 2000)
+    pd.DataFrame({"pid": range(2000), "region": rng.choice(REGIONS + [""], 2000), "w": w,
+                  "v": np.where(w == 0, rng.integers(0, 5, 2000), rng.integers(0, 10, 2000)) / 2}
+                 ).to_csv(tmp_path / "t.csv", index=False)
     (tmp_path / "s.toml").write_text('[[table]]\nname = "t"\npath = "t.csv"\nprivacy_unit = "pid"\n'
                                      '[table.bounds]\nv = [0, 10]\n[table.domains]\nregion = ["N", "S", "E", "W"]\n'
                                      'w = [0, 1, 2]\n', encoding="utf-8")
@@ -221,8 +224,10 @@ def test_many_records_per_bin_in_each_form(tmp_path):
         moments, cube = db.moments["t"], db.cubes["t"]
         assert set(cube.keys) == {"region", "w"} and moments.bins["v"].records is not None
         forms = [moments] + [dataclasses.replace(moments, bins={"v": HistCube.build(db._con, cube, "v", **options)})
-                             for options in (dict(dense_share=0.0), dict(chunk_pairs=4))]
-        assert [m.bins["v"].form for m in forms] == ["sparse", "cumulative", "sparse"]
+                             for options in (dict(dense_share=0.0), dict(chunk_pairs=4),
+                                             dict(dense_share=130 / (15 * QUANTILE_GRID)))]
+        assert [m.bins["v"].form for m in forms] == ["sparse", "cumulative", "sparse", "sparse"]
+        assert cube.size == 15 and forms[0].bins["v"].bins.size == 125  # the pairs holding records
         for sql in ("SELECT MEDIAN(v) FROM t WHERE region IN ('N', 'S')",
                     "SELECT region, QUANTILE_CONT(v, 0.3) FROM t WHERE w <> 1 GROUP BY region",
                     "SELECT region, w, MIN(v), MAX(v) FROM t GROUP BY region, w"):

@@ -82,35 +82,43 @@ class HistCube:
         """``column``'s histograms over ``cube``'s rows from the dp relation in the DuckDB
         connection ``con``, in at most ``max_bytes``; ``None``: that column's quantiles scan."""
         order = storage_order(cube)
-        position = np.empty(cube.size, dtype=np.int64)
+        position = np.empty(cube.size, dtype=np.int32)
         position[order] = np.arange(cube.size)
         total = int(np.asarray(cube.counts, dtype=np.int64).sum())
         dtype = np.dtype(np.int32 if total < 2**31 else np.int64)
         shape = (cube.size + 1, QUANTILE_GRID + 1)
         dense_fits = shape[0] * shape[1] * dtype.itemsize + order.nbytes <= max_bytes
-        pair_bytes = 4 + dtype.itemsize
+        dense_from = dense_share * cube.size * QUANTILE_GRID  # pairs past which the cumulative form is kept
+
+        def sparse_fits(pairs: int) -> bool:
+            return pairs <= max_pairs and pairs * (4 + dtype.itemsize) + order.nbytes <= max_bytes
+
+        expected = min(total, cube.size * _bins_present(con, cube, column))  # at least the pairs
+        cumulative = np.zeros(shape, dtype) if dense_fits and expected > dense_from else None
         parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
-        cumulative, pairs = None, 0
-        for low, high in _bin_ranges(min(total, cube.size * _bins_present(con, cube, column)), chunk_pairs):
+        pairs = 0
+        for low, high in _bin_ranges(expected, chunk_pairs):
             part = _read(con, cube, column, low, high, position)
             pairs += part[0].size
-            if cumulative is None and (pairs > max_pairs or pairs * pair_bytes + order.nbytes > max_bytes):
+            if cumulative is None and not sparse_fits(pairs):
                 if not dense_fits:
                     return None
-                cumulative = _scatter(np.zeros(shape, dtype), parts)
-                parts = []
+                cumulative, parts = _scatter(np.zeros(shape, dtype), parts), []
             if cumulative is not None:
                 _scatter(cumulative, [part])
             else:
                 parts.append(part)
-        if cumulative is None and dense_fits and pairs > dense_share * cube.size * QUANTILE_GRID:
+        if cumulative is not None and pairs <= dense_from and sparse_fits(pairs):  # fewer pairs than expected
+            pos, bins = np.nonzero(cumulative[1:, 1:])
+            parts, cumulative = [(pos, bins, cumulative[pos + 1, bins + 1])], None
+        if cumulative is None and dense_fits and pairs > dense_from:
             cumulative = _scatter(np.zeros(shape, dtype), parts)
         if cumulative is not None:
             _accumulate(cumulative)
             hist = cls(order, cumulative=cumulative)
         else:
             pos, bins, records = (np.concatenate(a) for a in zip(*parts)) if parts else (
-                np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64))
+                np.zeros(0, np.int32), np.zeros(0, np.int32), np.zeros(0, dtype))
             sort = np.lexsort((bins, pos))
             pos, bins, records = pos[sort], bins[sort].astype(np.int32), records[sort].astype(dtype)
             if int(records.sum()) <= 2 * pairs:  # mostly one record per pair: each record's bin, unweighted
@@ -219,7 +227,7 @@ def _read(con: Any, cube: Cube, column: str, low: int, high: int,
     params = [*generated.params, *values, list(range(cube.size)), low, high]
     result = con.cursor().execute(sql, params).fetchnumpy()
     rows = np.asarray(result["r"], dtype=np.int64)
-    return position[rows], np.asarray(result["b"], dtype=np.int64), np.asarray(result["n"], dtype=np.int64)
+    return position[rows], np.asarray(result["b"], dtype=np.int32), np.asarray(result["n"], dtype=np.int64)
 
 
 def _scatter(cumulative: np.ndarray, parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> np.ndarray:
