@@ -39,6 +39,7 @@ from sdckit.query.config import IDENTIFIER, ServiceConfig, TableConfig
 from sdckit.query import ranges
 from sdckit.query.cube import Cube, summable_columns
 from sdckit.query.cube_moments import Moments
+from sdckit.query.grid import Histogram
 from sdckit.query.joins import load_public, public_sql, query_table
 from sdckit.query.relnames import NUMERIC_TYPES
 from sdckit.query.generate import (RANK, ROW, clamp_column, code_column, is_text_domain, midpoint_sensitivity,
@@ -149,9 +150,10 @@ class Database:
                                                  columns, join.kind == "left")
             return self._joined[join]
 
-    def fast_histograms(self, query: Any, n_cells: int) -> dict[str, np.ndarray]:
-        """Records per cell and quantile bin of each quantile column, from the cube's histograms:
-        only for a query :meth:`fast_cells` answered."""
+    def fast_histograms(self, query: Any, n_cells: int) -> dict[str, list[Histogram]]:
+        """Records per cell and quantile bin of each quantile column, from the cube's histograms
+        (:mod:`sdckit.query.histcube`, cumulative or sparse per cell): only for a query
+        :meth:`fast_cells` answered."""
         moments = self.moments.get(query.table)
         return moments.histograms(query, n_cells) if moments is not None and quantile_columns(query) else {}
 

@@ -1,5 +1,8 @@
 """The public grid of a dp quantile (issue 32): how many equal bins of a column's bounds a
-``MEDIAN``, ``QUANTILE_CONT``, ``MIN`` or ``MAX`` chooses among, and its histogram kept sparse.
+``MEDIAN``, ``QUANTILE_CONT``, ``MIN`` or ``MAX`` chooses among, and its histogram per cell
+(:data:`Histogram`): sparse, as the scan gives it (the non-empty bins, :func:`sparse_histograms`),
+or cumulative, as the start-up cube gives it (:mod:`sdckit.query.histcube`) and permute-and-flip
+reads it (:func:`cumulative`).
 
 The answer is one of the grid's edges, chosen by permute-and-flip
 (:func:`sdckit.query.quantiles.permute_and_flip`). A grid of 1024 bins made the grid, not the
@@ -7,7 +10,8 @@ mechanism, set the error on large tables: the median of 10**6 incomes in [0, 200
 Tumult Analytics' ~0.5 (its exponential mechanism runs over the intervals between the sorted
 values). So the grid has :data:`QUANTILE_GRID` (2**18) bins over all the cells of a query, at
 least :data:`QUANTILE_BINS` (1024) per cell; the bin counts are powers of two, so a histogram on
-the finest grid coarsens exactly to any other (:func:`coarsen`, for the start-up cube).
+the finest grid coarsens exactly to any other (:func:`coarsen`; the cube's cumulative form takes
+every ``m``-th point).
 """
 
 from __future__ import annotations

@@ -45,8 +45,10 @@ from sdckit.query.grid import QUANTILE_GRID, Histogram, sparse_histograms
 MAX_BIN_ROWS = 2**25
 #: Most bytes of quantile histograms kept for one table (all its columns, either form).
 MAX_HIST_BYTES = 2**30
-#: The cumulative form when more than this share of the (cube row, bin) pairs hold records.
-DENSE_SHARE = 0.25
+#: The cumulative form when more than this share of the (cube row, bin) pairs hold records (the
+#: sparse form would then take more than 1/8 of its bytes and a query reads a row's pairs, not
+#: two rows per run).
+DENSE_SHARE = 1 / 16
 #: Most (cube row, bin) pairs one start-up statement is expected to give (more: bin ranges).
 CHUNK_PAIRS = 2**24
 

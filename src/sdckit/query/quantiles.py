@@ -51,15 +51,19 @@ def permute_and_flip(below: np.ndarray, n: int, q: float, epsilon: float, k: int
     epsilon-DP choice. Every coin is exact (:func:`~sdckit.dp.exact_samplers.bernoulli_exp_neg_rational`
     with ``epsilon`` rounded down to a multiple of 2**-20); no floating point on the sampling path.
     The visiting order is drawn lazily (:func:`visiting_order`) and the coins are flipped in it,
-    in batches: the output's law is the same, the work is the candidates visited (on a fine grid
-    over a large table, a small part of them) besides one pass over ``below`` for the best utility.
+    in batches (the first of about half the candidates expected to be visited, at least 256;
+    then doubling): the output's law is the same, the work is the candidates visited (on a fine
+    grid over a large table, a small part of them) besides one pass over ``below`` for the best utility.
     """
     distance = np.asarray(below, dtype=np.int64) * 2**Q_BITS  # -u_j, in place (one pass each)
     distance -= int(round(q * 2**Q_BITS)) * int(n)
     np.abs(distance, out=distance)
     best = distance.min()
     eps_num, den, cap = coin_parameters(epsilon, k)
-    for visit in visiting_order(distance.size, rng):  # ends: the best candidate's coin is 1
+    # about size / near candidates are visited (near: those whose coin is at least 1/e); the
+    # batches' sizes change the work, not the law
+    near = int(np.count_nonzero(distance <= best + den // max(eps_num, 1)))
+    for visit in visiting_order(distance.size, rng, max(256, distance.size // (2 * near))):  # ends: the best's coin is 1
         coins = bernoulli_exp_neg_rational(np.minimum(distance[visit] - best, cap) * eps_num, den, rng)
         hit = np.flatnonzero(coins)
         if hit.size:
