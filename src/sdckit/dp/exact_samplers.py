@@ -27,6 +27,9 @@ Gaussian).
 
 from __future__ import annotations
 
+import threading
+from fractions import Fraction
+
 import numpy as np
 
 #: Bound on the integer numerators and denominators, so that every intermediate fits in int64.
@@ -148,4 +151,79 @@ def discrete_gaussian(size: int, t: int, c: int, rng: np.random.Generator) -> np
         keep = bernoulli_exp_neg_rational(gap * gap, 2 * t * c, rng)
         out[pending[keep]] = y[keep]
         pending = pending[~keep]
+    return out
+
+
+#: The 64-bit words of exp(-1)'s binary expansion found so far (:func:`_exp_neg_one_word`).
+_WORDS: list[int] = []
+_WORDS_LOCK = threading.Lock()
+
+
+def _exp_neg_one_word(i: int) -> int:
+    """The ``i``-th 64-bit word of ``exp(-1)``'s binary expansion (word 0: bits 1..64 after the
+    point), exactly: partial sums of ``sum (-1)**k / k!`` bracket ``exp(-1)`` (alternating, each
+    within ``1 / (k + 1)!``), refined until both ends agree on the word (``exp(-1)`` is irrational)."""
+    with _WORDS_LOCK:
+        _extend_words(i)
+    return _WORDS[i]
+
+
+def _extend_words(i: int) -> None:
+    _words = _WORDS
+    while len(_words) <= i:
+        bits = 64 * (len(_words) + 1)
+        total, term, k = Fraction(1), Fraction(1), 0
+        while True:
+            k += 1
+            term = -term / k
+            low, high = sorted((total, total + term))
+            if (low.numerator << bits) // low.denominator == (high.numerator << bits) // high.denominator:
+                break
+            total += term
+        _words.append(((low.numerator << bits) // low.denominator) & (2**64 - 1))
+
+
+def bernoulli_exp_neg_one(size: int, rng: np.random.Generator) -> np.ndarray:
+    """``size`` exact Bernoulli(exp(-1)) draws: a uniform real in [0, 1), drawn 64 bits at a time,
+    compared with ``exp(-1)``'s binary expansion (:func:`_exp_neg_one_word`); it is below with
+    probability exactly ``exp(-1)``. The next word is drawn only on a tie (probability 2**-64 a
+    word), so a draw costs one uniform 64-bit integer: the same law as :func:`bernoulli_exp_neg`
+    with ``num = den = 1``, without its loop."""
+    words = rng.integers(0, 2**64 - 1, size, dtype=np.uint64, endpoint=True)
+    first = np.uint64(_FIRST_WORD)
+    out = words < first
+    for j in np.flatnonzero(words == first).tolist():  # a tie: compare the next words
+        i = 1
+        while True:
+            word = int(rng.integers(0, 2**64 - 1, dtype=np.uint64, endpoint=True))
+            if word != _exp_neg_one_word(i):
+                out[j] = word < _exp_neg_one_word(i)
+                break
+            i += 1
+    return out
+
+
+_FIRST_WORD = _exp_neg_one_word(0)
+
+
+def bernoulli_exp_neg_streak(num: np.ndarray, den: int | np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Exact Bernoulli(exp(-num/den)) draws for integers ``num >= 0``, ``den >= 1``, the law of
+    :func:`bernoulli_exp_neg_rational` with less work when many exponents are large:
+    ``exp(-gamma) = exp(-1)**floor(gamma) * exp(-frac(gamma))`` as ``floor(gamma)``
+    :func:`bernoulli_exp_neg_one` successes in a row (each draw stops at its first failure, so
+    about 1.6 uniform integers a draw however large ``gamma``), then :func:`bernoulli_exp_neg`
+    of the remainder."""
+    num = np.asarray(num, dtype=np.int64)
+    den = np.broadcast_to(np.asarray(den, dtype=np.int64), num.shape)
+    whole, rest = np.divmod(num, den)
+    out = np.ones(num.shape, dtype=bool)
+    pending, step = np.flatnonzero(whole), 0
+    while pending.size:
+        success = bernoulli_exp_neg_one(pending.size, rng)
+        out.flat[pending[~success]] = False
+        step += 1
+        pending = pending[success]
+        pending = pending[whole.flat[pending] > step]
+    idx = np.flatnonzero(out)
+    out.flat[idx] = bernoulli_exp_neg(rest.flat[idx], den.flat[idx], rng)
     return out

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from sdckit.dp.exact_samplers import bernoulli_exp_neg_rational
+from sdckit.dp.exact_samplers import bernoulli_exp_neg_streak
 from sdckit.query.grid import QUANTILE_BINS, Histogram, cumulative
 
 #: Epsilon of a quantile is rounded down to a multiple of 2**-EPS_BITS (exact rational sampling).
@@ -48,7 +48,7 @@ def permute_and_flip(below: np.ndarray, n: int, q: float, epsilon: float, k: int
     ``u_j = -|D below_j - round(q D) n|`` (``D = 2**16``) changes by at most ``D k`` when one person
     (``k`` rows) is added or removed. Candidates are visited in a random order and candidate ``j``
     is taken with probability ``exp(-epsilon (u* - u_j) / (2 D k))``, the best one surely: an
-    epsilon-DP choice. Every coin is exact (:func:`~sdckit.dp.exact_samplers.bernoulli_exp_neg_rational`
+    epsilon-DP choice. Every coin is exact (:func:`~sdckit.dp.exact_samplers.bernoulli_exp_neg_streak`
     with ``epsilon`` rounded down to a multiple of 2**-20); no floating point on the sampling path.
     The visiting order is drawn lazily (:func:`visiting_order`) and the coins are flipped in it,
     in batches (the first of about half the candidates expected to be visited, at least 256;
@@ -64,7 +64,7 @@ def permute_and_flip(below: np.ndarray, n: int, q: float, epsilon: float, k: int
     # batches' sizes change the work, not the law
     near = int(np.count_nonzero(distance <= best + den // max(eps_num, 1)))
     for visit in visiting_order(distance.size, rng, max(256, distance.size // (2 * near))):  # ends: the best's coin is 1
-        coins = bernoulli_exp_neg_rational(np.minimum(distance[visit] - best, cap) * eps_num, den, rng)
+        coins = bernoulli_exp_neg_streak(np.minimum(distance[visit] - best, cap) * eps_num, den, rng)
         hit = np.flatnonzero(coins)
         if hit.size:
             return int(visit[hit[0]])
@@ -79,11 +79,12 @@ def visiting_order(size: int, rng: np.random.Generator, first: int = 256) -> Ite
     given the points visited so far, the next new value of an i.i.d. uniform sequence is uniform
     over the points not yet visited, so the order is exactly that of a uniform random permutation
     (:meth:`numpy.random.Generator.permutation`) and its first points cost ``O(first)``, not
-    ``O(size)``. Past half, the points left are put in a uniform random order at once
-    (``rng.permutation``) and yielded in batches (doubling on)."""
+    ``O(size)``. Past half (or once a batch would be a quarter of the points), the points left
+    are put in a uniform random order at once (``rng.permutation``) and yielded in batches
+    (doubling on)."""
     seen = np.zeros(size, dtype=bool)
     visited, batch = 0, first
-    while 2 * visited < size:
+    while 2 * visited < size and 4 * batch < size:  # (past that, a permutation is the cheaper)
         draws = rng.integers(0, size, batch)
         values, at = np.unique(draws, return_index=True)
         new = draws[np.sort(at[~seen[values]])]
