@@ -170,6 +170,28 @@ def test_hand_worked_distinct_counts_of_doubles_and_text(tmp_path):
         db.close()
 
 
+def test_columns_named_like_the_build_sqls_names(tmp_path):
+    """A cube key named ``w`` and columns outside it named ``bits`` and ``g0``: the same counts
+    as the scan (the build's SQL never refers to an alias)."""
+    rng = np.random.default_rng(2)
+    n = 300
+    pq.write_table(pa.table({"pid": np.arange(n), "w": rng.integers(0, 3, n), "bits": rng.integers(0, 90, n) / 4,
+                             "g0": rng.integers(0, 10**6, n) + 0.5}), tmp_path / "t.parquet")
+    (tmp_path / "s.toml").write_text('[[table]]\nname = "t"\npath = "t.parquet"\nprivacy_unit = "pid"\n'
+                                     '[table.bounds]\nbits = [0, 10]\ng0 = [0, 10]\n[table.domains]\nw = [0, 1, 2]\n',
+                                     encoding="utf-8")
+    db = Database(load_config(tmp_path / "s.toml"))
+    try:
+        assert list(db.moments["t"].cube.keys) == ["w"] and sorted(db.moments["t"].sets.bits) == ["bits", "g0"]
+        query = parse("SELECT w, COUNT(DISTINCT bits), COUNT(DISTINCT g0) FROM t WHERE w <> 1 GROUP BY w", db.config)
+        counts, sums, n_cells = _truth(db, query)
+        assert sums["distinct:bits"].tolist()[1] == 0 and sums["distinct:g0"].min() == 0
+        _, mine = db.moments["t"].cells(query, n_cells)
+        assert {k: v.tolist() for k, v in mine.items()} == {k: v.tolist() for k, v in sums.items()}
+    finally:
+        db.close()
+
+
 # ------------------------------------------------------------------ limits and bit counts
 def test_sets_past_the_limits_are_left_to_the_scan(db):
     cube = Cube.build(db._con, db.config.tables["t"], max_cells=40)
