@@ -21,7 +21,7 @@ Built once at start-up beside the :class:`~sdckit.query.cube.Cube` of a table, o
 * *distinct values*: ``COUNT(DISTINCT c)`` for a cube column ``c`` is the number of distinct
   non-missing values of ``c`` among the selected cube rows of a cell (every cube row holds at
   least one record). For a column outside the cube (many values), each cube row's set of values
-  as a bitset (:mod:`sdckit.query.distinct_sets`), kept while a table's fit in 256 MiB: a
+  as a bitset (:mod:`sdckit.query.distinct_sets`), kept while a table's fit (256 MiB): a
   cell's count is the set bits of the OR of its rows'. A column past that stays a scan.
 * *keys from the data* (:mod:`sdckit.query.keys`): when one row is one person, a key's person
   count is its row count, so the keys present under the WHERE condition, with their counts and

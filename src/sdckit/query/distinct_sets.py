@@ -7,7 +7,7 @@ selects, a missing value not counted, two values the same when DuckDB's equality
 (``-0.0 = 0.0``, every NaN one value, text byte for byte). A cube row's records all fall in the
 same cell or none (:meth:`~sdckit.query.cube.Cube.rows`), so a cell's distinct values are the
 union of its selected cube rows' value sets, and its count is the number of bits of the OR of
-their bitsets (Bloom 1970 for bit vectors as sets; here exact: one bit per value, no hashing).
+their bitsets (a bitmap index, O'Neil 1987, transposed: one bit per value, no hashing, exact).
 
 Built once at start-up, for each declared column of the dp relation outside the cube (nested
 types left out), one DuckDB statement (configuration names only, no analyst's value)::
