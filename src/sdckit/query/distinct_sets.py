@@ -18,8 +18,8 @@ types left out), one DuckDB statement (configuration names only, no analyst's va
 range is at most about twice its number of values (:data:`DENSE`), else the value's row number
 in ``SELECT DISTINCT c`` joined back on ``c`` (DuckDB's equality: the join matches exactly the
 values ``DISTINCT`` merges). DuckDB aggregates the words, so its memory holds (cube rows x words)
-groups, never (cube row, value) pairs: at 1e8 rows, 400 cube rows and 250,000 values, 1.6e6
-groups. Numpy never compares values, only codes.
+groups, never (cube row, value) pairs: 400 cube rows and 250,000 values make 1.6e6, whatever the
+number of records. Numpy never compares values, only codes.
 
 Memory: (cube rows) x (values / 64) words of 8 bytes per column. The sets of a table are kept
 while they fit in :data:`MAX_BYTES` and in :data:`BYTES_PER_RECORD` bytes per record (a query
