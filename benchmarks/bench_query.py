@@ -418,10 +418,11 @@ AGGREGATES = {
 def make_table_duckdb(folder: Path, n: int) -> Path:
     """The benchmark's census table of ``n`` rows written by DuckDB (streamed, bounded memory;
     1e8 rows take about 1 GB of Parquet): the same columns as :func:`make_table`, values from hashes
-    of the row number (fixed, reproducible). An existing file is reused."""
+    of the row number (fixed, reproducible; region and income from other bits than age, so that the
+    400 (age, region) pairs all occur, each value uniform and independent). An existing file is reused."""
     from sdckit.core.duckdb_session import connect
 
-    path = folder / f"census_{n}.parquet"
+    path = folder / f"census_{n}_v2.parquet"  # v2: region independent of age (v1 took both from a hash's low bits)
     if path.exists():
         return path
     folder.mkdir(parents=True, exist_ok=True)
@@ -429,8 +430,8 @@ def make_table_duckdb(folder: Path, n: int) -> Path:
     try:
         partial = path.with_suffix(".partial")
         con.execute(f"""COPY (SELECT i AS person_id, CAST(hash(i, 1) % 100 AS INTEGER) AS age,
-                        CAST(hash(i, 2) % 250000 AS BIGINT) AS income,
-                        ['N', 'S', 'E', 'W'][CAST(hash(i, 3) % 4 AS INTEGER) + 1] AS region
+                        CAST((hash(i, 2) >> 16) % 250000 AS BIGINT) AS income,
+                        ['N', 'S', 'E', 'W'][CAST((hash(i, 3) >> 32) % 4 AS INTEGER) + 1] AS region
                         FROM range({int(n)}) t(i)) TO '{partial}' (FORMAT parquet, ROW_GROUP_SIZE 1000000)""")
         partial.rename(path)
     finally:

@@ -87,6 +87,21 @@ def test_selection_scale_is_the_count_samplers_rounded_up():
     assert s.scale == Fraction(math.ceil(Fraction(2) / Fraction(0.3) * 2**20), 2**20) and s.scale >= Fraction(2) / Fraction(0.3)
 
 
+def test_the_public_scales_are_memoised_with_the_hand_worked_values():
+    """geometric_scale (asked ~7 times per answer) and the stated release probability depend on
+    public numbers only: memoised, the same values (2 / 0.3 rounded up to 2**-20; e^-3 / (1 + e^-1))."""
+    from sdckit.query import noisy
+
+    want = math.ceil(Fraction(2) / Fraction(0.3) * 2**20) / 2**20
+    assert noisy.geometric_scale(0.3, 2) == want
+    hits = noisy.geometric_scale.cache_info().hits
+    assert noisy.geometric_scale(0.3, 2) == want and noisy.geometric_scale.cache_info().hits == hits + 1
+    s = keys.Selection.make(1.0, Fraction(1, 20), 1)
+    p1 = math.exp(-3) / (1 + math.exp(-1))
+    assert s.release_probability(1) == s.release_probability(1) == pytest.approx(p1, rel=1e-12)
+    assert s.to_dict()["singleton_release_probability"] == s.release_probability(1)
+
+
 # ------------------------------------------------------------------ (a) the attack
 def test_a_key_of_one_person_is_released_with_probability_at_most_delta():
     """Exactly from the mechanism: P(1 + Y >= tau) <= delta / k for every (epsilon, delta, k);

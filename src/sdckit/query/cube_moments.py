@@ -22,8 +22,9 @@ Built once at start-up beside the :class:`~sdckit.query.cube.Cube` of a table, o
   counts are integers, so exact.
 * *distinct values*: ``COUNT(DISTINCT c)`` for a cube column ``c`` is the number of distinct
   non-missing values of ``c`` among the selected cube rows of a cell (every cube row holds at
-  least one record). A column outside the cube (many values) stays a scan: a per-cell set of
-  values is as large as the column.
+  least one record). For a column outside the cube (many values), each cube row's set of values
+  as a bitset (:mod:`sdckit.query.distinct_sets`), kept while a table's fit (256 MiB): a
+  cell's count is the set bits of the OR of its rows'. A column past that stays a scan.
 * *keys from the data* (:mod:`sdckit.query.keys`): when one row is one person, a key's person
   count is its row count, so the keys present under the WHERE condition, with their counts and
   sums, come from the cube rows as DuckDB's ``GROUP BY`` gives them. With several rows per
@@ -42,6 +43,7 @@ import numpy as np
 
 from sdckit.core.result import Result, plain
 from sdckit.query.cube import Cube, column_key, literals_exact
+from sdckit.query.distinct_sets import DistinctSets
 from sdckit.query.generate import (COUNT_ALIAS, PERSONS_ALIAS, cube_sql, distinct_columns,
                                    group_alias, is_text_domain, quantile_columns, square_alias, square_scaling,
                                    squared_columns, sum_alias, summed_columns)
@@ -63,6 +65,8 @@ class Moments(Result):
     bins: dict[str, HistCube] = field(metadata={"dict": False})
     #: one row is one person (a key's person count is its row count)
     persons_are_rows: bool = False
+    #: per cube row, the values of each many-valued column outside the cube (COUNT(DISTINCT))
+    sets: DistinctSets | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return plain({"squares": list(self.squares), "histograms": list(self.bins),
@@ -91,7 +95,7 @@ class Moments(Result):
             if hist is not None:
                 bins[column] = hist
                 max_hist_bytes -= hist.nbytes
-        return cls(cube, squares, bins, persons_are_rows)
+        return cls(cube, squares, bins, persons_are_rows, DistinctSets.build(con, cube))
 
     # ------------------------------------------------------------------ answering
     def covers(self, query: Query) -> bool:
@@ -106,8 +110,9 @@ class Moments(Result):
             return False
         if any(c not in self.bins for c in quantile_columns(query)):
             return False
-        if any(c not in cube.keys for c in (*distinct_columns(query), *predicate_columns(query.where),
-                                             *query.group_by)):
+        if any(c not in cube.keys and (self.sets is None or c not in self.sets.bits) for c in distinct_columns(query)):
+            return False
+        if any(c not in cube.keys for c in (*predicate_columns(query.where), *query.group_by)):
             return False
         return literals_exact(query.where)
 
@@ -122,6 +127,9 @@ class Moments(Result):
             sums[square_key(column)] = limb_sums(self.squares[column][keep], cell[keep], n_cells,
                                                  self.cube.table.square_bits[column])
         for column in distinct_columns(query):
+            if column not in self.cube.keys:  # a many-valued column: its value sets
+                sums[distinct_key(column)] = self.sets.counts(column, keep, cell, n_cells)
+                continue
             key = self.cube.keys[column]
             present = keep & (key.index >= 0)
             pairs = np.unique(cell[present] * max(key.values.size, 1) + key.index[present])

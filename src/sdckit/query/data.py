@@ -111,13 +111,26 @@ class Database:
             summable = list(cube.sums) if cube is not None else summable_columns(self._con, t, self.grids[name])
             self.ranges[name] = ranges.build(self._con, t, set(cube.keys) if cube is not None else set(), summable)
 
-    def fast_cells(self, query: Any, n_cells: int, rows: int | None = None
+    def keeps_every_row(self, table: str, rows: int | None = None, groups: Any = None) -> bool:
+        """Whether a dp query's contribution bounds keep every row of ``table``'s dp relation,
+        which the fast paths hold: no bound asked beyond the configured one, or any (``rows``
+        = ``k' >= 1``, per-group ``groups`` with ``g, r >= 1``) when one row is one person
+        (:attr:`unique_units`, read at start-up): her one row has rank 1 and is her one row in
+        her one group, so every truncation keeps it and the true answer is the whole relation's.
+        Only where the true answer is computed depends on this; the noise scale is always the
+        declared bounds' (:mod:`sdckit.query.groupbounds`, :func:`~sdckit.query.generate.rows_per_unit`)."""
+        if self.unique_units.get(table, False):
+            return True
+        return groups is None and (rows is None or rows == rows_per_unit(self.config.tables[table]))
+
+    def fast_cells(self, query: Any, n_cells: int, rows: int | None = None, groups: Any = None
                    ) -> tuple[np.ndarray, dict[str, np.ndarray]] | None:
         """True counts and clamped sums per cell of a dp query from the cube or a range index,
         without a scan (the same numbers as DuckDB's), or ``None`` when neither answers it. They
-        hold the dp relation's rows: a query asking fewer ``rows`` per person than the configured
-        bound is never answered here (``None``: the scan filters the rank)."""
-        if rows is not None and rows != rows_per_unit(self.config.tables[query.table]):
+        hold the dp relation's rows: a query whose ``rows`` per person (fewer than the configured
+        bound) or per-group bounds ``groups`` would drop some is never answered here
+        (:meth:`keeps_every_row`; ``None``: the scan truncates)."""
+        if not self.keeps_every_row(query.table, rows, groups):
             return None
         if query.join is not None:  # a public join: the cube joined in numpy, if it covers the query
             cube = self._joined_cube(query)
@@ -158,10 +171,10 @@ class Database:
         return moments.histograms(query, n_cells) if moments is not None and quantile_columns(query) else {}
 
     def fast_keys(self, query: Any, rows: int) -> dict[str, np.ndarray] | None:
-        """``aggregate_sql(query, t, "dp", persons=True)``'s result for a GROUP BY with keys from
-        the data, from the cube, or ``None`` (the scan answers)."""
+        """``aggregate_sql(query, t, "dp", persons=True, rows=rows)``'s result for a GROUP BY with
+        keys from the data, from the cube, or ``None`` (the scan answers)."""
         moments = self.moments.get(query.table)
-        if rows != rows_per_unit(self.config.tables[query.table]) or moments is None or not moments.covers_keys(query):
+        if not self.keeps_every_row(query.table, rows) or moments is None or not moments.covers_keys(query):
             return None
         return moments.key_groups(query)
 

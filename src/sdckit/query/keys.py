@@ -100,6 +100,12 @@ def threshold(scale: Fraction, k: int, delta: Fraction) -> int:
     return m + 1
 
 
+@functools.lru_cache(maxsize=1024)  # (public numbers only: stated twice in every answer)
+def _release(m: int, scale: Fraction) -> float:
+    """``float(tail(m, scale))``."""
+    return float(tail(m, scale))
+
+
 @dataclass(frozen=True)
 class Selection(Result):
     """The thresholded release of data keys: discrete Laplace of scale ``scale`` on each key's
@@ -121,7 +127,7 @@ class Selection(Result):
 
     def release_probability(self, persons: int) -> float:
         """``P(persons + Y >= tau)``: the probability that a key held by ``persons`` persons is released."""
-        return float(tail(self.tau - persons, self.scale))
+        return _release(self.tau - persons, self.scale)
 
     def select(self, persons: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
         """``(released, noisy)``: a boolean mask of the keys whose noisy person count is at least

@@ -51,6 +51,7 @@ How one query is answered with budget ``epsilon``:
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections.abc import Callable
@@ -253,6 +254,7 @@ def plan(query: Query, table: TableConfig, epsilon: Fraction, rows: int | None =
                 square_caps, other_scales)
 
 
+@functools.lru_cache(maxsize=4096)  # (public numbers only: a plan's scales are asked several times per answer)
 def geometric_scale(epsilon: float, k: int) -> float:
     """The actual scale of the exact geometric noise of a count of sensitivity ``k`` at ``epsilon``
     (``k / epsilon`` rounded up to a multiple of 2**-20)."""

@@ -216,7 +216,7 @@ class Service:
         if stored is not None:
             return stored
         charge_id, after = self.state.charge(analyst.name, epsilon, sql, json.dumps(query.to_dict()))
-        fast = None if groups else self.db.fast_cells(query, len(plan.cells), rows)  # the same answer, no scan
+        fast = self.db.fast_cells(query, len(plan.cells), rows, groups)  # the same answer, no scan
         if fast is not None:
             result = noisy.answer_cells(plan, table, *fast, self._rng(charge_id),
                                         self.db.fast_histograms(query, len(plan.cells)))
@@ -307,7 +307,7 @@ class Service:
             return stored
         eps, delta, rho = plan.cost
         charge_id, after = self.state.charge(analyst.name, eps, sql, json.dumps(query.to_dict()), delta, rho)
-        fast = None if groups else self.db.fast_cells(query, len(plan.cells), rows)
+        fast = self.db.fast_cells(query, len(plan.cells), rows, groups)
         if fast is None:
             data = self.db.aggregate(aggregate_sql(query, table, "dp", rows=rows, groups=groups))
             fast = noisy.exact_cells(plan, table, data)
