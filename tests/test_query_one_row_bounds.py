@@ -122,6 +122,10 @@ def _answers(folder, fast: bool) -> list:
                 out.append(service.query(keys[who], body))
         median = {"sql": "SELECT g, MEDIAN(v) FROM t GROUP BY g", "epsilon": 1, "max_groups_per_unit": 2}
         out.append(service.query(keys["pure"], median))
+        # a Gaussian analyst's quantiles come from the cube's histograms too (they scanned before)
+        out.append(service.query(keys["zcdp"], {"sql": "SELECT g, MEDIAN(v), COUNT(*) FROM t GROUP BY g", "rho": "1/8"}))
+        out.append(service.query(keys["approx"], {"sql": "SELECT MIN(v), MAX(v), QUANTILE_CONT(v, 0.25) FROM t "
+                                                  "WHERE age >= 2", "epsilon": "1/2", "delta": "1e-6"}))
         data_keys = {"sql": "SELECT age, COUNT(*) FROM keyed WHERE g = 'a' GROUP BY age", "epsilon": 1,
                      "delta": "1e-6", "max_rows_per_unit": 1}
         out.append(service.query(keys["approx"], data_keys))

@@ -71,7 +71,7 @@ from sdckit.query.generate import (BIN_ALIAS, COUNT_ALIAS, cell_indices, contrib
                                    distinct_columns, midpoint_sensitivity, quantile_columns, square_alias, square_cap,
                                    squared_columns, sum_alias, summed_columns)
 from sdckit.query.groupbounds import GroupBounds
-from sdckit.query.grid import quantile_bins, sparse_histograms
+from sdckit.query.grid import Histogram, quantile_bins, sparse_histograms
 from sdckit.query.quantiles import EPS_BITS, choose_quantiles, quantile_key, quantile_scale, quantile_text
 from sdckit.query.sql import Query
 from sdckit.query.squares import exact_floats
@@ -317,6 +317,14 @@ def histograms(plan_: Plan, table: TableConfig, result: dict[str, np.ndarray]) -
     return sparse_histograms(cells, bins, result[COUNT_ALIAS], len(plan_.cells), quantile_bins(len(plan_.cells)))
 
 
+def histograms_of(plan_: Any, table: TableConfig | None, hists: dict[str, Any] | None) -> Callable[[str], list[Histogram]]:
+    """``column -> its histogram per cell`` for :func:`~sdckit.query.quantiles.choose_quantiles`:
+    ``hists[column]`` as given when it is a list (the cube's, :meth:`Database.fast_histograms
+    <sdckit.query.data.Database.fast_histograms>`), else :func:`histograms` of the scan's result
+    (``plan_`` a pure or Gaussian plan)."""
+    return lambda c: hists[c] if isinstance(hists[c], list) else histograms(plan_, table, hists[c])
+
+
 def answer(plan_: Plan, table: TableConfig, result: dict[str, np.ndarray], rng: np.random.Generator,
            hists: dict[str, dict[str, np.ndarray]] | None = None) -> dict[str, Any]:
     """The noisy answer: ``columns``, ``rows``, ``mechanism``, ``noise_scale``, ``ci95``.
@@ -408,8 +416,7 @@ def answer_cells(plan_: Plan, table: TableConfig, counts: np.ndarray, sums: dict
     :meth:`sdckit.query.cube.Cube.cells`): the same noise from the same ``rng``. ``hists``: per
     quantile column :func:`histograms`' input, or its output (a list, from the cube)."""
     n = len(plan_.cells)
-    chosen = choose_quantiles(plan_.query.outputs, plan_.bounds,
-                              lambda c: hists[c] if isinstance(hists[c], list) else histograms(plan_, table, hists[c]),
+    chosen = choose_quantiles(plan_.query.outputs, plan_.bounds, histograms_of(plan_, table, hists),
                               plan_.shares, plan_.k, quantile_bins(n), rng)
     noisy_count = None
     if plan_.count_scale is not None:

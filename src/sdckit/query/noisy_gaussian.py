@@ -71,7 +71,7 @@ from sdckit.query.generate import quantile_columns
 from sdckit.query.grid import quantile_bins
 from sdckit.query.groupbounds import GroupBounds
 from sdckit.query.noisy import (COUNTED, answer_rows, deviation_sums, discrete_laplace_radius, distinct_key,
-                                geometric_scale, histograms, laplace_radius, other_texts, square_key)
+                                geometric_scale, histograms_of, laplace_radius, other_texts, square_key)
 from sdckit.query.quantiles import choose_quantiles, quantile_key, quantile_scale, quantile_text, zcdp_epsilon
 from sdckit.query.sql import Query
 from sdckit.query.variance import square_sensitivity
@@ -369,13 +369,14 @@ def gridded(sens: float, rho: Fraction, extra: int) -> Measurement:
 
 def answer_cells(plan_: GaussianPlan, counts: np.ndarray, sums: dict[str, np.ndarray],
                  rng: np.random.Generator, table: TableConfig | None = None,
-                 hists: dict[str, dict[str, np.ndarray]] | None = None) -> dict[str, Any]:
+                 hists: dict[str, Any] | None = None) -> dict[str, Any]:
     """The noisy answer from the true counts and clamped sums per cell (as
     :func:`sdckit.query.noisy.answer_cells`): ``columns``, ``rows``, ``mechanism``,
     ``noise_scale`` (sigmas), ``ci95``, ``dp``; ``table`` and ``hists`` (each quantile column's
-    :func:`~sdckit.query.generate.histogram_sql` result) when the query has a quantile, MIN or MAX."""
+    :func:`~sdckit.query.generate.histogram_sql` result, or the cube's histograms,
+    :func:`~sdckit.query.noisy.histograms_of`) when the query has a quantile, MIN or MAX."""
     ms = plan_.measurements
-    chosen = choose_quantiles(plan_.query.outputs, plan_.bounds, lambda c: histograms(plan_, table, hists[c]),
+    chosen = choose_quantiles(plan_.query.outputs, plan_.bounds, histograms_of(plan_, table, hists),
                               plan_.quantile_epsilons, plan_.k, quantile_bins(len(plan_.cells)), rng)
     noisy_count = None
     if "count" in ms:
