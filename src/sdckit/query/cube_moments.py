@@ -84,7 +84,7 @@ class Moments(Result):
         squares: dict[str, np.ndarray] = {}
         if bounded:
             result = _run(con, cube_sql(table, keys, bounded))
-            rows = _parents(cube, result)
+            rows = parent_rows(cube, result)
             for i, column in enumerate(bounded):
                 limbs = to_limbs(result_ints(result[square_alias(i)]))
                 squares[column] = np.stack([np.bincount(rows, weights=limbs[:, j], minlength=cube.size)
@@ -184,7 +184,7 @@ def _run(con: Any, generated: Any) -> dict[str, np.ndarray]:
     return con.cursor().execute(generated.sql, list(generated.params)).fetchnumpy()
 
 
-def _parents(cube: Cube, result: dict[str, np.ndarray]) -> np.ndarray:
+def parent_rows(cube: Cube, result: dict[str, np.ndarray]) -> np.ndarray:
     """The cube row of each result row (the same key values; the cube holds every combination present)."""
     size = len(result[COUNT_ALIAS])
     columns = list(cube.keys)

@@ -14,7 +14,8 @@ For each table two relations are made (names in :mod:`sdckit.query.generate`):
   first ``k'`` in file order, again a choice that depends on the unit's own rows only.
 
 Then the dp relation's fast paths are built (:mod:`sdckit.query.cube`, :mod:`sdckit.query.ranges`):
-:meth:`Database.fast_cells` answers the COUNT/SUM/AVG queries they cover without a scan.
+:meth:`Database.fast_cells` answers the COUNT/SUM/AVG queries they cover without a scan
+(:meth:`Database.fast_bounds` the ``BOUNDS`` ones, :mod:`sdckit.query.boundscube`).
 
 Checks when loading (each a :class:`~sdckit.core.errors.DataError` naming the table and column,
 never a value): declared columns exist, bounded columns are numeric, the privacy unit has no
@@ -37,6 +38,7 @@ from sdckit.core.duckdb_session import connect, quote_identifier, relation
 from sdckit.core.errors import DataError
 from sdckit.query.config import IDENTIFIER, ServiceConfig, TableConfig
 from sdckit.query import ranges
+from sdckit.query.boundscube import BoundsCube
 from sdckit.query.cube import Cube, summable_columns
 from sdckit.query.cube_moments import Moments
 from sdckit.query.grid import Histogram
@@ -102,6 +104,9 @@ class Database:
         #: each cube's squared-deviation sums, quantile histograms and distinct values (sdckit.query.cube_moments)
         self.moments: dict[str, Moments] = {name: Moments.build(self._con, cube, self.unique_units[name])
                                             for name, cube in self.cubes.items() if cube is not None}
+        #: each cube's per-row magnitude bin counts of the bounded columns, for BOUNDS (sdckit.query.boundscube)
+        self.magnitudes: dict[str, BoundsCube] = {name: BoundsCube.build(self._con, cube)
+                                                  for name, cube in self.cubes.items() if cube is not None}
         #: sorted values and prefix sums of each table's many-valued integer columns (sdckit.query.ranges)
         self.ranges: dict[str, dict[str, ranges.RangeIndex]] = {}
         for name, t in tables.items():
@@ -177,6 +182,15 @@ class Database:
         if not self.keeps_every_row(query.table, rows) or moments is None or not moments.covers_keys(query):
             return None
         return moments.key_groups(query)
+
+    def fast_bounds(self, query: Any, rows: int) -> dict[str, np.ndarray] | None:
+        """``magnitude_histogram_sql(query, t, column, LOWEST, HIGHEST, rows)``'s result for a
+        ``BOUNDS`` query (its rows in another order), from the cube's bin counts, or ``None`` (the
+        scan answers): only when ``rows`` per person keeps every row (:meth:`keeps_every_row`)."""
+        magnitudes = self.magnitudes.get(query.table)
+        if not self.keeps_every_row(query.table, rows) or magnitudes is None or not magnitudes.covers(query):
+            return None
+        return magnitudes.result(query)
 
     def cursor(self) -> duckdb.DuckDBPyConnection:
         """This thread's cursor (DuckDB connections are not shared across threads)."""

@@ -436,12 +436,12 @@ def histogram_sql(query: Query, table: TableConfig, column: str, rows: int | Non
 
 
 def magnitude_histogram_sql(query: Query, table: TableConfig, column: str, lowest: int, highest: int,
-                            rows: int | None = None) -> Generated:
-    """``SELECT bin AS b, COUNT(*) AS n FROM sdc_dp_<t> WHERE .. GROUP BY b``: the raw (not
+                            rows: int | None = None, keys: tuple[str, ...] = ()) -> Generated:
+    """``SELECT [k AS g0, ..,] bin AS b, COUNT(*) AS n FROM sdc_dp_<t> WHERE .. GROUP BY ..``: the raw (not
     clamped) ``column``'s signed powers-of-2 histogram (:mod:`sdckit.query.bounds`), bin
     ``sign(x) (j - lowest + 1)`` for ``2**(j-1) < |x| <= 2**j``, ``j`` clipped to ``[lowest,
     highest]`` (``ceil(log2 |x|)`` corrected exactly upward), 0 for ``x = 0``, NULL for a missing
-    value; ``rows`` as :func:`aggregate_sql`."""
+    value; ``rows`` as :func:`aggregate_sql`; grouped by the columns ``keys`` too (the cube's: :mod:`~sdckit.query.boundscube`)."""
     bind = _Params()
 
     def clipped() -> exp.Expression:  # LEAST(GREATEST(CEIL(LOG2(ABS(x))), lowest), highest), parameters bound anew
@@ -454,12 +454,13 @@ def magnitude_histogram_sql(query: Query, table: TableConfig, column: str, lowes
     j = exp.Anonymous(this="LEAST", expressions=[exp.Add(this=first, expression=above), bind(highest)])
     signed = exp.Mul(this=exp.Anonymous(this="SIGN", expressions=[_col(column, table)]),
                      expression=exp.Paren(this=exp.Add(this=exp.Sub(this=j, expression=bind(lowest)), expression=bind(1))))
-    selects: list[exp.Expression] = [_alias(exp.cast(signed, "BIGINT"), BIN_ALIAS),
+    selects: list[exp.Expression] = [*(_alias(_col(c, table), group_alias(i)) for i, c in enumerate(keys)),
+                                     _alias(exp.cast(signed, "BIGINT"), BIN_ALIAS),
                                      _alias(exp.Count(this=exp.Star()), COUNT_ALIAS)]
     statement = exp.Select(expressions=selects).from_(
         exp.Table(this=exp.to_identifier(relation_name(table, "dp"), quoted=True)), copy=False)
     statement = _where(statement, query, table, bind, rows)
-    statement.set("group", exp.Group(all=True))  # by the bin (never by alias: a column may be named "b")
+    statement.set("group", exp.Group(all=True))  # by the keys and bin (never by alias: a column may be named "b")
     return Generated(statement.sql(dialect="duckdb"), tuple(bind.values))
 
 
