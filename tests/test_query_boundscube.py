@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 import warnings
-from fractions import Fraction
 from pathlib import Path
 
 import numpy as np

@@ -18,6 +18,12 @@ asked; (epsilon, delta), charged ``(epsilon, 0)``; rho-zCDP, the largest epsilon
 grid with ``epsilon**2 / 2 <= rho`` (:func:`~sdckit.query.quantiles.zcdp_epsilon`), charged that
 exact ``epsilon**2 / 2`` (Bun & Steinke 2016, Proposition 1.4).
 
+The true bin counts come from the start-up cube when it holds them exactly
+(:mod:`sdckit.query.boundscube`: per cube row, the records in each bin, by this very SQL grouped
+by the cube's keys; no JOIN, a WHERE on cube columns with exact literals, a contribution bound
+keeping every row), else from a scan of :func:`~sdckit.query.generate.magnitude_histogram_sql`:
+the same counts either way, so the same noise.
+
 The configuration's ``bounds_from_data = true`` reads a column's exact minimum and maximum (the
 answers then say they are NOT differentially private); ``BOUNDS`` is the DP way to the same end:
 declare the bounds it finds in ``[table.bounds]`` instead.
