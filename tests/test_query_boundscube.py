@@ -151,8 +151,8 @@ def test_hand_worked_counts(tmp_path):
 
 
 def test_what_still_scans(db, small):
-    """A column outside the cube in WHERE, a literal past 2**53, a JOIN-free query of another
-    kind, a smaller k' on a table with persons of several rows, a column past the cap: None."""
+    """A column outside the cube in WHERE, a literal past 2**53, a query of another kind, a
+    smaller k' on a table with persons of several rows: no fast path; a column past the cap: not kept."""
     ask = db.config
     assert not db.unique_units["t"]
     assert db.fast_bounds(parse("SELECT BOUNDS(v) FROM t WHERE v > 3", ask), 2) is None
@@ -163,7 +163,7 @@ def test_what_still_scans(db, small):
     cube = small.cube
     per_column = cube.size * small.bins["v"].size * 8 + small.bins["v"].nbytes
     assert list(BoundsCube.build(db._con, cube, max_bytes=per_column).counts) == ["v"]
-    assert list(BoundsCube.build(db._con, cube, max_bytes=per_column - 1).counts) in ([], ["w"])
+    assert list(BoundsCube.build(db._con, cube, max_bytes=per_column - 1).counts) == ["w"]  # (fewer bins present)
 
 
 def _answers(folder: Path, fast: bool) -> list:
