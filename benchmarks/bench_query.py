@@ -413,13 +413,15 @@ def vs_tumult(rows: int, reps: int, tumult_python: str | None, tumult_reps: int 
 
 
 #: What each query of ``--per-aggregate`` spends, per analyst (one per budget definition): pure
-#: epsilon, rho-zCDP (rho = epsilon^2 / 2 of the pure query) and (epsilon, delta)-DP (Gaussian
-#: noise; the only definition that may ask GROUP BY keys from the data).
+#: epsilon, rho-zCDP (rho = epsilon^2 / 2 of the pure query; Gaussian noise) and (epsilon, delta)-DP
+#: (Gaussian noise, or the pure epsilon share's where that is less noise, as at this delta; the only
+#: definition that may ask GROUP BY keys from the data).
 LOSS: dict[str, dict[str, float]] = {"pure": {"epsilon": 0.001}, "zcdp": {"rho": 5e-7},
                                      "approx": {"epsilon": 0.001, "delta": 1e-9}}
 
 #: One query form per supported aggregate (``--per-aggregate``): label -> (analyst of :data:`LOSS`,
-#: sql template, extra body fields). ``{a}``/``{b}`` are ages, ``{r}`` a region, drawn per query.
+#: sql template, extra body fields). ``{a}``/``{b}`` are ages, ``{r}`` a region, ``{c}`` a clinic,
+#: drawn per query.
 #: ``census`` (:func:`make_table_duckdb`) has one row per person and GROUP BY age takes its keys
 #: from the data; ``visits`` (:func:`make_visits_duckdb`) is a private table of the same persons,
 #: up to 4 rows each; ``regions`` a public lookup of the region codes (:func:`per_aggregate_service`).
@@ -525,8 +527,7 @@ def per_aggregate_service(folder: Path, table: Path, memory_limit: str | None = 
     n = int(table.stem.rsplit("_", 1)[1])
     visits = make_visits_duckdb(folder, n)
     lookup = folder / "regions.csv"
-    pd.DataFrame({"code": REGIONS, "region_name": ["North", "South", "East", "West"],
-                  "zone": ["north", "south", "east", "west"]}).to_csv(lookup, index=False)
+    pd.DataFrame({"code": REGIONS, "region_name": ["North", "South", "East", "West"]}).to_csv(lookup, index=False)
     config = write_config(folder, table, "normal", keys_from_data=True)
     text = config.read_text().replace(f'path = "{table.name}"', f'path = "{table.resolve()}"')
     if memory_limit:
