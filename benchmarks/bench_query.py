@@ -13,15 +13,29 @@ Goals: COUNT/SUM p50 < 25 ms at 1e6 rows; auditor < 50 ms per query after 1,000 
 
     python benchmarks/bench_query.py [--rows 1000000 10000000] [--queries 10000] [--clients 8]
 
-Each supported aggregate on its own (issue 32): ``--per-aggregate`` times every form of
-:data:`AGGREGATES` (COUNT, SUM, AVG, VAR_POP, STDDEV_POP, MEDIAN, QUANTILE_CONT, COUNT(DISTINCT) of a
-cube column and of a many-valued one, GROUP BY a domain, GROUP BY keys from the data) separately
-over HTTP and prints p50/p95, the server's CPU per query and its peak RSS. The table is written by
-DuckDB (bounded memory; ``--data DIR`` keeps and reuses it); ``--memory-limit 3GB`` serves it from
-a DuckDB file with that memory limit (``[service] memory_limit``), as 1e8 rows need.
+Each supported query form on its own (issue 32): ``--per-aggregate`` times every form of
+:data:`AGGREGATES` separately over HTTP and prints p50/p95, the server's CPU per query and its peak
+RSS. The forms: COUNT, SUM, AVG, VAR_POP, STDDEV_POP, MEDIAN, QUANTILE_CONT, MIN, MAX, BOUNDS(col),
+COUNT(DISTINCT) of a cube column and of a many-valued one, GROUP BY a domain, histograms (GROUP BY
+``FLOOR(age / 10) * 10`` and ``WIDTH_BUCKET(income, ...)``), derived sums (``SUM(income / 1000)``,
+``SUM(CASE ...)``), a JOIN with the public lookup table ``regions`` (region code -> name), a JOIN of
+two private tables on the privacy unit (``census`` and ``visits``: 1 to 4 rows per person, of a
+tenth of the persons), ``max_rows_per_unit`` and per-group bounds (``max_groups_per_unit``,
+``max_rows_per_group``) on ``visits``, all from a pure epsilon analyst; COUNT, SUM, AVG, VAR_POP,
+STDDEV_POP, GROUP BY a domain and per-group bounds again from a rho-zCDP analyst ("[zCDP]") and
+from an (epsilon, delta) one ("[eps,delta]"; Gaussian noise, or the pure share's where that is
+less noise), who alone may ask GROUP BY keys from the data (thresholded). Each query carries its
+analyst's loss (:data:`LOSS`) and its form's body fields. One query of each form is sent first,
+untimed (the first use of an analyst's key runs scrypt, and of a mechanism its imports; a form the
+service refuses is printed and skipped; ``tests/test_bench_query_forms.py`` checks that none is).
+The census table is written by DuckDB (bounded memory; ``--data DIR`` keeps and reuses it, and is
+only read when it holds it); ``visits`` and ``regions`` are written beside the configuration in the
+run's temporary folder. ``--memory-limit 3GB`` serves the tables from a DuckDB file with that
+memory limit (``[service] memory_limit``), as 1e8 rows need; ``--only LABEL ...`` times some forms.
 
     python benchmarks/bench_query.py --per-aggregate --rows 1e6 --queries 160
     python benchmarks/bench_query.py --per-aggregate --rows 1e8 --queries 80 --memory-limit 3GB --data /tmp/sdckit-1e8
+    python benchmarks/bench_query.py --per-aggregate --rows 1e6 --only MIN "COUNT [zCDP]" "JOIN private visits"
 
 Accuracy against Tumult Analytics (issue 32): ``--vs tumult`` answers each query type of
 :data:`ACCURACY` — COUNT(*), SUM, AVG, VAR_POP, STDDEV_POP of income (clamped to [0, 200000];
@@ -398,21 +412,58 @@ def vs_tumult(rows: int, reps: int, tumult_python: str | None, tumult_reps: int 
             print(line, flush=True)
 
 
-#: One query form per supported aggregate (``--per-aggregate``): label -> (analyst, sql template).
-#: ``{a}``/``{b}`` are ages, ``{r}`` a region, drawn per query; "keys" is an (epsilon, delta) analyst.
-AGGREGATES = {
-    "COUNT": ("pure", "SELECT COUNT(*) FROM census WHERE age > {a} AND region = '{r}'"),
-    "SUM": ("pure", "SELECT SUM(income) FROM census WHERE age BETWEEN {a} AND {b}"),
-    "AVG": ("pure", "SELECT AVG(income) FROM census WHERE region IN ('{r}', 'N') OR age < {a}"),
-    "VAR_POP": ("pure", "SELECT VAR_POP(income) FROM census WHERE age > {a}"),
-    "STDDEV_POP": ("pure", "SELECT STDDEV_POP(income) FROM census WHERE age <= {b} AND region <> '{r}'"),
-    "MEDIAN": ("pure", "SELECT MEDIAN(income) FROM census WHERE age >= {a}"),
-    "QUANTILE_CONT": ("pure", "SELECT QUANTILE_CONT(income, 0.9) FROM census WHERE region = '{r}' AND age < {b}"),
-    "COUNT DISTINCT age": ("pure", "SELECT COUNT(DISTINCT age) FROM census WHERE region = '{r}'"),
-    "COUNT DISTINCT income": ("pure", "SELECT COUNT(DISTINCT income) FROM census WHERE region = '{r}'"),
-    "GROUP BY region": ("pure", "SELECT region, COUNT(*), SUM(income) FROM census WHERE age >= {a} GROUP BY region"),
-    "GROUP BY keys from data": ("keys", "SELECT age, COUNT(*) FROM census WHERE region = '{r}' GROUP BY age"),
+#: What each query of ``--per-aggregate`` spends, per analyst (one per budget definition): pure
+#: epsilon, rho-zCDP (rho = epsilon^2 / 2 of the pure query; Gaussian noise) and (epsilon, delta)-DP
+#: (Gaussian noise, or the pure epsilon share's where that is less noise, as at this delta; the only
+#: definition that may ask GROUP BY keys from the data).
+LOSS: dict[str, dict[str, float]] = {"pure": {"epsilon": 0.001}, "zcdp": {"rho": 5e-7},
+                                     "approx": {"epsilon": 0.001, "delta": 1e-9}}
+
+#: One query form per supported aggregate (``--per-aggregate``): label -> (analyst of :data:`LOSS`,
+#: sql template, extra body fields). ``{a}``/``{b}`` are ages, ``{r}`` a region, ``{c}`` a clinic,
+#: drawn per query.
+#: ``census`` (:func:`make_table_duckdb`) has one row per person and GROUP BY age takes its keys
+#: from the data; ``visits`` (:func:`make_visits_duckdb`) is a private table of the same persons,
+#: up to 4 rows each; ``regions`` a public lookup of the region codes (:func:`per_aggregate_service`).
+AGGREGATES: dict[str, tuple[str, str, dict[str, Any]]] = {
+    "COUNT": ("pure", "SELECT COUNT(*) FROM census WHERE age > {a} AND region = '{r}'", {}),
+    "SUM": ("pure", "SELECT SUM(income) FROM census WHERE age BETWEEN {a} AND {b}", {}),
+    "AVG": ("pure", "SELECT AVG(income) FROM census WHERE region IN ('{r}', 'N') OR age < {a}", {}),
+    "VAR_POP": ("pure", "SELECT VAR_POP(income) FROM census WHERE age > {a}", {}),
+    "STDDEV_POP": ("pure", "SELECT STDDEV_POP(income) FROM census WHERE age <= {b} AND region <> '{r}'", {}),
+    "MEDIAN": ("pure", "SELECT MEDIAN(income) FROM census WHERE age >= {a}", {}),
+    "QUANTILE_CONT": ("pure", "SELECT QUANTILE_CONT(income, 0.9) FROM census WHERE region = '{r}' AND age < {b}", {}),
+    "MIN": ("pure", "SELECT MIN(income) FROM census WHERE age >= {a}", {}),
+    "MAX": ("pure", "SELECT MAX(income) FROM census WHERE region = '{r}' AND age < {b}", {}),
+    "BOUNDS": ("pure", "SELECT BOUNDS(income) FROM census WHERE age > {a}", {}),
+    "COUNT DISTINCT age": ("pure", "SELECT COUNT(DISTINCT age) FROM census WHERE region = '{r}'", {}),
+    "COUNT DISTINCT income": ("pure", "SELECT COUNT(DISTINCT income) FROM census WHERE region = '{r}'", {}),
+    "GROUP BY region": ("pure", "SELECT region, COUNT(*), SUM(income) FROM census WHERE age >= {a} GROUP BY region",
+                        {}),
+    "histogram FLOOR(age/10)": ("pure", "SELECT FLOOR(age / 10) * 10 AS band, COUNT(*) FROM census "
+                                "WHERE region = '{r}' GROUP BY band", {}),
+    "histogram WIDTH_BUCKET": ("pure", "SELECT WIDTH_BUCKET(income, 0, 200000, 10) AS bin, COUNT(*) FROM census "
+                               "WHERE age > {a} GROUP BY bin", {}),
+    "derived SUM(income/1000)": ("pure", "SELECT SUM(income / 1000) FROM census WHERE age BETWEEN {a} AND {b}", {}),
+    "derived SUM(CASE)": ("pure", "SELECT region, SUM(CASE WHEN age >= 65 THEN income ELSE 0 END) FROM census "
+                          "WHERE age > {a} GROUP BY region", {}),
+    "JOIN public regions": ("pure", "SELECT region_name, COUNT(*), SUM(income) FROM census JOIN regions "
+                            "ON census.region = regions.code WHERE age > {a} GROUP BY region_name", {}),
+    "JOIN private visits": ("pure", "SELECT COUNT(*), SUM(cost) FROM census JOIN visits "
+                            "ON census.person_id = visits.person_id WHERE age > {a}", {}),
+    "visits max_rows_per_unit": ("pure", "SELECT SUM(cost) FROM visits WHERE clinic <> '{c}'",
+                                 {"max_rows_per_unit": 2}),
+    "GROUP BY per-group bounds": ("pure", "SELECT clinic, COUNT(*), SUM(cost) FROM visits WHERE cost > {a} "
+                                  "GROUP BY clinic", {"max_groups_per_unit": 2, "max_rows_per_group": 1}),
 }
+#: The forms also timed under the other definitions (Gaussian noise): "label [zCDP]", "label [eps,delta]".
+GAUSSIAN_FORMS = ("COUNT", "SUM", "AVG", "VAR_POP", "STDDEV_POP", "GROUP BY region", "GROUP BY per-group bounds")
+AGGREGATES.update({f"{label} [{tag}]": (who, *AGGREGATES[label][1:])
+                   for who, tag in (("zcdp", "zCDP"), ("approx", "eps,delta")) for label in GAUSSIAN_FORMS})
+AGGREGATES["GROUP BY keys from data"] = ("approx", "SELECT age, COUNT(*) FROM census WHERE region = '{r}' "
+                                         "GROUP BY age", {})
+#: The clinics of ``visits`` (a declared domain).
+CLINICS = ["north", "south", "east", "west"]
 
 
 def make_table_duckdb(folder: Path, n: int) -> Path:
@@ -439,6 +490,81 @@ def make_table_duckdb(folder: Path, n: int) -> Path:
     return path
 
 
+def make_visits_duckdb(folder: Path, n: int) -> Path:
+    """The private table ``visits`` of :data:`AGGREGATES` for a census of ``n`` rows, written by
+    DuckDB: the persons ``0 .. n/10 - 1`` of the census (its ``person_id``), 1 to 4 rows each
+    (2.5 on average, in person order), a clinic of :data:`CLINICS` and a cost in [0, 600)
+    (declared bounds [0, 500]) from hashes of the row (fixed, reproducible). An existing file is
+    reused."""
+    from sdckit.core.duckdb_session import connect
+
+    path = folder / f"visits_{n}.parquet"
+    if path.exists():
+        return path
+    folder.mkdir(parents=True, exist_ok=True)
+    con = connect(memory_limit=2 << 30, temp_directory=folder / "tmp", threads=2)
+    clinics = ", ".join(f"'{c}'" for c in CLINICS)
+    try:
+        partial = path.with_suffix(".partial")
+        con.execute(f"""COPY (SELECT i AS person_id, [{clinics}][CAST(hash(4 * i + j, 5) % 4 AS INTEGER) + 1] AS clinic,
+                        CAST(hash(4 * i + j, 6) % 600 AS BIGINT) AS cost
+                        FROM range({max(1, int(n) // 10)}) t(i), range(4) r(j) WHERE j <= hash(i, 4) % 4
+                        ORDER BY i, j) TO '{partial}' (FORMAT parquet, ROW_GROUP_SIZE 1000000)""")
+        partial.rename(path)
+    finally:
+        con.close()
+    return path
+
+
+def per_aggregate_service(folder: Path, table: Path, memory_limit: str | None = None) -> tuple[Path, dict[str, str]]:
+    """The service of ``--per-aggregate`` in ``folder``: its configuration (``census`` at
+    ``table``, GROUP BY age with keys from the data; the private table ``visits`` of the same
+    persons, at most 4 rows each and 4 per join key; the public table ``regions``, a lookup of
+    the region codes; ``visits`` and ``regions`` written in ``folder``, so that the data folder
+    is only read; state sync "normal", no cache) and one analyst per definition of :data:`LOSS`,
+    each with a budget no benchmark exhausts: ``(configuration, {definition: key})``."""
+    from sdckit.query.state import State
+
+    n = int(table.stem.rsplit("_", 1)[1])
+    visits = make_visits_duckdb(folder, n)
+    lookup = folder / "regions.csv"
+    pd.DataFrame({"code": REGIONS, "region_name": ["North", "South", "East", "West"]}).to_csv(lookup, index=False)
+    config = write_config(folder, table, "normal", keys_from_data=True)
+    text = config.read_text().replace(f'path = "{table.name}"', f'path = "{table.resolve()}"')
+    if memory_limit:
+        text = text.replace("[service]\n", f'[service]\nmemory_limit = "{memory_limit}"\n')
+    config.write_text(text + f"""[[table]]
+name = "visits"
+path = "{visits.name}"
+privacy_unit = "person_id"
+max_rows_per_unit = 4
+max_rows_per_join_key = 4
+[table.bounds]
+cost = [0, 500]
+[table.domains]
+clinic = {json.dumps(CLINICS)}
+[public_tables.regions]
+path = "{lookup.name}"
+""")
+    state = State(folder / "state.db")
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*unusually large.*")  # a benchmark's budget, not a policy
+        keys = {"pure": state.add_analyst("bench", "dp", "1000000"),
+                "zcdp": state.add_analyst("bench_zcdp", "dp", rho="1000000"),
+                "approx": state.add_analyst("bench_approx", "dp", "1000000", "1/2")}
+    return config, keys
+
+
+def aggregate_request(label: str, rng: np.random.Generator) -> tuple[str, str, dict[str, Any]]:
+    """One query of the form ``label`` of :data:`AGGREGATES`, its parameters drawn from ``rng``:
+    ``(label, path, body)``; the body holds the SQL, the privacy loss of the form's analyst
+    (:data:`LOSS`) and the form's extra fields."""
+    who, template, extra = AGGREGATES[label]
+    a, b = sorted(int(v) for v in rng.integers(0, 100, 2))
+    sql = template.format(a=a, b=b, r=REGIONS[rng.integers(4)], c=CLINICS[rng.integers(4)])
+    return label, "/v1/query", {"sql": sql, **LOSS[who], **extra}
+
+
 def peak_rss(pid: int) -> float:
     """Peak resident memory of process ``pid`` in MiB (VmHWM, /proc; Linux)."""
     try:
@@ -452,47 +578,48 @@ def peak_rss(pid: int) -> float:
 
 def per_aggregate(n: int, folder: Path, data: Path, queries: int, clients: int, only: list[str] | None,
                   memory_limit: str | None = None) -> None:
-    """Each supported aggregate timed on its own: ``queries`` dp queries from ``clients`` clients
-    over HTTP; p50/p95 per aggregate, the server's start time and peak RSS."""
+    """Each supported query form of :data:`AGGREGATES` timed on its own: ``queries`` dp queries
+    from ``clients`` clients over HTTP, each sent by the analyst of the form's definition; p50/p95
+    per form, the server's CPU per query, its start time and peak RSS."""
+    import httpx
     from _harness import concurrent_clients
     from query_helpers import Server
-    from sdckit.query.state import State
 
+    unknown = sorted(set(only or ()) - set(AGGREGATES))
+    if unknown:
+        raise SystemExit(f"--only: unknown form {unknown[0]!r}; the forms are: {', '.join(AGGREGATES)}")
     folder.mkdir(parents=True, exist_ok=True)
     table = make_table_duckdb(data, n)
-    config = write_config(folder, table, "normal")
-    text = config.read_text().replace(f'path = "{table.name}"', f'path = "{table}"')
-    text = text.replace("[table.bounds]", 'keys_from_data = ["age"]\n[table.bounds]')
-    if memory_limit:
-        text = text.replace("[service]\n", f'[service]\nmemory_limit = "{memory_limit}"\n')
-    config.write_text(text)
-    state = State(folder / "state.db")
-    warnings.filterwarnings("ignore", message=".*unusually large.*")  # a benchmark's budget, not a policy
-    keys = {"pure": state.add_analyst("bench", "dp", "1000000"),
-            "keys": state.add_analyst("bench_keys", "dp", "1000000", "1/2")}
+    t0 = time.perf_counter()
+    config, keys = per_aggregate_service(folder, table, memory_limit)
+    written = time.perf_counter() - t0
     t0 = time.perf_counter()
     server = Server(config, start_timeout=3600)
     start = time.perf_counter() - t0
-    print(f"rows {n:>11,}: server start {start:6.1f} s, RSS after start {peak_rss(server.proc.pid):7.0f} MiB; "
-          f"load average {os.getloadavg()[0]:.1f}", flush=True)
+    print(f"rows {n:>11,}: visits and regions written in {written:.1f} s, server start {start:6.1f} s, "
+          f"RSS after start {peak_rss(server.proc.pid):7.0f} MiB; load average {os.getloadavg()[0]:.1f}", flush=True)
+    forms = [label for label in AGGREGATES if not only or label in only]
+    width = max(map(len, forms))
     try:
-        for label, (who, template) in AGGREGATES.items():
-            if only and label not in only:
-                continue
+        with httpx.Client(base_url=server.url, timeout=3600) as http:  # warm-up, untimed: see the docstring
+            for label in list(forms):
+                _, path, body = aggregate_request(label, np.random.default_rng(0))
+                reply = http.post(path, json=body, headers={"Authorization": f"Bearer {keys[AGGREGATES[label][0]]}"})
+                if reply.status_code != 200:
+                    print(f"rows {n:>11,}: {label:>{width}}: refused ({reply.status_code}: "
+                          f"{reply.json().get('error')}), not timed", flush=True)
+                    forms.remove(label)
+        for label in forms:
 
-            def request(rng: np.random.Generator, template: str = template, who: str = who) -> tuple[str, str, dict]:
-                a, b = sorted(int(v) for v in rng.integers(0, 100, 2))
-                body = {"sql": template.format(a=a, b=b, r=REGIONS[rng.integers(4)]), "epsilon": 0.001}
-                if who == "keys":
-                    body["delta"] = 1e-9
-                return label, "/v1/query", body
+            def request(rng: np.random.Generator, label: str = label) -> tuple[str, str, dict[str, Any]]:
+                return aggregate_request(label, rng)
 
             cpu0 = cpu_seconds(server.proc.pid)
-            latencies, elapsed, errors = concurrent_clients(server.url, keys[who], clients, max(1, queries // clients),
-                                                            request)
+            latencies, elapsed, errors = concurrent_clients(server.url, keys[AGGREGATES[label][0]], clients,
+                                                            max(1, queries // clients), request)
             ms = np.array([t for _, t in latencies]) * 1000
             cpu = 1000 * (cpu_seconds(server.proc.pid) - cpu0) / len(ms)
-            print(f"rows {n:>11,}: {label:>24}: p50 {np.percentile(ms, 50):8.1f} ms, "
+            print(f"rows {n:>11,}: {label:>{width}}: p50 {np.percentile(ms, 50):8.1f} ms, "
                   f"p95 {np.percentile(ms, 95):8.1f} ms,"
                   f" server CPU {cpu:6.1f} ms/query ({ms.size} queries, {len(ms) / elapsed:6.1f}/s, errors {errors}, load "
                   f"{os.getloadavg()[0]:.1f})", flush=True)
