@@ -525,7 +525,7 @@ def per_aggregate_service(folder: Path, table: Path, memory_limit: str | None = 
     each with a budget no benchmark exhausts: ``(configuration, {definition: key})``."""
     from sdckit.query.state import State
 
-    n = int(table.stem.rsplit("_", 1)[1])
+    n = int(table.stem.split("_")[1])  # census_<n>[_v2]
     visits = make_visits_duckdb(folder, n)
     lookup = folder / "regions.csv"
     pd.DataFrame({"code": REGIONS, "region_name": ["North", "South", "East", "West"]}).to_csv(lookup, index=False)
