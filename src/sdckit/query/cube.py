@@ -161,14 +161,16 @@ class Cube(Result):
         return cls(table, keys, counts, sums)
 
     def joined(self, table: TableConfig, key: str, public_key: list[Any], public: dict[str, list[Any]],
-               left: bool, max_rows: int = 10 * MAX_CELLS) -> Cube | None:
+               left: bool, grids: dict[str, ColumnGrid], max_rows: int = 10 * MAX_CELLS) -> Cube | None:
         """This cube joined with a public table (:mod:`sdckit.query.joins`) on its column ``key``:
         one row per (cube row, public row whose ``public_key`` value equals the row's key), a LEFT
         join's unmatched rows once with the public columns missing; ``public`` holds each public
         column's values per public row, under the name the joined ``table`` gives it. Counts and
-        sums are the cube's, repeated (a sum kept only while its magnitudes stay below 2**43, so
-        that it stays exact in any order); ``None`` when ``key`` is not a cube column or past
-        ``max_rows`` rows. Its :meth:`covers` and :meth:`cells` answer the joined queries."""
+        sums are the cube's, repeated; a sum is kept only while the joined relation's magnitudes
+        (``grids[c].magnitude``, the dp relation's, times the largest multiplicity) stay below
+        :func:`exact_magnitude` (2**53 for integers), so that it stays exact in any order. ``None``
+        when ``key`` is not a cube column or past ``max_rows`` rows. Its :meth:`covers` and
+        :meth:`cells` answer the joined queries."""
         if key not in self.keys:
             return None
         private = self.keys[key]
@@ -198,7 +200,8 @@ class Cube(Result):
             position = {v: i for i, v in enumerate(present)}
             index = np.array([-1 if v is None else position[v] for v in values] + [-1], dtype=np.int64)
             keys[column] = _Key(distinct, index[public_row])  # (public row -1: the extra -1, missing)
-        sums = {c: v[row] for c, v in self.sums.items() if float(np.abs(v[row]).sum()) < 2.0**43}
+        most = int(repeat.max()) if repeat.size else 0
+        sums = {c: v[row] for c, v in self.sums.items() if grids[c].magnitude * most < exact_magnitude(grids[c])}
         return Cube(table, keys, self.counts[row], sums)
 
     # ------------------------------------------------------------------ answering
@@ -315,14 +318,15 @@ def summable_columns(con: Any, table: TableConfig, grids: dict[str, ColumnGrid] 
     magnitudes summing below 2**43 (2**53 for integers): their sums are exact in any order.
     ``grids``: the dp relation's :func:`~sdckit.query.squares.column_grids` when already read."""
     grids = column_grids(con, table) if grids is None else grids
-    out = []
-    for c in table.bounds:
-        grid = grids[c]
-        if grid.integral in (True, None) and grid.magnitude < EXACT:
-            out.append(c)
-        elif grid.dyadic and grid.magnitude < EXACT / 2**FRACTION_BITS:
-            out.append(c)
-    return out
+    return [c for c in table.bounds if grids[c].magnitude < exact_magnitude(grids[c])]
+
+
+def exact_magnitude(grid: ColumnGrid) -> float:
+    """Below which sum of magnitudes a column's sums are exact doubles in any order: 2**53 when
+    its clamped values are integers, 2**43 when multiples of 2**-10, 0 (never) otherwise."""
+    if grid.integral in (True, None):
+        return float(EXACT)
+    return EXACT / 2**FRACTION_BITS if grid.dyadic else 0.0
 
 
 def integer_columns(con: Any, table: TableConfig) -> list[str]:

@@ -165,7 +165,7 @@ class Database:
                 names = list(public.columns)
                 columns = {table.renamed[c]: [r[i] for r in rows] for i, c in enumerate(names) if c in table.renamed}
                 self._joined[join] = cube.joined(table, join.key, [r[names.index(join.other_key)] for r in rows],
-                                                 columns, join.kind == "left")
+                                                 columns, join.kind == "left", self.grids[query.table])
             return self._joined[join]
 
     def fast_histograms(self, query: Any, n_cells: int) -> dict[str, list[Histogram]]:
