@@ -29,7 +29,9 @@ from sdckit.query.sql import parse
 
 K, T_LEFT, T_RIGHT = 4, 2, 3
 GROUPS = ["a", "b", "c"]
-DRAWS = 6
+DRAWS = 3
+#: a bound above the rank masks' (``sdckit.query.groupbounds.MASK_RANKS``, 62): the windows' form
+WIDE = 100
 
 
 def _tables(rng: np.random.Generator) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -54,6 +56,8 @@ def services(tmp_path_factory):
             text += (f'[[table]]\nname = "{name}"\npath = "{name}.csv"\nprivacy_unit = "pid"\nmax_rows_per_unit = {K}\n'
                      f'max_rows_per_join_key = {t}\n[table.bounds]\nv = [0, 10]\nkey = [0, 3]\n'
                      f'[table.domains]\ng = {GROUPS}\n')
+        text += (f'[[table]]\nname = "wide"\npath = "l.csv"\nprivacy_unit = "pid"\nmax_rows_per_unit = {WIDE}\n'
+                 f'[table.bounds]\nv = [0, 10]\n[table.domains]\ng = {GROUPS}\n')
         (folder / "service.toml").write_text(text)
         service = Service(folder / "service.toml")
         out.append((service, left, right))
@@ -84,23 +88,24 @@ def _answer(service: Service, sql: str, rows: int | None, groups: GroupBounds | 
 
 
 @pytest.mark.parametrize("draw", range(DRAWS))
-def test_per_group_bounds_keep_the_documented_rows(services, draw):
+@pytest.mark.parametrize("name, most", [("l", K), ("wide", WIDE)])
+def test_per_group_bounds_keep_the_documented_rows(services, draw, name, most):
+    """Both SQL forms: rank masks (k <= 62) and windows (above)."""
     service, left, _ = services[draw]
     for per_unit in (None, 2, K):
-        for g in (1, 2, K):
-            for r in (1, 2, K):
-                for low in (None, 4):
-                    k = K if per_unit is None else per_unit
-                    f = _bounded(left, k)
-                    where = "" if low is None else f" WHERE v > {low}"
-                    if low is not None:
-                        f = f[left["v"].to_numpy()[f["row"]] > low]  # the raw value, as the SQL's WHERE
-                    f = f[f.groupby(["pid", "g"], dropna=False).cumcount() < r]
-                    first = f.groupby(["pid", "g"], dropna=False)["row"].transform("min")
-                    f = f[first.groupby(f["pid"]).rank(method="dense") <= g]
-                    got = _answer(service, f"SELECT g, COUNT(*), SUM(v) FROM l{where} GROUP BY g", per_unit,
-                                  GroupBounds(g, r, k))
-                    assert got == _cells(f, "g"), (per_unit, g, r, low)
+        for g, r in ((1, 1), (1, 2), (2, 1), (2, 2), (K, 1), (1, K)):
+            for low in (None, 4):
+                k = most if per_unit is None else per_unit
+                f = _bounded(left, k)
+                where = "" if low is None else f" WHERE v > {low}"
+                if low is not None:
+                    f = f[left["v"].to_numpy()[f["row"]] > low]  # the raw value, as the SQL's WHERE
+                f = f[f.groupby(["pid", "g"], dropna=False).cumcount() < r]
+                first = f.groupby(["pid", "g"], dropna=False)["row"].transform("min")
+                f = f[first.groupby(f["pid"]).rank(method="dense") <= g]
+                got = _answer(service, f"SELECT g, COUNT(*), SUM(v) FROM {name}{where} GROUP BY g", per_unit,
+                              GroupBounds(g, r, k))
+                assert got == _cells(f, "g"), (per_unit, g, r, low)
 
 
 @pytest.mark.parametrize("draw", range(DRAWS))
