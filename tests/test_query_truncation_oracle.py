@@ -121,3 +121,22 @@ def test_private_joins_keep_the_documented_rows(services, draw, on):
         got = _answer(service, f"SELECT r.g, COUNT(*), SUM(l.v) FROM l JOIN r ON l.{on[0]} = r.{on[1]} GROUP BY r.g",
                       per_unit)
         assert got == _cells(merged.assign(g=merged["g_r"]), "g"), (per_unit, on)
+
+
+@pytest.mark.parametrize("draw", range(DRAWS))
+def test_the_two_forms_agree_on_binned_and_two_column_groups(services, draw):
+    """A bin's and a WHERE's parameters around the truncation, two group columns: the rank masks
+    (table ``l``) keep what the windows keep (table ``wide``, the same file, at k' = K)."""
+    service = services[draw][0]
+    for sql in ("SELECT FLOOR(v / 5) * 5 AS band, g, COUNT(*), SUM(v) FROM {t} WHERE v > 2 GROUP BY band, g",
+                "SELECT g, FLOOR(v / 4) * 4 AS band, COUNT(*), SUM(v) FROM {t} WHERE g <> 'a' GROUP BY g, band"):
+        for g, r in ((1, 1), (2, 1), (1, 2)):
+            masks, windows = (_raw(service, sql.format(t=t), rows, GroupBounds(g, r, K)) for t, rows in (("l", None), ("wide", K)))
+            assert masks == windows and len(masks) > 1, (sql, g, r)
+
+
+def _raw(service: Service, sql: str, rows: int | None, groups: GroupBounds) -> list[tuple]:
+    """The aggregate statement's result rows, sorted."""
+    query = parse(sql, service.config)
+    result = service.db.aggregate(aggregate_sql(query, query_table(query, service.config), "dp", rows=rows, groups=groups))
+    return sorted(zip(*(np.asarray(v).tolist() for v in result.values())), key=repr)
