@@ -167,7 +167,8 @@ def _from(query: Query, table: TableConfig, mode: str, bind: _Params, rows: int 
     keys = [_group_expression(c, table, query, bind) for c in query.group_by]
     parts = _where_parts(query, table, bind, rows)
     where = None if not parts else parts[0] if len(parts) == 1 else exp.And(this=parts[0], expression=parts[1])
-    return truncated(_source(table, mode, bind, rows), table.privacy_unit, keys, where, groups, bind)
+    return truncated(_source(table, mode, bind, rows), table.privacy_unit, keys, where, groups, bind,
+                     None if isinstance(table, JoinedTable) else rows_per_unit(table))  # its most __sdc_rank
 
 
 def _ident(name: str, table: TableConfig) -> exp.Identifier:

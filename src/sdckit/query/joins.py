@@ -190,9 +190,11 @@ class JoinedTable(TableConfig):
         in text order)."""
         j = self.join
         if j.private:
-            left: exp.Expression = exp.Subquery(this=_truncated(left_relation, j.key, self.key_rows[0], bind, rows),
+            left: exp.Expression = exp.Subquery(this=_truncated(left_relation, j.key, self.key_rows[0], bind, rows,
+                                                                j.key == self.privacy_unit),
                                                 alias=exp.TableAlias(this=_ident(LEFT)))
-            right: exp.Expression = exp.Subquery(this=_truncated(self.other_relation, j.other_key, self.key_rows[1], bind),
+            right: exp.Expression = exp.Subquery(this=_truncated(self.other_relation, j.other_key, self.key_rows[1], bind,
+                                                                 unit=j.other_key == self.privacy_unit),
                                                  alias=exp.TableAlias(this=_ident(RIGHT)))
         else:
             left = exp.Table(this=_ident(left_relation), alias=exp.TableAlias(this=_ident(LEFT)))
@@ -226,12 +228,20 @@ def _qualified(column: str, table: str) -> exp.Column:
     return exp.Column(this=_ident(column), table=_ident(table))
 
 
-def _truncated(relation_: str, key: str, rows: int, bind: Any, rank: int | None = None) -> exp.Select:
+def _truncated(relation_: str, key: str, rows: int, bind: Any, rank: int | None = None,
+               unit: bool = False) -> exp.Select:
     """``SELECT * FROM relation [WHERE __sdc_rank <= ?] QUALIFY row_number() OVER (PARTITION BY
-    key ORDER BY __sdc_row) <= ?``."""
+    key ORDER BY __sdc_row) <= ?``; ``SELECT * FROM relation WHERE __sdc_rank <= ?`` (``min(rank,
+    rows)``) when the key is the privacy unit (``unit``): the same rows, without a window. (A dp
+    relation holds each person's rows of rank 1..k, ``__sdc_rank`` being their ``row_number()``
+    over the person in ``__sdc_row`` order; those of rank <= ``rank`` are her first ones, so their
+    ``row_number()`` over the key, her, is their rank.)"""
+    statement = exp.Select(expressions=[exp.Star()]).from_(_table(relation_), copy=False)
+    if unit:
+        most = rows if rank is None else min(rank, rows)
+        return statement.where(exp.LTE(this=exp.Column(this=_ident(RANK)), expression=bind(most)), copy=False)
     window = exp.Window(this=exp.RowNumber(), partition_by=[exp.Column(this=_ident(key))],
                         order=exp.Order(expressions=[exp.Ordered(this=exp.Column(this=_ident(ROW)))]))
-    statement = exp.Select(expressions=[exp.Star()]).from_(_table(relation_), copy=False)
     if rank is not None:
         statement = statement.where(exp.LTE(this=exp.Column(this=_ident(RANK)), expression=bind(rank)), copy=False)
     statement.set("qualify", exp.Qualify(this=exp.LTE(this=window, expression=bind(rows))))
