@@ -43,7 +43,8 @@ tmlt.analytics``) and ``--tumult-python`` runs this script's Tumult part there, 
 the same Parquet table, reading its JSON; without it, Tumult's part runs in process if
 ``tmlt.analytics`` imports, and sdckit alone is printed otherwise. Each line ends with the ratio
 of the median errors (sdckit / Tumult) and its 95% bootstrap interval (repetitions resampled;
-"sdckit worse" when the interval lies above 1).
+"sdckit worse" when the interval lies above 1), then the mean absolute errors and the interval
+of their ratio (COUNTs have integer errors: medians of 0, 0.5 or 1 say little).
 
 Tumult's part (:func:`tumult_errors`): one ``Session`` per definition, every repetition a
 ``Session.evaluate``; Spark local on 2 cores, adaptive execution off, the table cached. Spark's
@@ -246,12 +247,13 @@ def summary(errors: list[list[float]], released: list[float], seconds: list[floa
             "errors": errors, "released_each": released, "seconds": seconds}
 
 
-def ratio_interval(ours: dict[str, Any], theirs: dict[str, Any], level: float = 0.95,
-                   draws: int = 2000) -> tuple[float, float] | None:
-    """Percentile bootstrap interval of the ratio of median absolute errors (sdckit / Tumult):
-    repetitions resampled with replacement, independently for each (a GROUP BY's released keys
-    stay together with their repetition); ``None`` without per-repetition errors (an older
-    saved run) or when a resampled median of Tumult's is 0 in more than 1% of the draws."""
+def ratio_interval(ours: dict[str, Any], theirs: dict[str, Any], level: float = 0.95, draws: int = 2000,
+                   stat: Any = np.median) -> tuple[float, float] | None:
+    """Percentile bootstrap interval of the ratio of median (``stat``: e.g. ``np.mean``)
+    absolute errors (sdckit / Tumult): repetitions resampled with replacement, independently
+    for each (a GROUP BY's released keys stay together with their repetition); ``None`` without
+    per-repetition errors (an older saved run) or when a resampled statistic of Tumult's is 0
+    in more than 1% of the draws (integer errors, mostly 0: the means then compare)."""
     a, b = ours.get("errors"), theirs.get("errors")
     if not a or not b:
         return None
@@ -262,10 +264,10 @@ def ratio_interval(ours: dict[str, Any], theirs: dict[str, Any], level: float = 
         if len(lengths) == 1:  # the usual case: as many errors in each repetition (chunks: bounded memory)
             values = np.array(reps, dtype=float)
             chunk = max(1, 2_000_000 // values.size)
-            return np.concatenate([np.median(values[rng.integers(0, len(reps), (min(chunk, draws - i), len(reps)))]
+            return np.concatenate([stat(values[rng.integers(0, len(reps), (min(chunk, draws - i), len(reps)))]
                                              .reshape(min(chunk, draws - i), -1), axis=1)
                                    for i in range(0, draws, chunk)])
-        return np.array([np.median(np.concatenate([reps[i] for i in rng.integers(0, len(reps), len(reps))]))
+        return np.array([stat(np.concatenate([reps[i] for i in rng.integers(0, len(reps), len(reps))]))
                          for _ in range(draws)])
 
     num, den = medians(a), medians(b)
@@ -522,6 +524,11 @@ def vs_tumult(rows: int, reps: int, tumult_python: str | None, tumult_reps: int 
                     if interval is not None:
                         line += f" [{interval[0]:.2f}, {interval[1]:.2f}]"
                         line += " sdckit worse" if interval[0] > 1 else ""
+                means = ratio_interval(a, b, stat=np.mean)  # integer errors: medians of 0 or 1 say little
+                if means is not None:
+                    line += (f"   mean abs error {np.mean([e for r in a['errors'] for e in r]):.4g} vs "
+                             f"{np.mean([e for r in b['errors'] for e in r]):.4g}, ratio [{means[0]:.2f}, {means[1]:.2f}]")
+                    line += " sdckit worse" if means[0] > 1 else ""
             print(line, flush=True)
 
 

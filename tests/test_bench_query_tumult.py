@@ -46,3 +46,13 @@ def test_ratio_interval_needs_the_repetitions() -> None:
     assert bench.ratio_interval(laplace_run(1.0, 10, 6), old) is None
     zeros = bench.summary([[0.0]] * 50, [1.0] * 50, [0.001] * 50)  # e.g. COUNT's geometric noise, mostly 0
     assert bench.ratio_interval(laplace_run(1.0, 50, 7), zeros) is None
+
+
+def test_ratio_interval_of_means_for_integer_errors() -> None:
+    rng = np.random.default_rng(8)
+    one = bench.summary([[float(abs(x))] for x in rng.geometric(0.6, 200) - rng.geometric(0.6, 200)],
+                        [1.0] * 200, [0.001] * 200)
+    two = bench.summary([[float(abs(x))] for x in rng.geometric(0.6, 200) - rng.geometric(0.6, 200)],
+                        [1.0] * 200, [0.001] * 200)
+    lo, hi = bench.ratio_interval(one, two, stat=np.mean)
+    assert lo < 1 < hi and hi / lo < 2
