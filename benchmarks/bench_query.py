@@ -48,8 +48,9 @@ of their ratio (COUNTs have integer errors: medians of 0, 0.5 or 1 say little).
 
 Tumult's part (:func:`tumult_errors`): one ``Session`` per definition, every repetition a
 ``Session.evaluate``; Spark local on 2 cores, adaptive execution off, the table cached. Spark's
-fixed cost is 1-3 s per ``evaluate`` (about ten jobs, one writing the noisy answer to a table),
-MEDIAN ~20 s (Tumult's exponential mechanism over the 1e6 values in one pandas UDF). AVG, VAR
+fixed cost is 1-3 s per ``evaluate`` (about ten jobs, one writing the noisy answer to a table);
+MEDIAN takes 20-40 s (``toPandas`` of the 1e6 values to the driver, Arrow on, then Tumult's
+exponential mechanism with arbitrary-precision Gumbel noise on each of ~2e5 intervals). AVG, VAR
 and STDDEV pass every row through a Python row map (tmlt.core's ``Map``, ``rdd.map``) read two
 or three times per evaluate, unpersisted: 150-420 s each; :func:`memoize_tumult_maps` persists
 that deterministic map's output once (the noise is still drawn per evaluate), which makes them
@@ -382,8 +383,11 @@ def tumult_errors(table: Path, reps: int, out: Path | None = None, seconds: floa
     above, on the Parquet table read once and cached by Spark (income BIGINT as in the file:
     Tumult then uses integer midpoints and geometric / discrete Gaussian noise, its choice
     for integer columns). Spark runs locally on 2 cores with adaptive query execution off (it
-    only re-plans shuffles, adding a job per query: about 1 s per evaluate instead of 2 here),
-    and :func:`memoize_tumult_maps` computes Tumult's per-row map for AVG, VAR and STDDEV once.
+    only re-plans shuffles, adding a job per query: about 1 s per evaluate instead of 2 here)
+    and Arrow on for ``toPandas`` (Tumult's scalar MEDIAN collects the 1e6 incomes to the
+    driver with ``toPandas`` and runs its exponential mechanism there, ``NoisyQuantile``:
+    about 8 s without Arrow, 0.5 s with; the mechanism itself, Gumbel noise in arbitrary
+    precision on each of the ~2e5 intervals between distinct values, takes 20-40 s), and :func:`memoize_tumult_maps` computes Tumult's per-row map for AVG, VAR and STDDEV once.
 
     The query types and definitions are run in rounds of ``batch`` repetitions each, so that
     all have some when the run is stopped; with ``out``, the results so far (with the
@@ -401,6 +405,7 @@ def tumult_errors(table: Path, reps: int, out: Path | None = None, seconds: floa
     os.environ["PYSPARK_PYTHON"] = os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable  # Spark's workers: this environment
     spark = (SparkSession.builder.master("local[2]").config("spark.sql.shuffle.partitions", "2")
              .config("spark.sql.adaptive.enabled", "false")
+             .config("spark.sql.execution.arrow.pyspark.enabled", "true")  # MEDIAN's toPandas of 1e6 values: 8 s -> 0.5 s
              .config("spark.driver.memory", "2g").config("spark.ui.enabled", "false")
              .config("spark.sql.warehouse.dir", str(table.parent / "spark-warehouse"))  # Tumult's temp tables: not the cwd
              .getOrCreate())
