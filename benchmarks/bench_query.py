@@ -58,7 +58,7 @@ that deterministic map's output once (the noise is still drawn per evaluate), wh
 (``--tumult-part TABLE --out FILE``; per-repetition errors included) is written after each
 round, so a stopped run keeps its repetitions and a rerun with the same ``--out`` continues;
 ``--tumult-only`` splits the types between processes and ``--tumult-results`` merges several
-files. ``--tumult-seconds`` stops each type after that long (the repetitions run are printed).
+files (pooling the repetitions of a type run by several processes). ``--tumult-seconds`` stops each type after that long (the repetitions run are printed).
 
     python benchmarks/bench_query.py --vs tumult [--rows 1000000] [--reps 200]
         [--tumult-python /work/tumult-venv/bin/python] [--tumult-seconds 150]
@@ -487,6 +487,22 @@ def tumult_subprocess(python: str, table: Path, reps: int, out: Path,
     return json.loads(out.read_text())
 
 
+def merge_runs(paths: list[Path]) -> dict[str, dict[str, dict[str, Any]]]:
+    """Tumult's results saved in several files by ``--tumult-part --out`` (query types, or
+    repetitions of one type, run by processes in parallel): a type and definition in several
+    files has their repetitions pooled (:func:`summary` of them all, the first file's first)."""
+    merged: dict[str, dict[str, dict[str, Any]]] = {d: {} for d in DEFINITIONS}
+    for path in paths:
+        for d, types in json.loads(path.read_text()).items():
+            for what, s in types.items():
+                old = merged.setdefault(d, {}).get(what)
+                if old is not None and "errors" in old and "errors" in s:
+                    s = summary(old["errors"] + s["errors"], old["released_each"] + s["released_each"],
+                                old["seconds"] + s["seconds"])
+                merged[d][what] = s
+    return merged
+
+
 def vs_tumult(rows: int, reps: int, tumult_python: str | None, tumult_reps: int | None,
               tumult_results: list[Path] | None, tumult_seconds: float | None = None) -> None:
     print(f"accuracy: {rows:,} rows (one per person, add/remove-one-person neighbours), income clamped to "
@@ -498,10 +514,7 @@ def vs_tumult(rows: int, reps: int, tumult_python: str | None, tumult_reps: int 
         table = make_table(Path(tmp), rows)
         ours = sdckit_errors(table, reps)
         if tumult_results:
-            theirs: dict[str, dict[str, dict[str, Any]]] | None = {d: {} for d in DEFINITIONS}
-            for saved in tumult_results:  # several runs (e.g. query types run in parallel): merged
-                for d, types in json.loads(saved.read_text()).items():
-                    theirs.setdefault(d, {}).update(types)
+            theirs: dict[str, dict[str, dict[str, Any]]] | None = merge_runs(tumult_results)
         elif tumult_python is not None:
             theirs = tumult_subprocess(tumult_python, table, tumult_reps or reps, Path(tmp) / "tumult.json",
                                        tumult_seconds)

@@ -56,3 +56,16 @@ def test_ratio_interval_of_means_for_integer_errors() -> None:
                         [1.0] * 200, [0.001] * 200)
     lo, hi = bench.ratio_interval(one, two, stat=np.mean)
     assert lo < 1 < hi and hi / lo < 2
+
+
+def test_merge_runs_pools_repetitions(tmp_path: Path) -> None:
+    import json
+    one = {"pure": {"MEDIAN": bench.summary([[1.0], [2.0]], [1.0, 1.0], [3.0, 1.0])}, "zcdp": {}}
+    two = {"pure": {"MEDIAN": bench.summary([[4.0]], [1.0], [2.0]), "SUM": bench.summary([[5.0]], [1.0], [1.0])}}
+    (tmp_path / "a.json").write_text(json.dumps(one))
+    (tmp_path / "b.json").write_text(json.dumps(two))
+    merged = bench.merge_runs([tmp_path / "a.json", tmp_path / "b.json"])
+    m = merged["pure"]["MEDIAN"]
+    assert m["reps"] == 3 and m["errors"] == [[1.0], [2.0], [4.0]] and m["median_error"] == 2.0
+    assert m["first_ms"] == 3000.0 and m["latency_ms"] == 2000.0
+    assert merged["pure"]["SUM"]["reps"] == 1 and merged["zcdp"] == {} and merged["approx"] == {}
