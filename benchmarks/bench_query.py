@@ -55,13 +55,29 @@ dependency: it needs pyspark and Java and pins numpy < 2 and pandas < 2, so it l
 environment (``python3 -m venv /work/tumult-venv && /work/tumult-venv/bin/pip install
 tmlt.analytics``) and ``--tumult-python`` runs this script's Tumult part there, as a subprocess on
 the same Parquet table, reading its JSON; without it, Tumult's part runs in process if
-``tmlt.analytics`` imports, and sdckit alone is printed otherwise. Spark is slow (seconds to
-minutes per ``evaluate``): ``--tumult-seconds`` stops each of Tumult's query types after that
-long (the repetitions run are printed), ``--tumult-results`` reuses a saved run (``--tumult-part
-TABLE --out FILE``).
+``tmlt.analytics`` imports, and sdckit alone is printed otherwise. Each line ends with the ratio
+of the median errors (sdckit / Tumult) and its 95% bootstrap interval (repetitions resampled;
+"sdckit worse" when the interval lies above 1), then the mean absolute errors and the interval
+of their ratio (COUNTs have integer errors: medians of 0, 0.5 or 1 say little).
+
+Tumult's part (:func:`tumult_errors`): one ``Session`` per definition, every repetition a
+``Session.evaluate``; Spark local on 2 cores, adaptive execution off, the table cached. Spark's
+fixed cost is 1-3 s per ``evaluate`` (about ten jobs, one writing the noisy answer to a table);
+MEDIAN takes 20-40 s (``toPandas`` of the 1e6 values to the driver, Arrow on, then Tumult's
+exponential mechanism with arbitrary-precision Gumbel noise on each of ~2e5 intervals). AVG, VAR
+and STDDEV pass every row through a Python row map (tmlt.core's ``Map``, ``rdd.map``) read two
+or three times per evaluate, unpersisted: 150-420 s each; :func:`memoize_tumult_maps` persists
+that deterministic map's output once (the noise is still drawn per evaluate), which makes them
+2-3 s. The query types run in rounds of ``--tumult-batch`` repetitions and the JSON
+(``--tumult-part TABLE --out FILE``; per-repetition errors included) is written after each
+round, so a stopped run keeps its repetitions and a rerun with the same ``--out`` continues;
+``--tumult-only`` splits the types between processes and ``--tumult-results`` merges several
+files (pooling the repetitions of a type run by several processes). ``--tumult-seconds`` stops each type after that long (the repetitions run are printed).
 
     python benchmarks/bench_query.py --vs tumult [--rows 1000000] [--reps 200]
         [--tumult-python /work/tumult-venv/bin/python] [--tumult-seconds 150]
+    /work/tumult-venv/bin/python benchmarks/bench_query.py --tumult-part TABLE --reps 200 --out FILE
+        [--tumult-only "AVG,VAR,STDDEV"]    # then: --vs tumult --tumult-results FILE [FILE ...]
 """
 
 from __future__ import annotations
@@ -233,14 +249,50 @@ def errors_of(answer: Any, truth: Any) -> tuple[list[float], float]:
     return errors, len(errors) / len(truth)
 
 
-def summary(errors: list[float], released: list[float], seconds: list[float], reps: int) -> dict[str, float]:
+def summary(errors: list[list[float]], released: list[float], seconds: list[float]) -> dict[str, Any]:
     """Median absolute error (over every repetition and released key), mean share of keys
-    released, median latency (ms), repetitions."""
-    return {"median_error": float(np.median(errors)) if errors else float("nan"),
-            "released": float(np.mean(released)), "latency_ms": 1000 * float(np.median(seconds)), "reps": reps}
+    released, median and first latency (ms), repetitions, and the raw figures per repetition
+    (``errors``: one list per repetition, ``released``, ``seconds``) for :func:`ratio_interval`
+    and to resume a run."""
+    flat = [e for rep in errors for e in rep]
+    return {"median_error": float(np.median(flat)) if flat else float("nan"),
+            "released": float(np.mean(released)) if released else float("nan"),
+            "latency_ms": 1000 * float(np.median(seconds)) if seconds else float("nan"),
+            "first_ms": 1000 * seconds[0] if seconds else float("nan"), "reps": len(seconds),
+            "errors": errors, "released_each": released, "seconds": seconds}
 
 
-def sdckit_errors(table: Path, reps: int) -> dict[str, dict[str, dict[str, float]]]:
+def ratio_interval(ours: dict[str, Any], theirs: dict[str, Any], level: float = 0.95, draws: int = 2000,
+                   stat: Any = np.median) -> tuple[float, float] | None:
+    """Percentile bootstrap interval of the ratio of median (``stat``: e.g. ``np.mean``)
+    absolute errors (sdckit / Tumult): repetitions resampled with replacement, independently
+    for each (a GROUP BY's released keys stay together with their repetition); ``None`` without
+    per-repetition errors (an older saved run) or when a resampled statistic of Tumult's is 0
+    in more than 1% of the draws (integer errors, mostly 0: the means then compare)."""
+    a, b = ours.get("errors"), theirs.get("errors")
+    if not a or not b:
+        return None
+    rng = np.random.default_rng(0)
+
+    def medians(reps: list[list[float]]) -> np.ndarray:
+        lengths = {len(r) for r in reps}
+        if len(lengths) == 1:  # the usual case: as many errors in each repetition (chunks: bounded memory)
+            values = np.array(reps, dtype=float)
+            chunk = max(1, 2_000_000 // values.size)
+            return np.concatenate([stat(values[rng.integers(0, len(reps), (min(chunk, draws - i), len(reps)))]
+                                             .reshape(min(chunk, draws - i), -1), axis=1)
+                                   for i in range(0, draws, chunk)])
+        return np.array([stat(np.concatenate([reps[i] for i in rng.integers(0, len(reps), len(reps))]))
+                         for _ in range(draws)])
+
+    num, den = medians(a), medians(b)
+    if (den == 0).mean() > 0.01:
+        return None
+    ratios = num[den > 0] / den[den > 0]
+    return float(np.quantile(ratios, (1 - level) / 2)), float(np.quantile(ratios, (1 + level) / 2))
+
+
+def sdckit_errors(table: Path, reps: int) -> dict[str, dict[str, dict[str, Any]]]:
     """sdckit's :func:`summary` per definition and query type, in process: the service's plan,
     its data path (fast cells, or DuckDB's scan; histograms for quantiles) and its noise, no HTTP
     nor state database (the latency is that path's)."""
@@ -272,7 +324,7 @@ def sdckit_errors(table: Path, reps: int) -> dict[str, dict[str, dict[str, float
         hists = {c: db.aggregate(histogram_sql(q, t, c, p.k)) for c in quantile_columns(q)}
         return noisy.answer_cells(p, t, *cells, rng, hists)
 
-    out: dict[str, dict[str, dict[str, float]]] = {d: {} for d in DEFINITIONS}
+    out: dict[str, dict[str, dict[str, Any]]] = {d: {} for d in DEFINITIONS}
     try:
         for what, (sql, definitions) in ACCURACY.items():
             q = parse(sql, db.config)
@@ -284,38 +336,95 @@ def sdckit_errors(table: Path, reps: int) -> dict[str, dict[str, dict[str, float
                     seconds.append(time.perf_counter() - t0)
                     value = {str(r[0]): r[1] for r in rows} if q.group_by else rows[0][0]
                     e, share = errors_of(value, truth[what])
-                    errors += e
+                    errors.append(e)
                     released.append(share)
-                out[d][what] = summary(errors, released, seconds, reps)
+                out[d][what] = summary(errors, released, seconds)
     finally:
         db.close()
     return out
 
 
+def memoize_tumult_maps() -> None:
+    """Compute each of Tumult's row maps once and reuse it (Tumult's part only; see :func:`tumult_errors`).
+
+    Tumult's AVG, VAR and STDDEV (tmlt.core's ``create_average_measurement`` and
+    ``create_variance_measurement``, which ``create_standard_deviation_measurement`` builds on)
+    first add the deviation of each row's value from the bounds' midpoint (and for VAR/STDDEV
+    the square's deviation from the squares' midpoint) with a ``Map``: ``sdf.rdd.map`` of a
+    Python function called on every row, with a check of the row against its domain, the rows
+    pickled between the JVM and Python workers and the result rebuilt by ``createDataFrame``.
+    It is not persisted, and the sum of deviations, the count (and the sum of squared
+    deviations) each read it, so the 1e6 rows go through Python two or three times per
+    ``evaluate``: 150-420 s under this machine's load, against about 3 s for SUM. That map is
+    deterministic (a row's value minus constants fixed by the bounds: nothing random and
+    nothing depending on the budget), so here its output DataFrame is persisted the first time
+    and reused by later evaluates on the same input DataFrame with the same function (its
+    code, its constants and its output domain): the rows each evaluate aggregates are the same
+    as Tumult's own, and every evaluate still computes the sums and count from them and draws
+    its noise as Tumult does. The first evaluate of each such query pays for the map once
+    (its time is the ``first_ms`` of the results)."""
+    from tmlt.core.transformations.spark_transformations.map import Map
+
+    original = Map.__call__
+    maps: dict[Any, Any] = {}
+
+    def call(self: Any, sdf: Any) -> Any:
+        f = self.row_transformer.trusted_f
+        try:
+            key = (sdf.semanticHash(), f.__code__, tuple(c.cell_contents for c in f.__closure__ or ()),
+                   repr(self.output_domain))
+            hash(key)
+        except (TypeError, ValueError):  # a constant that cannot be a key: Tumult's map as it is
+            return original(self, sdf)
+        if key not in maps:
+            maps[key] = original(self, sdf).persist()
+        return maps[key]
+
+    Map.__call__ = call
+
+
 def tumult_errors(table: Path, reps: int, out: Path | None = None, seconds: float | None = None,
-                  only: set[str] | None = None) -> dict[str, dict[str, dict[str, float]]] | None:
+                  only: set[str] | None = None, batch: int = 10) -> dict[str, dict[str, dict[str, Any]]] | None:
     """Tumult Analytics' :func:`summary` per definition and query type, or ``None`` when it is
-    not importable; with ``out``, the results so far are written there as JSON after each query
-    type; with ``seconds``, each query type and definition stops repeating once that long has
-    passed (fewer than ``reps``: the number is in the results). Budgets: ``PureDPBudget(1)``, ``RhoZCDPBudget(0.5)``, ``ApproxDPBudget(1, 1e-6)`` per
-    query (Tumult's defaults: Laplace/geometric noise under pure and approximate DP, Gaussian
-    under zCDP; GROUP BY keys from the data by ``get_groups(["age"])`` with half the epsilon and
-    all the delta, then the counts of the released keys with the other half and delta 0: the same
-    (1, 1e-6) in all), ``AddOneRow`` (one row per person)."""
+    not importable.
+
+    Budgets: ``PureDPBudget(1)``, ``RhoZCDPBudget(0.5)``, ``ApproxDPBudget(1, 1e-6)`` per query
+    (Tumult's defaults: Laplace/geometric noise under pure and approximate DP, Gaussian under
+    zCDP; GROUP BY keys from the data by ``get_groups(["age"])`` with half the epsilon and all
+    the delta, then the counts of the released keys with the other half and delta 0: the same
+    (1, 1e-6) in all), ``AddOneRow`` (one row per person). One ``Session`` per definition with
+    an infinite budget, every repetition a ``Session.evaluate`` of the query with the budget
+    above, on the Parquet table read once and cached by Spark (income BIGINT as in the file:
+    Tumult then uses integer midpoints and geometric / discrete Gaussian noise, its choice
+    for integer columns). Spark runs locally on 2 cores with adaptive query execution off (it
+    only re-plans shuffles, adding a job per query: about 1 s per evaluate instead of 2 here)
+    and Arrow on for ``toPandas`` (Tumult's scalar MEDIAN collects the 1e6 incomes to the
+    driver with ``toPandas`` and runs its exponential mechanism there, ``NoisyQuantile``:
+    about 8 s without Arrow, 0.5 s with; the mechanism itself, Gumbel noise in arbitrary
+    precision on each of the ~2e5 intervals between distinct values, takes 20-40 s), and :func:`memoize_tumult_maps` computes Tumult's per-row map for AVG, VAR and STDDEV once.
+
+    The query types and definitions are run in rounds of ``batch`` repetitions each, so that
+    all have some when the run is stopped; with ``out``, the results so far (with the
+    repetitions done) are written there as JSON after each batch, and a run given the same
+    ``out`` continues from them. With ``seconds``, each query type and definition stops
+    repeating once that long has passed in it (fewer than ``reps``: the number is in the
+    results)."""
     try:
         from pyspark.sql import SparkSession
         from tmlt.analytics import (AddOneRow, ApproxDPBudget, KeySet, PureDPBudget, QueryBuilder, RhoZCDPBudget,
                                     Session)
     except ImportError:
         return None
-    import warnings
     warnings.filterwarnings("ignore")  # pyspark's pandas-UDF deprecation notes, once per evaluate
     os.environ["PYSPARK_PYTHON"] = os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable  # Spark's workers: this environment
     spark = (SparkSession.builder.master("local[2]").config("spark.sql.shuffle.partitions", "2")
+             .config("spark.sql.adaptive.enabled", "false")
+             .config("spark.sql.execution.arrow.pyspark.enabled", "true")  # MEDIAN's toPandas of 1e6 values: 8 s -> 0.5 s
              .config("spark.driver.memory", "2g").config("spark.ui.enabled", "false")
              .config("spark.sql.warehouse.dir", str(table.parent / "spark-warehouse"))  # Tumult's temp tables: not the cwd
              .getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
+    memoize_tumult_maps()
     sdf = spark.read.parquet(str(table)).cache()
     sdf.count()
     truth = truths(pd.read_parquet(table))
@@ -332,33 +441,47 @@ def tumult_errors(table: Path, reps: int, out: Path | None = None, seconds: floa
     budgets = {"pure": (PureDPBudget(float("inf")), PureDPBudget(1)),
                "zcdp": (RhoZCDPBudget(float("inf")), RhoZCDPBudget(0.5)),
                "approx": (ApproxDPBudget(float("inf"), 1), ApproxDPBudget(1, DELTA))}
-    results: dict[str, dict[str, dict[str, float]]] = {d: {} for d in DEFINITIONS}
     sessions = {d: Session.from_dataframe(privacy_budget=total, source_id="census", dataframe=sdf,
                                           protected_change=AddOneRow()) for d, (total, _) in budgets.items()}
-    for what, (_, definitions) in ACCURACY.items():
-        if only and what not in only:
-            continue
-        for d in definitions:
-            errors, released, seconds_each = [], [], []
-            start = time.perf_counter()
-            for _ in range(reps):
-                if seconds is not None and seconds_each and time.perf_counter() - start > seconds:
+
+    def once(what: str, d: str) -> tuple[list[float], float, float]:
+        t0 = time.perf_counter()
+        if what == "GROUP BY data":  # (1/2, 1e-6) to get_groups, (1/2, 0) to the counts (Laplace)
+            keys = sessions[d].evaluate(QueryBuilder("census").get_groups(["age"]), ApproxDPBudget(0.5, DELTA))
+            frame = sessions[d].evaluate(QueryBuilder("census").groupby(KeySet.from_dataframe(keys)).count(),
+                                         ApproxDPBudget(0.5, 0)).toPandas()
+        else:
+            frame = sessions[d].evaluate(queries[what](), budgets[d][1]).toPandas()
+        took = time.perf_counter() - t0
+        value = ({str(k): v for k, v in zip(frame.iloc[:, 0], frame.iloc[:, 1])} if what.startswith("GROUP BY")
+                 else frame.iloc[0, 0])
+        e, share = errors_of(value, truth[what])
+        return e, share, took
+
+    pairs = [(what, d) for what, (_, definitions) in ACCURACY.items() if not only or what in only for d in definitions]
+    saved = json.loads(out.read_text()) if out is not None and out.exists() else {}
+    runs = {(what, d): {k: list(saved.get(d, {}).get(what, {}).get(k, [])) for k in ("errors", "released_each", "seconds")}
+            for what, d in pairs}
+    results: dict[str, dict[str, dict[str, Any]]] = {d: dict(saved.get(d, {})) for d in DEFINITIONS}
+    spent = {pair: 0.0 for pair in pairs}
+    while True:
+        todo = [pair for pair in pairs if len(runs[pair]["seconds"]) < reps
+                and (seconds is None or not runs[pair]["seconds"] or spent[pair] <= seconds)]
+        if not todo:
+            break
+        for what, d in todo:
+            run = runs[(what, d)]
+            for _ in range(min(batch, reps - len(run["seconds"]))):
+                if seconds is not None and run["seconds"] and spent[(what, d)] > seconds:
                     break
-                t0 = time.perf_counter()
-                if what == "GROUP BY data":  # (1/2, 1e-6) to get_groups, (1/2, 0) to the counts (Laplace)
-                    keys = sessions[d].evaluate(QueryBuilder("census").get_groups(["age"]), ApproxDPBudget(0.5, DELTA))
-                    frame = sessions[d].evaluate(QueryBuilder("census").groupby(KeySet.from_dataframe(keys)).count(),
-                                                 ApproxDPBudget(0.5, 0)).toPandas()
-                else:
-                    frame = sessions[d].evaluate(queries[what](), budgets[d][1]).toPandas()
-                seconds_each.append(time.perf_counter() - t0)
-                value = ({str(k): v for k, v in zip(frame.iloc[:, 0], frame.iloc[:, 1])} if what.startswith("GROUP BY")
-                         else frame.iloc[0, 0])
-                e, share = errors_of(value, truth[what])
-                errors += e
-                released.append(share)
-            results[d][what] = summary(errors, released, seconds_each, len(seconds_each))
-            print(f"Tumult {d} {what}: {results[d][what]}", file=sys.stderr, flush=True)
+                e, share, took = once(what, d)
+                spent[(what, d)] += took
+                run["errors"].append(e)
+                run["released_each"].append(share)
+                run["seconds"].append(took)
+            results[d][what] = summary(run["errors"], run["released_each"], run["seconds"])
+            brief = {k: v for k, v in results[d][what].items() if k not in ("errors", "released_each", "seconds")}
+            print(f"Tumult {d} {what}: {brief}", file=sys.stderr, flush=True)
             if out is not None:
                 out.write_text(json.dumps(results))
     return results
@@ -378,16 +501,34 @@ def tumult_subprocess(python: str, table: Path, reps: int, out: Path,
     return json.loads(out.read_text())
 
 
+def merge_runs(paths: list[Path]) -> dict[str, dict[str, dict[str, Any]]]:
+    """Tumult's results saved in several files by ``--tumult-part --out`` (query types, or
+    repetitions of one type, run by processes in parallel): a type and definition in several
+    files has their repetitions pooled (:func:`summary` of them all, the first file's first)."""
+    merged: dict[str, dict[str, dict[str, Any]]] = {d: {} for d in DEFINITIONS}
+    for path in paths:
+        for d, types in json.loads(path.read_text()).items():
+            for what, s in types.items():
+                old = merged.setdefault(d, {}).get(what)
+                if old is not None and "errors" in old and "errors" in s:
+                    s = summary(old["errors"] + s["errors"], old["released_each"] + s["released_each"],
+                                old["seconds"] + s["seconds"])
+                merged[d][what] = s
+    return merged
+
+
 def vs_tumult(rows: int, reps: int, tumult_python: str | None, tumult_reps: int | None,
-              tumult_results: Path | None, tumult_seconds: float | None = None) -> None:
+              tumult_results: list[Path] | None, tumult_seconds: float | None = None) -> None:
     print(f"accuracy: {rows:,} rows (one per person, add/remove-one-person neighbours), income clamped to "
           f"[0, 200000], median absolute error over the repetitions (and the released keys of a GROUP BY); "
-          f"latency: median per query in process (sdckit: plan, data, noise; Tumult: Session.evaluate + toPandas)")
+          f"latency: median per query in process (sdckit: plan, data, noise; Tumult: Session.evaluate + toPandas; "
+          f"for AVG, VAR, STDDEV its row map computed once, the first evaluate's time in 'first'); ratio: "
+          f"sdckit's median error / Tumult's, with a 95% bootstrap interval (repetitions resampled)")
     with tempfile.TemporaryDirectory() as tmp:
         table = make_table(Path(tmp), rows)
         ours = sdckit_errors(table, reps)
-        if tumult_results is not None:
-            theirs = json.loads(tumult_results.read_text())
+        if tumult_results:
+            theirs: dict[str, dict[str, dict[str, Any]]] | None = merge_runs(tumult_results)
         elif tumult_python is not None:
             theirs = tumult_subprocess(tumult_python, table, tumult_reps or reps, Path(tmp) / "tumult.json",
                                        tumult_seconds)
@@ -406,9 +547,20 @@ def vs_tumult(rows: int, reps: int, tumult_python: str | None, tumult_reps: int 
             line += f", keys released {a['released']:.3f})" if what == "GROUP BY data" else ")"
             b = (theirs or {}).get(d, {}).get(what)
             if b is not None:
-                line += (f"   Tumult {b['median_error']:14.4f} ({b['reps']} reps, {b['latency_ms']:7.1f} ms"
+                first = f", first {b['first_ms']:.0f} ms" if what in ("AVG", "VAR", "STDDEV") and "first_ms" in b else ""
+                line += (f"   Tumult {b['median_error']:14.4f} ({b['reps']} reps, {b['latency_ms']:7.1f} ms{first}"
                          + (f", keys released {b['released']:.3f})" if what == "GROUP BY data" else ")"))
-                line += f"   ratio {a['median_error'] / b['median_error']:.2f}" if b["median_error"] else ""
+                if b["median_error"]:
+                    line += f"   ratio {a['median_error'] / b['median_error']:.2f}"
+                    interval = ratio_interval(a, b)
+                    if interval is not None:
+                        line += f" [{interval[0]:.2f}, {interval[1]:.2f}]"
+                        line += " sdckit worse" if interval[0] > 1 else ""
+                means = ratio_interval(a, b, stat=np.mean)  # integer errors: medians of 0 or 1 say little
+                if means is not None:
+                    line += (f"   mean abs error {np.mean([e for r in a['errors'] for e in r]):.4g} vs "
+                             f"{np.mean([e for r in b['errors'] for e in r]):.4g}, ratio [{means[0]:.2f}, {means[1]:.2f}]")
+                    line += " sdckit worse" if means[0] > 1 else ""
             print(line, flush=True)
 
 
@@ -637,11 +789,13 @@ def main() -> None:
     parser.add_argument("--tumult-reps", type=int, help="--vs: Tumult's repetitions (default --reps; Spark is slow)")
     parser.add_argument("--tumult-seconds", type=float, help="--vs: stop Tumult's repetitions of a query type "
                         "after this many seconds (at least one; the number run is printed)")
-    parser.add_argument("--tumult-results", type=Path, help="--vs: Tumult's results saved by --tumult-part --out "
-                        "(same --rows), instead of running it")
+    parser.add_argument("--tumult-results", type=Path, nargs="+", help="--vs: Tumult's results saved by "
+                        "--tumult-part --out (same --rows; several files are merged), instead of running it")
     parser.add_argument("--tumult-part", type=Path, help=argparse.SUPPRESS)  # the subprocess: Tumult on this table
     parser.add_argument("--out", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--tumult-only", help="--tumult-part: only these query types (comma-separated)")
+    parser.add_argument("--tumult-batch", type=int, default=10, help="--tumult-part: repetitions per query type "
+                        "and definition in each round (the results are saved after each)")
     parser.add_argument("--rows", type=float, nargs="+", default=[1e6, 1e7])
     parser.add_argument("--queries", type=int, default=10_000)
     parser.add_argument("--clients", type=int, default=8)
@@ -668,7 +822,8 @@ def main() -> None:
         return
     if args.tumult_part:
         only = set(args.tumult_only.split(",")) if args.tumult_only else None
-        if tumult_errors(args.tumult_part, args.reps, args.out, args.tumult_seconds, only) is None:
+        if tumult_errors(args.tumult_part, args.reps, args.out, args.tumult_seconds, only,
+                         args.tumult_batch) is None:
             sys.exit(3)
         return
     if args.vs:
