@@ -177,3 +177,17 @@ def small_totals_learnt(k: int, before: list, after: list) -> bool:
             if len(t) < k and dim_inside(rows_after, t) > dim_inside(rows_before, t):
                 return True
     return False
+
+
+def fast_paths_only(service) -> None:
+    """Make every DuckDB scan of ``service`` fail (``AssertionError`` naming the SQL): what it
+    answers then comes from the structures built at start-up (cube, moments, ranges, bins)."""
+    def no_scan(generated):
+        raise AssertionError(f"a scan: {generated.sql}")
+    service.db.aggregate = no_scan
+
+
+def scans_only(service) -> None:
+    """Drop every structure built at start-up, so that ``service`` answers by scanning."""
+    for paths in (service.db.cubes, service.db.moments, service.db.ranges, service.db.magnitudes):
+        paths.clear()

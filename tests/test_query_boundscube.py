@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from query_helpers import SEED
+from query_helpers import SEED, fast_paths_only, scans_only
 from sdckit.query import bounds
 from sdckit.query.boundscube import MISSING, BoundsCube
 from sdckit.query.config import load_config
@@ -176,12 +176,9 @@ def _answers(folder: Path, fast: bool) -> list:
                     "approx": service.state.add_analyst("a", "dp", "1000", "1/2"),
                     "zcdp": service.state.add_analyst("z", "dp", None, 0, None, "1000")}
         if fast:
-            def no_scan(g):
-                raise AssertionError(f"a scan: {g.sql}")
-            service.db.aggregate = no_scan
+            fast_paths_only(service)
         else:
-            for paths in (service.db.cubes, service.db.moments, service.db.ranges, service.db.magnitudes):
-                paths.clear()
+            scans_only(service)
         loss = {"pure": {"epsilon": "1/2"}, "approx": {"epsilon": "1/2", "delta": "1e-6"}, "zcdp": {"rho": "1/8"}}
         out = []
         for who in ("pure", "approx", "zcdp"):

@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from query_helpers import SEED
+from query_helpers import SEED, fast_paths_only, scans_only
 from sdckit.query import keys, noisy
 from sdckit.query.config import load_config
 from sdckit.query.cube_moments import Moments
@@ -299,11 +299,9 @@ def _answers(folder: Path, fast: bool) -> list:
     service = Service(config)
     try:
         if fast:
-            def no_scan(g):
-                raise AssertionError(f"a scan: {g.sql}")
-            service.db.aggregate = no_scan
+            fast_paths_only(service)
         else:
-            service.db.moments.clear()
+            scans_only(service)
         return [service.query(key, {"sql": sql, "epsilon": "1/3"}) for sql in SQLS]
     finally:
         service.close()
@@ -320,9 +318,7 @@ def test_the_service_takes_data_keys_from_the_cube(tmp_path):
     key = State(tmp_path / "state.db").add_analyst("ann", "dp", "10", "1/1000")
     service = Service(config)
     try:
-        def no_scan(g):
-            raise AssertionError(f"a scan: {g.sql}")
-        service.db.aggregate = no_scan
+        fast_paths_only(service)
         status, body = service.query(key, {"sql": "SELECT age, COUNT(*) FROM t WHERE region = 'N' GROUP BY age",
                                            "epsilon": 1, "delta": "1/100000"})
         assert status == 200 and body["key_selection"]["columns"] == ["age"]
