@@ -80,12 +80,13 @@ def test_an_epsilon_too_small_to_sample_is_refused_before_charging(tmp_path):
 
 def test_permute_and_flip_has_its_exact_distribution():
     """Four grid points with 0, 1, 3, 4 records below them, n = 4, q = 0.5, epsilon = 2: the
-    utilities are -D(2, 1, 1, 2) and each coin is exp(-(u* - u)/(2D) epsilon) = (e^-1, 1, 1, e^-1).
+    utilities are -D(2, 1, 1, 2), their sensitivity D/2 (one row moves D below - D n / 2 by at
+    most D/2), and each coin is exp(-(u* - u)/(2 D/2) epsilon) = (e^-2, 1, 1, e^-2).
     The output's law, by enumerating the 24 visiting orders, against 5,000 draws (chi-square)."""
     import itertools as it
 
     below = np.array([0, 1, 3, 4])
-    coins = np.array([math.exp(-1), 1.0, 1.0, math.exp(-1)])
+    coins = np.array([math.exp(-2), 1.0, 1.0, math.exp(-2)])
     law = np.zeros(4)
     for order in it.permutations(range(4)):
         stay = 1.0
@@ -274,7 +275,8 @@ def test_parquet_and_duckdb_sources_load_like_csv(tmp_path, kind):
 
 
 def test_quantile_rank_radius_by_hand_and_nearly_tight():
-    """r = 2 k ln(1025 / 0.05) / eps' (eps' = eps rounded down to a multiple of 2**-20). On a
+    """r = 2 k s ln(1025 / 0.05) / eps' (eps' = eps rounded down to a multiple of 2**-20; s = 1 for
+    MIN and MAX, 1/2 for the median, the share of D in the utility's sensitivity). On a
     histogram where every candidate but the best is exactly r records off, the union bound says
     P(a wrong candidate) <= 5%; permute-and-flip gives about half that (the best is met, on average,
     half-way through the permutation). Half the radius would be violated most of the time."""
@@ -282,7 +284,8 @@ def test_quantile_rank_radius_by_hand_and_nearly_tight():
     assert quantiles.quantile_rank_radius(0.5, 3) == pytest.approx(12 * math.log(20500))
     eps_rounded = math.floor(0.3 * 2**20) / 2**20
     assert quantiles.quantile_rank_radius(0.3, 1) == pytest.approx(2 * math.log(20500) / eps_rounded, rel=1e-12)
-    r = quantiles.quantile_rank_radius(0.5, 1)
+    assert quantiles.quantile_rank_radius(1.0, 1, q=0.5) == pytest.approx(math.log(20500))  # sensitivity D/2
+    r = quantiles.quantile_rank_radius(0.5, 1, q=0.5)
     off = math.ceil(r)  # every other candidate is this many records from the target rank n/2
     below = np.array([0] * 512 + [off] + [2 * off] * 512)
     rng = np.random.default_rng(11)
@@ -308,5 +311,6 @@ def test_a_quantile_answer_states_its_rank_radius(tmp_path):
                     {"v": db.aggregate(histogram_sql(q, t, "v"))})
     scale = out["noise_scale"][1]
     assert scale["grid_resolution"] == 10 / 2**18  # no GROUP BY: the finest grid, 2**18 + 1 candidates
-    assert scale["epsilon"] == 0.5 and scale["rank_radius95"] == pytest.approx(2 * 2 * math.log((2**18 + 1) / 0.05) / 0.5)
+    # 2 k s ln(m / 0.05) / eps with k = 2 and s = 1/2 (the median's utility sensitivity, D k / 2)
+    assert scale["epsilon"] == 0.5 and scale["rank_radius95"] == pytest.approx(2 * 2 * 0.5 * math.log((2**18 + 1) / 0.05) / 0.5)
     assert out["ci95"][0][1] is None and "rank_radius95" in out["mechanism"]

@@ -38,9 +38,9 @@ def _db(tmp_path, frame: pd.DataFrame, extra: str = "") -> Database:
 
 def test_sparse_permute_and_flip_has_the_enumerated_law():
     """Grid points 0..3 over 3 bins holding 1, 2, 1 records (below = 0, 1, 3, 4), q = 0.5,
-    epsilon 2: coins (e^-1, 1, 1, e^-1); the law over the 24 visiting orders against 2,000 draws
-    (chi-square, level 0.001)."""
-    coins = np.array([math.exp(-1), 1.0, 1.0, math.exp(-1)])
+    epsilon 2: coins (e^-2, 1, 1, e^-2) (the median's utility sensitivity is D/2); the law over the
+    24 visiting orders against 2,000 draws (chi-square, level 0.001)."""
+    coins = np.array([math.exp(-2), 1.0, 1.0, math.exp(-2)])
     law = np.zeros(4)
     for order in itertools.permutations(range(4)):
         stay = 1.0
@@ -83,11 +83,12 @@ def _exact_law(coins: np.ndarray) -> np.ndarray:
 
 def test_permute_and_flip_on_a_large_grid_has_the_exact_law():
     """8193 grid points over one record per bin, the median (rank 4096), epsilon 1: candidate j's
-    coin is e^-(|j - 4096| / 2) (about 4 expected heads in all: some 2,000 candidates visited, over
-    several lazily drawn batches). The law of |j - 4096| (0..7, then 8 and past) and of the side
+    coin is e^-|j - 4096| (the median's utility has sensitivity D/2: exp(-eps D |j - 4096| / (2 D/2));
+    about 2.2 expected heads in all: some 3,800 candidates visited, over several lazily drawn
+    batches). The law of |j - 4096| (0..7, then 8 and past) and of the side
     against 1,000 draws (chi-square, level 0.001)."""
     below, center = np.arange(8193), 4096
-    coins = np.exp(-np.abs(below - center) / 2)
+    coins = np.exp(-np.abs(below - center).astype(float))
     law = _exact_law(coins)
     assert law.sum() == pytest.approx(1.0, abs=1e-9)
     rng = np.random.default_rng(6)

@@ -454,7 +454,7 @@ def answer_cells(plan_: Plan, table: TableConfig, counts: np.ndarray, sums: dict
                            "count": plan_.count_scale, "midpoint": plan_.midpoints[o.column],
                            "cap": plan_.square_caps[o.column]})
         elif o.kind == "quantile":
-            scales.append(quantile_scale(plan_.bounds[o.column], plan_.shares[quantile_key(o)], plan_.k, quantile_bins(n)))
+            scales.append(quantile_scale(plan_.bounds[o.column], plan_.shares[quantile_key(o)], plan_.k, quantile_bins(n), o.q))
         else:  # AVG, or the SUM of an averaged column: the deviations' scale, the count's, the midpoint
             scales.append({"sum": plan_.sum_scales[o.column], "count": plan_.count_scale,
                            "midpoint": plan_.midpoints[o.column]})

@@ -406,7 +406,7 @@ def answer_cells(plan_: GaussianPlan, counts: np.ndarray, sums: dict[str, np.nda
             scales.append(scale_of(ms[distinct_key(o.column)]))
         elif o.kind == "quantile":
             scales.append(quantile_scale(plan_.bounds[o.column], plan_.quantile_epsilons[quantile_key(o)], plan_.k,
-                                         quantile_bins(len(plan_.cells))))
+                                         quantile_bins(len(plan_.cells)), o.q))
         elif o.kind in ("var", "stddev"):
             scales.append({"squares_sigma": ms[square_key(o.column)].sigma, "sum_sigma": ms[o.column].sigma,
                            "count_sigma": ms["count"].sigma, "midpoint": plan_.midpoints[o.column],

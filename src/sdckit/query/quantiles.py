@@ -48,10 +48,13 @@ def permute_and_flip(below: np.ndarray, n: int, q: float, epsilon: float, k: int
     """Index of the grid point chosen as the q-quantile (McKenna & Sheldon 2020, permute-and-flip).
 
     ``below[j]`` is the number of records below grid point ``j``; the utility
-    ``u_j = -|D below_j - round(q D) n|`` (``D = 2**16``) changes by at most ``D k`` when one person
-    (``k`` rows) is added or removed. Candidates are visited in a random order and candidate ``j``
-    is taken with probability ``exp(-epsilon (u* - u_j) / (2 D k))``, the best one surely: an
-    epsilon-DP choice. Every coin is exact (:func:`~sdckit.dp.exact_samplers.bernoulli_exp_neg_streak`
+    ``u_j = -|D below_j - round(q D) n|`` (``D = 2**16``) changes by at most
+    ``Delta = k max(round(q D), D - round(q D))`` when one person (``k`` rows) is added or removed:
+    her ``b <= k`` rows below the point and her ``k`` rows in ``n`` move ``D below_j - round(q D) n``
+    by ``D b - round(q D) k``, between ``-round(q D) k`` and ``(D - round(q D)) k`` — ``D k / 2``
+    for the median, ``D k`` for MIN and MAX (Tumult Analytics' ``max(q, 1 - q)``). Candidates are
+    visited in a random order and candidate ``j`` is taken with probability
+    ``exp(-epsilon (u* - u_j) / (2 Delta))``, the best one surely: an epsilon-DP choice. Every coin is exact (:func:`~sdckit.dp.exact_samplers.bernoulli_exp_neg_streak`
     with ``epsilon`` rounded down to a multiple of 2**-20); no floating point on the sampling path.
     The visiting order is drawn lazily (:func:`visiting_order`) and the coins are flipped in it,
     in batches (the first of about half the candidates expected to be visited, at least 256;
@@ -62,7 +65,7 @@ def permute_and_flip(below: np.ndarray, n: int, q: float, epsilon: float, k: int
     distance -= int(round(q * 2**Q_BITS)) * int(n)
     np.abs(distance, out=distance)
     best = distance.min()
-    eps_num, den, cap = coin_parameters(epsilon, k)
+    eps_num, den, cap = coin_parameters(epsilon, k, q)
     # about size / near candidates are visited (near: those whose coin is at least 1/e); the
     # batches' sizes, and the choice of flip_all, change the work, not the law
     near = int(np.count_nonzero(distance <= best + den // max(eps_num, 1)))
@@ -120,13 +123,16 @@ def visiting_order(size: int, rng: np.random.Generator, first: int = 256) -> Ite
         start, batch = start + batch, 2 * batch
 
 
-def coin_parameters(epsilon: float, k: int) -> tuple[int, int, int]:
+def coin_parameters(epsilon: float, k: int, q: float = 0.0) -> tuple[int, int, int]:
     """``(eps_num, den, cap)``: candidate ``j``'s coin is ``exp(-min(gap_j, cap) eps_num / den)``,
-    ``eps_num / 2**20`` the epsilon rounded down, ``den = 2**21 D k``; gaps past ``cap`` have
-    probability below exp(-64) and are clipped (clipping only shrinks differences: the clipped
-    utility ``max(u_j, u* - cap)`` still moves by at most ``D k``)."""
+    ``eps_num / 2**20`` the epsilon rounded down, ``den = 2**21 Delta`` with the utility's
+    sensitivity ``Delta = k max(round(q D), D - round(q D))`` (:func:`permute_and_flip`; ``D k``
+    for ``q`` 0 or 1); gaps past ``cap`` have probability below exp(-64) and are clipped (clipping
+    only shrinks differences: the clipped utility ``max(u_j, u* - cap)`` still moves by at most
+    ``Delta``)."""
     eps_num = math.floor(epsilon * 2**EPS_BITS)
-    den = 2 ** (EPS_BITS + 1) * 2**Q_BITS * k
+    target = int(round(q * 2**Q_BITS))
+    den = 2 ** (EPS_BITS + 1) * max(target, 2**Q_BITS - target) * k
     return eps_num, den, -(-_MAX_EXPONENT * den // eps_num)
 
 
@@ -139,21 +145,26 @@ def permute_and_flip_sparse(bins: np.ndarray, counts: np.ndarray, size: int, q: 
     return permute_and_flip(below, int(below[-1]), q, epsilon, k, rng)
 
 
-def quantile_rank_radius(epsilon: float, k: int, confidence: float = 0.95, candidates: int = QUANTILE_BINS + 1) -> float:
+def quantile_rank_radius(epsilon: float, k: int, confidence: float = 0.95, candidates: int = QUANTILE_BINS + 1,
+                         q: float = 0.0) -> float:
     """Records by which, with probability >= ``confidence``, the rank of a permute-and-flip
     quantile (:func:`permute_and_flip`) is further from the target rank than the best grid point's.
 
     Permute-and-flip outputs candidate ``j`` only if ``j``'s own coin comes up, so
-    ``P(out = j) <= exp(-eps' gap_j / (2 D k))`` (``eps'`` the epsilon rounded down to a multiple of
-    2**-20, gaps clipped only past exponent 64, far beyond this bound). A union bound over the
-    ``m`` candidates: ``P(gap >= G) <= m exp(-eps' G / (2 D k)) = 1 - confidence`` at
-    ``G = (2 D k / eps') ln(m / (1 - confidence))``, and a gap ``G`` in utility is ``G / D`` records:
-    ``|below_out - q n| <= |below_best - q n| + (2 k / eps') ln(m / (1 - confidence))``. This is
+    ``P(out = j) <= exp(-eps' gap_j / (2 Delta))`` (``eps'`` the epsilon rounded down to a multiple of
+    2**-20, ``Delta = k s``, ``s = max(round(q D), D - round(q D))`` the utility's sensitivity per
+    row, :func:`coin_parameters`; gaps clipped only past exponent 64, far beyond this bound). A union
+    bound over the ``m`` candidates: ``P(gap >= G) <= m exp(-eps' G / (2 Delta)) = 1 - confidence``
+    at ``G = (2 Delta / eps') ln(m / (1 - confidence))``, and a gap ``G`` in utility is ``G / D``
+    records: ``|below_out - q n| <= |below_best - q n| + (2 k s / (D eps')) ln(m / (1 - confidence))``
+    (``s / D`` is 1 for MIN and MAX, 1/2 for the median). This is
     a statement about ranks; a value interval would need the data's density near the quantile,
     which is not released (so the quantile's ``ci95`` stays ``null``).
     """
     eps = math.floor(epsilon * 2**EPS_BITS) / 2**EPS_BITS
-    return 2.0 * k * math.log(candidates / (1.0 - confidence)) / eps
+    target = int(round(q * 2**Q_BITS))
+    share = max(target, 2**Q_BITS - target) / 2**Q_BITS
+    return 2.0 * k * share * math.log(candidates / (1.0 - confidence)) / eps
 
 
 def quantile_key(output: Any) -> str:
@@ -188,16 +199,16 @@ def quantile_text(output: Any, bounds: tuple[float, float], epsilon: float, k: i
             f"{(hi - lo) / bins:.6g}), sensitivity {k}, epsilon {epsilon:.6g} "
             f"(rounded down to a multiple of 2**-{EPS_BITS}); no ci95 (a value interval would need "
             f"the data's density): with probability >= 95% its rank is at most "
-            f"{quantile_rank_radius(epsilon, k, candidates=bins + 1):.4g} records further from "
+            f"{quantile_rank_radius(epsilon, k, candidates=bins + 1, q=output.q):.4g} records further from "
             f"q times the count than the best grid point's (rank_radius95)")
 
 
-def quantile_scale(bounds: tuple[float, float], epsilon: float, k: int, bins: int) -> dict[str, float]:
+def quantile_scale(bounds: tuple[float, float], epsilon: float, k: int, bins: int, q: float = 0.0) -> dict[str, float]:
     """A quantile's ``noise_scale`` entry on a grid of ``bins`` bins: the grid's resolution, its
     epsilon, its rank radius."""
     lo, hi = bounds
     return {"grid_resolution": (hi - lo) / bins, "epsilon": epsilon,
-            "rank_radius95": quantile_rank_radius(epsilon, k, candidates=bins + 1)}
+            "rank_radius95": quantile_rank_radius(epsilon, k, candidates=bins + 1, q=q)}
 
 
 def choose_quantiles(outputs: Sequence[Any], bounds: dict[str, tuple[float, float]],
