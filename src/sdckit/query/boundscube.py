@@ -6,7 +6,7 @@ scan, with exactly the bin counts of the DuckDB path.
 :func:`~sdckit.query.generate.magnitude_histogram_sql` counts. At start-up, for each numeric
 column ``BOUNDS`` may be asked of (the table's bounded columns, those of ``bounds_from_data``
 included), that very statement is run once more, grouped by the cube's key columns too
-(``keys=``): per cube row (:func:`~sdckit.query.cube_moments.parent_rows`), the records in each
+(``keys=``): per cube row (:meth:`~sdckit.query.cube.Cube.parent_rows`), the records in each
 bin holding records anywhere in the table (at most ``2 SIDE`` of them, plus zero and missing),
 an ``int64`` matrix of cube rows x bins present, kept while a table's fit
 :data:`MAX_BOUNDS_BYTES` (else that column's ``BOUNDS`` scans). A column whose records per cube
@@ -30,7 +30,6 @@ import numpy as np
 from sdckit.core.result import Result, plain
 from sdckit.query.bounds import HIGHEST, LOWEST
 from sdckit.query.cube import Cube, literals_exact
-from sdckit.query.cube_moments import parent_rows
 from sdckit.query.generate import BIN_ALIAS, COUNT_ALIAS, magnitude_histogram_sql
 from sdckit.query.sql import Query, predicate_columns
 
@@ -79,7 +78,7 @@ class BoundsCube(Result):
             if (value == MISSING).any() or cube.size * present.size * 8 + present.nbytes > max_bytes:
                 continue
             matrix = np.zeros((cube.size, present.size), dtype=np.int64)
-            matrix[parent_rows(cube, result), at.reshape(-1)] = np.asarray(result[COUNT_ALIAS], dtype=np.int64)
+            matrix[cube.parent_rows(result), at.reshape(-1)] = np.asarray(result[COUNT_ALIAS], dtype=np.int64)
             if not np.array_equal(matrix.sum(axis=1), expected):
                 continue
             bins[column], counts[column] = present, matrix

@@ -160,6 +160,33 @@ class Cube(Result):
                               else result[f"s{i}"], dtype=float) for i, c in enumerate(summable)}
         return cls(table, keys, counts, sums)
 
+    def parent_rows(self, result: dict[str, np.ndarray]) -> np.ndarray:
+        """The cube row of each row of ``result``, a start-up query grouped by this cube's key
+        columns as ``g0, g1, ..`` (:func:`~sdckit.query.generate.group_alias`; the same key values,
+        a missing key matching a missing one): the cube holds every combination present."""
+        columns = list(self.keys)
+        size = len(result[group_alias(0)])
+        mine = np.empty((size, len(columns)), dtype=np.int64)
+        for i, column in enumerate(columns):
+            key = self.keys[column]
+            raw = column_key(result[group_alias(i)], text=key.values.dtype == object)
+            # the raw's distinct values are a subset of the cube's: re-index them into the cube's values
+            if key.values.dtype == object:
+                position = {v: p for p, v in enumerate(key.values.tolist())}
+                remap = np.array([position[v] for v in raw.values.tolist()], dtype=np.int64)
+            else:
+                remap = np.searchsorted(key.values, raw.values).astype(np.int64)
+            mine[:, i] = np.where(raw.index >= 0, remap[np.maximum(raw.index, 0)] if remap.size else 0, -1)
+        theirs = np.stack([self.keys[c].index for c in columns], axis=1)
+        both, inverse = np.unique(np.concatenate([theirs, mine]), axis=0, return_inverse=True)
+        inverse = inverse.reshape(-1)
+        row_of = np.full(both.shape[0], -1, dtype=np.int64)
+        row_of[inverse[:self.size]] = np.arange(self.size)
+        parents = row_of[inverse[self.size:]]
+        if (parents < 0).any():  # pragma: no cover - the dp relation does not change while the service runs
+            raise RuntimeError("Internal check: a key combination missing from the cube.")
+        return parents
+
     def joined(self, table: TableConfig, key: str, public_key: list[Any], public: dict[str, list[Any]],
                left: bool, grids: dict[str, ColumnGrid], max_rows: int = 10 * MAX_CELLS) -> Cube | None:
         """This cube joined with a public table (:mod:`sdckit.query.joins`) on its column ``key``:

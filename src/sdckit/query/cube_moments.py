@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 
 from sdckit.core.result import Result, plain
-from sdckit.query.cube import Cube, column_key, literals_exact
+from sdckit.query.cube import Cube, literals_exact
 from sdckit.query.distinct_sets import DistinctSets
 from sdckit.query.generate import (COUNT_ALIAS, PERSONS_ALIAS, cube_sql, distinct_columns,
                                    group_alias, is_text_domain, quantile_columns, square_alias, square_scaling,
@@ -84,7 +84,7 @@ class Moments(Result):
         squares: dict[str, np.ndarray] = {}
         if bounded:
             result = _run(con, cube_sql(table, keys, bounded))
-            rows = parent_rows(cube, result)
+            rows = cube.parent_rows(result)
             for i, column in enumerate(bounded):
                 limbs = to_limbs(result_ints(result[square_alias(i)]))
                 squares[column] = np.stack([np.bincount(rows, weights=limbs[:, j], minlength=cube.size)
@@ -182,29 +182,3 @@ class Moments(Result):
 
 def _run(con: Any, generated: Any) -> dict[str, np.ndarray]:
     return con.cursor().execute(generated.sql, list(generated.params)).fetchnumpy()
-
-
-def parent_rows(cube: Cube, result: dict[str, np.ndarray]) -> np.ndarray:
-    """The cube row of each result row (the same key values; the cube holds every combination present)."""
-    size = len(result[COUNT_ALIAS])
-    columns = list(cube.keys)
-    mine = np.empty((size, len(columns)), dtype=np.int64)
-    for i, column in enumerate(columns):
-        key = cube.keys[column]
-        raw = column_key(result[group_alias(i)], text=key.values.dtype == object)
-        # the raw's distinct values are a subset of the cube's: re-index them into the cube's values
-        if key.values.dtype == object:
-            position = {v: p for p, v in enumerate(key.values.tolist())}
-            remap = np.array([position[v] for v in raw.values.tolist()], dtype=np.int64)
-        else:
-            remap = np.searchsorted(key.values, raw.values).astype(np.int64)
-        mine[:, i] = np.where(raw.index >= 0, remap[np.maximum(raw.index, 0)] if remap.size else 0, -1)
-    theirs = np.stack([cube.keys[c].index for c in columns], axis=1)
-    both, inverse = np.unique(np.concatenate([theirs, mine]), axis=0, return_inverse=True)
-    inverse = inverse.reshape(-1)
-    row_of = np.full(both.shape[0], -1, dtype=np.int64)
-    row_of[inverse[:cube.size]] = np.arange(cube.size)
-    parents = row_of[inverse[cube.size:]]
-    if (parents < 0).any():  # pragma: no cover - the dp relation does not change while the service runs
-        raise RuntimeError("Internal check: a key combination missing from the cube.")
-    return parents

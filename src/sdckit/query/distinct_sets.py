@@ -147,34 +147,5 @@ def _sets(con: Any, cube: Cube, column: str, low: int | None) -> np.ndarray:
     result = con.cursor().execute(sql, params).fetchnumpy()
     words = np.asarray(result[_WORD], dtype=np.int64)
     out = np.zeros((cube.size, int(words.max()) + 1 if words.size else 0), dtype=np.uint64)
-    out[_cube_rows(cube, result, words.size), words] = np.asarray(result[_BITS], dtype=np.uint64)
+    out[cube.parent_rows(result), words] = np.asarray(result[_BITS], dtype=np.uint64)
     return out
-
-
-def _cube_rows(cube: Cube, result: dict[str, np.ndarray], size: int) -> np.ndarray:
-    """The cube row of each row of ``result`` (sorted by its key columns ``g0, g1, ..``: the rows
-    of one key combination are adjacent), found once per combination."""
-    if size == 0:
-        return np.zeros(0, dtype=np.int64)
-    change = np.zeros(size, dtype=bool)
-    change[0] = True
-    raws = [result[group_alias(i)] for i in range(len(cube.keys))]
-    for raw in raws:
-        mask = np.ma.getmaskarray(raw) if isinstance(raw, np.ma.MaskedArray) else np.zeros(size, dtype=bool)
-        data = np.asarray(np.ma.getdata(raw))
-        change[1:] |= (mask[1:] != mask[:-1]) | (~mask[1:] & (data[1:] != data[:-1]))
-    starts = np.flatnonzero(change)
-    found = list(zip(*[_python(raw, starts) for raw in raws]))
-    values = [k.values.tolist() for k in cube.keys.values()]
-    row_of = {tuple(None if j < 0 else v[j] for v, j in zip(values, index)): r
-              for r, index in enumerate(zip(*[k.index.tolist() for k in cube.keys.values()]))}
-    if any(f not in row_of for f in found):  # pragma: no cover - the dp relation does not change while the service runs
-        raise RuntimeError("Internal check: a key combination missing from the cube.")
-    return np.repeat(np.array([row_of[f] for f in found], dtype=np.int64), np.diff(np.append(starts, size)))
-
-
-def _python(raw: Any, at: np.ndarray) -> list[Any]:
-    """The values of a result column at ``at`` as Python objects (``None``: missing)."""
-    mask = np.ma.getmaskarray(raw)[at] if isinstance(raw, np.ma.MaskedArray) else np.zeros(at.size, dtype=bool)
-    data = np.asarray(np.ma.getdata(raw))[at].tolist()
-    return [None if m else v for v, m in zip(data, mask.tolist())]
