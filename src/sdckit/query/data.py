@@ -41,6 +41,7 @@ from sdckit.query import ranges
 from sdckit.query.boundscube import BoundsCube
 from sdckit.query.cube import Cube, summable_columns
 from sdckit.query.cube_moments import Moments
+from sdckit.query.cpuslots import CpuSlots
 from sdckit.query.grid import Histogram
 from sdckit.query.joins import load_public, public_sql, query_table
 from sdckit.query.relnames import NUMERIC_TYPES
@@ -84,6 +85,8 @@ class Database:
             self._con = connect(self._scratch / "tables.duckdb", memory_limit=config.memory_limit,
                                 temp_directory=self._scratch / "spill", threads=threads or None)
         self._local = threading.local()
+        #: the request threads' turns at the CPU; a scan gives its thread's turn back (sdckit.query.cpuslots)
+        self.cpu = CpuSlots()
         self._units: dict[str, np.ndarray] = {}
         self._units_lock = threading.Lock()
         self._joined: dict[Any, Cube | None] = {}  # a public join -> the joined cube (sdckit.query.joins)
@@ -200,6 +203,8 @@ class Database:
         return cur
 
     def execute(self, sql: str, params: tuple[Any, ...] = ()) -> duckdb.DuckDBPyConnection:
+        """Run ``sql`` on this thread's cursor, the thread's CPU slot given back first."""
+        self.cpu.give_back()
         return self.cursor().execute(sql, list(params))
 
     # ------------------------------------------------------------------ loading
@@ -294,7 +299,9 @@ class Database:
             return self._units[t.name]
 
     def aggregate(self, g: Any) -> dict[str, np.ndarray]:
-        """Run a generated statement and return its columns as numpy arrays."""
+        """Run a generated statement and return its columns as numpy arrays (the thread's CPU
+        slot given back first: DuckDB works on its own threads)."""
+        self.cpu.give_back()
         return self.cursor().execute(g.sql, list(g.params)).fetchnumpy()
 
     def close(self) -> None:

@@ -65,7 +65,7 @@ def create_app(config_path: str | Path | None = None, service: Service | None = 
             body = json.loads(raw)
         except (ValueError, UnicodeDecodeError):
             body = NotJSON()
-        status, payload = await run_in_threadpool(endpoint, _bearer(request), body)
+        status, payload = await run_in_threadpool(service.db.cpu.run, endpoint, _bearer(request), body)
         return JSONResponse(payload, status_code=status)
 
     @app.post("/v1/query")
@@ -78,12 +78,12 @@ def create_app(config_path: str | Path | None = None, service: Service | None = 
 
     @app.get("/v1/public/{name}")
     async def public(name: str, request: Request) -> JSONResponse:
-        status, payload = await run_in_threadpool(service.public, _bearer(request), name)
+        status, payload = await run_in_threadpool(service.db.cpu.run, service.public, _bearer(request), name)
         return JSONResponse(payload, status_code=status)
 
     @app.get("/v1/budget")
     async def budget(request: Request) -> JSONResponse:
-        status, payload = await run_in_threadpool(service.budget, _bearer(request))
+        status, payload = await run_in_threadpool(service.db.cpu.run, service.budget, _bearer(request))
         return JSONResponse(payload, status_code=status)
 
     return app
