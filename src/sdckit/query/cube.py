@@ -158,12 +158,13 @@ class Cube(Result):
                 params: list[Any] | None = None, max_rows: int | None = None) -> Cube | None:
         """``SELECT keys, COUNT(*), SUM(clamped summable) FROM source GROUP BY keys`` as a cube:
         ``source`` a FROM item written from configured names only (``params`` its ``?`` values),
-        ``keys`` each key column and whether it holds text. ``None`` past ``max_rows`` rows."""
+        ``keys`` each key column and whether it holds text. ``None`` past ``max_rows`` rows (no
+        more than one past it is read)."""
         chosen = list(keys)
         selects = [_q(c) for c in chosen] + ["COUNT(*)"] + [f"SUM({_q(clamp_column(c))})" for c in summable]
         aliases = [f"k{i}" for i in range(len(chosen))] + ["n"] + [f"s{i}" for i in range(len(summable))]
         sql = (f"SELECT {', '.join(f'{s} AS {a}' for s, a in zip(selects, aliases))} FROM {source} "
-               f"GROUP BY {', '.join(_q(c) for c in chosen)}")
+               f"GROUP BY {', '.join(_q(c) for c in chosen)}" + ("" if max_rows is None else f" LIMIT {int(max_rows) + 1}"))
         result = con.execute(sql, params or []).fetchnumpy()
         counts = np.asarray(result["n"], dtype=np.int64)
         if max_rows is not None and counts.size > max_rows:

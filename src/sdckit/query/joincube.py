@@ -19,10 +19,11 @@ rows the truncation per key admits: it scans.
 
 * Keys: the columns of each side's own cube (its few-valued integer and text-domain columns;
   a side without a cube gives none), under the joined table's names, fewest-valued first while
-  the product of their numbers of values (plus one, a missing value) stays within
-  ``max_cells`` (:data:`~sdckit.query.cube.MAX_CELLS`): the cube has at most that many rows
-  (a few MB), whatever the data, without a trial query over the join (each one a scan of both
-  tables); a column left out makes the queries naming it scan.
+  the product over the two sides of the combinations of the chosen columns that side's cube
+  holds (a side's joined rows are rows of its dp relation, every combination of which is a cube
+  row) stays within ``max_cells`` (:data:`~sdckit.query.cube.MAX_CELLS`): the cube has at most
+  that many rows (a few MB), whatever the data, without a trial query over the join (each one a
+  scan of both tables); a column left out makes the queries naming it scan.
 * Sums: a side's bounded column is summed when its sums stay exact in any order in the joined
   relation: a row meets at most the other side's ``max_rows_per_join_key`` rows, so the joined
   magnitudes are at most the side's (its dp relation's, :class:`~sdckit.query.squares.ColumnGrid`)
@@ -38,6 +39,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 from sqlglot import exp
 
 from sdckit.query.cube import MAX_CELLS, Cube, exact_magnitude
@@ -52,19 +54,14 @@ def private_join_cube(con: Any, table: JoinedTable, left: Cube | None, right: Cu
     """The cube of the private join ``table`` (see the module's description): ``left`` and
     ``right`` the two tables' cubes (``None``: no keys from that side), ``grids`` and
     ``other_grids`` their bounded columns' grids. ``None`` when no key fits."""
-    counts: dict[str, int] = {}
-    text: dict[str, bool] = {}
-    for cube, names in ((left, {c: c for c in table.own_columns}), (right, table.renamed)):
-        for column, key in (cube.keys.items() if cube is not None else ()):
-            if column in names:
-                counts[names[column]] = int(key.values.size) + 1  # a missing value is one more key
-                text[names[column]] = key.values.dtype == object
+    sides = [(cube, names) for cube, names in ((left, {c: c for c in table.own_columns}), (right, table.renamed))
+             if cube is not None]
+    side_of = {names[c]: (i, c) for i, (cube, names) in enumerate(sides) for c in cube.keys if c in names}
     chosen: list[str] = []
-    bound = 1
-    for column in sorted(counts, key=lambda c: (counts[c], table.columns.index(c))):
-        if bound * counts[column] <= max_cells:
+    for column in sorted(side_of, key=lambda c: (sides[side_of[c][0]][0].keys[side_of[c][1]].values.size,
+                                                 table.columns.index(c))):
+        if _combinations(sides, side_of, chosen + [column]) <= max_cells:
             chosen.append(column)
-            bound *= counts[column]
     if not chosen:
         return None
     chosen.sort(key=table.columns.index)
@@ -85,4 +82,18 @@ def private_join_cube(con: Any, table: JoinedTable, left: Cube | None, right: Cu
         return exp.Placeholder()
 
     source = table.source(relation_name(table, "dp"), bind).sql(dialect="duckdb")
-    return Cube.grouped(con, table, source, {c: text[c] for c in chosen}, summable, params, max_rows=max_cells)
+    text = {c: sides[side_of[c][0]][0].keys[side_of[c][1]].values.dtype == object for c in chosen}
+    return Cube.grouped(con, table, source, text, summable, params, max_rows=max_cells)
+
+
+def _combinations(sides: list[tuple[Cube, dict[str, str]]], side_of: dict[str, tuple[int, str]],
+                  columns: list[str]) -> int:
+    """At most how many key combinations of ``columns`` the joined relation holds: the product over
+    the two sides of the combinations their cube's rows hold (each side's joined rows are rows of
+    its dp relation, whose every combination present is a row of its cube)."""
+    total = 1
+    for i, (cube, _) in enumerate(sides):
+        mine = [side_of[c][1] for c in columns if side_of[c][0] == i]
+        if mine:
+            total *= int(np.unique(np.stack([cube.keys[c].index for c in mine], axis=1), axis=0).shape[0])
+    return total
