@@ -24,8 +24,11 @@ Exactly the same true answer as the DuckDB path (tests compare both on random pr
   goes to DuckDB; text is compared by code point, which is DuckDB's (UTF-8 byte) order.
 
 A join with a public table on a cube column is answered from the cube joined with it in numpy
-(:meth:`Cube.joined`, issue 32). Anything else (quantiles, a column not in the cube, a sum the
-cube cannot make exact, a join of two private tables) is answered by DuckDB.
+(:meth:`Cube.joined`, issue 32), a join of two private tables from the cube of the joined
+relation (:mod:`sdckit.query.joincube`, built by :meth:`Cube.grouped`), a query asking a smaller
+``max_rows_per_unit`` ``k'`` from the cube with the stored rank as one more key (:meth:`Cube.ranked`,
+:func:`with_rank`). Anything else (quantiles, a column not in the cube, a sum the cube cannot make
+exact) is answered by DuckDB.
 
 A binned GROUP BY column of a cube column (:mod:`sdckit.query.derived`) is answered too: a CASE
 bin's code per cube row from its conditions (the same three-valued logic), a step bin's per

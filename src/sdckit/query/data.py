@@ -13,9 +13,11 @@ For each table two relations are made (names in :mod:`sdckit.query.generate`):
   query may ask a smaller bound ``k' <= max_rows_per_unit``: the rows of rank ``<= k'`` are the
   first ``k'`` in file order, again a choice that depends on the unit's own rows only.
 
-Then the dp relation's fast paths are built (:mod:`sdckit.query.cube`, :mod:`sdckit.query.ranges`):
+Then the dp relation's fast paths are built (:mod:`sdckit.query.cube`, :mod:`sdckit.query.ranges`;
+for a table of several rows per person its cube with the stored rank, for a smaller ``k'``):
 :meth:`Database.fast_cells` answers the COUNT/SUM/AVG queries they cover without a scan
-(:meth:`Database.fast_bounds` the ``BOUNDS`` ones, :mod:`sdckit.query.boundscube`).
+(:meth:`Database.fast_bounds` the ``BOUNDS`` ones, :mod:`sdckit.query.boundscube`; a private
+join's from its joined relation's cube, built on its first query, :mod:`sdckit.query.joincube`).
 
 Checks when loading (each a :class:`~sdckit.core.errors.DataError` naming the table and column,
 never a value): declared columns exist, bounded columns are numeric, the privacy unit has no
@@ -150,8 +152,9 @@ class Database:
         if not self.keeps_every_row(query.table, rows, groups):
             ranked = self.ranked.get(query.table) if groups is None and query.join is None else None
             return ranked.cells(with_rank(query, rows), n_cells) if ranked is not None and ranked.covers(query) else None
-        if query.join is not None:  # a join: the cube joined in numpy or the joined relation's cube, if it covers the query
-            cube = self._private_join_cube(query) if query.join.private else self._joined_cube(query)
+        if query.join is not None:  # the cube joined in numpy or the joined relation's cube (no per-group bounds)
+            cube = None if groups is not None else \
+                self._private_join_cube(query) if query.join.private else self._joined_cube(query)
             return cube.cells(query, n_cells) if cube is not None and cube.covers(query) else None
         cube = self.cubes.get(query.table)
         if cube is not None and cube.covers(query):
