@@ -167,7 +167,9 @@ class Cube(Result):
         selects = [_q(c) for c in chosen] + ["COUNT(*)"] + [f"SUM({_q(clamp_column(c))})" for c in summable]
         aliases = [f"k{i}" for i in range(len(chosen))] + ["n"] + [f"s{i}" for i in range(len(summable))]
         sql = (f"SELECT {', '.join(f'{s} AS {a}' for s, a in zip(selects, aliases))} FROM {source} "
-               f"GROUP BY {', '.join(_q(c) for c in chosen)}" + ("" if max_rows is None else f" LIMIT {int(max_rows) + 1}"))
+               f"GROUP BY {', '.join(_q(c) for c in chosen)}")
+        if max_rows is not None:
+            sql += f" LIMIT {int(max_rows) + 1}"
         result = con.execute(sql, params or []).fetchnumpy()
         counts = np.asarray(result["n"], dtype=np.int64)
         if max_rows is not None and counts.size > max_rows:
