@@ -1,7 +1,8 @@
 """A contribution bound chosen per query (issue 32): ``"max_rows_per_unit": k'`` beside the SQL,
 ``1 <= k' <= k`` (the configured bound). The dp relation keeps each person's rank
 (``__sdc_rank``); a query with ``k' < k`` counts the first ``k'`` rows of each person, its noise
-scaled by ``k'``; the fast paths answer only at ``k``; the stored answer is per ``k'``.
+scaled by ``k'``; the cube answers at ``k`` and, with the stored rank as a key, at ``k'``;
+the stored answer is per ``k'``.
 
 Hand-worked table: person 1 has 5 rows (v = 10, groups a, b, a, b, a), persons 2..41 one row each
 (v = 2, group a); configured k = 3, bounds v in [0, 10].
@@ -91,10 +92,13 @@ def test_count_and_sum_at_huge_epsilon_count_the_person_k_prime_times(svc, rows,
 
 
 def test_the_fast_path_holds_the_configured_bound_only(svc):
-    """The cube covers these queries; at k' < k the scan answers (else k rows would be counted)."""
+    """The cube covers these queries at k; at k' < k the cube with the stored rank (Cube.ranked)
+    counts person 1's first k' rows only (a, b, a: hand-worked), as the scan."""
     q = parse("SELECT g, COUNT(*), SUM(v) FROM t GROUP BY g", svc.config)
-    assert svc.db.fast_cells(q, 2) is not None and svc.db.fast_cells(q, 2, K) is not None
-    assert svc.db.fast_cells(q, 2, 1) is None and svc.db.fast_cells(q, 2, 2) is None
+    want = {1: ([41, 0], [90.0, 0.0]), 2: ([41, 1], [90.0, 10.0]), K: ([42, 1], [100.0, 10.0])}
+    for rows in (None, 1, 2, K):
+        counts, sums = svc.db.fast_cells(q, 2, rows)
+        assert (counts.tolist(), sums["v"].tolist()) == want[rows or K]
 
 
 def test_the_stated_noise_scale_is_proportional_to_k_prime(svc):

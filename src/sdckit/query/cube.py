@@ -24,8 +24,11 @@ Exactly the same true answer as the DuckDB path (tests compare both on random pr
   goes to DuckDB; text is compared by code point, which is DuckDB's (UTF-8 byte) order.
 
 A join with a public table on a cube column is answered from the cube joined with it in numpy
-(:meth:`Cube.joined`, issue 32). Anything else (quantiles, a column not in the cube, a sum the
-cube cannot make exact, a join of two private tables) is answered by DuckDB.
+(:meth:`Cube.joined`, issue 32), a join of two private tables from the cube of the joined
+relation (:mod:`sdckit.query.joincube`, built by :meth:`Cube.grouped`), a query asking a smaller
+``max_rows_per_unit`` ``k'`` from the cube with the stored rank as one more key (:meth:`Cube.ranked`,
+:func:`with_rank`). Anything else (quantiles, a column not in the cube, a sum the cube cannot make
+exact) is answered by DuckDB.
 
 A binned GROUP BY column of a cube column (:mod:`sdckit.query.derived`) is answered too: a CASE
 bin's code per cube row from its conditions (the same three-valued logic), a step bin's per
@@ -38,6 +41,7 @@ configuration's names only, and the analyst's values are compared with numpy.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -49,7 +53,8 @@ from sdckit.core.result import Result, plain
 from sdckit.query.config import TableConfig
 from sdckit.query.derived import dp_table, find
 from sdckit.query.derivedsql import step_codes
-from sdckit.query.generate import cell_indices, clamp_column, group_alias, is_text_domain, relation_name, summed_columns
+from sdckit.query.generate import (RANK, cell_indices, clamp_column, group_alias, is_text_domain, relation_name,
+                                   summed_columns)
 from sdckit.query.sql import And, Compare, InList, Not, Or, Predicate, Query, predicate_columns
 from sdckit.query.squares import FRACTION_BITS, ColumnGrid, column_grids
 
@@ -147,18 +152,43 @@ class Cube(Result):
                 bound = int(present)
         if not chosen:
             return None
-        summable = summable_columns(con, table, grids)
         chosen.sort(key=table.columns.index)
+        return cls.grouped(con, table, relation, {c: types[c] == "VARCHAR" for c in chosen},
+                           summable_columns(con, table, grids))
+
+    @classmethod
+    def grouped(cls, con: Any, table: TableConfig, source: str, keys: dict[str, bool], summable: list[str],
+                params: list[Any] | None = None, max_rows: int | None = None) -> Cube | None:
+        """``SELECT keys, COUNT(*), SUM(clamped summable) FROM source GROUP BY keys`` as a cube:
+        ``source`` a FROM item written from configured names only (``params`` its ``?`` values),
+        ``keys`` each key column and whether it holds text. ``None`` past ``max_rows`` rows (no
+        more than one past it is read)."""
+        chosen = list(keys)
         selects = [_q(c) for c in chosen] + ["COUNT(*)"] + [f"SUM({_q(clamp_column(c))})" for c in summable]
         aliases = [f"k{i}" for i in range(len(chosen))] + ["n"] + [f"s{i}" for i in range(len(summable))]
-        sql = (f"SELECT {', '.join(f'{s} AS {a}' for s, a in zip(selects, aliases))} FROM {relation} "
+        sql = (f"SELECT {', '.join(f'{s} AS {a}' for s, a in zip(selects, aliases))} FROM {source} "
                f"GROUP BY {', '.join(_q(c) for c in chosen)}")
-        result = con.execute(sql).fetchnumpy()
-        keys = {c: column_key(result[f"k{i}"], text=types[c] == "VARCHAR") for i, c in enumerate(chosen)}
+        if max_rows is not None:
+            sql += f" LIMIT {int(max_rows) + 1}"
+        result = con.execute(sql, params or []).fetchnumpy()
         counts = np.asarray(result["n"], dtype=np.int64)
+        if max_rows is not None and counts.size > max_rows:
+            return None
+        columns = {c: column_key(result[f"k{i}"], text=keys[c]) for i, c in enumerate(chosen)}
         sums = {c: np.asarray(np.ma.filled(result[f"s{i}"], 0.0) if isinstance(result[f"s{i}"], np.ma.MaskedArray)
                               else result[f"s{i}"], dtype=float) for i, c in enumerate(summable)}
-        return cls(table, keys, counts, sums)
+        return cls(table, columns, counts, sums)
+
+    def ranked(self, con: Any, max_cells: int = MAX_CELLS) -> Cube | None:
+        """This cube with the dp relation's stored rank (:data:`~sdckit.query.relnames.RANK`, a
+        row's rank among its person's rows, 1..``max_rows_per_unit``) as one more key, for a
+        query asking fewer rows per person ``k'``: its rows are those of rank ``<= k'`` whatever
+        the WHERE (the rank is stored when the data is loaded), so :meth:`cells` answers it with
+        ``RANK <= k'`` added to the WHERE (:func:`with_rank`). The rank never displaces a column
+        of this cube: ``None`` (the scan answers) past ``max_cells`` rows."""
+        keys = {c: k.values.dtype == object for c, k in self.keys.items()} | {RANK: False}
+        return Cube.grouped(con, self.table, _q(relation_name(self.table, "dp")), keys, list(self.sums),
+                            max_rows=max_cells)
 
     def parent_rows(self, result: dict[str, np.ndarray]) -> np.ndarray:
         """The cube row of each row of ``result``, a start-up query grouped by this cube's key
@@ -389,6 +419,13 @@ def column_key(raw: Any, text: bool) -> _Key:
         index = np.full(data.size, -1, dtype=np.int64)
         index[~mask] = np.searchsorted(values, present)
     return _Key(values, index)
+
+
+def with_rank(query: Query, rows: int) -> Query:
+    """``query`` with ``RANK <= rows`` added to its WHERE: the rows a smaller bound ``k' = rows``
+    keeps (for :meth:`Cube.ranked`'s cube; the scan adds the same condition, ``generate``)."""
+    rank = Compare(RANK, "<=", int(rows))
+    return dataclasses.replace(query, where=rank if query.where is None else And((query.where, rank)))
 
 
 def literals_exact(p: Predicate | None) -> bool:

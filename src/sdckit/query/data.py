@@ -13,9 +13,11 @@ For each table two relations are made (names in :mod:`sdckit.query.generate`):
   query may ask a smaller bound ``k' <= max_rows_per_unit``: the rows of rank ``<= k'`` are the
   first ``k'`` in file order, again a choice that depends on the unit's own rows only.
 
-Then the dp relation's fast paths are built (:mod:`sdckit.query.cube`, :mod:`sdckit.query.ranges`):
+Then the dp relation's fast paths are built (:mod:`sdckit.query.cube`, :mod:`sdckit.query.ranges`;
+for a table of several rows per person its cube with the stored rank, for a smaller ``k'``):
 :meth:`Database.fast_cells` answers the COUNT/SUM/AVG queries they cover without a scan
-(:meth:`Database.fast_bounds` the ``BOUNDS`` ones, :mod:`sdckit.query.boundscube`).
+(:meth:`Database.fast_bounds` the ``BOUNDS`` ones, :mod:`sdckit.query.boundscube`; a private
+join's from its joined relation's cube, built on its first query, :mod:`sdckit.query.joincube`).
 
 Checks when loading (each a :class:`~sdckit.core.errors.DataError` naming the table and column,
 never a value): declared columns exist, bounded columns are numeric, the privacy unit has no
@@ -39,10 +41,11 @@ from sdckit.core.errors import DataError
 from sdckit.query.config import IDENTIFIER, ServiceConfig, TableConfig
 from sdckit.query import ranges
 from sdckit.query.boundscube import BoundsCube
-from sdckit.query.cube import Cube, summable_columns
+from sdckit.query.cube import MAX_CELLS, Cube, summable_columns, with_rank
 from sdckit.query.cube_moments import Moments
 from sdckit.query.cpuslots import CpuSlots
 from sdckit.query.grid import Histogram
+from sdckit.query.joincube import private_join_cube
 from sdckit.query.joins import load_public, public_sql, query_table
 from sdckit.query.relnames import NUMERIC_TYPES
 from sdckit.query.generate import (RANK, ROW, clamp_column, code_column, is_text_domain, midpoint_sensitivity,
@@ -89,7 +92,11 @@ class Database:
         self.cpu = CpuSlots()
         self._units: dict[str, np.ndarray] = {}
         self._units_lock = threading.Lock()
-        self._joined: dict[Any, Cube | None] = {}  # a public join -> the joined cube (sdckit.query.joins)
+        self._joined: dict[Any, Cube | None] = {}  # (table, public join) -> the joined cube (sdckit.query.joins)
+        #: (table, private join) -> the cube of the joined relation, built on the join's first query
+        #: (sdckit.query.joincube; at most MAX_CELLS rows)
+        self.private_joins: dict[Any, Cube | None] = {}
+        self._private_lock = threading.Lock()
         self.n_rows: dict[str, int] = {}
         self.unique_units: dict[str, bool] = {}
         #: each table's clamped columns' grids and magnitudes (sdckit.query.squares.column_grids)
@@ -104,6 +111,11 @@ class Database:
         self.cubes: dict[str, Cube | None] = {
             name: Cube.build(self._con, t, grids=self.grids[name]) if t.mode != "tables" else None
             for name, t in tables.items()}
+        #: the cube with the stored rank as one more key, for a smaller bound k' (Cube.ranked; at most
+        #: MAX_CELLS rows), of each table with several rows per person
+        self.ranked: dict[str, Cube | None] = {name: cube.ranked(self._con, MAX_CELLS)
+                                               for name, cube in self.cubes.items()
+                                               if cube is not None and not self.unique_units[name]}
         #: each cube's squared-deviation sums, quantile histograms and distinct values (sdckit.query.cube_moments)
         self.moments: dict[str, Moments] = {name: Moments.build(self._con, cube, self.unique_units[name])
                                             for name, cube in self.cubes.items() if cube is not None}
@@ -135,13 +147,17 @@ class Database:
                    ) -> tuple[np.ndarray, dict[str, np.ndarray]] | None:
         """True counts and clamped sums per cell of a dp query from the cube or a range index,
         without a scan (the same numbers as DuckDB's), or ``None`` when neither answers it. They
-        hold the dp relation's rows: a query whose ``rows`` per person (fewer than the configured
-        bound) or per-group bounds ``groups`` would drop some is never answered here
-        (:meth:`keeps_every_row`; ``None``: the scan truncates)."""
+        hold the dp relation's rows: a query whose per-group bounds ``groups`` would drop some is
+        never answered here (:meth:`keeps_every_row`; ``None``: the scan truncates), nor a join
+        asking fewer ``rows`` per person; a one-table query asking fewer is answered from the
+        cube with the stored rank (:meth:`~sdckit.query.cube.Cube.ranked`: the rows of rank
+        ``<= rows``, as the scan keeps them), if it covers the query."""
         if not self.keeps_every_row(query.table, rows, groups):
-            return None
-        if query.join is not None:  # a public join: the cube joined in numpy, if it covers the query
-            cube = self._joined_cube(query)
+            ranked = self.ranked.get(query.table) if groups is None and query.join is None else None
+            return ranked.cells(with_rank(query, rows), n_cells) if ranked is not None and ranked.covers(query) else None
+        if query.join is not None:  # the cube joined in numpy or the joined relation's cube (no per-group bounds)
+            cube = None if groups is not None else \
+                self._private_join_cube(query) if query.join.private else self._joined_cube(query)
             return cube.cells(query, n_cells) if cube is not None and cube.covers(query) else None
         cube = self.cubes.get(query.table)
         if cube is not None and cube.covers(query):
@@ -155,21 +171,33 @@ class Database:
         return None
 
     def _joined_cube(self, query: Any) -> Cube | None:
-        """The table's cube joined with the public table of ``query``'s join (built once per join;
-        :meth:`sdckit.query.cube.Cube.joined`), ``None`` for a private join or without a cube."""
+        """The table's cube joined with the public table of ``query``'s join (built once per table
+        and join; :meth:`sdckit.query.cube.Cube.joined`), ``None`` for a private join or without a cube."""
         join, cube = query.join, self.cubes.get(query.table)
         if join.private or cube is None:
             return None
         with self._units_lock:
-            if join not in self._joined:
+            if (query.table, join) not in self._joined:
                 table = query_table(query, self.config)
                 public = self.config.public_tables[join.other]
                 rows = self._con.cursor().execute(public_sql(public)).fetchall()
                 names = list(public.columns)
                 columns = {table.renamed[c]: [r[i] for r in rows] for i, c in enumerate(names) if c in table.renamed}
-                self._joined[join] = cube.joined(table, join.key, [r[names.index(join.other_key)] for r in rows],
-                                                 columns, join.kind == "left", self.grids[query.table])
-            return self._joined[join]
+                self._joined[query.table, join] = cube.joined(
+                    table, join.key, [r[names.index(join.other_key)] for r in rows], columns, join.kind == "left",
+                    self.grids[query.table])
+            return self._joined[query.table, join]
+
+    def _private_join_cube(self, query: Any) -> Cube | None:
+        """The cube of the relation ``query``'s private join makes (built on the first query of
+        each table and join, under a lock: one scan of the join; :mod:`sdckit.query.joincube`)."""
+        join = query.join
+        with self._private_lock:
+            if (query.table, join) not in self.private_joins:
+                self.private_joins[query.table, join] = private_join_cube(
+                    self._con.cursor(), query_table(query, self.config), self.cubes.get(query.table),
+                    self.cubes.get(join.other), self.grids[query.table], self.grids[join.other], MAX_CELLS)
+            return self.private_joins[query.table, join]
 
     def fast_histograms(self, query: Any, n_cells: int) -> dict[str, list[Histogram]]:
         """Records per cell and quantile bin of each quantile column, from the cube's histograms

@@ -37,7 +37,8 @@ k'``).
 
 A public join on a cube column of the FROM table is answered from its cube joined in numpy
 (:meth:`sdckit.query.cube.Cube.joined`, :meth:`sdckit.query.data.Database.fast_cells`: the same
-counts and sums); a text-domain key whose domain holds every public key value is joined on
+counts and sums), a private join at the configured bounds from the cube of the joined relation
+(:mod:`sdckit.query.joincube`, built on its first query); a text-domain key whose domain holds every public key value is joined on
 integer codes in DuckDB (:attr:`JoinedTable.key_domain`). Every answer of a join states the join, the multiplicity or the truncation, and the bound used
 (``join``, and the end of ``mechanism``). Refused (400, one line): joins in restricted mode, a
 GROUP BY with keys from the data, cross joins, ``USING``/``NATURAL``/``RIGHT``/``FULL``, a join
