@@ -192,6 +192,8 @@ class Database:
         """The cube of the relation ``query``'s private join makes (built on the first query of
         each table and join, under a lock: one scan of the join; :mod:`sdckit.query.joincube`)."""
         join = query.join
+        if (query.table, join) not in self.private_joins:  # a scan, here or in the thread building it
+            self.cpu.give_back()
         with self._private_lock:
             if (query.table, join) not in self.private_joins:
                 self.private_joins[query.table, join] = private_join_cube(
