@@ -41,6 +41,7 @@ from sdckit.query import ranges
 from sdckit.query.boundscube import BoundsCube
 from sdckit.query.cube import Cube, summable_columns
 from sdckit.query.cube_moments import Moments
+from sdckit.query.derivedcube import DerivedCubes
 from sdckit.query.grid import Histogram
 from sdckit.query.joins import load_public, public_sql, query_table
 from sdckit.query.relnames import NUMERIC_TYPES
@@ -104,6 +105,9 @@ class Database:
         #: each cube's squared-deviation sums, quantile histograms and distinct values (sdckit.query.cube_moments)
         self.moments: dict[str, Moments] = {name: Moments.build(self._con, cube, self.unique_units[name])
                                             for name, cube in self.cubes.items() if cube is not None}
+        #: each cube's derived values and bins of other columns, built on first use (sdckit.query.derivedcube)
+        self.derived: dict[str, DerivedCubes] = {name: DerivedCubes(self._con, cube)
+                                                 for name, cube in self.cubes.items() if cube is not None}
         #: each cube's per-row magnitude bin counts of the bounded columns, for BOUNDS (sdckit.query.boundscube)
         self.magnitudes: dict[str, BoundsCube] = {name: BoundsCube.build(self._con, cube)
                                                   for name, cube in self.cubes.items() if cube is not None}
@@ -146,6 +150,10 @@ class Database:
         moments = self.moments.get(query.table)
         if moments is not None and moments.covers(query):
             return moments.cells(query, n_cells)
+        derived = self.derived.get(query.table)  # a derived value, a bin of another column
+        found = derived.cells(query, n_cells) if derived is not None else None
+        if found is not None:
+            return found
         for index in self.ranges.get(query.table, {}).values():
             if index.covers(query):
                 return index.cells(query)
