@@ -15,7 +15,9 @@ For each table two relations are made (names in :mod:`sdckit.query.generate`):
 
 Then the dp relation's fast paths are built (:mod:`sdckit.query.cube`, :mod:`sdckit.query.ranges`):
 :meth:`Database.fast_cells` answers the COUNT/SUM/AVG queries they cover without a scan
-(:meth:`Database.fast_bounds` the ``BOUNDS`` ones, :mod:`sdckit.query.boundscube`).
+(:meth:`Database.fast_bounds` the ``BOUNDS`` ones, :mod:`sdckit.query.boundscube`); derived values and
+bins of many-valued columns from structures over the cube's keys built on first use
+(:mod:`sdckit.query.derivedcube`).
 
 Checks when loading (each a :class:`~sdckit.core.errors.DataError` naming the table and column,
 never a value): declared columns exist, bounded columns are numeric, the privacy unit has no
