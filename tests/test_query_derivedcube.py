@@ -22,6 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from query_helpers import SEED, fast_paths_only, scans_only
+from sdckit.core.errors import ParameterError
 from sdckit.query import noisy
 from sdckit.query.config import load_config
 from sdckit.query.data import Database
@@ -266,6 +267,34 @@ def test_past_the_memory_bound_or_a_refused_build_the_scan_answers(tmp_path):
         assert small.cells(other, 1) is None and len(small.failed) == 1 and small.entries == {}
     finally:
         database.close()
+
+
+# ------------------------------------------------------------------ built at start-up
+def test_prebuild_builds_at_start_up_and_refuses_what_it_cannot_build(tmp_path):
+    config = _config(tmp_path)
+    text = config.read_text(encoding="utf-8")
+
+    def prebuild(value: str) -> None:
+        config.write_text(text.replace("[service]\n", f"[service]\nprebuild = {value}\n"), encoding="utf-8")
+    prebuild('["SELECT SUM(income / 1000) FROM t WHERE age > 3", '
+             '"SELECT WIDTH_BUCKET(income, 0, 1000, 4) AS b, COUNT(*) FROM t GROUP BY b"]')
+    database = Database(load_config(config))
+    try:
+        derived = database.derived["t"]
+        assert len(derived.entries) == 2
+        database.aggregate = derived._build = _forbidden  # no scan, no build: both built at start-up
+        for sql in ("SELECT AVG(income / 1000) FROM t WHERE sex = 'F'",
+                    "SELECT WIDTH_BUCKET(income, 0, 1000, 4) AS b, COUNT(*), SUM(income) FROM t WHERE age < 9 GROUP BY b"):
+            q = parse(sql, database.config)
+            assert database.fast_cells(q, len(noisy.plan(q, dp_table(q, database.config.tables["t"]), Fraction(1)).cells))
+    finally:
+        database.close()
+    for bad, message in [('["SELECT SUM(income) FROM t WHERE income > 3"]', "has no derived value"),
+                         ('["SELECT SUM(income / 1000) FROM nowhere"]', "nowhere"),
+                         ('"SELECT SUM(income / 1000) FROM t"', "must be a list of SQL queries")]:
+        prebuild(bad)
+        with pytest.raises(ParameterError, match=r"^\[service\] 'prebuild'.*" + message):
+            Database(load_config(config))
 
 
 # ------------------------------------------------------------------ the service

@@ -37,13 +37,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from sdckit.core.duckdb_session import connect, quote_identifier, relation
-from sdckit.core.errors import DataError
+from sdckit.core.errors import DataError, ParameterError
 from sdckit.query.config import IDENTIFIER, ServiceConfig, TableConfig
 from sdckit.query import ranges
 from sdckit.query.boundscube import BoundsCube
 from sdckit.query.cube import Cube, summable_columns
 from sdckit.query.cube_moments import Moments
-from sdckit.query.derivedcube import DerivedCubes
+from sdckit.query.derivedcube import DerivedCubes, prebuild
 from sdckit.query.grid import Histogram
 from sdckit.query.joins import load_public, public_sql, query_table
 from sdckit.query.relnames import NUMERIC_TYPES
@@ -121,6 +121,11 @@ class Database:
             cube = self.cubes[name]
             summable = list(cube.sums) if cube is not None else summable_columns(self._con, t, self.grids[name])
             self.ranges[name] = ranges.build(self._con, t, set(cube.keys) if cube is not None else set(), summable)
+        try:
+            prebuild(self.derived, self.config)  # ([service] prebuild: built now, not on first use)
+        except ParameterError:
+            self.close()
+            raise
 
     def keeps_every_row(self, table: str, rows: int | None = None, groups: Any = None) -> bool:
         """Whether a dp query's contribution bounds keep every row of ``table``'s dp relation,

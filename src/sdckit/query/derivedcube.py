@@ -44,8 +44,8 @@ lock, so once), keyed by its generated SQL and parameters: that query pays one s
 as its own scan); later ones, whatever their WHERE, none. The build's time is observable: an
 analyst whose query is fast learns that someone asked the same expression before (another
 analyst's activity, not a respondent's data; no record's value changes the build's existence or
-its key, which follow from the expression alone). Building declared expressions at start-up would
-hide it for them; the configuration has no such list yet.
+its key, which follow from the expression alone). The queries of ``[service] prebuild`` in the
+configuration have their structures built at start-up (:func:`prebuild`), which hides this for them.
 """
 
 from __future__ import annotations
@@ -58,13 +58,14 @@ from typing import Any
 import duckdb
 import numpy as np
 
+from sdckit.core.errors import ParameterError
 from sdckit.core.result import Result, plain
 from sdckit.query.cube import Cube
 from sdckit.query.derived import Derived, dp_table, find
 from sdckit.query.generate import (COUNT_ALIAS, Generated, aggregate_sql, group_alias, is_text_domain, square_alias,
                                    squared_columns, sum_alias, summed_columns)
 from sdckit.query.noisy import square_key
-from sdckit.query.sql import Query
+from sdckit.query.sql import Query, UnsupportedQuery, parse
 from sdckit.query.sqloutputs import Output
 
 #: Most bytes of one table's structures together (past it, a new expression is answered by the scan).
@@ -250,6 +251,24 @@ class DerivedCubes:
         sums.update({square_key(column): place(result[square_alias(j)])
                      for j, column in enumerate(squared_columns(built))})
         return Structure(bins, place(result[COUNT_ALIAS]) if binned else None, sums)
+
+
+def prebuild(structures: dict[str, DerivedCubes], config: Any) -> None:
+    """Build at start-up the structures of each query of ``[service] prebuild`` (their first
+    askers then pay no scan, and no one learns from an answer's time that they were asked
+    before); a query that is not valid SQL or that this does not answer is a
+    :class:`~sdckit.core.errors.ParameterError` naming it."""
+    for sql in config.prebuild:
+        try:
+            query = parse(sql, config)
+        except UnsupportedQuery as exc:
+            raise ParameterError(f"[service] 'prebuild': {sql!r}: {exc}") from None
+        table = dp_table(query, config.tables[query.table])
+        n_cells = int(np.prod([len(table.domains[c]) for c in query.group_by], dtype=np.int64))
+        if query.table not in structures or structures[query.table].cells(query, n_cells) is None:
+            raise ParameterError(f"[service] 'prebuild': {sql!r} has no derived value or bin of a many-valued column "
+                                 "answered here (its WHERE and other GROUP BY columns must name few-valued columns; "
+                                 f"at most {MAX_BYTES // 2**20} MiB per table): leave it out.")
 
 
 def _bins(built: Query, cube: Cube) -> tuple[bool, int]:
