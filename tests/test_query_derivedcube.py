@@ -4,8 +4,8 @@ predicates -- counts exactly, sums exactly when every derived value is an intege
 exact in any order), else within twice the recursive-summation bound (n - 1) 2**-53 sum |v|; a
 hand-worked example; one build per expression, then no scan and no build; what it leaves to
 the scan (a column outside the cube in WHERE, two such bins, a column's VAR_POP, past the memory
-bound, a build DuckDB refuses); the service's answers without a scan, bit-identical to the
-scan's for integer values under a seed."""
+bound, a build DuckDB refuses); ``[service] prebuild`` at start-up and its refusals; the
+service's answers without a scan, bit-identical to the scan's for integer values under a seed."""
 
 from __future__ import annotations
 

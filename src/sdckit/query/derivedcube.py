@@ -28,9 +28,9 @@ value's sums are doubles: when every derived value is a multiple of 2**-10 (an i
 2**43 (2**53 for integers), every partial sum is exact, so the structure and the scan give the
 same number. Otherwise (``income / 1000``, the squared deviations) neither is exact and DuckDB's
 own ``SUM`` order is not fixed (threads): both are sums of the very same doubles (the same SQL
-expression per record) in some order, each within ``(n - 1) 2**-53 sum |v|`` of the exact sum
-(Higham 2002, *Accuracy and Stability of Numerical Algorithms*, eq. 4.4), so they differ by at most
-twice that, a relative ``2 n 2**-53`` of ``sum |v|`` -- ``2.2e-10`` at a million records, far below
+expression per record) in some order, each within ``(n - 1) 2**-53 sum |v|`` of the exact sum to
+first order (Higham 2002, *Accuracy and Stability of Numerical Algorithms*, eq. 4.4; the tests
+allow ``n`` for ``n - 1``), so they differ by at most twice that, a relative ``2 n 2**-53`` of ``sum |v|`` -- ``2.2e-10`` at a million records, far below
 any noise scale. The noise scale never depends on this: it is the declared bounds' (the derived
 bounds ``[lo', hi']``), as for the scan.
 
@@ -40,8 +40,10 @@ while they total at most :data:`MAX_BYTES` (64 MiB; checked before a build from 
 the number of bins); past it a new expression is answered by the scan (nothing is evicted).
 
 **First use, and what it tells.** A structure is built on the first query that needs it (under a
-lock, so once), keyed by its generated SQL and parameters: that query pays one scan (the same work
-as its own scan); later ones, whatever their WHERE, none. The build's time is observable: an
+lock, so once), keyed by its generated SQL and parameters: that query pays one scan of every
+record (about twice its own scan's work: no WHERE, the squares too); later ones, whatever their
+WHERE, none. One lock per table: a build holds up the other first uses of that table, not the
+answers from structures already built (found without the lock, for up to 4,096 expressions). The build's time is observable: an
 analyst whose query is fast learns that someone asked the same expression before (another
 analyst's activity, not a respondent's data; no record's value changes the build's existence or
 its key, which follow from the expression alone). The queries of ``[service] prebuild`` in the
@@ -62,9 +64,10 @@ from sdckit.core.errors import ParameterError
 from sdckit.core.result import Result, plain
 from sdckit.query.cube import Cube
 from sdckit.query.derived import Derived, dp_table, find
-from sdckit.query.generate import (COUNT_ALIAS, Generated, aggregate_sql, group_alias, is_text_domain, square_alias,
-                                   squared_columns, sum_alias, summed_columns)
+from sdckit.query.generate import (COUNT_ALIAS, Generated, aggregate_sql, group_alias, square_alias, squared_columns,
+                                   sum_alias, summed_columns)
 from sdckit.query.noisy import square_key
+from sdckit.query.relnames import is_text_domain
 from sdckit.query.sql import Query, UnsupportedQuery, parse
 from sdckit.query.sqloutputs import Output
 
