@@ -190,5 +190,5 @@ def fast_paths_only(service) -> None:
 def scans_only(service) -> None:
     """Drop every structure built at start-up, so that ``service`` answers by scanning."""
     for paths in (service.db.cubes, service.db.moments, service.db.ranges, service.db.magnitudes, service.db.ranked,
-                  service.db.private_joins):
+                  service.db.private_joins, service.db.derived):
         paths.clear()

@@ -148,3 +148,20 @@ def test_the_databases_statements_run_without_the_threads_slot(tmp_path):
         assert _most_inside(db.cpu, 4) == min(4, db.cpu.slots)
     finally:
         db.close()
+
+
+def test_a_query_whose_structure_is_not_built_yet_gives_its_slot_back(tmp_path):
+    from sdckit.query.sql import parse
+
+    make_data(tmp_path, 200)
+    db = Database(load_config(write_config(tmp_path)))
+    try:
+        query = parse("SELECT SUM(income / 1000) FROM census WHERE age > 30", db.config)
+        with db.cpu.held():
+            assert db.fast_cells(query, 1) is not None
+            assert not db.cpu.holding()  # it built the structure: a scan
+        with db.cpu.held():
+            assert db.fast_cells(query, 1) is not None
+            assert db.cpu.holding()  # built: answered holding its slot
+    finally:
+        db.close()

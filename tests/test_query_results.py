@@ -59,7 +59,7 @@ def test_the_configuration_keeps_its_keys_and_never_shows_the_seed():
     assert json.loads(json.dumps(out)) == out
     assert out == {
         "path": "/srv/service.toml", "state": "/srv/state.db", "min_query_set": 5, "collusion": False, "cache": True,
-        "seeded": True, "sync": "full", "p_percent": 10, "public_tables": {}, "memory_limit": None,
+        "seeded": True, "sync": "full", "p_percent": 10, "public_tables": {}, "memory_limit": None, "prebuild": [],
         "tables": {"t": {
             "name": "t", "path": "/data/t.csv", "table": None, "privacy_unit": "pid", "max_rows_per_unit": 2,
             "bounds": {"v": [0.0, 10.0]}, "domains": {"r": ["a", "b"]}, "bounds_from_data": False,

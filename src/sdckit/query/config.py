@@ -16,6 +16,8 @@ Example::
     # seed = "<32+ hex digits>" # tests only: reproducible noise (a secret; never in production)
     # memory_limit = "4GB"      # large tables: held compressed in a DuckDB file in a private
                                 # temporary folder (removed at exit), DuckDB's memory bounded
+    # prebuild = ["SELECT SUM(income / 1000) FROM census"]  # derived values and bins of many-valued
+                                # columns summed at start-up, not on first use (sdckit.query.derivedcube)
     [restricted]
     min_query_set = 5           # query-set-size control k (Denning)
     collusion = false           # audit each analyst's knowledge alone (false) or all together
@@ -60,7 +62,7 @@ IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 #: Largest number of groups a GROUP BY may produce (product of the domains' sizes).
 MAX_GROUPS = 100_000
 
-_SERVICE_KEYS = {"state", "cache", "seed", "sync", "memory_limit"}
+_SERVICE_KEYS = {"state", "cache", "seed", "sync", "memory_limit", "prebuild"}
 _RESTRICTED_KEYS = {"min_query_set", "collusion", "p_percent"}
 _TABLE_KEYS = {"name", "path", "table", "privacy_unit", "max_rows_per_unit", "bounds", "domains",
                "bounds_from_data", "dimensions", "mode", "ckm", "keys_from_data", "hierarchies",
@@ -197,13 +199,15 @@ class ServiceConfig(Result):
     public_tables: dict[str, PublicTable] = field(default_factory=dict)
     #: DuckDB's memory limit in bytes (``None``: tables in memory, DuckDB's default limit)
     memory_limit: int | None = None
+    #: queries whose derived-value and bin structures are built at start-up (:mod:`sdckit.query.derivedcube`)
+    prebuild: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """The fields, but only whether a ``seed`` is set (``seeded``), never the seed."""
         return plain({"path": self.path, "state": self.state, "min_query_set": self.min_query_set,
                       "collusion": self.collusion, "cache": self.cache, "seeded": self.seed is not None,
                       "sync": self.sync, "p_percent": self.p_percent, "memory_limit": self.memory_limit,
-                      "tables": self.tables, "public_tables": self.public_tables})
+                      "prebuild": self.prebuild, "tables": self.tables, "public_tables": self.public_tables})
 
 
 _UNITS = {"B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12, "KIB": 2**10, "MIB": 2**20, "GIB": 2**30,
@@ -393,6 +397,10 @@ def load_config(path: str | Path) -> ServiceConfig:
         raise _fail("[service] 'sync'", 'must be "full" (every charge on disk before the answer: survives '
                                         'power loss) or "normal" (survives a crash of the server, not of the machine).')
     memory_limit = _size(service.get("memory_limit"))
+    prebuild = service.get("prebuild", [])
+    if not isinstance(prebuild, list) or not all(isinstance(q, str) for q in prebuild):
+        raise _fail("[service] 'prebuild'", 'must be a list of SQL queries such as ["SELECT SUM(income / 1000) '
+                                            'FROM census"] (their derived values are summed at start-up).')
     k = restricted.get("min_query_set", 5)
     if not isinstance(k, int) or isinstance(k, bool) or k < 1:
         raise _fail("[restricted] 'min_query_set'", "must be an int >= 1.")
@@ -413,7 +421,7 @@ def load_config(path: str | Path) -> ServiceConfig:
             raise _fail(f"table {table.name!r}", "is declared twice.")
         tables[table.name] = table
     return ServiceConfig(path, state_path.resolve(), tables, k, collusion, cache, seed, sync, p_percent,
-                         _public_tables(raw.get("public_tables", {}), base, tables), memory_limit)
+                         _public_tables(raw.get("public_tables", {}), base, tables), memory_limit, tuple(prebuild))
 
 
 def _public_tables(raw: Any, base: Path, tables: dict[str, TableConfig]) -> dict[str, PublicTable]:

@@ -33,7 +33,9 @@ exact) is answered by DuckDB.
 A binned GROUP BY column of a cube column (:mod:`sdckit.query.derived`) is answered too: a CASE
 bin's code per cube row from its conditions (the same three-valued logic), a step bin's per
 distinct value by :func:`~sdckit.query.derivedsql.step_codes` (the generated SQL's double
-arithmetic in the same order). Derived values are never summed here (they need each row).
+arithmetic in the same order). Derived values are never summed here (they need each row):
+:mod:`sdckit.query.derivedcube` sums them, and bins other columns, from structures over this
+cube's keys built on first use.
 
 Nothing here runs SQL built from the analyst's query: the cube is built from the
 configuration's names only, and the analyst's values are compared with numpy.

@@ -17,7 +17,9 @@ Then the dp relation's fast paths are built (:mod:`sdckit.query.cube`, :mod:`sdc
 for a table of several rows per person its cube with the stored rank, for a smaller ``k'``):
 :meth:`Database.fast_cells` answers the COUNT/SUM/AVG queries they cover without a scan
 (:meth:`Database.fast_bounds` the ``BOUNDS`` ones, :mod:`sdckit.query.boundscube`; a private
-join's from its joined relation's cube, built on its first query, :mod:`sdckit.query.joincube`).
+join's from its joined relation's cube, built on its first query, :mod:`sdckit.query.joincube`);
+derived values and bins of many-valued columns from structures over the cube's keys built on
+first use (:mod:`sdckit.query.derivedcube`).
 
 Checks when loading (each a :class:`~sdckit.core.errors.DataError` naming the table and column,
 never a value): declared columns exist, bounded columns are numeric, the privacy unit has no
@@ -37,13 +39,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from sdckit.core.duckdb_session import connect, quote_identifier, relation
-from sdckit.core.errors import DataError
+from sdckit.core.errors import DataError, ParameterError
 from sdckit.query.config import IDENTIFIER, ServiceConfig, TableConfig
 from sdckit.query import ranges
 from sdckit.query.boundscube import BoundsCube
 from sdckit.query.cube import MAX_CELLS, Cube, summable_columns, with_rank
 from sdckit.query.cube_moments import Moments
 from sdckit.query.cpuslots import CpuSlots
+from sdckit.query.derivedcube import DerivedCubes, prebuild
 from sdckit.query.grid import Histogram
 from sdckit.query.joincube import private_join_cube
 from sdckit.query.joins import load_public, public_sql, query_table
@@ -119,6 +122,9 @@ class Database:
         #: each cube's squared-deviation sums, quantile histograms and distinct values (sdckit.query.cube_moments)
         self.moments: dict[str, Moments] = {name: Moments.build(self._con, cube, self.unique_units[name])
                                             for name, cube in self.cubes.items() if cube is not None}
+        #: each cube's derived values and bins of other columns, built on first use (sdckit.query.derivedcube)
+        self.derived: dict[str, DerivedCubes] = {name: DerivedCubes(self._con, cube, cpu=self.cpu)
+                                                 for name, cube in self.cubes.items() if cube is not None}
         #: each cube's per-row magnitude bin counts of the bounded columns, for BOUNDS (sdckit.query.boundscube)
         self.magnitudes: dict[str, BoundsCube] = {name: BoundsCube.build(self._con, cube)
                                                   for name, cube in self.cubes.items() if cube is not None}
@@ -130,6 +136,11 @@ class Database:
             cube = self.cubes[name]
             summable = list(cube.sums) if cube is not None else summable_columns(self._con, t, self.grids[name])
             self.ranges[name] = ranges.build(self._con, t, set(cube.keys) if cube is not None else set(), summable)
+        try:
+            prebuild(self.derived, self.config)  # ([service] prebuild: built now, not on first use)
+        except ParameterError:
+            self.close()
+            raise
 
     def keeps_every_row(self, table: str, rows: int | None = None, groups: Any = None) -> bool:
         """Whether a dp query's contribution bounds keep every row of ``table``'s dp relation,
@@ -165,6 +176,10 @@ class Database:
         moments = self.moments.get(query.table)
         if moments is not None and moments.covers(query):
             return moments.cells(query, n_cells)
+        derived = self.derived.get(query.table)  # a derived value, a bin of another column
+        found = derived.cells(query, n_cells) if derived is not None else None
+        if found is not None:
+            return found
         for index in self.ranges.get(query.table, {}).values():
             if index.covers(query):
                 return index.cells(query)
