@@ -15,7 +15,8 @@ For each table two relations are made (names in :mod:`sdckit.query.generate`):
 
 Then the dp relation's fast paths are built (:mod:`sdckit.query.cube`, :mod:`sdckit.query.ranges`):
 :meth:`Database.fast_cells` answers the COUNT/SUM/AVG queries they cover without a scan
-(:meth:`Database.fast_bounds` the ``BOUNDS`` ones, :mod:`sdckit.query.boundscube`).
+(:meth:`Database.fast_bounds` the ``BOUNDS`` ones, :mod:`sdckit.query.boundscube`; under
+per-group bounds the row store of a multi-row table, :mod:`sdckit.query.rowstore`).
 
 Checks when loading (each a :class:`~sdckit.core.errors.DataError` naming the table and column,
 never a value): declared columns exist, bounded columns are numeric, the privacy unit has no
@@ -44,6 +45,7 @@ from sdckit.query.cube_moments import Moments
 from sdckit.query.grid import Histogram
 from sdckit.query.joins import load_public, public_sql, query_table
 from sdckit.query.relnames import NUMERIC_TYPES
+from sdckit.query.rowstore import RowStore
 from sdckit.query.generate import (RANK, ROW, clamp_column, code_column, is_text_domain, midpoint_sensitivity,
                                    quantile_columns, relation_name, rows_per_unit, square_cap)
 from sdckit.query.squares import ColumnGrid, column_grids, grid_bits
@@ -107,6 +109,10 @@ class Database:
         #: each cube's per-row magnitude bin counts of the bounded columns, for BOUNDS (sdckit.query.boundscube)
         self.magnitudes: dict[str, BoundsCube] = {name: BoundsCube.build(self._con, cube)
                                                   for name, cube in self.cubes.items() if cube is not None}
+        #: each multi-row table's rows per person, for per-group bounds (sdckit.query.rowstore; None: too large)
+        self.row_stores: dict[str, RowStore | None] = {name: RowStore.build(self._con, cube)
+                                                       for name, cube in self.cubes.items()
+                                                       if cube is not None and not self.unique_units[name]}
         #: sorted values and prefix sums of each table's many-valued integer columns (sdckit.query.ranges)
         self.ranges: dict[str, dict[str, ranges.RangeIndex]] = {}
         for name, t in tables.items():
@@ -133,8 +139,12 @@ class Database:
         """True counts and clamped sums per cell of a dp query from the cube or a range index,
         without a scan (the same numbers as DuckDB's), or ``None`` when neither answers it. They
         hold the dp relation's rows: a query whose ``rows`` per person (fewer than the configured
-        bound) or per-group bounds ``groups`` would drop some is never answered here
-        (:meth:`keeps_every_row`; ``None``: the scan truncates)."""
+        bound) would drop some is never answered here (:meth:`keeps_every_row`; ``None``: the scan
+        truncates); one whose per-group bounds ``groups`` would, from the table's row store if it
+        covers the query (:mod:`sdckit.query.rowstore`: each person's rows, truncated per query)."""
+        if groups is not None and not self.keeps_every_row(query.table, rows, groups):  # per-group bounds
+            store = self.row_stores.get(query.table)
+            return store.cells(query, n_cells, groups) if store is not None and store.covers(query) else None
         if not self.keeps_every_row(query.table, rows, groups):
             return None
         if query.join is not None:  # a public join: the cube joined in numpy, if it covers the query
