@@ -133,7 +133,8 @@ def test_the_row_store_gives_the_sqls_true_answer(db, where, outputs, group_by, 
 
 @pytest.mark.parametrize("sql", [
     "SELECT FLOOR(age / 10) * 10 AS band, COUNT(*), SUM(income) FROM t WHERE region <> 'S' GROUP BY band",
-    "SELECT WIDTH_BUCKET(income, 0, 1000, 4) AS b, region, COUNT(*) FROM t WHERE age > 20 OR grp = 2 GROUP BY b, region",
+    "SELECT WIDTH_BUCKET(income, 0, 1000, 4) AS b, region, COUNT(*) FROM t WHERE age > 20 OR grp = 2 "
+    "GROUP BY b, region",
     "SELECT CASE WHEN age < 30 THEN 'young' WHEN age BETWEEN 30 AND 60 THEN 'mid' END AS a, AVG(income) FROM t "
     "GROUP BY a",
     "SELECT grp, CASE WHEN region = 'N' THEN 'n' ELSE 'other' END AS nn, COUNT(*) FROM t GROUP BY grp, nn"])

@@ -98,16 +98,16 @@ class RowStore(Result):
         listed = con.execute(f"SELECT {', '.join(f'{k} AS {group_alias(i)}' for i, k in enumerate(keys))} "
                              f"FROM {combos} ORDER BY {order}").fetchnumpy()
         to_cube = cube.parent_rows(listed).astype(np.int32)
-        numbered = f"(SELECT *, row_number() OVER (ORDER BY {order}) - 1 AS __sdc_combo FROM {combos})"
+        numbered = f"(SELECT *, CAST(row_number() OVER (ORDER BY {order}) - 1 AS INTEGER) AS __sdc_combo FROM {combos})"
         on = " AND ".join(f"d.{k} IS NOT DISTINCT FROM c.{k}" for k in keys)
         clamps = "".join(f", d.{_q(clamp_column(c))} AS s{i}" for i, c in enumerate(summed))
         rows = con.execute(f"SELECT c.__sdc_combo AS p, d.{_q(RANK)} AS k{clamps} FROM {relation} d "
                            f"JOIN {numbered} c ON {on} ORDER BY d.{_q(table.privacy_unit)}, d.{_q(ROW)}").fetchnumpy()
-        parent = to_cube[np.asarray(rows["p"], dtype=np.int64)]
-        rank = np.asarray(rows["k"], dtype=np.int16)
+        parent = to_cube[rows.pop("p")]  # (each column dropped once copied: a transient of one column)
+        rank = np.asarray(rows.pop("k"), dtype=np.int16)
         values = np.empty((len(summed), n), dtype=np.float64)
         for i in range(len(summed)):
-            values[i] = np.asarray(rows[f"s{i}"], dtype=np.float64)
+            values[i] = rows.pop(f"s{i}")
         return cls(cube, parent, rank, values, summed)
 
     def covers(self, query: Query) -> bool:
