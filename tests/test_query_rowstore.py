@@ -44,6 +44,7 @@ max_rows_per_unit = {K}
 income = [0, 1000]
 age = [0, 90]
 frac = [0, 1]
+half = [0, 15]
 [table.domains]
 region = {REGIONS}
 grp = [1, 2, 3]
@@ -52,7 +53,8 @@ grp = [1, 2, 3]
 
 def _frame(n: int = 120, seed: int = 5) -> pd.DataFrame:
     """Few persons with many rows each (beyond k = 6 too), missing ages, regions and groups,
-    regions X and Y and groups 0, 4, 5 outside the domains, incomes above the bound."""
+    regions X and Y and groups 0, 4, 5 outside the domains, incomes above the bound; ``half`` a
+    multiple of 1/2 (summed exactly, not a cube column: stored per row), ``frac`` any double."""
     rng = np.random.default_rng(seed)
     frame = pd.DataFrame({
         "pid": rng.integers(0, 12, n),
@@ -61,9 +63,13 @@ def _frame(n: int = 120, seed: int = 5) -> pd.DataFrame:
         "region": pd.array(rng.choice(REGIONS + ["X", "Y"], n), dtype="string"),
         "grp": pd.array(rng.integers(0, 6, n), dtype="Int64"),
         "frac": rng.random(n),
+        "half": rng.integers(0, 40, n) / 2,
     })
     for column in ("age", "region", "grp"):
         frame.loc[rng.random(n) < 0.1, column] = pd.NA
+    keys = ["age", "income", "region", "grp"]
+    frame.loc[1, keys] = frame.loc[0, keys]  # one cube row with two values of half: half stored per row
+    frame.loc[1, "half"] = (frame.loc[0, "half"] + 3) % 20
     return frame
 
 
@@ -119,7 +125,8 @@ _predicates = st.recursive(_leaves, lambda inner: st.one_of(
     st.builds(Or, st.lists(inner, min_size=2, max_size=3).map(tuple)),
     st.builds(Not, inner)), max_leaves=5)
 _outputs = st.lists(st.sampled_from([Output("count", None, "c"), Output("sum", "income", "s"),
-                                     Output("avg", "age", "a")]), min_size=1, max_size=3, unique=True)
+                                     Output("avg", "age", "a"), Output("sum", "half", "h")]),
+                    min_size=1, max_size=4, unique=True)
 _groups = st.sampled_from([("region",), ("grp",), ("region", "grp"), ("grp", "region")])
 
 
@@ -152,6 +159,7 @@ HAND = pd.DataFrame({
     "region": pd.array(["Y", "X", "N", "N", "N", pd.NA, pd.NA, "S"], dtype="string"),
     "grp": pd.array([4, 5, 1, 1, 1, 1, pd.NA, 2], dtype="Int64"),
     "frac": [0.5] * 8,
+    "half": [0.5] * 8,
 })
 
 
@@ -184,18 +192,22 @@ def test_what_the_row_store_does_not_cover_is_scanned(db, sql):
     assert db.fast_cells(query, 4, None, GroupBounds(1, 1, K)) is None
 
 
-def test_the_memory_bound(db):
-    """6 bytes per row and 8 more per summed column; beyond ``max_bytes`` no store (the scan)."""
+def test_the_memory_bound(db, tmp_path):
+    """6 bytes per row, 8 more per row for each summed column not constant on a cube row (else 8
+    per cube row); beyond ``max_bytes`` no store (the scan). Here income and age are cube columns
+    (one value per cube row), ``half`` is not (stored per row)."""
     store = db.row_stores["t"]
-    n = db.execute('SELECT COUNT(*) FROM "sdc_dp_t"').fetchone()[0]
-    assert store.summed == ("income", "age") and store.nbytes == n * (6 + 8 * 2)
-    assert store.to_dict() == {"table": "t", "rows": n, "summed": ["income", "age"], "bytes": store.nbytes}
+    n, size = db.execute('SELECT COUNT(*) FROM "sdc_dp_t"').fetchone()[0], db.cubes["t"].size
+    assert store.row_summed == ("half",) and store.cube_summed == ("income", "age")
+    assert store.nbytes == n * (6 + 8) + size * 8 * 2
+    assert store.to_dict() == {"table": "t", "rows": n, "row_summed": ["half"], "cube_summed": ["income", "age"],
+                               "bytes": store.nbytes}
     assert RowStore.build(db._con, db.cubes["t"], max_bytes=store.nbytes - 1) is None
     assert RowStore.build(db._con, db.cubes["t"], max_bytes=store.nbytes).nbytes == store.nbytes
 
 
 # ------------------------------------------------------------------ the service
-SQLS = ["SELECT region, COUNT(*), SUM(income) FROM t WHERE age > 30 GROUP BY region",
+SQLS = ["SELECT region, COUNT(*), SUM(income), SUM(half) FROM t WHERE age > 30 GROUP BY region",
         "SELECT grp, region, AVG(income) FROM t WHERE NOT (region = 'E') GROUP BY grp, region"]
 
 

@@ -15,8 +15,8 @@ import numpy as np
 
 @numba.njit(nogil=True, cache=False)
 def kept_cells(parent: np.ndarray, rank: np.ndarray, group: np.ndarray, cell: np.ndarray, per_unit: int,
-               groups: int, rows: int, values: np.ndarray, wanted: np.ndarray, n_cells: int
-               ) -> tuple[np.ndarray, np.ndarray]:
+               groups: int, rows: int, values: np.ndarray, wanted: np.ndarray, cube_values: np.ndarray,
+               cube_wanted: np.ndarray, n_cells: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Counts and sums per answer cell of the rows per-group bounds keep.
 
     Parameters
@@ -35,15 +35,18 @@ def kept_cells(parent: np.ndarray, rank: np.ndarray, group: np.ndarray, cell: np
         ``values[j, i]``: row ``i``'s clamped value of stored column ``j``; the sums are of the
         columns ``wanted`` (added in file order; the row store keeps only columns whose sums are
         exact in any order).
+    cube_values, cube_wanted : ndarray
+        The same per cube row (``cube_values[j, parent[i]]``: a column constant on a cube row).
     n_cells : int
         The answer's cells.
 
     Returns
     -------
-    counts : ndarray of int64, sums : ndarray of float64 (``len(wanted)`` x ``n_cells``)
+    counts : ndarray of int64, sums, cube_sums : ndarray of float64 (``len(wanted)``, ``len(cube_wanted)`` x ``n_cells``)
     """
     counts = np.zeros(n_cells, dtype=np.int64)
     sums = np.zeros((wanted.size, n_cells), dtype=np.float64)
+    cube_sums = np.zeros((cube_wanted.size, n_cells), dtype=np.float64)
     seen = np.empty(max(groups, 1), dtype=np.int64)  # her groups so far, in order of their first row
     used = np.empty(max(groups, 1), dtype=np.int64)  # the rows kept in each
     n_seen = 0
@@ -73,4 +76,6 @@ def kept_cells(parent: np.ndarray, rank: np.ndarray, group: np.ndarray, cell: np
             counts[c] += 1
             for w in range(wanted.size):
                 sums[w, c] += values[wanted[w], i]
-    return counts, sums
+            for w in range(cube_wanted.size):
+                cube_sums[w, c] += cube_values[cube_wanted[w], p]
+    return counts, sums, cube_sums

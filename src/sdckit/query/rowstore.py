@@ -13,7 +13,8 @@ in memory, its rows sorted by (privacy unit, file row), each as
   values it has, i.e. every cube column dictionary-coded at once by the combinations present;
 * its **rank** among its person's rows (``int16``, ``__sdc_rank``: 1 starts a person);
 * its **clamped value** of each column the cube sums (``float64``; the cube's exactness rule:
-  multiples of 2**-10 of bounded total magnitude, whose sums are exact in any order).
+  multiples of 2**-10 of bounded total magnitude, whose sums are exact in any order), unless
+  every row of a cube row has the same one (a cube column's, e.g.): then one per cube row.
 
 A query is answered in two steps. Per cube row (a few thousand, not per record): its WHERE with
 SQL's three-valued logic (:meth:`Cube.selected`), its SQL group (the GROUP BY values the
@@ -29,9 +30,11 @@ What it answers: a dp COUNT/SUM/AVG GROUP BY under per-group bounds, on one tabl
 its cube covers (:meth:`Cube.covers`: WHERE and GROUP BY columns, bins of them, summed columns of
 the cube). Anything else under per-group bounds is scanned as before.
 
-Memory: ``6 + 8 s`` bytes per dp row for ``s`` summed columns (14 for ``visits``: 3.5 MB at
-2.5e5 rows, 350 MB at 2.5e7), at most :data:`MAX_STORE_BYTES` per table; a table beyond it is
-not stored (its per-group queries scanned as before). Built by one sorted DuckDB read.
+Memory: 6 bytes per dp row, and 8 more per row for each summed column whose clamped value is not
+the same on all rows of a cube row (``visits``, whose summed ``cost`` is a cube column: 6 bytes,
+1.5 MB at 2.5e5 rows, 150 MB at 2.5e7), at most :data:`MAX_STORE_BYTES` per table; a table
+beyond it is not stored (its per-group queries scanned as before). Built at start-up by two
+DuckDB reads (the cube's key combinations; the rows sorted, with their combination's number).
 """
 
 from __future__ import annotations
@@ -66,18 +69,28 @@ class RowStore(Result):
     cube: Cube
     parent: np.ndarray = field(metadata={"dict": False})
     rank: np.ndarray = field(metadata={"dict": False})
+    #: per row, the clamped values of the summed columns ``row_summed`` (``len x rows``)
     values: np.ndarray = field(metadata={"dict": False})
-    summed: tuple[str, ...]
+    row_summed: tuple[str, ...]
+    #: per cube row, those of the summed columns ``cube_summed``, whose clamped value is the same
+    #: on every row of a cube row (a cube column's, e.g.): nothing stored per row
+    cube_values: np.ndarray = field(metadata={"dict": False})
+    cube_summed: tuple[str, ...]
+
+    @property
+    def summed(self) -> tuple[str, ...]:
+        """The summed columns the store answers (the cube's)."""
+        return self.row_summed + self.cube_summed
 
     @property
     def nbytes(self) -> int:
         """Bytes held (the cube's are the cube's)."""
-        return int(self.parent.nbytes + self.rank.nbytes + self.values.nbytes)
+        return int(self.parent.nbytes + self.rank.nbytes + self.values.nbytes + self.cube_values.nbytes)
 
     def to_dict(self) -> dict[str, Any]:
-        """The table's name, its rows, summed columns and bytes held."""
-        return plain({"table": self.cube.table.name, "rows": int(self.parent.size), "summed": list(self.summed),
-                      "bytes": self.nbytes})
+        """The table's name, its rows, summed columns (per row, per cube row) and bytes held."""
+        return plain({"table": self.cube.table.name, "rows": int(self.parent.size), "row_summed": list(self.row_summed),
+                      "cube_summed": list(self.cube_summed), "bytes": self.nbytes})
 
     @classmethod
     def build(cls, con: Any, cube: Cube, max_bytes: int = MAX_STORE_BYTES) -> RowStore | None:
@@ -87,28 +100,37 @@ class RowStore(Result):
         if table.privacy_unit is None or table.max_rows_per_unit > MAX_RANK:
             return None
         relation = _q(relation_name(table, "dp"))
-        summed = tuple(cube.sums)
-        n = int(con.execute(f"SELECT COUNT(*) FROM {relation}").fetchone()[0])
-        if n * (6 + 8 * len(summed)) > max_bytes:
-            return None
         keys = [_q(c) for c in cube.keys]
-        # the combinations of the cube's key values present, numbered in one total order (NULLs last)
+        clamps = [_q(clamp_column(c)) for c in cube.sums]
+        # the combinations of the cube's key values present, in one total order (NULLs last), with
+        # the range of each summed column's clamped values in each
         order = ", ".join(f"{k} NULLS LAST" for k in keys)
-        combos = f"(SELECT DISTINCT {', '.join(keys)} FROM {relation})"
-        listed = con.execute(f"SELECT {', '.join(f'{k} AS {group_alias(i)}' for i, k in enumerate(keys))} "
-                             f"FROM {combos} ORDER BY {order}").fetchnumpy()
+        spread = "".join(f", MIN({c}) AS lo{i}, MAX({c}) AS hi{i}" for i, c in enumerate(clamps))
+        listed = con.execute(f"SELECT {', '.join(f'{k} AS {group_alias(i)}' for i, k in enumerate(keys))}{spread}, "
+                             f"COUNT(*) AS n FROM {relation} GROUP BY ALL "
+                             f"ORDER BY {', '.join(f'{i + 1} NULLS LAST' for i in range(len(keys)))}").fetchnumpy()
         to_cube = cube.parent_rows(listed).astype(np.int32)
-        numbered = f"(SELECT *, CAST(row_number() OVER (ORDER BY {order}) - 1 AS INTEGER) AS __sdc_combo FROM {combos})"
+        constant = [np.array_equal(listed[f"lo{i}"], listed[f"hi{i}"]) for i in range(len(clamps))]
+        row_summed = tuple(c for c, same in zip(cube.sums, constant, strict=True) if not same)
+        n = int(np.sum(listed["n"]))
+        if n * (6 + 8 * len(row_summed)) + 8 * cube.size * (len(clamps) - len(row_summed)) > max_bytes:
+            return None
+        cube_values = np.zeros((len(clamps) - len(row_summed), cube.size), dtype=np.float64)
+        for j, i in enumerate(i for i, same in enumerate(constant) if same):
+            cube_values[j, to_cube] = listed[f"lo{i}"]
+        numbered = (f"(SELECT *, CAST(row_number() OVER (ORDER BY {order}) - 1 AS INTEGER) AS __sdc_combo "
+                    f"FROM (SELECT DISTINCT {', '.join(keys)} FROM {relation}))")
         on = " AND ".join(f"d.{k} IS NOT DISTINCT FROM c.{k}" for k in keys)
-        clamps = "".join(f", d.{_q(clamp_column(c))} AS s{i}" for i, c in enumerate(summed))
-        rows = con.execute(f"SELECT c.__sdc_combo AS p, d.{_q(RANK)} AS k{clamps} FROM {relation} d "
+        fetched = "".join(f", d.{_q(clamp_column(c))} AS s{i}" for i, c in enumerate(row_summed))
+        rows = con.execute(f"SELECT c.__sdc_combo AS p, d.{_q(RANK)} AS k{fetched} FROM {relation} d "
                            f"JOIN {numbered} c ON {on} ORDER BY d.{_q(table.privacy_unit)}, d.{_q(ROW)}").fetchnumpy()
         parent = to_cube[rows.pop("p")]  # (each column dropped once copied: a transient of one column)
         rank = np.asarray(rows.pop("k"), dtype=np.int16)
-        values = np.empty((len(summed), n), dtype=np.float64)
-        for i in range(len(summed)):
+        values = np.empty((len(row_summed), n), dtype=np.float64)
+        for i in range(len(row_summed)):
             values[i] = rows.pop(f"s{i}")
-        return cls(cube, parent, rank, values, summed)
+        return cls(cube, parent, rank, values, row_summed, cube_values,
+                   tuple(c for c, same in zip(cube.sums, constant, strict=True) if same))
 
     def covers(self, query: Query) -> bool:
         """Whether :meth:`cells` answers ``query`` (under per-group bounds) as the SQL does: one
@@ -126,10 +148,14 @@ class RowStore(Result):
         cell = cell_indices(dp_table(query, cube.table), query.group_by, codes, cube.size)
         group = np.where(cube.selected(query.where), group_ids(codes, cube.size), -1)
         columns = summed_columns(query)
-        wanted = np.array([self.summed.index(c) for c in columns], dtype=np.int64)
-        counts, sums = kept_cells(self.parent, self.rank, group, cell.astype(np.int64), int(bounds.per_unit),
-                                  int(bounds.groups), int(bounds.rows), self.values, wanted, int(n_cells))
-        return counts, {c: sums[i] for i, c in enumerate(columns)}
+        by_row = np.array([self.row_summed.index(c) for c in columns if c in self.row_summed], dtype=np.int64)
+        by_cube = np.array([self.cube_summed.index(c) for c in columns if c in self.cube_summed], dtype=np.int64)
+        counts, row_sums, cube_sums = kept_cells(
+            self.parent, self.rank, group, cell.astype(np.int64), int(bounds.per_unit), int(bounds.groups),
+            int(bounds.rows), self.values, by_row, self.cube_values, by_cube, int(n_cells))
+        found = dict(zip([c for c in columns if c in self.row_summed], row_sums, strict=True))
+        found.update(zip([c for c in columns if c in self.cube_summed], cube_sums, strict=True))
+        return counts, {c: found[c] for c in columns}
 
 
 def group_ids(codes: dict[str, np.ma.MaskedArray], size: int) -> np.ndarray:
