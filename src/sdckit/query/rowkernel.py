@@ -19,6 +19,11 @@ def kept_cells(parent: np.ndarray, rank: np.ndarray, group: np.ndarray, cell: np
                cube_wanted: np.ndarray, n_cells: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Counts and sums per answer cell of the rows per-group bounds keep.
 
+    The kept rows are counted per cube row in the pass (an integer each: no chain of dependent
+    float additions), then per cell; a column held per cube row is summed as that count times its
+    value (exact: the products and their sums stay multiples of 2**-10 below the cube's magnitude
+    bound, as the cube's own sums), a column held per row as its kept values in file order.
+
     Parameters
     ----------
     parent, rank : ndarray
@@ -33,8 +38,7 @@ def kept_cells(parent: np.ndarray, rank: np.ndarray, group: np.ndarray, cell: np
         most ``r`` per group (her first ones) in her first ``g`` groups (by their first row).
     values, wanted : ndarray
         ``values[j, i]``: row ``i``'s clamped value of stored column ``j``; the sums are of the
-        columns ``wanted`` (added in file order; the row store keeps only columns whose sums are
-        exact in any order).
+        columns ``wanted`` (the row store keeps only columns whose sums are exact in any order).
     cube_values, cube_wanted : ndarray
         The same per cube row (``cube_values[j, parent[i]]``: a column constant on a cube row).
     n_cells : int
@@ -44,9 +48,8 @@ def kept_cells(parent: np.ndarray, rank: np.ndarray, group: np.ndarray, cell: np
     -------
     counts : ndarray of int64, sums, cube_sums : ndarray of float64 (``len(wanted)``, ``len(cube_wanted)`` x ``n_cells``)
     """
-    counts = np.zeros(n_cells, dtype=np.int64)
+    kept = np.zeros(group.size, dtype=np.int64)  # per cube row
     sums = np.zeros((wanted.size, n_cells), dtype=np.float64)
-    cube_sums = np.zeros((cube_wanted.size, n_cells), dtype=np.float64)
     seen = np.empty(max(groups, 1), dtype=np.int64)  # her groups so far, in order of their first row
     used = np.empty(max(groups, 1), dtype=np.int64)  # the rows kept in each
     n_seen = 0
@@ -71,11 +74,18 @@ def kept_cells(parent: np.ndarray, rank: np.ndarray, group: np.ndarray, cell: np
         if used[j] >= rows:
             continue
         used[j] += 1
+        kept[p] += 1
+        if wanted.size:
+            c = cell[p]
+            if c >= 0:
+                for w in range(wanted.size):
+                    sums[w, c] += values[wanted[w], i]
+    counts = np.zeros(n_cells, dtype=np.int64)
+    cube_sums = np.zeros((cube_wanted.size, n_cells), dtype=np.float64)
+    for p in range(group.size):
         c = cell[p]
-        if c >= 0:
-            counts[c] += 1
-            for w in range(wanted.size):
-                sums[w, c] += values[wanted[w], i]
+        if c >= 0 and kept[p]:
+            counts[c] += kept[p]
             for w in range(cube_wanted.size):
-                cube_sums[w, c] += cube_values[cube_wanted[w], p]
+                cube_sums[w, c] += kept[p] * cube_values[cube_wanted[w], p]
     return counts, sums, cube_sums
