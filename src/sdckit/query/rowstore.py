@@ -22,7 +22,8 @@ generated SQL groups by, :meth:`Cube.group_codes`: a missing one a group too, al
 text domain one group, as the code column) and its answer cell
 (:func:`~sdckit.query.generate.cell_indices`), exactly as the cube answers a query. Then one pass
 over the stored rows (:func:`sdckit.query.rowkernel.kept_cells`, compiled, without the GIL)
-applies the rules to each person's rows in file order and adds up the kept rows per cell. The
+applies the rules to each person's rows in file order and adds up the kept rows per cell (about 3
+ns per row: 0.8 ms for the 2.5e5 rows of ``visits`` at 1e6, 7 ms for its 2.5e6 at 1e7). The
 same rows as the SQL, hence the same counts and, by the exactness rule, the same sums
 (tests compare both with a brute-force oracle of the rules on random data and predicates).
 
