@@ -130,7 +130,7 @@ _outputs = st.lists(st.sampled_from([Output("count", None, "c"), Output("sum", "
 _groups = st.sampled_from([("region",), ("grp",), ("region", "grp"), ("grp", "region")])
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(where=st.one_of(st.none(), _predicates), outputs=_outputs, group_by=_groups,
        g=st.integers(1, K), r=st.integers(1, K), rows=st.one_of(st.none(), st.integers(1, K)))
 def test_the_row_store_gives_the_sqls_true_answer(db, where, outputs, group_by, g, r, rows):
