@@ -189,6 +189,6 @@ def fast_paths_only(service) -> None:
 
 def scans_only(service) -> None:
     """Drop every structure built at start-up, so that ``service`` answers by scanning."""
-    for paths in (service.db.cubes, service.db.moments, service.db.ranges, service.db.magnitudes, service.db.ranked,
-                  service.db.private_joins, service.db.derived):
+    db = service.db
+    for paths in (db.cubes, db.moments, db.ranges, db.magnitudes, db.ranked, db.private_joins, db.derived, db.row_stores):
         paths.clear()

@@ -8,7 +8,8 @@ missing group values, rows beyond ``max_rows_per_unit``) against brute-force ora
   table's first ``k'``), then its first ``t`` rows per join-key value in file order, then the merge.
 
 They guard the rewrites of that SQL for speed (the windows replaced where a rank suffices): each
-passes before and after.
+passes before and after. The per-group oracle also checks the row store (``sdckit.query.rowstore``),
+which answers those queries without SQL.
 """
 
 from __future__ import annotations
@@ -78,19 +79,27 @@ def _cells(frame: pd.DataFrame, by: str) -> tuple[list[int], list[float]]:
             grouped["v"].sum().reindex(GROUPS, fill_value=0).astype(float).tolist())
 
 
-def _answer(service: Service, sql: str, rows: int | None, groups: GroupBounds | None = None):
+def _answer(service: Service, sql: str, rows: int | None, groups: GroupBounds | None = None, stored: bool = False):
+    """The true counts and sums of the truncating SQL, or (``stored``) of the row store
+    (``sdckit.query.rowstore``, which must answer)."""
     query = parse(sql, service.config)
     table = query_table(query, service.config)
     plan = noisy.plan(query, table, Fraction(1), rows, groups)
-    counts, sums = noisy.exact_cells(plan, table, service.db.aggregate(
-        aggregate_sql(query, table, "dp", rows=rows, groups=groups)))
+    if stored:
+        found = service.db.fast_cells(query, len(plan.cells), rows, groups)
+        assert found is not None, sql
+        counts, sums = found
+    else:
+        counts, sums = noisy.exact_cells(plan, table, service.db.aggregate(
+            aggregate_sql(query, table, "dp", rows=rows, groups=groups)))
     return np.asarray(counts).tolist(), np.asarray(next(iter(sums.values()))).astype(float).tolist()
 
 
 @pytest.mark.parametrize("draw", range(DRAWS))
 @pytest.mark.parametrize("name, most", [("l", K), ("wide", WIDE)])
 def test_per_group_bounds_keep_the_documented_rows(services, draw, name, most):
-    """Both SQL forms: rank masks (k <= 62) and windows (above)."""
+    """Both SQL forms: rank masks (k <= 62) and windows (above); and the row store (each
+    person's rows in memory, sdckit.query.rowstore), which answers these without a scan."""
     service, left, _ = services[draw]
     for per_unit in (None, 2, K):
         for g, r in ((1, 1), (1, 2), (2, 1), (2, 2), (K, 1), (1, K)):
@@ -103,9 +112,10 @@ def test_per_group_bounds_keep_the_documented_rows(services, draw, name, most):
                 f = f[f.groupby(["pid", "g"], dropna=False).cumcount() < r]
                 first = f.groupby(["pid", "g"], dropna=False)["row"].transform("min")
                 f = f[first.groupby(f["pid"]).rank(method="dense") <= g]
-                got = _answer(service, f"SELECT g, COUNT(*), SUM(v) FROM {name}{where} GROUP BY g", per_unit,
-                              GroupBounds(g, r, k))
-                assert got == _cells(f, "g"), (per_unit, g, r, low)
+                sql = f"SELECT g, COUNT(*), SUM(v) FROM {name}{where} GROUP BY g"
+                for stored in (False, True):
+                    got = _answer(service, sql, per_unit, GroupBounds(g, r, k), stored)
+                    assert got == _cells(f, "g"), (per_unit, g, r, low, stored)
 
 
 @pytest.mark.parametrize("draw", range(DRAWS))

@@ -301,28 +301,34 @@ class Cube(Result):
         true, GROUP BY values inside the declared domains) and the answer cell they fall in."""
         selected = self.selected(query.where)
         if query.group_by:
-            codes = {}
-            for i, column in enumerate(query.group_by):
-                binned = find(query, column, "bin")
-                key = self.keys[column if binned is None else binned.column]
-                missing = key.index < 0
-                if binned is not None and binned.tree[0] == "case":  # the first arm whose condition is true
-                    raw, missing = self._case_codes(binned)
-                elif binned is not None:  # the generated SQL's codes, per distinct value (sdckit.query.derivedsql)
-                    per_value = step_codes(binned, key.values)
-                    raw = per_value[np.where(missing, 0, key.index)] if key.values.size else np.zeros(self.size, np.int64)
-                elif is_text_domain(self.table, column):
-                    position = {v: j for j, v in enumerate(self.table.domains[column])}
-                    per_value = np.array([position.get(v, -1) for v in key.values], dtype=np.int64)
-                    raw = per_value[np.where(missing, 0, key.index)] if key.values.size else np.zeros(self.size, np.int64)
-                else:
-                    raw = (key.values[np.where(missing, 0, key.index)] if key.values.size
-                           else np.zeros(self.size, np.int64)).astype(float)
-                codes[group_alias(i)] = np.ma.masked_array(raw, mask=missing)
-            cell = cell_indices(dp_table(query, self.table), query.group_by, codes, self.size)
+            cell = cell_indices(dp_table(query, self.table), query.group_by, self.group_codes(query), self.size)
         else:
             cell = np.zeros(self.size, dtype=np.int64)
         return selected & (cell >= 0), cell
+
+    def group_codes(self, query: Query) -> dict[str, np.ma.MaskedArray]:
+        """The generated SQL's group value per cube row of each GROUP BY column (``g0, g1, ..``:
+        a text domain's code, -1 outside it; a bin's code; an integer column's value), masked
+        where SQL's is missing: two cube rows are in the same SQL group iff all are equal."""
+        codes = {}
+        for i, column in enumerate(query.group_by):
+            binned = find(query, column, "bin")
+            key = self.keys[column if binned is None else binned.column]
+            missing = key.index < 0
+            if binned is not None and binned.tree[0] == "case":  # the first arm whose condition is true
+                raw, missing = self._case_codes(binned)
+            elif binned is not None:  # the generated SQL's codes, per distinct value (sdckit.query.derivedsql)
+                per_value = step_codes(binned, key.values)
+                raw = per_value[np.where(missing, 0, key.index)] if key.values.size else np.zeros(self.size, np.int64)
+            elif is_text_domain(self.table, column):
+                position = {v: j for j, v in enumerate(self.table.domains[column])}
+                per_value = np.array([position.get(v, -1) for v in key.values], dtype=np.int64)
+                raw = per_value[np.where(missing, 0, key.index)] if key.values.size else np.zeros(self.size, np.int64)
+            else:
+                raw = (key.values[np.where(missing, 0, key.index)] if key.values.size
+                       else np.zeros(self.size, np.int64)).astype(float)
+            codes[group_alias(i)] = np.ma.masked_array(raw, mask=missing)
+        return codes
 
     def _case_codes(self, binned: Any) -> tuple[np.ndarray, np.ndarray]:
         """(code, missing) per cube row of a CASE bin, as SQL: the first WHEN that is true (an

@@ -17,7 +17,8 @@ Then the dp relation's fast paths are built (:mod:`sdckit.query.cube`, :mod:`sdc
 for a table of several rows per person its cube with the stored rank, for a smaller ``k'``):
 :meth:`Database.fast_cells` answers the COUNT/SUM/AVG queries they cover without a scan
 (:meth:`Database.fast_bounds` the ``BOUNDS`` ones, :mod:`sdckit.query.boundscube`; a private
-join's from its joined relation's cube, built on its first query, :mod:`sdckit.query.joincube`);
+join's from its joined relation's cube, built on its first query, :mod:`sdckit.query.joincube`;
+under per-group bounds the row store of a multi-row table, :mod:`sdckit.query.rowstore`);
 derived values and bins of many-valued columns from structures over the cube's keys built on
 first use (:mod:`sdckit.query.derivedcube`).
 
@@ -51,6 +52,7 @@ from sdckit.query.grid import Histogram
 from sdckit.query.joincube import private_join_cube
 from sdckit.query.joins import load_public, public_sql, query_table
 from sdckit.query.relnames import NUMERIC_TYPES
+from sdckit.query.rowstore import RowStore
 from sdckit.query.generate import (RANK, ROW, clamp_column, code_column, is_text_domain, midpoint_sensitivity,
                                    quantile_columns, relation_name, rows_per_unit, square_cap)
 from sdckit.query.squares import ColumnGrid, column_grids, grid_bits
@@ -128,6 +130,10 @@ class Database:
         #: each cube's per-row magnitude bin counts of the bounded columns, for BOUNDS (sdckit.query.boundscube)
         self.magnitudes: dict[str, BoundsCube] = {name: BoundsCube.build(self._con, cube)
                                                   for name, cube in self.cubes.items() if cube is not None}
+        #: each multi-row table's rows per person, for per-group bounds (sdckit.query.rowstore; None: too large)
+        self.row_stores: dict[str, RowStore | None] = {name: RowStore.build(self._con, cube)
+                                                       for name, cube in self.cubes.items()
+                                                       if cube is not None and not self.unique_units[name]}
         #: sorted values and prefix sums of each table's many-valued integer columns (sdckit.query.ranges)
         self.ranges: dict[str, dict[str, ranges.RangeIndex]] = {}
         for name, t in tables.items():
@@ -159,10 +165,15 @@ class Database:
         """True counts and clamped sums per cell of a dp query from the cube or a range index,
         without a scan (the same numbers as DuckDB's), or ``None`` when neither answers it. They
         hold the dp relation's rows: a query whose per-group bounds ``groups`` would drop some is
-        never answered here (:meth:`keeps_every_row`; ``None``: the scan truncates), nor a join
-        asking fewer ``rows`` per person; a one-table query asking fewer is answered from the
-        cube with the stored rank (:meth:`~sdckit.query.cube.Cube.ranked`: the rows of rank
-        ``<= rows``, as the scan keeps them), if it covers the query."""
+        answered from the table's row store if it covers the query (:mod:`sdckit.query.rowstore`:
+        each person's rows, truncated per query as the scan does), else never here
+        (:meth:`keeps_every_row`; ``None``: the scan truncates); nor is a join asking fewer ``rows``
+        per person; a one-table query asking fewer is answered from the cube with the stored rank
+        (:meth:`~sdckit.query.cube.Cube.ranked`: the rows of rank ``<= rows``, as the scan keeps
+        them), if it covers the query."""
+        if groups is not None and not self.keeps_every_row(query.table, rows, groups):  # per-group bounds
+            store = self.row_stores.get(query.table)
+            return store.cells(query, n_cells, groups) if store is not None and store.covers(query) else None
         if not self.keeps_every_row(query.table, rows, groups):
             ranked = self.ranked.get(query.table) if groups is None and query.join is None else None
             return ranked.cells(with_rank(query, rows), n_cells) if ranked is not None and ranked.covers(query) else None

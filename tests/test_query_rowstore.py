@@ -1,0 +1,234 @@
+"""The row store (sdckit.query.rowstore, issue 32): per-group bounds answered from each person's
+rows in memory, without a scan. The same true answers as the truncating SQL on random data,
+predicates, GROUP BY columns, bins and bounds ``g, r, k'`` (hypothesis; the SQL itself is checked
+against a brute-force oracle of the rules in test_query_truncation_oracle.py); hand-worked groups
+of missing values and of values outside the domains; what it declines (scanned as before) and its
+memory bound; the service's answers bit-identical with and without it under a fixed seed.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from query_helpers import SEED, fast_paths_only, scans_only
+from sdckit.query import noisy
+from sdckit.query.config import load_config
+from sdckit.query.data import Database
+from sdckit.query.derived import dp_table
+from sdckit.query.generate import aggregate_sql
+from sdckit.query.groupbounds import GroupBounds
+from sdckit.query.rowstore import RowStore
+from sdckit.query.service import Service
+from sdckit.query.sql import And, Between, Compare, InList, Not, Or, Output, Query, parse
+from sdckit.query.state import State
+
+K = 6
+REGIONS = ["N", "S", "E", "W"]
+CONFIG = f"""[service]
+state = "state.db"
+cache = false
+{{seed}}
+[[table]]
+name = "t"
+path = "t.csv"
+privacy_unit = "pid"
+max_rows_per_unit = {K}
+[table.bounds]
+income = [0, 1000]
+age = [0, 90]
+frac = [0, 1]
+half = [0, 15]
+[table.domains]
+region = {REGIONS}
+grp = [1, 2, 3]
+"""
+
+
+def _frame(n: int = 120, seed: int = 5) -> pd.DataFrame:
+    """Few persons with many rows each (beyond k = 6 too), missing ages, regions and groups,
+    regions X and Y and groups 0, 4, 5 outside the domains, incomes above the bound; ``half`` a
+    multiple of 1/2 (summed exactly, not a cube column: stored per row), ``frac`` any double."""
+    rng = np.random.default_rng(seed)
+    frame = pd.DataFrame({
+        "pid": rng.integers(0, 12, n),
+        "age": pd.array(rng.integers(-3, 100, n), dtype="Int64"),
+        "income": rng.integers(0, 1500, n),
+        "region": pd.array(rng.choice(REGIONS + ["X", "Y"], n), dtype="string"),
+        "grp": pd.array(rng.integers(0, 6, n), dtype="Int64"),
+        "frac": rng.random(n),
+        "half": rng.integers(0, 40, n) / 2,
+    })
+    for column in ("age", "region", "grp"):
+        frame.loc[rng.random(n) < 0.1, column] = pd.NA
+    keys = ["age", "income", "region", "grp"]
+    frame.loc[1, keys] = frame.loc[0, keys]  # one cube row with two values of half: half stored per row
+    frame.loc[1, "half"] = (frame.loc[0, "half"] + 3) % 20
+    return frame
+
+
+def _database(folder: Path, frame: pd.DataFrame | None = None, seed: bool = False) -> Path:
+    (_frame() if frame is None else frame).to_csv(folder / "t.csv", index=False)
+    path = folder / "service.toml"
+    path.write_text(CONFIG.format(seed=f'seed = "{SEED}"' if seed else ""), encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory):
+    database = Database(load_config(_database(tmp_path_factory.mktemp("rowstore"))))
+    yield database
+    database.close()
+
+
+def _both(db: Database, query: Query, rows: int | None, bounds: GroupBounds):
+    """(row store, truncating SQL): true counts and clamped sums per cell."""
+    table = dp_table(query, db.config.tables[query.table])
+    plan = noisy.plan(query, table, Fraction(1), rows, bounds)
+    stored = db.fast_cells(query, len(plan.cells), rows, bounds)
+    assert stored is not None, query
+    scanned = noisy.exact_cells(plan, table, db.aggregate(aggregate_sql(query, table, "dp", rows=rows, groups=bounds)))
+    return stored, scanned
+
+
+def _same(a, b) -> None:
+    assert a[0].dtype == np.int64 and np.array_equal(a[0], np.asarray(b[0]))
+    assert list(a[1]) == list(b[1])
+    for column in a[1]:
+        assert a[1][column].dtype == np.float64
+        assert np.array_equal(a[1][column], np.asarray(b[1][column], dtype=float))  # exact, not approximately
+
+
+# ------------------------------------------------------------------ random predicates and bounds
+_numbers = st.one_of(st.integers(-5, 105), st.floats(-5, 105, allow_nan=False).map(lambda x: round(x, 1)))
+_texts = st.sampled_from(REGIONS + ["X", "Y", "Z", ""])
+_ops = st.sampled_from(["=", "<>", "<", "<=", ">", ">="])
+
+
+def _leaf(column: str, values) -> st.SearchStrategy:
+    return st.one_of(
+        st.builds(Compare, st.just(column), _ops, values),
+        st.builds(InList, st.just(column), st.lists(values, min_size=1, max_size=4).map(tuple), st.booleans()),
+        st.builds(Between, st.just(column), values, values, st.booleans()))
+
+
+_leaves = st.one_of(_leaf("age", _numbers), _leaf("grp", st.integers(-1, 6)), _leaf("region", _texts),
+                    _leaf("income", st.integers(-10, 1600)))
+_predicates = st.recursive(_leaves, lambda inner: st.one_of(
+    st.builds(And, st.lists(inner, min_size=2, max_size=3).map(tuple)),
+    st.builds(Or, st.lists(inner, min_size=2, max_size=3).map(tuple)),
+    st.builds(Not, inner)), max_leaves=5)
+_outputs = st.lists(st.sampled_from([Output("count", None, "c"), Output("sum", "income", "s"),
+                                     Output("avg", "age", "a"), Output("sum", "half", "h")]),
+                    min_size=1, max_size=4, unique=True)
+_groups = st.sampled_from([("region",), ("grp",), ("region", "grp"), ("grp", "region")])
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(where=st.one_of(st.none(), _predicates), outputs=_outputs, group_by=_groups,
+       g=st.integers(1, K), r=st.integers(1, K), rows=st.one_of(st.none(), st.integers(1, K)))
+def test_the_row_store_gives_the_sqls_true_answer(db, where, outputs, group_by, g, r, rows):
+    query = Query("t", tuple(Output("group", c, c) for c in group_by) + tuple(outputs), where, group_by)
+    _same(*_both(db, query, rows, GroupBounds(g, r, K if rows is None else rows)))
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT FLOOR(age / 10) * 10 AS band, COUNT(*), SUM(income) FROM t WHERE region <> 'S' GROUP BY band",
+    "SELECT WIDTH_BUCKET(income, 0, 1000, 4) AS b, region, COUNT(*) FROM t WHERE age > 20 OR grp = 2 "
+    "GROUP BY b, region",
+    "SELECT CASE WHEN age < 30 THEN 'young' WHEN age BETWEEN 30 AND 60 THEN 'mid' END AS a, AVG(income) FROM t "
+    "GROUP BY a",
+    "SELECT grp, CASE WHEN region = 'N' THEN 'n' ELSE 'other' END AS nn, COUNT(*) FROM t GROUP BY grp, nn"])
+def test_bins_are_grouped_as_the_sql_groups_them(db, sql):
+    query = parse(sql, db.config)
+    for g, r, rows in ((1, 1, None), (2, 1, None), (1, 2, 3), (3, 2, None), (K, K, 4)):
+        _same(*_both(db, query, rows, GroupBounds(g, r, K if rows is None else rows)))
+
+
+# ------------------------------------------------------------------ hand-worked groups
+HAND = pd.DataFrame({
+    "pid": [1, 1, 1, 2, 2, 3, 3, 3],
+    "age": [40] * 8,
+    "income": [100, 200, 300, 10, 20, 1, 2, 3],
+    "region": pd.array(["Y", "X", "N", "N", "N", pd.NA, pd.NA, "S"], dtype="string"),
+    "grp": pd.array([4, 5, 1, 1, 1, 1, pd.NA, 2], dtype="Int64"),
+    "frac": [0.5] * 8,
+    "half": [0.5] * 8,
+})
+
+
+def test_missing_values_and_values_outside_the_domains_form_groups_as_in_sql(tmp_path):
+    """At g = 2, r = 1. By region (a text domain: the code groups, -1 for X and Y alike): person 1
+    has groups {Y, X} and N: she keeps Y and N; person 2 keeps one N; person 3 has the missing group
+    (her first two rows) and S: she keeps one missing and S. N 2 (incomes 300 + 10), S 1 (3).
+    By grp (integers: each value its own group): person 1's first two groups are 4 and 5, her grp 1
+    row is dropped; person 2 keeps one 1; person 3 keeps 1 and the missing one, not 2: 1 has 2, 2 none."""
+    db = Database(load_config(_database(tmp_path, HAND)))
+    try:
+        for sql, counts, sums in (("SELECT region, COUNT(*), SUM(income) FROM t GROUP BY region", [2, 1, 0, 0],
+                                   [310, 3, 0, 0]),
+                                  ("SELECT grp, COUNT(*), SUM(income) FROM t GROUP BY grp", [2, 0, 0], [11, 0, 0])):
+            stored, scanned = _both(db, parse(sql, db.config), None, GroupBounds(2, 1, K))
+            _same(stored, scanned)
+            assert stored[0].tolist() == counts and stored[1]["income"].tolist() == sums, sql
+    finally:
+        db.close()
+
+
+# ------------------------------------------------------------------ what it declines; its memory
+@pytest.mark.parametrize("sql", [
+    "SELECT region, COUNT(*) FROM t WHERE frac > 0.5 GROUP BY region",  # a column not in the cube
+    "SELECT region, SUM(frac) FROM t GROUP BY region",  # a sum not exact in any order
+    "SELECT region, MEDIAN(income) FROM t GROUP BY region"])
+def test_what_the_row_store_does_not_cover_is_scanned(db, sql):
+    query = parse(sql, db.config)
+    assert not db.row_stores["t"].covers(query)
+    assert db.fast_cells(query, 4, None, GroupBounds(1, 1, K)) is None
+
+
+def test_the_memory_bound(db, tmp_path):
+    """6 bytes per row, 8 more per row for each summed column not constant on a cube row (else 8
+    per cube row); beyond ``max_bytes`` no store (the scan). Here income and age are cube columns
+    (one value per cube row), ``half`` is not (stored per row)."""
+    store = db.row_stores["t"]
+    n, size = db.execute('SELECT COUNT(*) FROM "sdc_dp_t"').fetchone()[0], db.cubes["t"].size
+    assert store.row_summed == ("half",) and store.cube_summed == ("income", "age")
+    assert store.nbytes == n * (6 + 8) + size * 8 * 2
+    assert store.to_dict() == {"table": "t", "rows": n, "row_summed": ["half"], "cube_summed": ["income", "age"],
+                               "bytes": store.nbytes}
+    assert RowStore.build(db._con, db.cubes["t"], max_bytes=store.nbytes - 1) is None
+    assert RowStore.build(db._con, db.cubes["t"], max_bytes=store.nbytes).nbytes == store.nbytes
+
+
+# ------------------------------------------------------------------ the service
+SQLS = ["SELECT region, COUNT(*), SUM(income), SUM(half) FROM t WHERE age > 30 GROUP BY region",
+        "SELECT grp, region, AVG(income) FROM t WHERE NOT (region = 'E') GROUP BY grp, region"]
+
+
+def _answers(folder: Path, fast: bool) -> list:
+    folder.mkdir()
+    config = _database(folder, seed=True)
+    state = State(folder / "state.db")
+    keys = {"pure": state.add_analyst("ann", "dp", "10"), "zcdp": state.add_analyst("zed", "dp", rho="10"),
+            "approx": state.add_analyst("eve", "dp", "10", "1/1000")}
+    losses = {"pure": {"epsilon": "1/3"}, "zcdp": {"rho": "1/10"}, "approx": {"epsilon": "1/3", "delta": "1/10000"}}
+    service = Service(config)
+    try:
+        fast_paths_only(service) if fast else scans_only(service)
+        return [service.query(keys[who], {"sql": sql, **losses[who], "max_groups_per_unit": g, "max_rows_per_group": r,
+                                          **({"max_rows_per_unit": 4} if g == 1 else {})})
+                for sql in SQLS for who in losses for g, r in ((1, 1), (2, 3))]
+    finally:
+        service.close()
+
+
+def test_answers_are_bit_identical_with_and_without_the_row_store_and_need_no_scan(tmp_path):
+    fast, scanned = _answers(tmp_path / "fast", True), _answers(tmp_path / "scan", False)
+    assert all(status == 200 for status, _ in fast), fast
+    assert fast == scanned
