@@ -134,6 +134,9 @@ class Database:
         self.row_stores: dict[str, RowStore | None] = {name: RowStore.build(self._con, cube)
                                                        for name, cube in self.cubes.items()
                                                        if cube is not None and not self.unique_units[name]}
+        for store in self.row_stores.values():
+            if store is not None:
+                store.compile()
         #: sorted values and prefix sums of each table's many-valued integer columns (sdckit.query.ranges)
         self.ranges: dict[str, dict[str, ranges.RangeIndex]] = {}
         for name, t in tables.items():

@@ -2,9 +2,9 @@
 :mod:`sdckit.query.rowstore` holds the rows, :mod:`sdckit.query.groupbounds` states the rules).
 
 Compiled by numba (``nogil``: the service's other threads run while it does; no on-disk cache,
-so a fresh clone or a read-only install compiles it in memory, once per process, at the first
-per-group query). Imported only by the row store's first answer: a service without per-group
-queries never loads numba.
+so a fresh clone or a read-only install compiles it in memory, once per process, when the service
+starts: :meth:`sdckit.query.rowstore.RowStore.compile`). Imported only where a row store is built:
+a service without a table of several rows per person never loads numba.
 """
 
 from __future__ import annotations

@@ -133,6 +133,16 @@ class RowStore(Result):
         return cls(cube, parent, rank, values, row_summed, cube_values,
                    tuple(c for c, same in zip(cube.sums, constant, strict=True) if same))
 
+    def compile(self) -> None:
+        """Compile the kernel now, for this store's array types (numba, about 3 s of one core,
+        holding Python's lock): at start-up, not in the first per-group query's answer."""
+        from sdckit.query.rowkernel import kept_cells
+
+        none = np.zeros(0, dtype=np.int64)
+        kept_cells(self.parent[:0], self.rank[:0], np.full(self.cube.size, -1, dtype=np.int64),
+                   np.zeros(self.cube.size, dtype=np.int64), 1, 1, 1, np.empty((self.values.shape[0], 0)),
+                   none, self.cube_values, none, 1)
+
     def covers(self, query: Query) -> bool:
         """Whether :meth:`cells` answers ``query`` (under per-group bounds) as the SQL does: one
         table, a GROUP BY, and the cube covers it (so every summed column is stored)."""
@@ -142,7 +152,7 @@ class RowStore(Result):
         """True counts and clamped sums per answer cell of the rows ``bounds`` keep (the
         product of the GROUP BY domains, first column slowest), as
         :func:`~sdckit.query.noisy.exact_cells` gives them from the truncating SQL's result."""
-        from sdckit.query.rowkernel import kept_cells  # numba: loaded by the first per-group query
+        from sdckit.query.rowkernel import kept_cells  # numba (compiled at start-up: :meth:`compile`)
 
         cube = self.cube
         codes = cube.group_codes(query)
