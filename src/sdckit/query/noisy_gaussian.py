@@ -51,6 +51,7 @@ that exact ``epsilon**2 / 2`` (Bun & Steinke 2016, Proposition 1.4).
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from dataclasses import dataclass, field
@@ -82,11 +83,17 @@ GRID_BITS = 20
 MAX_VARIANCE = 2**50
 
 
+@functools.lru_cache(maxsize=1024)
 def variance_for(steps: int, rho: Fraction, squared: int | None = None) -> tuple[int, int]:
     """Integers ``(t, c)`` with ``t c >= steps**2 / (2 rho)`` (``squared / (2 rho)`` when given: a
     squared L2 sensitivity that is not a square), ``t`` near the standard deviation (the sampler's
-    rounds), and ``t c`` equal to it when that is an integer with a divisor in ``[sqrt / 4, sqrt]``
-    (then the mechanism's rho is exactly ``rho``)."""
+    rounds), and ``t c`` equal to it when that is an integer with a divisor in ``(isqrt / 4, isqrt]``
+    (the largest such divisor is ``t``; then the mechanism's rho is exactly ``rho``).
+
+    Memoised (the same shares recur query after query; the arguments are exact integers and
+    Fractions, the answer a pure function of them) and the divisor found by
+    :func:`largest_divisor` (vectorised: at most ``0.75 sqrt(2**50)`` candidates, about 50 ms,
+    where a Python loop took seconds)."""
     target = Fraction(steps * steps if squared is None else squared) / (2 * rho)
     need = math.ceil(target)
     if need > MAX_VARIANCE:
@@ -94,10 +101,25 @@ def variance_for(steps: int, rho: Fraction, squared: int | None = None) -> tuple
                              "with a larger rho (or epsilon and delta).")
     root = max(1, math.isqrt(need))
     if target.denominator == 1:
-        for t in range(root, max(0, root // 4), -1):
-            if need % t == 0:
-                return t, need // t
+        t = largest_divisor(need, root // 4, root)
+        if t:
+            return t, need // t
     return root, -(-need // root)
+
+
+def largest_divisor(n: int, low: int, high: int) -> int:
+    """The largest divisor ``t`` of ``n`` with ``low < t <= high`` (0 if none), ``0 <= low``,
+    ``n <= 2**62``: the candidates from ``high`` downwards in numpy blocks (4,096 first, doubling
+    to 2**20), exact in int64."""
+    block = 4096
+    while high > low:
+        stop = max(low, high - block)
+        candidates = np.arange(high, stop, -1, dtype=np.int64)
+        hits = np.flatnonzero(np.remainder(n, candidates) == 0)
+        if hits.size:
+            return int(candidates[hits[0]])
+        high, block = stop, min(2 * block, 1 << 20)
+    return 0
 
 
 @dataclass(frozen=True)
