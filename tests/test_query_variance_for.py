@@ -92,3 +92,32 @@ def test_a_prime_target_near_the_largest_variance_is_fast():
     start = time.perf_counter()
     assert variance_for(1, rho) == (t, c)
     assert time.perf_counter() - start < 0.001
+
+
+def test_memoised_measurements_are_immutable_and_exact():
+    """:func:`gridded` is memoised: the same public parameters give the same (frozen) measurement,
+    whose rho is the exact ``steps**2 / (2 t c)`` and at most the share; the memoised midpoint
+    sensitivity and square cap are the exact values rounded outwards (checked by Fractions)."""
+    import dataclasses
+
+    import pytest
+
+    from sdckit.query.generate import midpoint_sensitivity, square_cap
+    from sdckit.query.noisy_gaussian import gridded
+    from sdckit.query.variance import square_sensitivity
+
+    rho = Fraction(1, 6)
+    m = gridded(200_000.0, rho, 1)
+    assert gridded(200_000.0, rho, 1) is m
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        m.t = 1  # type: ignore[misc]
+    assert m.rho == Fraction(m.steps**2, 2 * m.t * m.c) <= rho and m.t * m.c >= Fraction(m.steps**2) / (2 * rho)
+    for lo, hi, k in ((0.0, 200_000.0, 1), (-3.5, 0.1, 3), (0.1, 0.7, 2)):
+        mid, sens = midpoint_sensitivity(lo, hi, k)
+        exact = k * max(Fraction(hi) - Fraction(mid), Fraction(mid) - Fraction(lo))
+        assert Fraction(sens) >= exact and Fraction(math.nextafter(sens, 0.0)) < exact
+        cap = square_cap(lo, hi)
+        a = max(Fraction(hi) - Fraction(mid), Fraction(mid) - Fraction(lo))
+        assert Fraction(cap) <= a * a < Fraction(math.nextafter(cap, math.inf))
+        half = square_sensitivity(cap, k)
+        assert Fraction(half) >= k * Fraction(cap) / 2 > Fraction(math.nextafter(half, 0.0))

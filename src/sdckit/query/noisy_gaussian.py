@@ -135,7 +135,7 @@ class Measurement:
     #: The squared L2 sensitivity in steps when it is not ``steps**2`` (per-group bounds' counts).
     squared: int | None = None
 
-    @property
+    @functools.cached_property
     def rho(self) -> Fraction:
         return Fraction(self.steps * self.steps if self.squared is None else self.squared, 2 * self.t * self.c)
 
@@ -380,9 +380,11 @@ def plan(query: Query, table: TableConfig, definition: str, epsilon: Fraction | 
                         cells, not data_bounded, midpoints, data_bounded, square_caps, quantile_epsilons)
 
 
+@functools.lru_cache(maxsize=1024)
 def gridded(sens: float, rho: Fraction, extra: int) -> Measurement:
     """A SUM's measurement: L2 sensitivity ``sens`` on a dyadic grid about 2**-GRID_BITS of the
-    noise's sigma, ``ceil(sens / grid) + extra`` steps, variance for ``rho``."""
+    noise's sigma, ``ceil(sens / grid) + extra`` steps, variance for ``rho``. Memoised (a pure
+    function of public parameters; a :class:`Measurement` is immutable)."""
     sigma = max(sens, 1e-300) / math.sqrt(2.0 * float(rho))
     grid = float(dyadic_grid(np.asarray(sigma), GRID_BITS))
     steps = math.ceil(sens / grid) + extra
