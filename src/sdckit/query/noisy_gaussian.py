@@ -64,7 +64,7 @@ from sdckit.core.errors import ParameterError
 from sdckit.dp.accountant import exact_text
 from sdckit.dp.zcdp import rho_for
 from sdckit.dp.exact_samplers import discrete_gaussian
-from sdckit.dp.mechanisms import Geometric, add_on_grid, dyadic_grid, grid_scale, laplace_randomise
+from sdckit.dp.mechanisms import add_on_grid, geometric, dyadic_grid, grid_scale, laplace_randomise
 from sdckit.query.config import TableConfig
 from sdckit.query.generate import (contribution_bound, distinct_columns, midpoint_sensitivity, square_cap, squared_columns,
                                    summed_columns)
@@ -208,7 +208,7 @@ def draw(m: Measurement | LaplaceMeasurement, values: np.ndarray, integer: bool,
     n = len(values)
     if isinstance(m, LaplaceMeasurement):
         if integer:
-            return np.asarray(values, dtype=np.int64) + Geometric(epsilon=m.epsilon, sensitivity=int(m.sensitivity)).noise(n, rng)
+            return np.asarray(values, dtype=np.int64) + geometric(m.epsilon, int(m.sensitivity)).noise(n, rng)
         return laplace_randomise(np.asarray(values, dtype=float), m.sensitivity, m.epsilon, rng, noise_at_zero=True)
     if integer:
         return np.asarray(values, dtype=np.int64) + discrete_gaussian(n, m.t, m.c, rng)
