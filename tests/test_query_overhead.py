@@ -101,3 +101,17 @@ def test_memoised_selection_is_the_same_frozen_selection():
     assert s.scale == Fraction(geometric(0.25, 1).scale_numerator(), 2**20)
     with pytest.raises(dataclasses.FrozenInstanceError):
         s.tau = 1  # type: ignore[misc]
+
+
+def test_analyst_rows_read_the_same_exact_budget():
+    """The memoised Fraction of a stored text: the same exact values, the tables as a tuple."""
+    from sdckit.query.analysts import analyst_from_row
+
+    row = ("ana", "dp", "3", "1/1000000", "123/1000", '["census", "visits"]', "approx", "1/3000000", None, "0")
+    for _ in range(2):
+        a = analyst_from_row(row)
+        assert (a.epsilon_total, a.delta_total, a.epsilon_spent, a.delta_spent) == (
+            Fraction(3), Fraction(1, 10**6), Fraction(123, 1000), Fraction(1, 3 * 10**6))
+        assert a.rho_total is None and a.rho_spent == 0 and a.tables == ("census", "visits")
+        assert a.epsilon_remaining == Fraction(3) - Fraction(123, 1000)
+    assert analyst_from_row(("r", "restricted", None, None, "0", "*", "pure", "0", None, "0")).tables is None
