@@ -115,3 +115,17 @@ def test_analyst_rows_read_the_same_exact_budget():
         assert a.rho_total is None and a.rho_spent == 0 and a.tables == ("census", "visits")
         assert a.epsilon_remaining == Fraction(3) - Fraction(123, 1000)
     assert analyst_from_row(("r", "restricted", None, None, "0", "*", "pure", "0", None, "0")).tables is None
+
+
+def test_laplace_measurement_scale_is_computed_once_and_exact():
+    """An (epsilon, delta) plan's pure-epsilon measurement: its scale is the sampler's actual scale
+    (the geometric's numerator over 2**20 for a count; grid times steps for a sum), computed once."""
+    from sdckit.dp.mechanisms import grid_scale
+    from sdckit.query.noisy_gaussian import LaplaceMeasurement
+
+    count = LaplaceMeasurement(2.0, 0.25, True)
+    assert count.scale == geometric(0.25, 2).scale_numerator() / 2**20 and count.scale is count.scale
+    total = LaplaceMeasurement(100_000.0, 0.25, False)
+    grid, steps = grid_scale(np.asarray(100_000.0), 0.25)
+    assert total.scale == float(steps) * float(grid) >= 100_000.0 / 0.25
+    assert total.sigma == math.sqrt(2.0) * total.scale and "scale" in vars(total)

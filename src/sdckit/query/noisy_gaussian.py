@@ -162,9 +162,9 @@ class LaplaceMeasurement:
     epsilon: float
     integer: bool
 
-    @property
+    @functools.cached_property
     def scale(self) -> float:
-        """The noise's actual Laplace scale ``b`` (>= sensitivity / epsilon)."""
+        """The noise's actual Laplace scale ``b`` (>= sensitivity / epsilon), computed once."""
         if self.integer:
             return geometric_scale(self.epsilon, int(self.sensitivity))
         grid, steps = grid_scale(np.asarray(self.sensitivity, dtype=float), self.epsilon)
