@@ -49,6 +49,11 @@ def plain(value: Any) -> Any:
     >>> plain({"a": np.float64("nan"), 2: (np.int64(3), Fraction(1, 3))})
     {'a': None, '2': [3, '1/3']}
     """
+    kind = type(value)  # the common leaves first (exactly these types: a subclass takes the long way)
+    if kind is str or kind is int or kind is bool or value is None:
+        return value
+    if kind is float:
+        return value if math.isfinite(value) else None
     if isinstance(value, Result):
         return value.to_dict()
     value = _numpy_scalar(value)

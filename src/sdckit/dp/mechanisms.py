@@ -38,6 +38,7 @@ OpenDP ``make_laplace`` (discretize to ``2**k``, exact discrete Laplace, round t
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -329,7 +330,7 @@ class Geometric(Mechanism):
         """The scale actually sampled, as a numerator over ``SCALE_DENOMINATOR`` (2**20): the
         exact ``sensitivity / epsilon`` rounded up, so the noise is never smaller than epsilon
         requires (the query service states and reuses it)."""
-        return math.ceil(Fraction(self.sensitivity) * SCALE_DENOMINATOR / Fraction(self.epsilon))
+        return _scale_numerator(self.sensitivity, self.epsilon)
 
     @renamed_seed("rng")
     def noise(self, size: int, seed: RandomState = None) -> np.ndarray:
@@ -352,3 +353,17 @@ class Geometric(Mechanism):
     def radius(self, alpha: float) -> float:
         """Half-width of the alpha-confidence interval (continuous approximation)."""
         return confidence_radius(self.scale, alpha)
+
+
+@functools.lru_cache(maxsize=1024, typed=True)
+def _scale_numerator(sensitivity: int, epsilon: float) -> int:
+    """``ceil(sensitivity * SCALE_DENOMINATOR / epsilon)`` exactly (memoised: Fraction arithmetic)."""
+    return math.ceil(Fraction(sensitivity) * SCALE_DENOMINATOR / Fraction(epsilon))
+
+
+@functools.lru_cache(maxsize=1024, typed=True)
+def geometric(epsilon: float, sensitivity: int) -> Geometric:
+    """``Geometric(epsilon=epsilon, sensitivity=sensitivity)`` without accountant, memoised: the
+    query service builds the same few query after query, and a :class:`Geometric` is frozen (its
+    parameters validated once). ``typed``: ``1`` and ``1.0`` (or ``True``) are not shared."""
+    return Geometric(epsilon=epsilon, sensitivity=sensitivity)

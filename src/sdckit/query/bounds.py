@@ -41,7 +41,7 @@ import numpy as np
 from sdckit.core.errors import ParameterError
 from sdckit.core.result import Result, plain
 from sdckit.dp.accountant import exact_text, split_epsilon
-from sdckit.dp.mechanisms import SCALE_DENOMINATOR, Geometric
+from sdckit.dp.mechanisms import SCALE_DENOMINATOR, geometric
 from sdckit.query.config import TableConfig
 from sdckit.query.generate import BIN_ALIAS, COUNT_ALIAS, rows_per_unit
 from sdckit.query.quantiles import zcdp_epsilon
@@ -123,7 +123,7 @@ def plan(query: Query, table: TableConfig, definition: str, epsilon: Fraction | 
     else:
         eps, cost = split_epsilon(epsilon, 1), (epsilon, Fraction(0), Fraction(0))
     try:
-        numerator = Geometric(epsilon=eps, sensitivity=k).scale_numerator()  # refuses a scale too large to sample
+        numerator = geometric(eps, k).scale_numerator()  # refuses a scale too large to sample
     except ParameterError:
         raise ParameterError(f"epsilon {eps:.3g} is too small for BOUNDS with {k} row(s) per person: ask with a "
                              "larger epsilon.") from None
@@ -157,7 +157,7 @@ def answer(plan_: BoundsPlan, result: dict[str, np.ndarray], rng: np.random.Gene
     """The DP bounds: ``columns`` (``<label>_lower_bound``, ``<label>_upper_bound``), one row,
     ``mechanism``, ``noise_scale``, ``ci95`` (none), ``dp``."""
     counts = bin_counts(result)
-    noisy = counts + Geometric(epsilon=plan_.epsilon, sensitivity=plan_.k).noise(counts.size, rng)
+    noisy = counts + geometric(plan_.epsilon, plan_.k).noise(counts.size, rng)
     lower, upper = bounds_from_counts(noisy, plan_.threshold)
     scale = {"scale": plan_.scale_numerator / SCALE_DENOMINATOR, "epsilon": plan_.epsilon, "threshold": plan_.threshold}
     return {"columns": [f"{plan_.label}_lower_bound", f"{plan_.label}_upper_bound"], "rows": [[lower, upper]],

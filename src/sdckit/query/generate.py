@@ -25,6 +25,7 @@ columns are sdckit's aliases ``n``, ``s0``, ..., ``g0``, ...
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from fractions import Fraction
@@ -68,10 +69,11 @@ def distinct_alias(i: int) -> str:
     return f"d{i}"
 
 
+@functools.lru_cache(maxsize=1024)
 def midpoint_sensitivity(lo: float, hi: float, k: int) -> tuple[float, float]:
     """``(m, sensitivity)`` of the sum of deviations ``clamp(x) - m`` from the midpoint
     ``m = (lo + hi) / 2`` for ``k`` rows per person: ``k max(hi - m, m - lo)`` computed exactly
-    and rounded up to a double (``m`` is the double nearest the midpoint)."""
+    and rounded up to a double (``m`` is the double nearest the midpoint). Memoised."""
     m = lo / 2 + hi / 2  # no overflow; exact unless an operand is subnormal
     exact_sens = k * max(Fraction(hi) - Fraction(m), Fraction(m) - Fraction(lo))
     sens = float(exact_sens)
@@ -80,11 +82,12 @@ def midpoint_sensitivity(lo: float, hi: float, k: int) -> tuple[float, float]:
     return m, sens
 
 
+@functools.lru_cache(maxsize=1024)
 def square_cap(lo: float, hi: float) -> float:
     """The largest double ``cap <= a**2``, ``a = max(hi - m, m - lo)`` the largest deviation of a
     clamped value from the midpoint ``m`` (:func:`midpoint_sensitivity`): every squared deviation
     is taken as ``LEAST((clamp(x) - m)**2, cap)`` in ``[0, cap]`` (the ``LEAST`` only absorbs
-    rounding), and ``cap`` is the largest population variance a column in ``[lo, hi]`` can have."""
+    rounding), and ``cap`` is the largest population variance a column in ``[lo, hi]`` can have (memoised)."""
     m = midpoint_sensitivity(lo, hi, 1)[0]
     exact_a = max(Fraction(hi) - Fraction(m), Fraction(m) - Fraction(lo))
     cap = float(exact_a * exact_a)

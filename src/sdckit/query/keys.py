@@ -57,7 +57,7 @@ import numpy as np
 from sdckit.core.errors import ParameterError
 from sdckit.core.result import Result, plain
 from sdckit.dp.accountant import exact_text, split_epsilon
-from sdckit.dp.mechanisms import SCALE_DENOMINATOR, Geometric
+from sdckit.dp.mechanisms import SCALE_DENOMINATOR, geometric
 from sdckit.query import noisy_gaussian
 from sdckit.query.config import MAX_GROUPS, TableConfig
 from sdckit.query.generate import (COUNT_ALIAS, PERSONS_ALIAS, group_alias, is_text_domain, rows_per_unit, sum_alias,
@@ -119,10 +119,11 @@ class Selection(Result):
     tau: int
 
     @classmethod
+    @functools.lru_cache(maxsize=256)
     def make(cls, epsilon: float, delta: Fraction, k: int) -> Selection:
-        """The selection for an ``epsilon`` (a float) and ``delta`` share and ``k`` rows per person."""
-        geometric = Geometric(epsilon=epsilon, sensitivity=k)
-        scale = Fraction(geometric.scale_numerator(), SCALE_DENOMINATOR)
+        """The selection for an ``epsilon`` (a float) and ``delta`` share and ``k`` rows per person
+        (memoised: public numbers, the threshold's search; a :class:`Selection` is frozen)."""
+        scale = Fraction(geometric(epsilon, k).scale_numerator(), SCALE_DENOMINATOR)
         return cls(epsilon, delta, k, scale, threshold(scale, k, delta))
 
     def release_probability(self, persons: int) -> float:
@@ -132,8 +133,7 @@ class Selection(Result):
     def select(self, persons: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
         """``(released, noisy)``: a boolean mask of the keys whose noisy person count is at least
         ``tau``, and the noisy counts (kept internal: only the keys are released)."""
-        geometric = Geometric(epsilon=self.epsilon, sensitivity=self.k)
-        noisy = np.asarray(persons, dtype=np.int64) + geometric.noise(len(persons), rng)
+        noisy = np.asarray(persons, dtype=np.int64) + geometric(self.epsilon, self.k).noise(len(persons), rng)
         return noisy >= self.tau, noisy
 
     def text(self) -> str:

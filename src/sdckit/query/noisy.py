@@ -64,7 +64,7 @@ import numpy as np
 from sdckit.core.errors import ParameterError
 from sdckit.core.result import Result, plain
 from sdckit.dp.accountant import exact_text, split_epsilon
-from sdckit.dp.mechanisms import Geometric, grid_scale, laplace_randomise
+from sdckit.dp.mechanisms import geometric, grid_scale, laplace_randomise
 from sdckit.query.config import TableConfig
 from sdckit.query.generate import square_scaling  # (exact squares, issue 32)
 from sdckit.query.generate import (BIN_ALIAS, COUNT_ALIAS, cell_indices, contribution_bound, distinct_alias,
@@ -258,7 +258,7 @@ def plan(query: Query, table: TableConfig, epsilon: Fraction, rows: int | None =
 def geometric_scale(epsilon: float, k: int) -> float:
     """The actual scale of the exact geometric noise of a count of sensitivity ``k`` at ``epsilon``
     (``k / epsilon`` rounded up to a multiple of 2**-20)."""
-    return Geometric(epsilon=epsilon, sensitivity=k).scale_numerator() / 2**20
+    return geometric(epsilon, k).scale_numerator() / 2**20
 
 
 #: Output kinds that use the noisy COUNT(*).
@@ -420,8 +420,8 @@ def answer_cells(plan_: Plan, table: TableConfig, counts: np.ndarray, sums: dict
                               plan_.shares, plan_.k, quantile_bins(n), rng)
     noisy_count = None
     if plan_.count_scale is not None:
-        geometric = Geometric(epsilon=plan_.shares["count"], sensitivity=plan_.k)
-        noisy_count = counts + geometric.noise(n, rng)
+        count_noise = geometric(plan_.shares["count"], plan_.k)
+        noisy_count = counts + count_noise.noise(n, rng)
     measured = {c: deviation_sums(sums[c], counts, plan_.midpoints[c]) if c in plan_.midpoints else sums[c]
                 for c in plan_.sum_scales}
     noisy_sum = {c: laplace_randomise(measured[c], plan_.sensitivities[c], plan_.shares[c], rng, noise_at_zero=True)
@@ -429,7 +429,7 @@ def answer_cells(plan_: Plan, table: TableConfig, counts: np.ndarray, sums: dict
     other: dict[str, np.ndarray] = {}  # drawn after the others: the answers without them are unchanged
     for name in plan_.other_scales:
         if name.startswith("distinct:"):
-            other[name] = sums[name] + Geometric(epsilon=plan_.shares[name], sensitivity=plan_.k).noise(n, rng)
+            other[name] = sums[name] + geometric(plan_.shares[name], plan_.k).noise(n, rng)
         else:
             column = name.split(":", 1)[1]
             shifted = deviation_sums(sums[name], counts, plan_.square_caps[column] / 2)

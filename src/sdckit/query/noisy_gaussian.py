@@ -51,6 +51,7 @@ that exact ``epsilon**2 / 2`` (Bun & Steinke 2016, Proposition 1.4).
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from dataclasses import dataclass, field
@@ -63,7 +64,7 @@ from sdckit.core.errors import ParameterError
 from sdckit.dp.accountant import exact_text
 from sdckit.dp.zcdp import rho_for
 from sdckit.dp.exact_samplers import discrete_gaussian
-from sdckit.dp.mechanisms import Geometric, add_on_grid, dyadic_grid, grid_scale, laplace_randomise
+from sdckit.dp.mechanisms import add_on_grid, geometric, dyadic_grid, grid_scale, laplace_randomise
 from sdckit.query.config import TableConfig
 from sdckit.query.generate import (contribution_bound, distinct_columns, midpoint_sensitivity, square_cap, squared_columns,
                                    summed_columns)
@@ -82,11 +83,17 @@ GRID_BITS = 20
 MAX_VARIANCE = 2**50
 
 
+@functools.lru_cache(maxsize=1024)
 def variance_for(steps: int, rho: Fraction, squared: int | None = None) -> tuple[int, int]:
     """Integers ``(t, c)`` with ``t c >= steps**2 / (2 rho)`` (``squared / (2 rho)`` when given: a
     squared L2 sensitivity that is not a square), ``t`` near the standard deviation (the sampler's
-    rounds), and ``t c`` equal to it when that is an integer with a divisor in ``[sqrt / 4, sqrt]``
-    (then the mechanism's rho is exactly ``rho``)."""
+    rounds), and ``t c`` equal to it when that is an integer with a divisor in ``(isqrt / 4, isqrt]``
+    (the largest such divisor is ``t``; then the mechanism's rho is exactly ``rho``).
+
+    Memoised (the same shares recur query after query; the arguments are exact integers and
+    Fractions, the answer a pure function of them) and the divisor found by
+    :func:`largest_divisor` (vectorised: at most ``0.75 sqrt(2**50)`` candidates, about 50 ms,
+    where a Python loop took seconds)."""
     target = Fraction(steps * steps if squared is None else squared) / (2 * rho)
     need = math.ceil(target)
     if need > MAX_VARIANCE:
@@ -94,10 +101,25 @@ def variance_for(steps: int, rho: Fraction, squared: int | None = None) -> tuple
                              "with a larger rho (or epsilon and delta).")
     root = max(1, math.isqrt(need))
     if target.denominator == 1:
-        for t in range(root, max(0, root // 4), -1):
-            if need % t == 0:
-                return t, need // t
+        t = largest_divisor(need, root // 4, root)
+        if t:
+            return t, need // t
     return root, -(-need // root)
+
+
+def largest_divisor(n: int, low: int, high: int) -> int:
+    """The largest divisor ``t`` of ``n`` with ``low < t <= high`` (0 if none), ``0 <= low``,
+    ``n <= 2**62``: the candidates from ``high`` downwards in numpy blocks (4,096 first, doubling
+    to 2**20), exact in int64."""
+    block = 4096
+    while high > low:
+        stop = max(low, high - block)
+        candidates = np.arange(high, stop, -1, dtype=np.int64)
+        hits = np.flatnonzero(np.remainder(n, candidates) == 0)
+        if hits.size:
+            return int(candidates[hits[0]])
+        high, block = stop, min(2 * block, 1 << 20)
+    return 0
 
 
 @dataclass(frozen=True)
@@ -113,7 +135,7 @@ class Measurement:
     #: The squared L2 sensitivity in steps when it is not ``steps**2`` (per-group bounds' counts).
     squared: int | None = None
 
-    @property
+    @functools.cached_property
     def rho(self) -> Fraction:
         return Fraction(self.steps * self.steps if self.squared is None else self.squared, 2 * self.t * self.c)
 
@@ -140,9 +162,9 @@ class LaplaceMeasurement:
     epsilon: float
     integer: bool
 
-    @property
+    @functools.cached_property
     def scale(self) -> float:
-        """The noise's actual Laplace scale ``b`` (>= sensitivity / epsilon)."""
+        """The noise's actual Laplace scale ``b`` (>= sensitivity / epsilon), computed once."""
         if self.integer:
             return geometric_scale(self.epsilon, int(self.sensitivity))
         grid, steps = grid_scale(np.asarray(self.sensitivity, dtype=float), self.epsilon)
@@ -186,7 +208,7 @@ def draw(m: Measurement | LaplaceMeasurement, values: np.ndarray, integer: bool,
     n = len(values)
     if isinstance(m, LaplaceMeasurement):
         if integer:
-            return np.asarray(values, dtype=np.int64) + Geometric(epsilon=m.epsilon, sensitivity=int(m.sensitivity)).noise(n, rng)
+            return np.asarray(values, dtype=np.int64) + geometric(m.epsilon, int(m.sensitivity)).noise(n, rng)
         return laplace_randomise(np.asarray(values, dtype=float), m.sensitivity, m.epsilon, rng, noise_at_zero=True)
     if integer:
         return np.asarray(values, dtype=np.int64) + discrete_gaussian(n, m.t, m.c, rng)
@@ -358,9 +380,11 @@ def plan(query: Query, table: TableConfig, definition: str, epsilon: Fraction | 
                         cells, not data_bounded, midpoints, data_bounded, square_caps, quantile_epsilons)
 
 
+@functools.lru_cache(maxsize=1024)
 def gridded(sens: float, rho: Fraction, extra: int) -> Measurement:
     """A SUM's measurement: L2 sensitivity ``sens`` on a dyadic grid about 2**-GRID_BITS of the
-    noise's sigma, ``ceil(sens / grid) + extra`` steps, variance for ``rho``."""
+    noise's sigma, ``ceil(sens / grid) + extra`` steps, variance for ``rho``. Memoised (a pure
+    function of public parameters; a :class:`Measurement` is immutable)."""
     sigma = max(sens, 1e-300) / math.sqrt(2.0 * float(rho))
     grid = float(dyadic_grid(np.asarray(sigma), GRID_BITS))
     steps = math.ceil(sens / grid) + extra

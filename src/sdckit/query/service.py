@@ -215,7 +215,7 @@ class Service:
         stored = self._stored_dp(analyst, sql, cache_key)
         if stored is not None:
             return stored
-        charge_id, after = self.state.charge(analyst.name, epsilon, sql, json.dumps(query.to_dict()))
+        charge_id, after = self.state.charge(analyst.name, epsilon, sql, query.ledger_text)
         fast = self.db.fast_cells(query, len(plan.cells), rows, groups)  # the same answer, no scan
         if fast is not None:
             result = noisy.answer_cells(plan, table, *fast, self._rng(charge_id),
@@ -242,7 +242,7 @@ class Service:
         if stored is not None:
             return stored
         eps, delta, rho = plan.cost
-        charge_id, after = self.state.charge(analyst.name, eps, sql, json.dumps(query.to_dict()), delta, rho)
+        charge_id, after = self.state.charge(analyst.name, eps, sql, query.ledger_text, delta, rho)
         data = self.db.fast_keys(query, plan.selection.k)  # the same key counts, without a scan
         if data is None:
             data = self.db.aggregate(aggregate_sql(query, table, "dp", persons=True, rows=plan.selection.k))
@@ -265,7 +265,7 @@ class Service:
         if stored is not None:
             return stored
         eps, delta, rho = plan.cost
-        charge_id, after = self.state.charge(analyst.name, eps, sql, json.dumps(query.to_dict()), delta, rho)
+        charge_id, after = self.state.charge(analyst.name, eps, sql, query.ledger_text, delta, rho)
         data = self.db.fast_bounds(query, plan.k)  # the same bin counts, without a scan
         if data is None:
             data = self.db.aggregate(magnitude_histogram_sql(query, table, plan.column, bounds.LOWEST, bounds.HIGHEST,
@@ -309,7 +309,7 @@ class Service:
         if stored is not None:
             return stored
         eps, delta, rho = plan.cost
-        charge_id, after = self.state.charge(analyst.name, eps, sql, json.dumps(query.to_dict()), delta, rho)
+        charge_id, after = self.state.charge(analyst.name, eps, sql, query.ledger_text, delta, rho)
         fast = self.db.fast_cells(query, len(plan.cells), rows, groups)
         if fast is None:
             data = self.db.aggregate(aggregate_sql(query, table, "dp", rows=rows, groups=groups))
@@ -397,12 +397,13 @@ class Service:
         """The stored answer's key: the mode, the parsed query, the privacy loss, the rows per
         person and the per-group bounds the query asked (each left out when it asked none, so that
         keys stored before the fields existed still match: such a query uses the configured bound)."""
-        fields = {"mode": mode, "query": query.to_dict(), "epsilon": str(epsilon)}
+        fields = {"mode": json.dumps(mode), "query": query.key_text, "epsilon": json.dumps(str(epsilon))}
         if rows is not None:
-            fields[ROWS_FIELD] = rows
+            fields[ROWS_FIELD] = json.dumps(rows)
         if groups is not None:
-            fields["groups"] = [groups.groups, groups.rows]
-        text = json.dumps(fields, sort_keys=True)
+            fields["groups"] = json.dumps([groups.groups, groups.rows])
+        # = json.dumps({"mode": mode, "query": query.to_dict(), ...}, sort_keys=True), the query's part computed once
+        text = "{" + ", ".join(f"{json.dumps(name)}: {fields[name]}" for name in sorted(fields)) + "}"
         return hashlib.sha256(text.encode()).hexdigest()
 
 

@@ -31,6 +31,8 @@ from the :class:`Query` object.
 
 from __future__ import annotations
 
+import functools
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -79,6 +81,17 @@ class Query(Result):
                "outputs": [[o.kind, o.column, o.label] + ([o.q] if o.q is not None else []) for o in self.outputs],
                "where": predicate_dict(self.where), "group_by": self.group_by}
         return plain(out if self.join is None else {**out, "join": self.join})
+
+    @functools.cached_property
+    def ledger_text(self) -> str:
+        """``json.dumps(self.to_dict())`` (the ledger's record of the query), computed once per
+        parsed query (the service's parse cache hands out the same object for the same text)."""
+        return json.dumps(self.to_dict())
+
+    @functools.cached_property
+    def key_text(self) -> str:
+        """``json.dumps(self.to_dict(), sort_keys=True)``, computed once (the stored answers' key)."""
+        return json.dumps(self.to_dict(), sort_keys=True)
 
 
 # ---------------------------------------------------------------- parsing

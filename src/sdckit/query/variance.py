@@ -4,6 +4,7 @@ of that estimate over their intervals, and the sensitivity of the sum of squared
 
 from __future__ import annotations
 
+import functools
 import math
 from fractions import Fraction
 
@@ -41,9 +42,10 @@ def variance_range(s: float, rs: float, d: float, rd: float, c: float, rc: float
     return [min(max(low, 0.0), cap), min(max(high, 0.0), cap)]
 
 
+@functools.lru_cache(maxsize=1024)
 def square_sensitivity(cap: float, k: int) -> float:
     """``k cap / 2`` rounded up to a double: the sensitivity of ``SUM(v - cap / 2)`` with every
-    ``v`` in ``[0, cap]`` and at most ``k`` rows per person."""
+    ``v`` in ``[0, cap]`` and at most ``k`` rows per person (memoised: exact Fraction arithmetic)."""
     exact_sens = k * Fraction(cap) / 2
     sens = float(exact_sens)
     return sens if Fraction(sens) >= exact_sens else math.nextafter(sens, math.inf)
