@@ -30,7 +30,10 @@ rows the truncation per key admits: it scans.
   times that, below :func:`~sdckit.query.cube.exact_magnitude` (2**53 for integers).
 
 The privacy accounting is the scan's: the cube only replaces where the true answer is computed;
-the noise scale comes from the declared bounds and the join's stated bound. Nothing here runs SQL
+the noise scale comes from the declared bounds and the join's stated bound. The first query of a
+join pays the scan that builds the cube; a later asker who times his answer learns that the join
+was asked before (other analysts' activity, never a respondent's data), as with
+:mod:`sdckit.query.derivedcube`. Nothing here runs SQL
 built from the analyst's query: the statement is written from configured names and integer
 parameters only.
 """
