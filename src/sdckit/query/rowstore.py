@@ -58,6 +58,9 @@ from sdckit.query.sql import Query
 MAX_STORE_BYTES = 2**30
 #: Most rows per person the ``int16`` ranks hold.
 MAX_RANK = 2**15 - 1
+#: The most rows of a person stored in a block of the persons of her row count (at most 4, the
+#: kernel's; :mod:`sdckit.query.rowkernel`); a person of more rows is stored with her ranks.
+BLOCK = 4
 
 _q = quote_identifier
 
@@ -68,9 +71,19 @@ class RowStore(Result):
     says whether it answers a query, :meth:`cells` gives its true counts and clamped sums."""
 
     cube: Cube
+    #: the dp relation's rows
+    rows: int
+    #: per stored row, its cube row (``uint16`` below 2**16 cube rows, else ``int32``): the
+    #: persons of ``n = 2 .. BLOCK`` rows in rows ``starts[n - 2] .. starts[n - 1]``, then the rest
     parent: np.ndarray = field(metadata={"dict": False})
+    starts: np.ndarray = field(metadata={"dict": False})
+    #: the ranks of the rest (the persons of more than ``BLOCK`` rows) among their person's rows
     rank: np.ndarray = field(metadata={"dict": False})
-    #: per row, the clamped values of the summed columns ``row_summed`` (``len x rows``)
+    #: per row count ``n = 1 .. BLOCK`` and cube row: the rows of persons of ``n`` rows, and their
+    #: values' sums per summed column held per row (``BLOCK x len(row_summed) x cube rows``)
+    fold_counts: np.ndarray = field(metadata={"dict": False})
+    fold_sums: np.ndarray = field(metadata={"dict": False})
+    #: per stored row, the clamped values of the summed columns ``row_summed`` (``len x rows``)
     values: np.ndarray = field(metadata={"dict": False})
     row_summed: tuple[str, ...]
     #: per cube row, those of the summed columns ``cube_summed``, whose clamped value is the same
@@ -86,12 +99,14 @@ class RowStore(Result):
     @property
     def nbytes(self) -> int:
         """Bytes held (the cube's are the cube's)."""
-        return int(self.parent.nbytes + self.rank.nbytes + self.values.nbytes + self.cube_values.nbytes)
+        return int(sum(a.nbytes for a in (self.parent, self.starts, self.rank, self.fold_counts, self.fold_sums,
+                                          self.values, self.cube_values)))
 
     def to_dict(self) -> dict[str, Any]:
-        """The table's name, its rows, summed columns (per row, per cube row) and bytes held."""
-        return plain({"table": self.cube.table.name, "rows": int(self.parent.size), "row_summed": list(self.row_summed),
-                      "cube_summed": list(self.cube_summed), "bytes": self.nbytes})
+        """The table's name, its rows (and those stored one by one), summed columns (per row, per
+        cube row) and bytes held."""
+        return plain({"table": self.cube.table.name, "rows": self.rows, "stored_rows": int(self.parent.size),
+                      "row_summed": list(self.row_summed), "cube_summed": list(self.cube_summed), "bytes": self.nbytes})
 
     @classmethod
     def build(cls, con: Any, cube: Cube, max_bytes: int = MAX_STORE_BYTES) -> RowStore | None:
@@ -113,8 +128,16 @@ class RowStore(Result):
         to_cube = cube.parent_rows(listed).astype(np.int32)
         constant = [np.array_equal(listed[f"lo{i}"], listed[f"hi{i}"]) for i in range(len(clamps))]
         row_summed = tuple(c for c, same in zip(cube.sums, constant, strict=True) if not same)
+        # the persons of at least n rows (those with a row of rank n): the layout's sizes, before reading the rows
+        ranked = dict(con.execute(f"SELECT {_q(RANK)}, COUNT(*) FROM {relation} GROUP BY 1").fetchall())
+        persons = [int(ranked.get(n, 0)) - int(ranked.get(n + 1, 0)) for n in range(BLOCK + 2)]  # of exactly n rows
         n = int(np.sum(listed["n"]))
-        if n * (6 + 8 * len(row_summed)) + 8 * cube.size * (len(clamps) - len(row_summed)) > max_bytes:
+        rest = n - sum(m * persons[m] for m in range(1, BLOCK + 1))
+        stored = n - persons[1]
+        kind = np.dtype(np.uint16 if cube.size <= 2**16 else np.int32)
+        held = (stored * (kind.itemsize + 8 * len(row_summed)) + 2 * rest + 8 * BLOCK
+                + 8 * BLOCK * cube.size * (1 + len(row_summed)) + 8 * cube.size * (len(clamps) - len(row_summed)))
+        if held > max_bytes:
             return None
         cube_values = np.zeros((len(clamps) - len(row_summed), cube.size), dtype=np.float64)
         for j, i in enumerate(i for i, same in enumerate(constant) if same):
@@ -125,23 +148,40 @@ class RowStore(Result):
         fetched = "".join(f", d.{_q(clamp_column(c))} AS s{i}" for i, c in enumerate(row_summed))
         rows = con.execute(f"SELECT c.__sdc_combo AS p, d.{_q(RANK)} AS k{fetched} FROM {relation} d "
                            f"JOIN {numbered} c ON {on} ORDER BY d.{_q(table.privacy_unit)}, d.{_q(ROW)}").fetchnumpy()
-        parent = to_cube[rows.pop("p")]  # (each column dropped once copied: a transient of one column)
+        parent = to_cube[rows.pop("p")].astype(kind)  # (each column dropped once copied: a transient of one column)
         rank = np.asarray(rows.pop("k"), dtype=np.int16)
+        first = np.flatnonzero(rank == 1)
+        count = np.repeat(np.minimum(np.diff(np.append(first, n)), BLOCK + 1).astype(np.int8),
+                          np.diff(np.append(first, n)))  # per row, her rows (BLOCK + 1: more)
         values = np.empty((len(row_summed), n), dtype=np.float64)
         for i in range(len(row_summed)):
             values[i] = rows.pop(f"s{i}")
-        return cls(cube, parent, rank, values, row_summed, cube_values,
-                   tuple(c for c, same in zip(cube.sums, constant, strict=True) if same))
+        fold_counts = np.zeros((BLOCK, cube.size), dtype=np.int64)
+        fold_sums = np.zeros((BLOCK, len(row_summed), cube.size), dtype=np.float64)
+        parts = []
+        for m in range(1, BLOCK + 2):
+            these = count == m
+            if m <= BLOCK:
+                fold_counts[m - 1] = np.bincount(parent[these], minlength=cube.size)
+                for i in range(len(row_summed)):  # (exact in any order: the cube's rule)
+                    fold_sums[m - 1, i] = np.bincount(parent[these], weights=values[i, these], minlength=cube.size)
+            if m > 1:
+                parts.append(these)
+        starts = np.cumsum([0] + [int(np.count_nonzero(these)) for these in parts[:-1]], dtype=np.int64)
+        kept = [np.concatenate([a[..., these] for these in parts], axis=-1) for a in (parent, values)]
+        return cls(cube, n, kept[0], starts, rank[parts[-1]], fold_counts, fold_sums, kept[1], row_summed,
+                   cube_values, tuple(c for c, same in zip(cube.sums, constant, strict=True) if same))
 
     def compile(self) -> None:
-        """Compile the kernel now, for this store's array types (numba, about 3 s of one core,
+        """Compile the kernels now, for this store's array types (numba, about 4 s of one core,
         holding Python's lock): at start-up, not in the first per-group query's answer."""
-        from sdckit.query.rowkernel import kept_cells
+        from sdckit.query.rowkernel import RADIX_BITS, kept_cells
 
         none = np.zeros(0, dtype=np.int64)
-        kept_cells(self.parent[:0], self.rank[:0], np.full(self.cube.size, -1, dtype=np.int64),
-                   np.zeros(self.cube.size, dtype=np.int64), 1, 1, 1, np.empty((self.values.shape[0], 0)),
-                   none, self.cube_values, none, 1)
+        for code in (0, 1 << RADIX_BITS):  # (both block kernels: fewer groups than 8, and more)
+            kept_cells(self.parent, np.zeros(BLOCK, dtype=np.int64), self.rank[:0], self.fold_counts, self.fold_sums,
+                       np.full(self.cube.size, code, dtype=np.int32), np.full(self.cube.size, -1, dtype=np.int64),
+                       1, 1, 1, self.values, none, self.cube_values, none, 1)
 
     def covers(self, query: Query) -> bool:
         """Whether :meth:`cells` answers ``query`` (under per-group bounds) as the SQL does: one
@@ -157,13 +197,14 @@ class RowStore(Result):
         cube = self.cube
         codes = cube.group_codes(query)
         cell = cell_indices(dp_table(query, cube.table), query.group_by, codes, cube.size)
-        group = np.where(cube.selected(query.where), group_ids(codes, cube.size), -1)
         columns = summed_columns(query)
         by_row = np.array([self.row_summed.index(c) for c in columns if c in self.row_summed], dtype=np.int64)
         by_cube = np.array([self.cube_summed.index(c) for c in columns if c in self.cube_summed], dtype=np.int64)
+        code = np.where(cube.selected(query.where), group_ids(codes, cube.size) + 1, 0).astype(np.int32)
         counts, row_sums, cube_sums = kept_cells(
-            self.parent, self.rank, group, cell.astype(np.int64), int(bounds.per_unit), int(bounds.groups),
-            int(bounds.rows), self.values, by_row, self.cube_values, by_cube, int(n_cells))
+            self.parent, self.starts, self.rank, self.fold_counts, self.fold_sums, code, cell.astype(np.int64),
+            int(bounds.per_unit), int(bounds.groups), int(bounds.rows), self.values, by_row, self.cube_values, by_cube,
+            int(n_cells))
         found = dict(zip([c for c in columns if c in self.row_summed], row_sums, strict=True))
         found.update(zip([c for c in columns if c in self.cube_summed], cube_sums, strict=True))
         return counts, {c: found[c] for c in columns}
