@@ -269,17 +269,22 @@ def _kept_by_the_rules(rows: list[int], code: np.ndarray, g: int, r: int, k: int
     return out
 
 
-@pytest.mark.parametrize("groups", [3, 7, 20])  # codes below 8: the radix patterns; 8 and more: the comparisons
-def test_the_kernel_keeps_what_the_rules_keep_for_persons_of_every_row_count(groups):
+@pytest.mark.parametrize("groups", [range(4), range(8), range(21), (0, 9, 15, 30), (9, 15, 30)])
+def test_the_kernel_keeps_what_the_rules_keep_for_persons_of_every_row_count(groups, monkeypatch):
     """Persons of 1 to 7 rows (the blocks of 2 to BLOCK rows, the folded one-row persons, the rest
     with ranks), every g, r, k' from 1 to 7 (k' below and above a person's rows; folded blocks
-    where n <= min(g, r, k')): counts and sums per cell equal the written-out rules'."""
-    rng = np.random.default_rng(groups)
+    where n <= min(g, r, k')): counts and sums per cell equal the written-out rules'. Codes (group + 1,
+    0: WHERE not true) below 8: the radix patterns; more groups: the comparisons; few but large
+    codes: renumbered, the radix patterns."""
+    rng = np.random.default_rng(len(groups))
+    used = set()  # the block kernels run: (row count, radix)
+    for key, kernel in list(rowkernel.BLOCK_KERNELS.items()):
+        monkeypatch.setitem(rowkernel.BLOCK_KERNELS, key, lambda *a, key=key, kernel=kernel: (used.add(key), kernel(*a)))
     size, n_cells, most = 40, 5, 7
     persons = [list(rng.integers(0, size, n)) for n in rng.permutation(np.repeat(np.arange(1, most + 1), 12))]
     persons += [[3, 3], [3, 3, 3, 3], [5, 6, 5, 6]]  # her rows in one cube row, and alternating
     half = [list(rng.integers(0, 40, len(p)) / 2) for p in persons]  # a summed column held per row
-    code = rng.integers(0, groups + 1, size).astype(np.int32)
+    code = rng.choice(groups, size).astype(np.int32)
     cell = rng.integers(-1, n_cells, size).astype(np.int64)
     cube_values = rng.integers(0, 100, (1, size)).astype(np.float64)
     blocks = [[i for i, p in enumerate(persons) if len(p) == n] for n in range(2, BLOCK + 1)]
@@ -308,6 +313,7 @@ def test_the_kernel_keeps_what_the_rules_keep_for_persons_of_every_row_count(gro
                                            np.array([0]), cube_values, np.array([0]), n_cells)
                 assert got[0].tolist() == counts.tolist(), (g, r, k)
                 assert got[1][0].tolist() == sums[0].tolist() and got[2][0].tolist() == sums[1].tolist(), (g, r, k)
+    assert used == {(n, len(groups) <= 8) for n in range(2, BLOCK + 1)}
 
 
 # ------------------------------------------------------------------ the service

@@ -8,9 +8,9 @@ which pairs of them are in the same group (``n (n - 1) / 2`` bits), besides ``g,
 of those ``2**(n + n (n - 1) / 2)`` patterns (1024 at ``n = 4``; :func:`patterns`, memoised per
 ``g, r, k'``: :func:`masks`) gives her kept rows as a bit mask, so the pass over a block has no
 data-dependent branch (a branch per row mispredicts as often as the WHERE is unpredictable: 3-5
-ns per row). When the query's groups are fewer than 8, the table is indexed by her rows' group
-codes side by side instead (:func:`radix_patterns`: one lookup, no comparisons; about 0.5 ns per
-row, 1 ns with the comparisons). The persons of one row, and of ``n <= min(g, r, k')`` rows,
+ns per row). When the groups the WHERE leaves are fewer than 8 (renumbered 1, 2, ..), the table
+is indexed by her rows' group codes side by side instead (:func:`radix_patterns`: one lookup, no
+comparisons; about 0.5 ns per row, 1 ns with the comparisons). The persons of one row, and of ``n <= min(g, r, k')`` rows,
 have all their rows meeting the WHERE kept: they are counted per cube row at start-up (folded).
 The persons of more than 4 rows are kept in file order with their ranks and go through the rules
 row by row (:func:`_rest`).
@@ -113,7 +113,7 @@ BLOCK_KERNELS = {(n, radix): _block_kernel(n, radix) for n in (2, 3, 4) for radi
 def radix_patterns(n: int, table: np.ndarray) -> np.ndarray:
     """:func:`patterns`' ``table`` indexed by the codes of a person's ``n`` rows side by side
     (:data:`RADIX_BITS` each, a code below ``2**RADIX_BITS``; 0: the WHERE not true): one lookup
-    per person, no comparisons (about half the time per row when the query has fewer than 8 groups)."""
+    per person, no comparisons (about half the time per row: when the WHERE leaves fewer than 8 groups)."""
     out = np.empty(1 << (RADIX_BITS * n), dtype=np.uint8)
     codes = np.empty(n, dtype=np.int64)
     for radix in range(out.size):
@@ -218,6 +218,10 @@ def kept_cells(parent: np.ndarray, starts: np.ndarray, rank: np.ndarray, fold_co
     kept = np.zeros(code.size, dtype=np.int64)  # per cube row
     kept_sums = np.zeros((wanted.size, code.size), dtype=np.float64)
     fold = np.array([n <= min(groups, rows, per_unit) for n in range(1, block + 1)])
+    if code.size and code.max() >= 1 << RADIX_BITS:  # the groups the WHERE leaves renumbered 1, 2, ..
+        distinct = np.unique(code)
+        if distinct.size <= 1 << RADIX_BITS:
+            code = (np.searchsorted(distinct, code) + (distinct[0] != 0)).astype(np.int32)
     radix = bool(code.size == 0 or code.max() < 1 << RADIX_BITS)
     small = code.astype(np.uint8) if radix else code
     for n in range(2, block + 1):
