@@ -30,8 +30,8 @@ from typing import Any
 
 import numpy as np
 
-from sdckit.dp.exact_samplers import bernoulli_exp_neg_streak
-from sdckit.query.grid import QUANTILE_BINS, Histogram, cumulative
+from sdckit.dp.exact_samplers import bernoulli_exp_neg, bernoulli_exp_neg_streak, binomial_exp_neg_int
+from sdckit.query.grid import QUANTILE_BINS, Below, Histogram, as_below, cumulative
 
 #: Epsilon of a quantile is rounded down to a multiple of 2**-EPS_BITS (exact rational sampling).
 EPS_BITS = 20
@@ -44,39 +44,95 @@ _MAX_EXPONENT = 64
 FLIP_ALL_NEAR = 2
 
 
-def permute_and_flip(below: np.ndarray, n: int, q: float, epsilon: float, k: int, rng: np.random.Generator) -> int:
+def permute_and_flip(below: np.ndarray | Below, n: int, q: float, epsilon: float, k: int,
+                     rng: np.random.Generator) -> int:
     """Index of the grid point chosen as the q-quantile (McKenna & Sheldon 2020, permute-and-flip).
 
-    ``below[j]`` is the number of records below grid point ``j``; the utility
+    ``below[j]`` is the number of records below grid point ``j`` (an array or a lazy
+    :class:`~sdckit.query.grid.Below`); the utility
     ``u_j = -|D below_j - round(q D) n|`` (``D = 2**16``) changes by at most
     ``Delta = k max(round(q D), D - round(q D))`` when one person (``k`` rows) is added or removed:
     her ``b <= k`` rows below the point and her ``k`` rows in ``n`` move ``D below_j - round(q D) n``
     by ``D b - round(q D) k``, between ``-round(q D) k`` and ``(D - round(q D)) k`` — ``D k / 2``
     for the median, ``D k`` for MIN and MAX (Tumult Analytics' ``max(q, 1 - q)``). Candidates are
     visited in a random order and candidate ``j`` is taken with probability
-    ``exp(-epsilon (u* - u_j) / (2 Delta))``, the best one surely: an epsilon-DP choice. Every coin is exact (:func:`~sdckit.dp.exact_samplers.bernoulli_exp_neg_streak`
-    with ``epsilon`` rounded down to a multiple of 2**-20); no floating point on the sampling path.
-    The visiting order is drawn lazily (:func:`visiting_order`) and the coins are flipped in it,
-    in batches (the first of about half the candidates expected to be visited, at least 256;
-    then doubling): the output's law is the same, the work is the candidates visited (on a fine
-    grid over a large table, a small part of them) besides one pass over ``below`` for the best utility.
+    ``exp(-epsilon (u* - u_j) / (2 Delta))``, the best one surely: an epsilon-DP choice. Every coin
+    is exact (``epsilon`` rounded down to a multiple of 2**-20); no floating point on the sampling path.
+
+    The coins are flipped as :func:`flip_all` does (every coin, then a uniform one of those that
+    came up: the same law), grouped (:func:`flip_grouped`): candidate ``j``'s coin is
+    Bernoulli(exp(-w_j)) times Bernoulli(exp(-r_j / den)) for the whole and fractional parts of its
+    exponent, and the candidates of one whole part ``w`` form at most two runs of the grid (the
+    utility rises, then falls, along it), found by searching ``below``. So the utilities are read
+    at a few hundred points, not ``2**18 + 1``.
     """
-    distance = np.asarray(below, dtype=np.int64) * 2**Q_BITS  # -u_j, in place (one pass each)
-    distance -= int(round(q * 2**Q_BITS)) * int(n)
-    np.abs(distance, out=distance)
-    best = distance.min()
+    if not isinstance(below, Below):
+        below = Below(below)
+    return flip_grouped(below, int(n), q, epsilon, k, rng)
+
+
+def flip_grouped(below: Below, n: int, q: float, epsilon: float, k: int, rng: np.random.Generator) -> int:
+    """:func:`permute_and_flip`'s choice with its coins flipped by whole part: the law of
+    :func:`flip_all` over the exponents ``min(gap_j, cap) eps_num`` (:func:`coin_parameters`),
+    ``gap_j = |D below_j - t n| - best`` (``t = round(q D)``, ``best`` the least distance).
+
+    ``D below_j - t n`` does not decrease along the grid, so the points of ``gap_j < G`` form one
+    run ``[L, R)`` (two :meth:`~sdckit.query.grid.Below.search` es), and the points of whole part
+    ``w = floor(exponent / den)`` are the run of ``gap < G_{w+1}`` less that of ``gap < G_w``
+    (``G_w = ceil(w den / eps_num)``; the clipped ones all have the largest whole part ``W``).
+    Candidate ``j``'s coin is an exact Bernoulli(exp(-w)) times an exact Bernoulli(exp(-r_j / den))
+    (``r_j`` the exponent less ``w den``; the split of
+    :func:`~sdckit.dp.exact_samplers.bernoulli_exp_neg_streak`). The first factors of the ``m_w``
+    points of whole part ``w`` are i.i.d.: the set of those that come up is a uniformly random
+    subset of ``Binomial(m_w, exp(-w))`` of them (exchangeability), drawn as its size
+    (:func:`~sdckit.dp.exact_samplers.binomial_exp_neg_int`, exact) and then the subset
+    (:func:`uniform_subset`). The second factors are flipped for those points only
+    (:func:`~sdckit.dp.exact_samplers.bernoulli_exp_neg`): the same joint law of every coin as
+    flipping each, so the same output law; the work is the points of whole part 0 and the few
+    that come through their first factor."""
+    scale, target = 2**Q_BITS, int(round(q * 2**Q_BITS)) * n
+    split = int(below.search(np.array([-(-target // scale)]))[0])  # the first j with D below_j >= t n
+    near = np.array([j for j in (split - 1, split) if 0 <= j < below.points], dtype=np.int64)
+    best = int(np.abs(below.at(near) * scale - target).min())
     eps_num, den, cap = coin_parameters(epsilon, k, q)
-    # about size / near candidates are visited (near: those whose coin is at least 1/e); the
-    # batches' sizes, and the choice of flip_all, change the work, not the law
-    near = int(np.count_nonzero(distance <= best + den // max(eps_num, 1)))
-    if near <= FLIP_ALL_NEAR:  # about half the grid would be visited (e.g. MAX over values piled at the bound)
-        return flip_all(np.minimum(distance - best, cap) * eps_num, den, rng)
-    for visit in visiting_order(distance.size, rng, max(256, distance.size // (2 * near))):  # ends: the best's coin is 1
-        coins = bernoulli_exp_neg_streak(np.minimum(distance[visit] - best, cap) * eps_num, den, rng)
-        hit = np.flatnonzero(coins)
-        if hit.size:
-            return int(visit[hit[0]])
-    raise AssertionError("permute_and_flip: the best candidate's coin came up 0")  # pragma: no cover
+    top = cap * eps_num // den  # the whole part of a clipped exponent, the largest
+    reach = [-(-w * den // eps_num) for w in range(1, top + 1)]  # G_1 .. G_top
+    # gap_j < G_w on [L_w, R_w): L_w the first j with D below_j > t n - best - G_w, R_w the first
+    # with D below_j >= t n + best + G_w; whole part w >= 1: [L_{w+1}, L_w) and [R_w, R_{w+1})
+    # (L_{top+1} = 0, R_{top+1} = points); whole part 0: [L_1, R_1)
+    lows = np.append(below.search(np.array([(target - best - g) // scale for g in reach]), side="right"), 0)
+    highs = np.append(below.search(np.array([-(-(target + best + g) // scale) for g in reach])), below.points)
+    on_left, on_right = lows[:-1] - lows[1:], highs[1:] - highs[:-1]  # whole parts 1 .. top
+    wholes = np.arange(1, top + 1)
+    some = np.flatnonzero(on_left + on_right)
+    passed = np.zeros(top, dtype=np.int64)
+    passed[some] = binomial_exp_neg_int(on_left[some] + on_right[some], wholes[some], rng)
+    chosen, whole = [np.arange(lows[0], highs[0])], [np.zeros(highs[0] - lows[0], dtype=np.int64)]
+    for i in np.flatnonzero(passed).tolist():
+        at = uniform_subset(int(on_left[i] + on_right[i]), int(passed[i]), rng)
+        chosen.append(np.where(at < on_left[i], lows[i + 1] + at, highs[i] + at - on_left[i]))
+        whole.append(np.full(at.size, wholes[i], dtype=np.int64))
+    js, w = np.concatenate(chosen), np.concatenate(whole)
+    exponent = np.minimum(np.abs(below.at(js) * scale - target) - best, cap) * eps_num
+    hits = js[bernoulli_exp_neg(exponent - w * den, den, rng)]
+    if not hits.size:  # pragma: no cover - the best candidate's coin is 1
+        raise AssertionError("flip_grouped: the best candidate's coin came up 0")
+    return int(hits[rng.integers(hits.size)])
+
+
+def uniform_subset(size: int, count: int, rng: np.random.Generator) -> np.ndarray:
+    """A uniformly random subset of ``count`` of ``0 .. size - 1``: the first ``count`` points of
+    a uniform random order (:func:`visiting_order`, drawn lazily: ``O(count)`` work while
+    ``count`` is below a quarter of ``size``)."""
+    if count >= size:
+        return np.arange(size)
+    taken, have = [], 0
+    for batch in visiting_order(size, rng, max(count, 1)):
+        taken.append(batch[: count - have])
+        have += taken[-1].size
+        if have == count:
+            break
+    return np.concatenate(taken)
 
 
 def flip_all(exponents: np.ndarray, den: int, rng: np.random.Generator) -> int:
@@ -228,7 +284,7 @@ def choose_quantiles(outputs: Sequence[Any], bounds: dict[str, tuple[float, floa
         width = (hi - lo) / bins
         answers = []
         for hist in hist_of(o.column):
-            below = cumulative(hist, bins)
-            answers.append(min(hi, lo + width * permute_and_flip(below, int(below[-1]), o.q, epsilons[key], k, rng)))
+            below = as_below(hist, bins)
+            answers.append(min(hi, lo + width * permute_and_flip(below, below.total, o.q, epsilons[key], k, rng)))
         chosen[key] = answers
     return chosen
