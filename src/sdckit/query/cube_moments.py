@@ -146,6 +146,13 @@ class Moments(Result):
         size = quantile_bins(n_cells)
         return {column: self.bins[column].histograms(keep, cell, n_cells, size) for column in quantile_columns(query)}
 
+    def belows(self, query: Query, n_cells: int) -> dict[str, list[Histogram]]:
+        """:meth:`histograms` as lazy cumulative histograms (:meth:`~sdckit.query.histcube.HistCube.belows`),
+        read where permute-and-flip needs them: what the quantiles take."""
+        keep, cell = self.cube.rows(query)
+        size = quantile_bins(n_cells)
+        return {column: self.bins[column].belows(keep, cell, n_cells, size) for column in quantile_columns(query)}
+
     def covers_keys(self, query: Query) -> bool:
         """Whether a GROUP BY with keys from the data can take its key counts from the cube."""
         return (self.persons_are_rows and all(o.kind in ("group", "count", "sum", "avg") for o in query.outputs)

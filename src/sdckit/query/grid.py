@@ -86,49 +86,49 @@ def cumulative(hist: Histogram, size: int) -> np.ndarray:
 
 
 class Below:
-    """One cell's cumulative histogram on a grid of ``points - 1`` bins, read where asked:
-    :meth:`at` (``below[j]``, the records in bins ``< j``), :meth:`search` (where ``below``, a
-    non-decreasing sequence, first reaches a value) and :attr:`total` (``below[points - 1]``, the
-    cell's records). This one holds the ``points`` values (:func:`cumulative`)."""
+    """One cell's cumulative histogram on a grid of ``points - 1`` bins, read where asked, in
+    blocks of ``step`` consecutive points: :attr:`coarse` holds ``below`` at the points ``0, step,
+    2 step, ..., points - 1`` (``below[j]``, the records in bins ``< j``; :attr:`total` the last,
+    the cell's records), :meth:`block` gives it at every point of the blocks asked, :meth:`at` at
+    any points and :meth:`search` where the non-decreasing ``below`` first reaches a value. This
+    one holds the ``points`` values (:func:`cumulative`); :class:`BlockBelow` reads them lazily."""
 
     def __init__(self, below: np.ndarray) -> None:
         self.values = np.asarray(below, dtype=np.int64)
         self.points = int(self.values.size)
+        self.step = 64 if (self.points - 1) % 64 == 0 else 1
+        self.coarse = self.values[:: self.step]
         self.total = int(self.values[-1])
+        self._kept: dict[int, np.ndarray] = {}
+
+    def block(self, ts: np.ndarray) -> np.ndarray:
+        """``below`` at the points ``t step + i``, ``i < step``, per block ``t`` of ``ts`` (sorted,
+        distinct, each below ``(points - 1) / step``): shape ``(ts.size, step)``."""
+        return self.values[ts[:, None] * self.step + np.arange(self.step)]
+
+    def blocks(self, ts: np.ndarray) -> np.ndarray:
+        """:meth:`block`, each block read once (kept: a query reads a few, some more than once)."""
+        kept = self._kept
+        missing = np.array([t for t in ts.tolist() if t not in kept], dtype=np.int64)
+        if missing.size:
+            kept.update(zip(missing.tolist(), self.block(missing)))
+        return np.stack([kept[t] for t in ts.tolist()]) if ts.size else np.zeros((0, self.step), np.int64)
 
     def at(self, js: np.ndarray) -> np.ndarray:
-        """``below[js]`` (int64)."""
-        return self.values[js]
-
-    def search(self, values: np.ndarray, side: str = "left") -> np.ndarray:
-        """Per value ``v``, the first ``j`` with ``below[j] >= v`` (``side="left"``) or ``> v``
-        (``"right"``); ``points`` if none (:func:`numpy.searchsorted`)."""
-        return np.searchsorted(self.values, values, side=side)
-
-
-class BlockBelow(Below):
-    """A lazy :class:`Below` read in blocks of ``step`` consecutive points: ``coarse`` holds
-    ``below`` at the points ``0, step, 2 step, ..., points - 1`` (``points - 1`` a multiple of
-    ``step``), ``block(ts)`` gives, per block ``t`` of ``ts`` (sorted, distinct), ``below`` at its
-    ``step`` points ``t step + i``. :meth:`search` finds each value's block on ``coarse`` and reads
-    only those blocks: exactly :func:`numpy.searchsorted` on the whole sequence."""
-
-    def __init__(self, points: int, step: int, coarse: np.ndarray,
-                 block: Callable[[np.ndarray], np.ndarray]) -> None:
-        self.points, self.step, self.coarse, self.block = int(points), int(step), np.asarray(coarse, np.int64), block
-        self.total = int(self.coarse[-1])
-
-    def at(self, js: np.ndarray) -> np.ndarray:
+        """``below[js]`` (int64), reading the blocks of the points off the coarse ones."""
         js = np.asarray(js, dtype=np.int64)
         t, i = np.divmod(js, self.step)
         out = self.coarse[np.minimum(t, self.coarse.size - 1)].copy()
         inner = np.flatnonzero(i)
         if inner.size:
             blocks, row = np.unique(t[inner], return_inverse=True)
-            out[inner] = self.block(blocks)[row.reshape(-1), i[inner]]
+            out[inner] = self.blocks(blocks)[row.reshape(-1), i[inner]]
         return out
 
     def search(self, values: np.ndarray, side: str = "left") -> np.ndarray:
+        """Per value ``v``, the first ``j`` with ``below[j] >= v`` (``side="left"``) or ``> v``
+        (``"right"``), ``points`` if none: :func:`numpy.searchsorted` on the whole sequence, from
+        ``coarse`` and the one block each value ends in."""
         values = np.asarray(values, dtype=np.int64)
         idx = np.searchsorted(self.coarse, values, side=side)
         out = np.where(idx == self.coarse.size, self.points, idx * self.step)
@@ -137,11 +137,23 @@ class BlockBelow(Below):
             # below at the block's first point misses the value and at the next block's reaches it;
             # the blocks' values one after the other are non-decreasing, so one search finds it
             blocks, row = np.unique(idx[inner] - 1, return_inverse=True)
-            found = np.searchsorted(self.block(blocks).reshape(-1), values[inner], side=side)
+            found = np.searchsorted(self.blocks(blocks).reshape(-1), values[inner], side=side)
             at_row, i = np.divmod(found, self.step)
             mine = at_row == row.reshape(-1)
             out[inner[mine]] = blocks[at_row[mine]] * self.step + i[mine]
         return out
+
+
+class BlockBelow(Below):
+    """A lazy :class:`Below`: ``coarse`` given, ``block`` a function (the cube's,
+    :meth:`sdckit.query.histcube.HistCube.belows`)."""
+
+    def __init__(self, points: int, step: int, coarse: np.ndarray,
+                 block: Callable[[np.ndarray], np.ndarray]) -> None:
+        self.points, self.step, self.coarse = int(points), int(step), np.asarray(coarse, np.int64)
+        self.block = block  # type: ignore[method-assign]
+        self.total = int(self.coarse[-1])
+        self._kept = {}
 
 
 def as_below(hist: Histogram, size: int) -> Below:

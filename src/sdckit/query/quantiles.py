@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from sdckit.dp.exact_samplers import bernoulli_exp_neg, bernoulli_exp_neg_streak, binomial_exp_neg_int
+from sdckit.dp.exact_samplers import bernoulli_exp_neg_streak, binomial_exp_neg_int
 from sdckit.query.grid import QUANTILE_BINS, Below, Histogram, as_below, cumulative
 
 #: Epsilon of a quantile is rounded down to a multiple of 2**-EPS_BITS (exact rational sampling).
@@ -39,9 +39,12 @@ EPS_BITS = 20
 Q_BITS = 16
 #: Exponents past this are clipped (probability below exp(-64); clipping only shrinks differences).
 _MAX_EXPONENT = 64
-#: At most this many candidates with a coin of at least 1/e: permute-and-flip flips every coin
-#: (:func:`flip_all`) instead of visiting about half the grid in a random order.
-FLIP_ALL_NEAR = 2
+#: :func:`flip_grouped` flips every coin of a segment whose whole parts may be below this (near the
+#: best: most of their first factors would come up), the others' first factors by groups.
+FLIP_EACH_BELOW = 2
+#: More points than this in such segments: :func:`permute_and_flip` visits in a random order
+#: (about ``size / near`` visits) instead of flipping every coin.
+VISIT_FROM = 256
 
 
 def permute_and_flip(below: np.ndarray | Below, n: int, q: float, epsilon: float, k: int,
@@ -59,65 +62,110 @@ def permute_and_flip(below: np.ndarray | Below, n: int, q: float, epsilon: float
     ``exp(-epsilon (u* - u_j) / (2 Delta))``, the best one surely: an epsilon-DP choice. Every coin
     is exact (``epsilon`` rounded down to a multiple of 2**-20); no floating point on the sampling path.
 
-    The coins are flipped as :func:`flip_all` does (every coin, then a uniform one of those that
-    came up: the same law), grouped (:func:`flip_grouped`): candidate ``j``'s coin is
-    Bernoulli(exp(-w_j)) times Bernoulli(exp(-r_j / den)) for the whole and fractional parts of its
-    exponent, and the candidates of one whole part ``w`` form at most two runs of the grid (the
-    utility rises, then falls, along it), found by searching ``below``. So the utilities are read
-    at a few hundred points, not ``2**18 + 1``.
+    Each coin is flipped as two exact factors, the first from a bound on its block's exponents
+    read off ``below`` at the blocks' first points (:class:`Coins`), so that ``below`` is read at
+    a few hundred points, not ``2**18 + 1``: when more than :data:`VISIT_FROM` points may have a
+    coin of at least exp(-2), in the visiting order (:func:`flip_visiting`: about ``size / near``
+    visits), else every coin at once, by groups (:func:`flip_grouped`, :func:`flip_all`'s law:
+    e.g. MAX over values piled at the upper bound, where about half the grid would be visited).
+    The choice changes the work, not the law.
     """
-    if not isinstance(below, Below):
-        below = Below(below)
-    return flip_grouped(below, int(n), q, epsilon, k, rng)
+    coins = Coins(below if isinstance(below, Below) else Below(below), int(n), q, epsilon, k)
+    near = int(coins.length[coins.bound < FLIP_EACH_BELOW].sum())
+    return flip_visiting(coins, near, rng) if near > VISIT_FROM else flip_grouped(coins, rng)
 
 
-def flip_grouped(below: Below, n: int, q: float, epsilon: float, k: int, rng: np.random.Generator) -> int:
-    """:func:`permute_and_flip`'s choice with its coins flipped by whole part: the law of
-    :func:`flip_all` over the exponents ``min(gap_j, cap) eps_num`` (:func:`coin_parameters`),
-    ``gap_j = |D below_j - t n| - best`` (``t = round(q D)``, ``best`` the least distance).
+class Coins:
+    """Permute-and-flip's coins over ``below``'s grid points: candidate ``j``'s is
+    Bernoulli(exp(-x_j / den)), ``x_j = min(gap_j, cap) eps_num`` (:func:`coin_parameters`),
+    ``gap_j = |v_j| - best``, ``v_j = D below_j - t n`` (``t = round(q D)``, ``best`` the least
+    ``|v_j|``), and the points in *segments* (``below``'s blocks, then the last point alone) with
+    a lower bound ``bound`` on the whole part ``floor(x_j / den)`` of their points.
 
-    ``D below_j - t n`` does not decrease along the grid, so the points of ``gap_j < G`` form one
-    run ``[L, R)`` (two :meth:`~sdckit.query.grid.Below.search` es), and the points of whole part
-    ``w = floor(exponent / den)`` are the run of ``gap < G_{w+1}`` less that of ``gap < G_w``
-    (``G_w = ceil(w den / eps_num)``; the clipped ones all have the largest whole part ``W``).
-    Candidate ``j``'s coin is an exact Bernoulli(exp(-w)) times an exact Bernoulli(exp(-r_j / den))
-    (``r_j`` the exponent less ``w den``; the split of
-    :func:`~sdckit.dp.exact_samplers.bernoulli_exp_neg_streak`). The first factors of the ``m_w``
-    points of whole part ``w`` are i.i.d.: the set of those that come up is a uniformly random
-    subset of ``Binomial(m_w, exp(-w))`` of them (exchangeability), drawn as its size
+    ``v`` does not decrease along the grid, so on a block ``[a, b)`` (``b`` the next block's first
+    point) ``gap`` is at least ``gap_a`` when ``v_a >= 0`` and at least ``gap_b`` when ``v_b <= 0``:
+    the bound is the least of those two whole parts (0 for a block where ``v`` changes sign; the
+    exact one for blocks of one point). A coin is then an exact Bernoulli(exp(-w)) (``w`` its
+    segment's bound) times an exact Bernoulli(exp(-(x_j - w den) / den))
+    (:func:`~sdckit.dp.exact_samplers.bernoulli_exp_neg_streak` both): the first needs no
+    ``below``, the second is flipped (and ``below`` read) only where the first came up."""
+
+    def __init__(self, below: Below, n: int, q: float, epsilon: float, k: int) -> None:
+        self.below, self.scale, self.target = below, 2**Q_BITS, int(round(q * 2**Q_BITS)) * n
+        split = int(below.search(np.array([-(-self.target // self.scale)]))[0])  # the first j with v_j >= 0
+        near = np.array([j for j in (split - 1, split) if 0 <= j < below.points], dtype=np.int64)
+        self.best = int(np.abs(below.at(near) * self.scale - self.target).min())
+        self.eps_num, self.den, self.cap = coin_parameters(epsilon, k, q)
+        v = below.coarse * self.scale - self.target
+        whole = np.minimum(np.abs(v) - self.best, self.cap) * self.eps_num // self.den
+        self.step, blocks = below.step, below.coarse.size - 1
+        bound = whole[:-1] if self.step == 1 else np.minimum(whole[:-1], whole[1:])
+        if self.step > 1:
+            bound[(v[:-1] < 0) & (v[1:] > 0)] = 0
+        self.bound = np.append(bound, whole[-1])  # the last point, alone
+        self.first = np.append(np.arange(blocks) * self.step, below.points - 1)
+        self.length = np.append(np.full(blocks, self.step), 1)
+
+    def segment(self, js: np.ndarray) -> np.ndarray:
+        """The segment of each point."""
+        return np.minimum(js // self.step, self.first.size - 1)
+
+    def second(self, js: np.ndarray, w: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """The second factors of the points ``js`` whose first, Bernoulli(exp(-w)), came up."""
+        exponent = np.minimum(np.abs(self.below.at(js) * self.scale - self.target) - self.best, self.cap) * self.eps_num
+        return bernoulli_exp_neg_streak(exponent - w * self.den, self.den, rng)
+
+
+def flip_visiting(coins: Coins, near: int, rng: np.random.Generator) -> int:
+    """Permute-and-flip in a uniformly random order (:func:`visiting_order`, in batches of about
+    half the visits expected, at least 256, then doubling): each visited point's first factor
+    (:class:`Coins`), then the second factor of those whose first came up; the first point
+    visited whose both came up. ``below`` is read only at those."""
+    for visit in visiting_order(coins.below.points, rng, max(256, coins.below.points // (2 * near))):
+        w = coins.bound[coins.segment(visit)]
+        passed = np.flatnonzero(bernoulli_exp_neg_streak(w * coins.den, coins.den, rng))
+        if passed.size:
+            hit = np.flatnonzero(coins.second(visit[passed], w[passed], rng))
+            if hit.size:
+                return int(visit[passed[hit[0]]])
+    raise AssertionError("flip_visiting: the best candidate's coin came up 0")  # pragma: no cover
+
+
+def flip_grouped(coins: Coins, rng: np.random.Generator) -> int:
+    """:func:`flip_all`'s choice (every coin, then a uniform one of those that came up) with the
+    first factors (:class:`Coins`) flipped by groups: those of the ``m_w`` points of segments of
+    bound ``w`` are i.i.d., so the ones that come up are a uniformly random subset of
+    ``Binomial(m_w, exp(-w))`` of them (exchangeability), drawn as its size
     (:func:`~sdckit.dp.exact_samplers.binomial_exp_neg_int`, exact) and then the subset
-    (:func:`uniform_subset`). The second factors are flipped for those points only
-    (:func:`~sdckit.dp.exact_samplers.bernoulli_exp_neg`): the same joint law of every coin as
-    flipping each, so the same output law; the work is the points of whole part 0 and the few
-    that come through their first factor."""
-    scale, target = 2**Q_BITS, int(round(q * 2**Q_BITS)) * n
-    split = int(below.search(np.array([-(-target // scale)]))[0])  # the first j with D below_j >= t n
-    near = np.array([j for j in (split - 1, split) if 0 <= j < below.points], dtype=np.int64)
-    best = int(np.abs(below.at(near) * scale - target).min())
-    eps_num, den, cap = coin_parameters(epsilon, k, q)
-    top = cap * eps_num // den  # the whole part of a clipped exponent, the largest
-    reach = [-(-w * den // eps_num) for w in range(1, top + 1)]  # G_1 .. G_top
-    # gap_j < G_w on [L_w, R_w): L_w the first j with D below_j > t n - best - G_w, R_w the first
-    # with D below_j >= t n + best + G_w; whole part w >= 1: [L_{w+1}, L_w) and [R_w, R_{w+1})
-    # (L_{top+1} = 0, R_{top+1} = points); whole part 0: [L_1, R_1)
-    lows = np.append(below.search(np.array([(target - best - g) // scale for g in reach]), side="right"), 0)
-    highs = np.append(below.search(np.array([-(-(target + best + g) // scale) for g in reach])), below.points)
-    on_left, on_right = lows[:-1] - lows[1:], highs[1:] - highs[:-1]  # whole parts 1 .. top
-    wholes = np.arange(1, top + 1)
-    some = np.flatnonzero(on_left + on_right)
-    passed = np.zeros(top, dtype=np.int64)
-    passed[some] = binomial_exp_neg_int(on_left[some] + on_right[some], wholes[some], rng)
-    chosen, whole = [np.arange(lows[0], highs[0])], [np.zeros(highs[0] - lows[0], dtype=np.int64)]
-    for i in np.flatnonzero(passed).tolist():
-        at = uniform_subset(int(on_left[i] + on_right[i]), int(passed[i]), rng)
-        chosen.append(np.where(at < on_left[i], lows[i + 1] + at, highs[i] + at - on_left[i]))
-        whole.append(np.full(at.size, wholes[i], dtype=np.int64))
-    js, w = np.concatenate(chosen), np.concatenate(whole)
-    exponent = np.minimum(np.abs(below.at(js) * scale - target) - best, cap) * eps_num
-    hits = js[bernoulli_exp_neg(exponent - w * den, den, rng)]
+    (:func:`uniform_subset`); the coins of segments of bound below :data:`FLIP_EACH_BELOW`
+    (most of whose first factors come up) are flipped whole. Then the second factors of those
+    points only: the same joint law of every coin as flipping each, so the same output law; the
+    work is the segments near the best and the few points whose first factor comes up."""
+    each = np.flatnonzero(coins.bound < FLIP_EACH_BELOW)
+    chosen = [spans(coins.first[each], coins.length[each])]
+    base = [np.zeros(chosen[0].size, dtype=np.int64)]
+    grouped = np.flatnonzero(coins.bound >= FLIP_EACH_BELOW)
+    sizes = np.bincount(coins.bound[grouped], weights=coins.length[grouped]).astype(np.int64)
+    wholes = np.flatnonzero(sizes)
+    passed = binomial_exp_neg_int(sizes[wholes], wholes, rng)
+    for w, count in zip(wholes[passed > 0].tolist(), passed[passed > 0].tolist()):
+        mine = grouped[coins.bound[grouped] == w]  # its segments, in order; a uniform subset of their points
+        ends = np.cumsum(coins.length[mine])
+        at = uniform_subset(int(ends[-1]), count, rng)
+        segment = np.searchsorted(ends, at, side="right")
+        chosen.append(coins.first[mine][segment] + at - (ends - coins.length[mine])[segment])
+        base.append(np.full(count, w, dtype=np.int64))
+    js = np.concatenate(chosen)
+    hits = js[coins.second(js, np.concatenate(base), rng)]
     if not hits.size:  # pragma: no cover - the best candidate's coin is 1
         raise AssertionError("flip_grouped: the best candidate's coin came up 0")
     return int(hits[rng.integers(hits.size)])
+
+
+def spans(first: np.ndarray, length: np.ndarray) -> np.ndarray:
+    """The points ``first[i] .. first[i] + length[i] - 1``, one span after the other."""
+    starts = np.cumsum(length) - length
+    return np.repeat(first - starts, length) + np.arange(int(length.sum()))
 
 
 def uniform_subset(size: int, count: int, rng: np.random.Generator) -> np.ndarray:
