@@ -26,13 +26,13 @@ def binomial_by_bits(counts: np.ndarray, pwords: np.ndarray, pool: np.ndarray,
                      out: np.ndarray) -> np.int64:  # pragma: no cover - compiled
     """``out[g]``: how many of ``counts[g]`` uniform reals in [0, 1) fall below ``p_g``, whose
     binary expansion is the 64-bit words ``pwords[g]`` (most significant first), the reals'
-    bits read from ``pool`` (uniform 64-bit words, in order). At bit ``t`` each real still tied
-    with ``p_g`` draws its bit: those that differ from ``p_g``'s bit are decided (below when
-    ``p_g``'s bit is 1), the others stay tied; ``alive`` fair bits are the popcount of
-    ``ceil(alive / 64)`` words (the last one masked). Returns the words used, ``-1`` when
-    ``pool`` ran out, ``-2`` when some ``pwords[g]`` did (draw more and call again: the same
-    words give the same counts)."""
-    pos = 0
+    bits read from ``pool`` (uniform 64-bit words, a stream of bits, each read once). At bit ``t``
+    each real still tied with ``p_g`` draws its bit: those that differ from ``p_g``'s bit are
+    decided (below when ``p_g``'s bit is 1), the others stay tied; ``alive`` fair bits are counted
+    by popcounts of up to 64 at a time. Returns the words begun, ``-1`` when ``pool`` ran out,
+    ``-2`` when some ``pwords[g]`` did (draw more and call again: the same words give the same
+    counts)."""
+    pos, used = 0, 0  # the word read, its bits already taken
     nbits = pwords.shape[1] * 64
     for g in range(counts.size):
         alive = np.int64(counts[g])
@@ -45,14 +45,18 @@ def binomial_by_bits(counts: np.ndarray, pwords: np.ndarray, pool: np.ndarray,
             ones = np.int64(0)
             left = alive
             while left > 0:
+                if used == 64:
+                    pos += 1
+                    used = 0
                 if pos >= pool.size:
                     return np.int64(-1)
-                word = pool[pos]
-                pos += 1
-                if left < 64:
-                    word = word & ((np.uint64(1) << np.uint64(left)) - np.uint64(1))
-                ones += _popcount(word)
-                left -= 64
+                take = min(left, 64 - used)
+                chunk = pool[pos] >> np.uint64(used)
+                if take < 64:
+                    chunk = chunk & ((np.uint64(1) << np.uint64(take)) - np.uint64(1))
+                ones += _popcount(chunk)
+                used += take
+                left -= take
             if bit == np.uint64(1):  # a real whose bit is 0 is below p, one whose bit is 1 still tied
                 decided = alive - ones
                 below += decided
@@ -61,4 +65,4 @@ def binomial_by_bits(counts: np.ndarray, pwords: np.ndarray, pool: np.ndarray,
             alive -= decided
             t += 1
         out[g] = below
-    return np.int64(pos)
+    return np.int64(pos + 1)

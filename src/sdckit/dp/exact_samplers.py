@@ -267,7 +267,9 @@ def binomial_exp_neg_int(counts: np.ndarray, wholes: np.ndarray, rng: np.random.
     differ from it there are ``Binomial(tied, 1/2)``, the popcount of as many uniform bits. About
     ``2 counts[g]`` uniform bits and ``log2(counts[g]) + 2`` steps a draw, where one
     Bernoulli(exp(-w)) per real (:func:`bernoulli_exp_neg_streak`) takes a uniform 64-bit integer
-    each: the law of the number of its successes, from about 30 times fewer random words."""
+    each: the law of the number of its successes, from about 30 times fewer random words (a
+    pool of about twice the words expected is drawn, more if it runs out: the words not read are
+    left unused, independent of the result)."""
     from sdckit.dp.binomial_kernel import binomial_by_bits  # numba: loaded by the first quantile, not on import
 
     counts = np.ascontiguousarray(counts, dtype=np.int64)
@@ -275,7 +277,8 @@ def binomial_exp_neg_int(counts: np.ndarray, wholes: np.ndarray, rng: np.random.
     if counts.size and (counts.min() < 0 or wholes.min() < 1):
         raise ValueError("binomial_exp_neg_int: counts must be >= 0 and wholes >= 1")
     out = np.zeros(counts.size, dtype=np.int64)
-    pool = rng.integers(0, 2**64 - 1, int(counts.sum()) // 16 + 64 * (counts.size + 1), dtype=np.uint64, endpoint=True)
+    pool = rng.integers(0, 2**64 - 1, int(counts.sum()) // 16 + 2 * counts.size + 8, dtype=np.uint64,
+                        endpoint=True)  # about twice the bits expected
     count = 2
     while True:
         pwords = np.array([exp_neg_int_words(int(w), count) for w in wholes.tolist()], dtype=np.uint64).reshape(-1, count)
