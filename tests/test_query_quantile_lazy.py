@@ -23,7 +23,7 @@ from scipy import stats
 
 from sdckit.dp.binomial_kernel import binomial_by_bits
 from sdckit.dp.exact_samplers import binomial_exp_neg_int, exp_neg_int_words
-from sdckit.query import quantiles
+from sdckit.query import histcube, quantiles
 from sdckit.query.config import load_config
 from sdckit.query.data import Database
 from sdckit.query.grid import QUANTILE_GRID, Below, cumulative
@@ -137,24 +137,31 @@ def _table(tmp_path, weighted: bool) -> Database:
 
 @pytest.fixture(scope="module", params=[False, True], ids=["one-per-pair", "weighted"])
 def hist_forms(request, tmp_path_factory):
-    """v's histograms over the cube rows: sparse with the block table as built (at least 1024
-    blocks) and of 64 or 128 blocks, sparse without one, and cumulative."""
-    db = _table(tmp_path_factory.mktemp("lazy"), request.param)
+    """v's histograms over the cube rows (with ``SORT_PAIRS`` 16, so that a block table is
+    built for these 3,000 records): sparse with the block table as built (about 64 pairs a block)
+    and of 64 or 128 blocks, sparse without one, and cumulative; by name, the ``SORT_PAIRS`` to
+    read them with (16: the block table or the whole histograms; 2**12: the selected pairs sorted)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(histcube, "SORT_PAIRS", 16)
+        db = _table(tmp_path_factory.mktemp("lazy"), request.param)
     try:
         built = db.moments["t"].bins["v"]
-        assert built.form == "sparse" and built.blocks is not None and built.blocks.shape[1] - 1 >= 1024
+        assert built.form == "sparse" and built.blocks is not None and built.blocks.shape[1] - 1 >= 64
         assert (built.records is not None) == request.param
         plain = dataclasses.replace(built, blocks=None, block_records=None, block_bins=None, block_weights=None)
-        few = plain.with_blocks(65 * (plain.order.size + 1) * 4 * 2 + plain.bins.size * 8)
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(histcube, "SORT_PAIRS", 16)
+            few = plain.with_blocks(65 * (plain.order.size + 1) * 4 * 2 + plain.bins.size * 8)
         assert few.blocks is not None and few.blocks.shape[1] - 1 in (64, 128)
         dense = HistCube.build(db._con, db.cubes["t"], "v", dense_share=0.0)
         assert dense.form == "cumulative"
-        yield {"built": built, "few": few, "plain": plain, "dense": dense}
+        yield {"built": (built, 16), "few": (few, 16), "plain": (plain, 16), "sorted": (plain, 2**12),
+               "dense": (dense, 16)}
     finally:
         db.close()
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(0, 2**32 - 1), n_cells=st.sampled_from([1, 3, 256]), share=st.floats(0.05, 1.0))
 def test_lazy_belows_are_the_whole_histograms_at_every_point(hist_forms, seed, n_cells, share):
     """On a random selection and assignment of the cube rows to cells, each form's lazy
@@ -163,11 +170,13 @@ def test_lazy_belows_are_the_whole_histograms_at_every_point(hist_forms, seed, n
     its search equals numpy's searchsorted on it for random values, both sides."""
     rng = np.random.default_rng(seed)
     size = max(QUANTILE_GRID // 2 ** math.ceil(math.log2(n_cells)), 1024)
-    for name, hist in hist_forms.items():
+    for name, (hist, sort_pairs) in hist_forms.items():
         keep = rng.random(hist.order.size) < share
         cell = rng.integers(0, n_cells, hist.order.size)
         whole = hist.histograms(keep, cell, n_cells, size)
-        lazy = hist.belows(keep, cell, n_cells, size)
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(histcube, "SORT_PAIRS", sort_pairs)
+            lazy = hist.belows(keep, cell, n_cells, size)
         for c in range(n_cells) if n_cells < 10 else rng.choice(n_cells, 4, replace=False):
             truth = cumulative(whole[c], size)
             assert lazy[c].points == size + 1 and lazy[c].total == truth[-1], name

@@ -20,21 +20,23 @@ consecutive rows of one answer cell. One of two forms per column:
 * *sparse*: the (row, bin) pairs that hold records, with their records, sorted by storage
   position and bin, and each row's offset: a run is one slice; a query adds up the selected
   pairs per cell and bin (``np.bincount``) and accumulates them. Kept when there are at most
-  :data:`MAX_BIN_ROWS` pairs and they fit :data:`MAX_HIST_BYTES`. Beside it, when it fits
-  (:data:`MAX_BLOCK_BYTES`), a *block table*: the pairs (and records) in the rows before ``r``
-  and the bins before ``t B``, for blocks of ``B`` bins (up to 4096 blocks), from which a run's
-  records below a block's start are two reads and its pairs inside a block one slice per row.
-
-Permute-and-flip reads a cell's ``below`` at a few hundred points (:meth:`HistCube.belows`, a lazy
-:class:`~sdckit.query.grid.BlockBelow`): from the cumulative form two reads per run and point,
-from the block table two reads per run and block start and the selected rows' pairs in the
-blocks it enters. Without a block table the sparse form's histograms are built whole.
+  :data:`MAX_BIN_ROWS` pairs and they fit :data:`MAX_HIST_BYTES`. Beside it, for more than
+  :data:`SORT_PAIRS` pairs and when it fits (:data:`MAX_BLOCK_BYTES`), a *block table*: the
+  pairs (and records) in the rows before ``r`` and the bins before ``t B``, for blocks of ``B``
+  bins (up to :data:`MAX_BLOCKS`), and the pairs once each sorted by (block, row, bin): a run's
+  records below a block's start are two reads, its pairs inside a block one slice.
 
 Else that column's quantiles scan. Built at start-up from DuckDB's ``GROUP BY`` of the keys and
 the bin, joined with the cube's key combinations to read each pair's cube row, in bin ranges of
 about :data:`CHUNK_PAIRS` pairs each (DuckDB's memory stays bounded on large tables); a column
 whose records per cube row do not come out as the cube's counts is left to the scan. Counts are
 integers: the same numbers reach the same mechanism.
+
+Permute-and-flip reads a cell's ``below`` at a few hundred points (:meth:`HistCube.belows`, a lazy
+:class:`~sdckit.query.grid.BlockBelow`): from the cumulative form two reads per run and point,
+from the block table two reads per run and block start and the runs' pairs in the blocks it
+enters; from at most :data:`SORT_PAIRS` selected pairs (a small column, a narrow selection), those
+pairs sorted by bin. Else the sparse form's histograms are built whole.
 """
 
 from __future__ import annotations
@@ -65,6 +67,9 @@ CHUNK_PAIRS = 2**24
 MAX_BLOCK_BYTES = 2**26
 #: Most blocks of a block table (of 64 bins each), and the points of a cumulative form's block.
 MAX_BLOCKS = 4096
+#: A sparse column of at most this many pairs has no block table: a query sorts a cell's
+#: selected pairs (as any query selecting at most this many).
+SORT_PAIRS = 2**12
 
 _q = quote_identifier
 
@@ -154,8 +159,9 @@ class HistCube:
 
     def with_blocks(self, max_bytes: int) -> HistCube:
         """This sparse form with its block table and its pairs by block (module description), of
-        as many blocks (a power of two, at most :data:`MAX_BLOCKS`, at least 64) as fit
-        ``max_bytes``; as it is if none fits."""
+        as many blocks (a power of two, at most :data:`MAX_BLOCKS`, at least 64, and for at least
+        about 64 pairs each) as fit ``max_bytes``; as it is if none fits or it has at most
+        :data:`SORT_PAIRS` pairs."""
         rows = self.order.size
         row = np.repeat(np.arange(rows), np.diff(self.offsets))
         # the pairs once each (an unweighted form repeats a pair per record)
@@ -164,10 +170,10 @@ class HistCube:
         total = int(records.sum())
         dtype = np.dtype(np.int32 if total < 2**31 else np.int64)
         tables = 1 if total == new.size else 2
-        count = MAX_BLOCKS
+        count = min(MAX_BLOCKS, 2 ** max(6, (new.size // 64).bit_length()))  # about 64 pairs a block, or fewer
         while count >= 64 and (count + 1) * (rows + 1) * dtype.itemsize * tables + new.size * 8 > max_bytes:
             count //= 2
-        if count < 64:
+        if count < 64 or new.size <= SORT_PAIRS:
             return self
         block = (self.bins[new] // (QUANTILE_GRID // count)).astype(np.int64)
         at = block * rows + row[new]
@@ -225,17 +231,35 @@ class HistCube:
         (:class:`~sdckit.query.grid.BlockBelow`, module description): the values of
         :meth:`histograms`' cumulative histograms wherever read. A sparse form without a block
         table gives :meth:`histograms`' whole."""
-        if self.cumulative is None and self.blocks is None:
-            return [Below(cumulative_of(h, size)) for h in self.histograms(keep, cell, n_cells, size)]
         starts, ends, cells = self._runs(keep, cell)
+        few = self.cumulative is None and int((self.offsets[ends] - self.offsets[starts]).sum()) <= SORT_PAIRS
+        if self.cumulative is None and self.blocks is None and not few:
+            return [Below(cumulative_of(h, size)) for h in self.histograms(keep, cell, n_cells, size)]
         stride = QUANTILE_GRID // size  # finest bins per bin
         zero = Below(np.zeros(size + 1, dtype=np.int64))
         out: list[Below] = [zero] * n_cells
+        read = self._dense_below if self.cumulative is not None else self._sorted_below if few else self._block_below
         for c in np.unique(cells).tolist():
             mine = cells == c
-            out[c] = (self._dense_below if self.cumulative is not None else self._block_below)(
-                starts[mine], ends[mine], size, stride)
+            out[c] = read(starts[mine], ends[mine], size, stride)
         return out
+
+    def _sorted_below(self, starts: np.ndarray, ends: np.ndarray, size: int, stride: int) -> Below:
+        """A cell's lazy ``below`` from its few sparse pairs (at most :data:`SORT_PAIRS`), sorted
+        by bin: at a point, the records of the pairs before it (a search)."""
+        lo, hi = self.offsets[starts], self.offsets[ends]
+        bins = self._take(self.bins, lo, hi)
+        order = np.argsort(bins, kind="stable")
+        bins = bins[order]
+        records = np.ones(bins.size, np.int64) if self.records is None else self._take(self.records, lo, hi)[order]
+        running = np.concatenate([[0], np.cumsum(records, dtype=np.int64)])
+        step = min(64, size)
+
+        def read(points: np.ndarray) -> np.ndarray:
+            return running[np.searchsorted(bins, points * stride, side="left")]
+
+        return BlockBelow(size + 1, step, read(np.arange(0, size + 1, step)),
+                          lambda ts: read(ts[:, None] * step + np.arange(step)))
 
     def _dense_below(self, starts: np.ndarray, ends: np.ndarray, size: int, stride: int) -> Below:
         """A cell's lazy ``below`` from the cumulative form: each point two reads per run."""
