@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from sdckit.dp.binomial_kernel import binomial_by_bits
-from sdckit.dp.exact_samplers import binomial_exp_neg_int, exp_neg_int_words
+from sdckit.dp.exact_samplers import bernoulli_exp_neg_int, binomial_exp_neg_int, exp_neg_int_words
 from sdckit.query import histcube, quantiles
 from sdckit.query.config import load_config
 from sdckit.query.data import Database
@@ -79,6 +79,40 @@ def test_the_kernel_asks_for_more_words_and_gives_the_same_counts_from_the_same_
     assert binomial_by_bits(counts, pwords[:, :0], pool, out) == -2  # no bits of p: ask for more
     with pytest.raises(ValueError, match="wholes"):
         binomial_exp_neg_int(np.array([3]), np.array([0]), np.random.default_rng(0))
+
+
+def test_bernoulli_exp_neg_int_has_its_law():
+    """exp(-w) for w = 0 .. 3 in one call, 20,000 draws each: every count within 4.5 binomial
+    standard deviations (w = 0 always)."""
+    rng = np.random.default_rng(6)
+    draws = rng.permutation(np.repeat(np.arange(4), 20_000))
+    hits = bernoulli_exp_neg_int(draws, rng)
+    assert hits[draws == 0].all()
+    for w in range(1, 4):
+        p, got = math.exp(-w), int(hits[draws == w].sum())
+        assert abs(got - 20_000 * p) <= 4.5 * math.sqrt(20_000 * p * (1 - p)), w
+
+
+class _Scripted:
+    """A generator whose uniform 64-bit integers are given in order: a vector, then one at a time."""
+
+    def __init__(self, first: list[int], then: list[int]) -> None:
+        self.first, self.then = first, list(then)
+
+    def integers(self, low, high, size=None, dtype=None, endpoint=False):
+        assert (low, high, dtype, endpoint) == (0, 2**64 - 1, np.uint64, True)
+        return np.array(self.first, dtype=np.uint64) if size is not None else np.uint64(self.then.pop(0))
+
+
+def test_bernoulli_exp_neg_int_settles_a_tie_by_the_next_words():
+    """exp(-3): element 0 ties word 0, then draws below word 1 (true); element 1 is above word 0
+    (false). exp(-64) < 2**-64, its word 0 is 0: element 2 ties it, then ties word 1, then draws
+    above word 2 (false); exp(0): element 3 true whatever its word."""
+    three, big = exp_neg_int_words(3, 2), exp_neg_int_words(64, 3)
+    assert big[0] == 0 and big[1] > 0
+    rng = _Scripted([three[0], three[0] + 1, 0, 2**64 - 1], [three[1] - 1, big[1], big[2] + 1])
+    assert bernoulli_exp_neg_int(np.array([3, 3, 64, 0]), rng).tolist() == [True, False, False, True]
+    assert rng.then == []
 
 
 def _law(below: np.ndarray, n: int, q: float, epsilon: float, k: int) -> np.ndarray:

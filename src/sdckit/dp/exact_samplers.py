@@ -184,23 +184,36 @@ def _extend_words(i: int) -> None:
 
 
 def bernoulli_exp_neg_one(size: int, rng: np.random.Generator) -> np.ndarray:
-    """``size`` exact Bernoulli(exp(-1)) draws: a uniform real in [0, 1), drawn 64 bits at a time,
-    compared with ``exp(-1)``'s binary expansion (:func:`_exp_neg_one_word`); it is below with
-    probability exactly ``exp(-1)``. The next word is drawn only on a tie (probability 2**-64 a
-    word), so a draw costs one uniform 64-bit integer: the same law as :func:`bernoulli_exp_neg`
-    with ``num = den = 1``, without its loop."""
-    words = rng.integers(0, 2**64 - 1, size, dtype=np.uint64, endpoint=True)
-    first = np.uint64(_FIRST_WORD)
-    out = words < first
-    for j in np.flatnonzero(words == first).tolist():  # a tie: compare the next words
+    """``size`` exact Bernoulli(exp(-1)) draws (:func:`bernoulli_exp_neg_int` of 1): the same law as
+    :func:`bernoulli_exp_neg` with ``num = den = 1``, without its loop."""
+    return bernoulli_exp_neg_int(np.ones(size, dtype=np.int64), rng)
+
+
+def bernoulli_exp_neg_int(whole: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Exact Bernoulli(exp(-whole)) draws for integers ``whole >= 0``: a uniform real in [0, 1),
+    drawn 64 bits at a time, compared with ``exp(-whole)``'s binary expansion (:func:`_exp_neg_one_word`
+    for 1, :func:`exp_neg_int_words` else; ``exp(0) = 1`` always comes up); it is below with
+    probability exactly ``exp(-whole)``. The next word is drawn only on a tie (probability 2**-64
+    a word), so a draw costs one uniform 64-bit integer, however large ``whole``."""
+    whole = np.asarray(whole, dtype=np.int64)
+    words = rng.integers(0, 2**64 - 1, whole.size, dtype=np.uint64, endpoint=True)
+    top = int(whole.max(initial=1))
+    first = np.array([2**64 - 1] + [_expansion_word(w, 0) for w in range(1, top + 1)], dtype=np.uint64)[whole]
+    out = (words < first) | (whole == 0)
+    for j in np.flatnonzero((words == first) & (whole > 0)).tolist():  # a tie: compare the next words
         i = 1
         while True:
             word = int(rng.integers(0, 2**64 - 1, dtype=np.uint64, endpoint=True))
-            if word != _exp_neg_one_word(i):
-                out[j] = word < _exp_neg_one_word(i)
+            if word != _expansion_word(int(whole[j]), i):
+                out[j] = word < _expansion_word(int(whole[j]), i)
                 break
             i += 1
     return out
+
+
+def _expansion_word(w: int, i: int) -> int:
+    """Word ``i`` of ``exp(-w)``'s binary expansion (``w >= 1``)."""
+    return _exp_neg_one_word(i) if w == 1 else exp_neg_int_words(w, i + 1)[i]
 
 
 _FIRST_WORD = _exp_neg_one_word(0)

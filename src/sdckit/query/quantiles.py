@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from sdckit.dp.exact_samplers import bernoulli_exp_neg_streak, binomial_exp_neg_int
+from sdckit.dp.exact_samplers import bernoulli_exp_neg_int, bernoulli_exp_neg_streak, binomial_exp_neg_int
 from sdckit.query.grid import QUANTILE_BINS, Below, Histogram, as_below, cumulative
 
 #: Epsilon of a quantile is rounded down to a multiple of 2**-EPS_BITS (exact rational sampling).
@@ -119,11 +119,12 @@ class Coins:
 def flip_visiting(coins: Coins, near: int, rng: np.random.Generator) -> int:
     """Permute-and-flip in a uniformly random order (:func:`visiting_order`, in batches of about
     half the visits expected, at least 256, then doubling): each visited point's first factor
-    (:class:`Coins`), then the second factor of those whose first came up; the first point
+    (:class:`Coins`, :func:`~sdckit.dp.exact_samplers.bernoulli_exp_neg_int`: one uniform word each), then the second
+    factor of those whose first came up; the first point
     visited whose both came up. ``below`` is read only at those."""
     for visit in visiting_order(coins.below.points, rng, max(256, coins.below.points // (2 * near))):
         w = coins.bound[coins.segment(visit)]
-        passed = np.flatnonzero(bernoulli_exp_neg_streak(w * coins.den, coins.den, rng))
+        passed = np.flatnonzero(bernoulli_exp_neg_int(w, rng))
         if passed.size:
             hit = np.flatnonzero(coins.second(visit[passed], w[passed], rng))
             if hit.size:
