@@ -42,9 +42,9 @@ _MAX_EXPONENT = 64
 #: :func:`flip_grouped` flips every coin of a segment whose whole parts may be below this (near the
 #: best: most of their first factors would come up), the others' first factors by groups.
 FLIP_EACH_BELOW = 2
-#: More points than this in such segments: :func:`permute_and_flip` visits in a random order
-#: (about ``size / near`` visits) instead of flipping every coin.
-VISIT_FROM = 256
+#: Coins that may add up to more than this: :func:`permute_and_flip` visits in a random order
+#: (about ``size / sum`` visits) instead of flipping every coin.
+VISIT_FROM = 128
 
 
 def permute_and_flip(below: np.ndarray | Below, n: int, q: float, epsilon: float, k: int,
@@ -64,15 +64,16 @@ def permute_and_flip(below: np.ndarray | Below, n: int, q: float, epsilon: float
 
     Each coin is flipped as two exact factors, the first from a bound on its block's exponents
     read off ``below`` at the blocks' first points (:class:`Coins`), so that ``below`` is read at
-    a few hundred points, not ``2**18 + 1``: when more than :data:`VISIT_FROM` points may have a
-    coin of at least exp(-2), in the visiting order (:func:`flip_visiting`: about ``size / near``
-    visits), else every coin at once, by groups (:func:`flip_grouped`, :func:`flip_all`'s law:
-    e.g. MAX over values piled at the upper bound, where about half the grid would be visited).
-    The choice changes the work, not the law.
+    a few hundred points, not ``2**18 + 1``: when the coins may add up to more than
+    :data:`VISIT_FROM` (``sum exp(-bound)``, at least their sum), in the visiting order
+    (:func:`flip_visiting`: about ``size / sum`` visits), else every coin at once, by groups
+    (:func:`flip_grouped`, :func:`flip_all`'s law: e.g. MAX over values piled at the upper bound,
+    where about half the grid would be visited). The choice (in floating point) changes the
+    work, not the law.
     """
     coins = Coins(below if isinstance(below, Below) else Below(below), int(n), q, epsilon, k)
-    near = int(coins.length[coins.bound < FLIP_EACH_BELOW].sum())
-    return flip_visiting(coins, near, rng) if near > VISIT_FROM else flip_grouped(coins, rng)
+    mass = float(np.dot(coins.length, np.exp(-coins.bound.astype(float))))  # (chooses the work, not the law)
+    return flip_visiting(coins, mass, rng) if mass > VISIT_FROM else flip_grouped(coins, rng)
 
 
 class Coins:
@@ -116,13 +117,13 @@ class Coins:
         return bernoulli_exp_neg_streak(exponent - w * self.den, self.den, rng)
 
 
-def flip_visiting(coins: Coins, near: int, rng: np.random.Generator) -> int:
+def flip_visiting(coins: Coins, mass: float, rng: np.random.Generator) -> int:
     """Permute-and-flip in a uniformly random order (:func:`visiting_order`, in batches of about
-    half the visits expected, at least 256, then doubling): each visited point's first factor
+    half the visits expected, ``size / (2 mass)``, at least 256, then doubling): each visited point's first factor
     (:class:`Coins`, :func:`~sdckit.dp.exact_samplers.bernoulli_exp_neg_int`: one uniform word each), then the second
     factor of those whose first came up; the first point
     visited whose both came up. ``below`` is read only at those."""
-    for visit in visiting_order(coins.below.points, rng, max(256, coins.below.points // (2 * near))):
+    for visit in visiting_order(coins.below.points, rng, max(256, int(coins.below.points / (2 * mass)))):
         w = coins.bound[coins.segment(visit)]
         passed = np.flatnonzero(bernoulli_exp_neg_int(w, rng))
         if passed.size:
