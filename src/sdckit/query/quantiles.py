@@ -42,6 +42,8 @@ _MAX_EXPONENT = 64
 #: :func:`flip_grouped` flips every coin of a segment whose whole parts may be below this (near the
 #: best: most of their first factors would come up), the others' first factors by groups.
 FLIP_EACH_BELOW = 2
+#: Points of a segment of :class:`Coins` (its first point's ``below`` read for a bound on all).
+SEGMENT = 64
 #: Coins that may add up to more than this: :func:`permute_and_flip` visits in a random order
 #: (about ``size / sum`` visits) instead of flipping every coin.
 VISIT_FROM = 128
@@ -80,8 +82,10 @@ class Coins:
     """Permute-and-flip's coins over ``below``'s grid points: candidate ``j``'s is
     Bernoulli(exp(-x_j / den)), ``x_j = min(gap_j, cap) eps_num`` (:func:`coin_parameters`),
     ``gap_j = |v_j| - best``, ``v_j = D below_j - t n`` (``t = round(q D)``, ``best`` the least
-    ``|v_j|``), and the points in *segments* (``below``'s blocks, then the last point alone) with
-    a lower bound ``bound`` on the whole part ``floor(x_j / den)`` of their points.
+    ``|v_j|``), and the points in *segments* (blocks of :data:`SEGMENT` points, or of one when
+    the bins are not a multiple of it, then the last point alone; the same however ``below`` is
+    held, so the cube's and the scan's histograms give the same draws) with a lower bound
+    ``bound`` on the whole part ``floor(x_j / den)`` of their points.
 
     ``v`` does not decrease along the grid, so on a block ``[a, b)`` (``b`` the next block's first
     point) ``gap`` is at least ``gap_a`` when ``v_a >= 0`` and at least ``gap_b`` when ``v_b <= 0``:
@@ -97,9 +101,12 @@ class Coins:
         near = np.array([j for j in (split - 1, split) if 0 <= j < below.points], dtype=np.int64)
         self.best = int(np.abs(below.at(near) * self.scale - self.target).min())
         self.eps_num, self.den, self.cap = coin_parameters(epsilon, k, q)
-        v = below.coarse * self.scale - self.target
+        # segments of 64 points however below is held (the same draws from the cube and the scan)
+        self.step = SEGMENT if (below.points - 1) % SEGMENT == 0 else 1
+        coarse = below.coarse if below.step == self.step else below.at(np.arange(0, below.points, self.step))
+        v = coarse * self.scale - self.target
         whole = np.minimum(np.abs(v) - self.best, self.cap) * self.eps_num // self.den
-        self.step, blocks = below.step, below.coarse.size - 1
+        blocks = coarse.size - 1
         bound = whole[:-1] if self.step == 1 else np.minimum(whole[:-1], whole[1:])
         if self.step > 1:
             bound[(v[:-1] < 0) & (v[1:] > 0)] = 0
