@@ -3,10 +3,14 @@ candidates with exact coins (McKenna & Sheldon 2020), and the bound on its rank 
 
 The grid has up to ``2**18 + 1`` points (:func:`~sdckit.query.grid.quantile_bins`), so that on
 large tables the answer's error is the mechanism's rank error, not the grid's resolution. Its
-histogram comes per cell sparse (the non-empty bins, from the scan) or as its cumulative counts
-(from the cube, :mod:`sdckit.query.histcube`); the visiting order is drawn lazily
-(:func:`visiting_order`) and the coins are flipped in it, so the sampling work is the candidates
-visited, not the grid's size.
+histogram comes per cell sparse (the non-empty bins, from the scan), as its cumulative counts,
+or lazily (from the cube, :mod:`sdckit.query.histcube`, read where asked:
+:class:`~sdckit.query.grid.Below`). Each coin is flipped as two exact factors, the first from a
+bound on the exponents of its block of 64 points read off the cumulative counts at the blocks'
+first points (:class:`Coins`), in a lazily drawn visiting order (:func:`flip_visiting`,
+:func:`visiting_order`) or, when few coins are likely, all at once by groups
+(:func:`flip_grouped`: an exact binomial count per bound, then a uniform subset): the counts are
+read at the blocks' first points and where a first factor came up, not at every grid point.
 
 ``MIN(col)`` and ``MAX(col)`` are the quantiles 0 and 1 (as Tumult Analytics answers them, with
 its exponential mechanism over the public bounds): the utility of grid point ``c`` is
