@@ -197,8 +197,7 @@ def bernoulli_exp_neg_int(whole: np.ndarray, rng: np.random.Generator) -> np.nda
     a word), so a draw costs one uniform 64-bit integer, however large ``whole``."""
     whole = np.asarray(whole, dtype=np.int64)
     words = rng.integers(0, 2**64 - 1, whole.size, dtype=np.uint64, endpoint=True)
-    top = int(whole.max(initial=1))
-    first = np.array([2**64 - 1] + [_expansion_word(w, 0) for w in range(1, top + 1)], dtype=np.uint64)[whole]
+    first = _first_words(int(whole.max(initial=1)))[whole]
     out = (words < first) | (whole == 0)
     for j in np.flatnonzero((words == first) & (whole > 0)).tolist():  # a tie: compare the next words
         i = 1
@@ -209,6 +208,17 @@ def bernoulli_exp_neg_int(whole: np.ndarray, rng: np.random.Generator) -> np.nda
                 break
             i += 1
     return out
+
+
+def _first_words(top: int) -> np.ndarray:
+    """Word 0 of ``exp(-w)``'s expansion for ``w = 0 .. top`` (``2**64 - 1`` for ``w = 0``), kept."""
+    global _FIRSTS
+    if _FIRSTS.size <= top:
+        _FIRSTS = np.array([2**64 - 1] + [_expansion_word(w, 0) for w in range(1, 2 * top + 1)], dtype=np.uint64)
+    return _FIRSTS
+
+
+_FIRSTS = np.zeros(0, dtype=np.uint64)
 
 
 def _expansion_word(w: int, i: int) -> int:

@@ -94,7 +94,7 @@ class Moments(Result):
             hist = HistCube.build(con, cube, column, max_hist_bytes, max_bin_rows, dense_share)
             if hist is not None:
                 bins[column] = hist
-                max_hist_bytes -= hist.nbytes
+                max_hist_bytes -= hist.memory
         return cls(cube, squares, bins, persons_are_rows, DistinctSets.build(con, cube))
 
     # ------------------------------------------------------------------ answering

@@ -33,7 +33,8 @@ whose records per cube row do not come out as the cube's counts is left to the s
 integers: the same numbers reach the same mechanism.
 
 Permute-and-flip reads a cell's ``below`` at a few hundred points (:meth:`HistCube.belows`, a lazy
-:class:`~sdckit.query.grid.BlockBelow`): from the cumulative form two reads per run and point,
+:class:`~sdckit.query.grid.BlockBelow`): from the cumulative form two reads per run and point
+(the blocks' first points from its every 64th column, kept contiguous: 1/64 more, counted),
 from the block table two reads per run and block start and the runs' pairs in the blocks it
 enters; from at most :data:`SORT_PAIRS` selected pairs (a small column, a narrow selection), those
 pairs sorted by bin. Else the sparse form's histograms are built whole.
@@ -88,6 +89,8 @@ class HistCube:
     blocks: np.ndarray | None = None
     #: the same for the records, when a pair may hold several (else ``blocks``)
     block_records: np.ndarray | None = None
+    #: the cumulative form's every 64th column, contiguous: a run's blocks' starts, two short rows
+    every64: np.ndarray | None = None
     #: the pairs' bins and records sorted by block, storage position and bin: a run's pairs in a
     #: block are one slice (and the block table counts them, once each)
     block_bins: np.ndarray | None = None
@@ -95,10 +98,15 @@ class HistCube:
 
     @property
     def nbytes(self) -> int:
-        """Bytes held."""
+        """Bytes of the histograms (either form, the sparse form's block table with it)."""
         return sum(a.nbytes for a in (self.order, self.cumulative, self.offsets, self.bins, self.records,
                                       self.blocks, self.block_records, self.block_bins, self.block_weights)
                    if a is not None)
+
+    @property
+    def memory(self) -> int:
+        """Bytes held: :attr:`nbytes` and the cumulative form's :attr:`every64` (1/64 of it)."""
+        return self.nbytes + (0 if self.every64 is None else self.every64.nbytes)
 
     @property
     def form(self) -> str:
@@ -117,7 +125,7 @@ class HistCube:
         total = int(np.asarray(cube.counts, dtype=np.int64).sum())
         dtype = np.dtype(np.int32 if total < 2**31 else np.int64)
         shape = (cube.size + 1, QUANTILE_GRID + 1)
-        dense_fits = shape[0] * shape[1] * dtype.itemsize + order.nbytes <= max_bytes
+        dense_fits = shape[0] * (shape[1] + -(-shape[1] // 64)) * dtype.itemsize + order.nbytes <= max_bytes  # and every64
         dense_from = dense_share * cube.size * QUANTILE_GRID  # pairs past which the cumulative form is kept
 
         def sparse_fits(pairs: int) -> bool:
@@ -145,7 +153,7 @@ class HistCube:
             cumulative = _scatter(np.zeros(shape, dtype), parts)
         if cumulative is not None:
             _accumulate(cumulative)
-            hist = cls(order, cumulative=cumulative)
+            hist = cls(order, cumulative=cumulative, every64=np.ascontiguousarray(cumulative[:, ::64]))
         else:
             pos, bins, records = (np.concatenate(a) for a in zip(*parts)) if parts else (
                 np.zeros(0, np.int32), np.zeros(0, np.int32), np.zeros(0, dtype))
@@ -262,7 +270,8 @@ class HistCube:
                           lambda ts: read(ts[:, None] * step + np.arange(step)))
 
     def _dense_below(self, starts: np.ndarray, ends: np.ndarray, size: int, stride: int) -> Below:
-        """A cell's lazy ``below`` from the cumulative form: each point two reads per run."""
+        """A cell's lazy ``below`` from the cumulative form: each point two reads per run (the
+        blocks' first points from :attr:`every64`, contiguous)."""
         cum, step = self.cumulative, min(64, size)
 
         def read(points: np.ndarray) -> np.ndarray:
@@ -270,8 +279,13 @@ class HistCube:
             return (cum[ends.reshape((-1,) + (1,) * cols.ndim), cols].astype(np.int64).sum(axis=0)
                     - cum[starts.reshape((-1,) + (1,) * cols.ndim), cols].astype(np.int64).sum(axis=0))
 
-        return BlockBelow(size + 1, step, read(np.arange(0, size + 1, step)),
-                          lambda ts: read(ts[:, None] * step + np.arange(step)))
+        if self.every64 is not None and step * stride % 64 == 0:
+            every = slice(None, None, step * stride // 64)
+            coarse = (self.every64[ends][:, every].astype(np.int64).sum(axis=0)
+                      - self.every64[starts][:, every].astype(np.int64).sum(axis=0))
+        else:
+            coarse = read(np.arange(0, size + 1, step))
+        return BlockBelow(size + 1, step, coarse, lambda ts: read(ts[:, None] * step + np.arange(step)))
 
     def _block_below(self, starts: np.ndarray, ends: np.ndarray, size: int, stride: int) -> Below:
         """A cell's lazy ``below`` from the sparse form's block table: at a block's start two
