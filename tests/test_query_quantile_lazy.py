@@ -140,13 +140,13 @@ def test_both_paths_have_permute_and_flips_exact_law(monkeypatch, visit_from, po
     3, by groups) or of 40 (one point a block: exact whole parts, groups of several points); the
     epsilon makes the coins fall by about e over a block (a few points of the small grid), so
     that groups with a Binomial above 0, their uniform subsets and second factors take part;
-    1,500 draws of each path against the exact law (outcomes of expected count below 5 pooled)."""
+    1,200 draws of each path against the exact law (outcomes of expected count below 5 pooled)."""
     monkeypatch.setattr(quantiles, "VISIT_FROM", visit_from)
     rng = np.random.default_rng(points)
     values = np.concatenate([rng.integers(0, points - 1, 295), np.full(5, points - 2)])
     below = np.array([np.sum(values < c) for c in range(points)])
     law = _law(below, 300, q, epsilon, 1)
-    draws = np.bincount([quantiles.permute_and_flip(below, 300, q, epsilon, 1, rng) for _ in range(1500)],
+    draws = np.bincount([quantiles.permute_and_flip(below, 300, q, epsilon, 1, rng) for _ in range(1200)],
                         minlength=points)
     expected = law * draws.sum()
     big = expected >= 5
@@ -195,7 +195,7 @@ def hist_forms(request, tmp_path_factory):
         db.close()
 
 
-@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(0, 2**32 - 1), n_cells=st.sampled_from([1, 3, 256]), share=st.floats(0.05, 1.0))
 def test_lazy_belows_are_the_whole_histograms_at_every_point(hist_forms, seed, n_cells, share):
     """On a random selection and assignment of the cube rows to cells, each form's lazy
