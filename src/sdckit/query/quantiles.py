@@ -95,9 +95,10 @@ class Coins:
     point) ``gap`` is at least ``gap_a`` when ``v_a >= 0`` and at least ``gap_b`` when ``v_b <= 0``:
     the bound is the least of those two whole parts (0 for a block where ``v`` changes sign; the
     exact one for blocks of one point). A coin is then an exact Bernoulli(exp(-w)) (``w`` its
-    segment's bound) times an exact Bernoulli(exp(-(x_j - w den) / den))
-    (:func:`~sdckit.dp.exact_samplers.bernoulli_exp_neg_streak` both): the first needs no
-    ``below``, the second is flipped (and ``below`` read) only where the first came up."""
+    segment's bound; :func:`flip_visiting`, :func:`flip_grouped`) times an exact
+    Bernoulli(exp(-(x_j - w den) / den)) (:meth:`second`,
+    :func:`~sdckit.dp.exact_samplers.bernoulli_exp_neg_streak`): the first needs no ``below``,
+    the second is flipped (and ``below`` read) only where the first came up."""
 
     def __init__(self, below: Below, n: int, q: float, epsilon: float, k: int) -> None:
         self.below, self.scale, self.target = below, 2**Q_BITS, int(round(q * 2**Q_BITS)) * n
@@ -130,9 +131,9 @@ class Coins:
 
 def flip_visiting(coins: Coins, mass: float, rng: np.random.Generator) -> int:
     """Permute-and-flip in a uniformly random order (:func:`visiting_order`, in batches of about
-    half the visits expected, ``size / (2 mass)``, at least 256, then doubling): each visited point's first factor
-    (:class:`Coins`, :func:`~sdckit.dp.exact_samplers.bernoulli_exp_neg_int`: one uniform word each), then the second
-    factor of those whose first came up; the first point
+    half the visits expected, ``size / (2 mass)``, at least 256, then doubling): each visited
+    point's first factor (:class:`Coins`; :func:`~sdckit.dp.exact_samplers.bernoulli_exp_neg_int`,
+    one uniform word each), then the second factor of those whose first came up; the first point
     visited whose both came up. ``below`` is read only at those."""
     for visit in visiting_order(coins.below.points, rng, max(256, int(coins.below.points / (2 * mass)))):
         w = coins.bound[coins.segment(visit)]
