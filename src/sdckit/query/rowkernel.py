@@ -1,9 +1,9 @@
 """The one pass over each person's rows that keeps the rows per-group bounds keep (issue 32;
 :mod:`sdckit.query.rowstore` holds the rows, :mod:`sdckit.query.groupbounds` states the rules).
 
-Compiled by numba (``nogil``: the service's other threads run while it does; no on-disk cache,
-so a fresh clone or a read-only install compiles it in memory, once per process, when the service
-starts: :meth:`sdckit.query.rowstore.RowStore.compile`). Imported only where a row store is built:
+Compiled by numba (``nogil``: the service's other threads run while it does; cached on disk as
+sdckit's other kernels, so only a fresh install compiles it, about 3 s) when the service starts:
+:meth:`sdckit.query.rowstore.RowStore.compile`. Imported only where a row store is built:
 a service without a table of several rows per person never loads numba.
 """
 
@@ -13,7 +13,7 @@ import numba
 import numpy as np
 
 
-@numba.njit(nogil=True, cache=False)
+@numba.njit(nogil=True, cache=True)
 def kept_cells(parent: np.ndarray, rank: np.ndarray, group: np.ndarray, cell: np.ndarray, per_unit: int,
                groups: int, rows: int, values: np.ndarray, wanted: np.ndarray, cube_values: np.ndarray,
                cube_wanted: np.ndarray, n_cells: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
