@@ -57,15 +57,34 @@ def bernoulli_exp_neg(num: np.ndarray, den: int | np.ndarray, rng: np.random.Gen
 
 
 def _geometric_exp_neg_one(size: int, rng: np.random.Generator) -> np.ndarray:
-    """Number of successes before the first failure of Bernoulli(exp(-1)) trials."""
+    """Number of successes before the first failure of Bernoulli(exp(-1)) trials (each trial
+    :func:`bernoulli_exp_neg_one`: one uniform 64-bit word against exp(-1)'s expansion)."""
     count = np.zeros(size, dtype=np.int64)
-    active = np.ones(size, dtype=bool)
-    while active.any():
-        idx = np.flatnonzero(active)
-        success = bernoulli_exp_neg(np.ones(idx.size, dtype=np.int64), 1, rng)
-        count[idx[success]] += 1
-        active[idx[~success]] = False
+    active = np.arange(size)
+    while active.size:
+        success = bernoulli_exp_neg_one(active.size, rng)
+        active = active[success]
+        count[active] += 1
     return count
+
+
+def _first_accepted(keep: np.ndarray, owner: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray]:
+    """Of candidates ``keep`` (accepted or not), candidate ``i`` drawn for element ``owner[i]``
+    of ``m``: the elements with an accepted candidate and, for each, its *first* accepted one.
+    Candidates that are i.i.d. per element and taken in their order give the law of drawing them
+    one at a time until one is accepted (rejection sampling), in fewer rounds."""
+    accepted = np.flatnonzero(keep)
+    elements, first = np.unique(owner[accepted], return_index=True)
+    return elements, accepted[first]
+
+
+def _candidates(m: int) -> np.ndarray:
+    """Which element each candidate of a round belongs to: each of the ``m`` pending elements
+    gets 2 candidates (4 for one alone). A round of :func:`discrete_laplace` or
+    :func:`discrete_gaussian` costs dozens of numpy calls whatever its size and a candidate is
+    accepted about half the time, so twice the candidates take about half the rounds (186 draws:
+    1.35 -> 0.40 ms; 8 Gaussian draws: 0.97 -> 0.31 ms)."""
+    return np.arange(max(2 * m, 4)) % m
 
 
 def discrete_laplace(size: int, s: int | np.ndarray, r: int, rng: np.random.Generator) -> np.ndarray:
@@ -90,8 +109,9 @@ def discrete_laplace(size: int, s: int | np.ndarray, r: int, rng: np.random.Gene
     out = np.zeros(size, dtype=np.int64)
     pending = np.arange(size)
     while pending.size:
-        m = pending.size
-        sp = s[pending]
+        owner = _candidates(pending.size)
+        m = owner.size
+        sp = s[pending][owner]
         u = rng.integers(0, sp)
         keep = bernoulli_exp_neg(u, sp, rng)
         v = _geometric_exp_neg_one(m, rng)
@@ -99,8 +119,9 @@ def discrete_laplace(size: int, s: int | np.ndarray, r: int, rng: np.random.Gene
         y = (u + sp * np.minimum(v, 2**10)) // r
         negative = rng.integers(0, 2, m).astype(bool)
         keep &= ~(negative & (y == 0))
-        out[pending[keep]] = np.where(negative, -y, y)[keep]
-        pending = pending[~keep]
+        elements, first = _first_accepted(keep, owner, pending.size)
+        out[pending[elements]] = np.where(negative, -y, y)[first]
+        pending = np.delete(pending, elements)
     return out
 
 
@@ -111,13 +132,7 @@ def bernoulli_exp_neg_rational(num: np.ndarray, den: int | np.ndarray, rng: np.r
     that at least ``floor(gamma)`` Bernoulli(exp(-1)) trials succeed in a row (CKS20 Algorithm 1,
     case gamma > 1), the second :func:`bernoulli_exp_neg` of the remainder.
     """
-    num = np.asarray(num, dtype=np.int64)
-    den = np.broadcast_to(np.asarray(den, dtype=np.int64), num.shape)
-    whole, rest = np.divmod(num, den)
-    out = _geometric_exp_neg_one(num.size, rng).reshape(num.shape) >= whole
-    idx = np.flatnonzero(out)
-    out.flat[idx] = bernoulli_exp_neg(rest.flat[idx], den.flat[idx], rng)
-    return out
+    return bernoulli_exp_neg_streak(num, den, rng)
 
 
 def discrete_gaussian(size: int, t: int, c: int, rng: np.random.Generator) -> np.ndarray:
@@ -144,13 +159,15 @@ def discrete_gaussian(size: int, t: int, c: int, rng: np.random.Generator) -> np
     out = np.zeros(size, dtype=np.int64)
     pending = np.arange(size)
     while pending.size:
-        y = discrete_laplace(pending.size, t, 1, rng)
+        owner = _candidates(pending.size)
+        y = discrete_laplace(owner.size, t, 1, rng)
         # |Y| > 2**31 has probability below exp(-2**31 / t) <= exp(-64): never; the cap only
         # keeps (|Y| - c)**2 inside int64.
         gap = np.minimum(np.abs(y), 2**31) - c
         keep = bernoulli_exp_neg_rational(gap * gap, 2 * t * c, rng)
-        out[pending[keep]] = y[keep]
-        pending = pending[~keep]
+        elements, first = _first_accepted(keep, owner, pending.size)
+        out[pending[elements]] = y[first]
+        pending = np.delete(pending, elements)
     return out
 
 
