@@ -57,15 +57,34 @@ def bernoulli_exp_neg(num: np.ndarray, den: int | np.ndarray, rng: np.random.Gen
 
 
 def _geometric_exp_neg_one(size: int, rng: np.random.Generator) -> np.ndarray:
-    """Number of successes before the first failure of Bernoulli(exp(-1)) trials."""
+    """Number of successes before the first failure of Bernoulli(exp(-1)) trials (each trial
+    :func:`bernoulli_exp_neg_one`: one uniform 64-bit word against exp(-1)'s expansion)."""
     count = np.zeros(size, dtype=np.int64)
-    active = np.ones(size, dtype=bool)
-    while active.any():
-        idx = np.flatnonzero(active)
-        success = bernoulli_exp_neg(np.ones(idx.size, dtype=np.int64), 1, rng)
-        count[idx[success]] += 1
-        active[idx[~success]] = False
+    active = np.arange(size)
+    while active.size:
+        success = bernoulli_exp_neg_one(active.size, rng)
+        active = active[success]
+        count[active] += 1
     return count
+
+
+def _first_accepted(keep: np.ndarray, owner: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray]:
+    """Of candidates ``keep`` (accepted or not), candidate ``i`` drawn for element ``owner[i]``
+    of ``m``: the elements with an accepted candidate and, for each, its *first* accepted one.
+    Candidates that are i.i.d. per element and taken in their order give the law of drawing them
+    one at a time until one is accepted (rejection sampling), in fewer rounds."""
+    accepted = np.flatnonzero(keep)
+    elements, first = np.unique(owner[accepted], return_index=True)
+    return elements, accepted[first]
+
+
+def _candidates(m: int) -> np.ndarray:
+    """Which element each candidate of a round belongs to: each of the ``m`` pending elements
+    gets 2 candidates (4 for one alone). A round of :func:`discrete_laplace` or
+    :func:`discrete_gaussian` costs dozens of numpy calls whatever its size and a candidate is
+    accepted about half the time, so twice the candidates take about half the rounds (186 draws:
+    1.35 -> 0.40 ms; 8 Gaussian draws: 0.97 -> 0.31 ms)."""
+    return np.arange(max(2 * m, 4)) % m
 
 
 def discrete_laplace(size: int, s: int | np.ndarray, r: int, rng: np.random.Generator) -> np.ndarray:
@@ -90,8 +109,9 @@ def discrete_laplace(size: int, s: int | np.ndarray, r: int, rng: np.random.Gene
     out = np.zeros(size, dtype=np.int64)
     pending = np.arange(size)
     while pending.size:
-        m = pending.size
-        sp = s[pending]
+        owner = _candidates(pending.size)
+        m = owner.size
+        sp = s[pending][owner]
         u = rng.integers(0, sp)
         keep = bernoulli_exp_neg(u, sp, rng)
         v = _geometric_exp_neg_one(m, rng)
@@ -99,8 +119,9 @@ def discrete_laplace(size: int, s: int | np.ndarray, r: int, rng: np.random.Gene
         y = (u + sp * np.minimum(v, 2**10)) // r
         negative = rng.integers(0, 2, m).astype(bool)
         keep &= ~(negative & (y == 0))
-        out[pending[keep]] = np.where(negative, -y, y)[keep]
-        pending = pending[~keep]
+        elements, first = _first_accepted(keep, owner, pending.size)
+        out[pending[elements]] = np.where(negative, -y, y)[first]
+        pending = np.delete(pending, elements)
     return out
 
 
@@ -111,13 +132,7 @@ def bernoulli_exp_neg_rational(num: np.ndarray, den: int | np.ndarray, rng: np.r
     that at least ``floor(gamma)`` Bernoulli(exp(-1)) trials succeed in a row (CKS20 Algorithm 1,
     case gamma > 1), the second :func:`bernoulli_exp_neg` of the remainder.
     """
-    num = np.asarray(num, dtype=np.int64)
-    den = np.broadcast_to(np.asarray(den, dtype=np.int64), num.shape)
-    whole, rest = np.divmod(num, den)
-    out = _geometric_exp_neg_one(num.size, rng).reshape(num.shape) >= whole
-    idx = np.flatnonzero(out)
-    out.flat[idx] = bernoulli_exp_neg(rest.flat[idx], den.flat[idx], rng)
-    return out
+    return bernoulli_exp_neg_streak(num, den, rng)
 
 
 def discrete_gaussian(size: int, t: int, c: int, rng: np.random.Generator) -> np.ndarray:
@@ -144,13 +159,15 @@ def discrete_gaussian(size: int, t: int, c: int, rng: np.random.Generator) -> np
     out = np.zeros(size, dtype=np.int64)
     pending = np.arange(size)
     while pending.size:
-        y = discrete_laplace(pending.size, t, 1, rng)
+        owner = _candidates(pending.size)
+        y = discrete_laplace(owner.size, t, 1, rng)
         # |Y| > 2**31 has probability below exp(-2**31 / t) <= exp(-64): never; the cap only
         # keeps (|Y| - c)**2 inside int64.
         gap = np.minimum(np.abs(y), 2**31) - c
         keep = bernoulli_exp_neg_rational(gap * gap, 2 * t * c, rng)
-        out[pending[keep]] = y[keep]
-        pending = pending[~keep]
+        elements, first = _first_accepted(keep, owner, pending.size)
+        out[pending[elements]] = y[first]
+        pending = np.delete(pending, elements)
     return out
 
 
@@ -184,23 +201,46 @@ def _extend_words(i: int) -> None:
 
 
 def bernoulli_exp_neg_one(size: int, rng: np.random.Generator) -> np.ndarray:
-    """``size`` exact Bernoulli(exp(-1)) draws: a uniform real in [0, 1), drawn 64 bits at a time,
-    compared with ``exp(-1)``'s binary expansion (:func:`_exp_neg_one_word`); it is below with
-    probability exactly ``exp(-1)``. The next word is drawn only on a tie (probability 2**-64 a
-    word), so a draw costs one uniform 64-bit integer: the same law as :func:`bernoulli_exp_neg`
-    with ``num = den = 1``, without its loop."""
-    words = rng.integers(0, 2**64 - 1, size, dtype=np.uint64, endpoint=True)
-    first = np.uint64(_FIRST_WORD)
-    out = words < first
-    for j in np.flatnonzero(words == first).tolist():  # a tie: compare the next words
+    """``size`` exact Bernoulli(exp(-1)) draws (:func:`bernoulli_exp_neg_int` of 1): the same law as
+    :func:`bernoulli_exp_neg` with ``num = den = 1``, without its loop."""
+    return bernoulli_exp_neg_int(np.ones(size, dtype=np.int64), rng)
+
+
+def bernoulli_exp_neg_int(whole: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Exact Bernoulli(exp(-whole)) draws for integers ``whole >= 0``: a uniform real in [0, 1),
+    drawn 64 bits at a time, compared with ``exp(-whole)``'s binary expansion (:func:`_exp_neg_one_word`
+    for 1, :func:`exp_neg_int_words` else; ``exp(0) = 1`` always comes up); it is below with
+    probability exactly ``exp(-whole)``. The next word is drawn only on a tie (probability 2**-64
+    a word), so a draw costs one uniform 64-bit integer, however large ``whole``."""
+    whole = np.asarray(whole, dtype=np.int64)
+    words = rng.integers(0, 2**64 - 1, whole.size, dtype=np.uint64, endpoint=True)
+    first = _first_words(int(whole.max(initial=1)))[whole]
+    out = (words < first) | (whole == 0)
+    for j in np.flatnonzero((words == first) & (whole > 0)).tolist():  # a tie: compare the next words
         i = 1
         while True:
             word = int(rng.integers(0, 2**64 - 1, dtype=np.uint64, endpoint=True))
-            if word != _exp_neg_one_word(i):
-                out[j] = word < _exp_neg_one_word(i)
+            if word != _expansion_word(int(whole[j]), i):
+                out[j] = word < _expansion_word(int(whole[j]), i)
                 break
             i += 1
     return out
+
+
+def _first_words(top: int) -> np.ndarray:
+    """Word 0 of ``exp(-w)``'s expansion for ``w = 0 .. top`` (``2**64 - 1`` for ``w = 0``), kept."""
+    global _FIRSTS
+    if _FIRSTS.size <= top:
+        _FIRSTS = np.array([2**64 - 1] + [_expansion_word(w, 0) for w in range(1, 2 * top + 1)], dtype=np.uint64)
+    return _FIRSTS
+
+
+_FIRSTS = np.zeros(0, dtype=np.uint64)
+
+
+def _expansion_word(w: int, i: int) -> int:
+    """Word ``i`` of ``exp(-w)``'s binary expansion (``w >= 1``)."""
+    return _exp_neg_one_word(i) if w == 1 else exp_neg_int_words(w, i + 1)[i]
 
 
 _FIRST_WORD = _exp_neg_one_word(0)
@@ -227,3 +267,65 @@ def bernoulli_exp_neg_streak(num: np.ndarray, den: int | np.ndarray, rng: np.ran
     idx = np.flatnonzero(out)
     out.flat[idx] = bernoulli_exp_neg(rest.flat[idx], den.flat[idx], rng)
     return out
+
+
+#: Words of exp(-w)'s binary expansion found so far, by w (:func:`exp_neg_int_words`).
+_POWER_WORDS: dict[int, tuple[int, ...]] = {}
+
+
+def exp_neg_int_words(w: int, count: int) -> tuple[int, ...]:
+    """The first ``count`` 64-bit words of the binary expansion of ``exp(-w)`` (integer ``w >= 1``;
+    word 0: bits 1..64 after the point), exactly: with ``l = floor(exp(-1) 2**P)`` (the words of
+    :func:`_exp_neg_one_word`), ``exp(-w) 2**(P w)`` lies in ``[l**w, (l + 1)**w)``; when both
+    ends give the same leading ``64 count`` bits, those are ``exp(-w)``'s (else ``P`` grows;
+    ``exp(-w)`` is irrational, so this ends)."""
+    have = _POWER_WORDS.get(w, ())
+    if len(have) >= count:
+        return have[:count]
+    with _WORDS_LOCK:
+        words = count + 1 + w.bit_length() // 32
+        while True:
+            _extend_words(words - 1)
+            low = 0
+            for i in range(words):
+                low = (low << 64) | _WORDS[i]
+            shift = 64 * words * w - 64 * count
+            first, last = (low**w) >> shift, ((low + 1) ** w - 1) >> shift
+            if first == last:
+                break
+            words *= 2
+    found = tuple((first >> (64 * (count - 1 - i))) & (2**64 - 1) for i in range(count))
+    _POWER_WORDS[w] = found
+    return found
+
+
+def binomial_exp_neg_int(counts: np.ndarray, wholes: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Exact ``Binomial(counts[g], exp(-wholes[g]))`` draws (integers ``wholes >= 1``): how many of
+    ``counts[g]`` uniform reals fall below ``exp(-wholes[g])``, each compared with its binary
+    expansion (:func:`exp_neg_int_words`) one bit at a time, all the reals still tied at once
+    (:func:`sdckit.dp.binomial_kernel.binomial_by_bits`): the reals tied at bit ``t`` that
+    differ from it there are ``Binomial(tied, 1/2)``, the popcount of as many uniform bits. About
+    ``2 counts[g]`` uniform bits and ``log2(counts[g]) + 2`` steps a draw, where one
+    Bernoulli(exp(-w)) per real (:func:`bernoulli_exp_neg_streak`) takes a uniform 64-bit integer
+    each: the law of the number of its successes, from about 30 times fewer random words (a
+    pool of about twice the words expected is drawn, more if it runs out: the words not read are
+    left unused, independent of the result)."""
+    from sdckit.dp.binomial_kernel import binomial_by_bits  # numba: loaded by the first quantile, not on import
+
+    counts = np.ascontiguousarray(counts, dtype=np.int64)
+    wholes = np.asarray(wholes, dtype=np.int64)
+    if counts.size and (counts.min() < 0 or wholes.min() < 1):
+        raise ValueError("binomial_exp_neg_int: counts must be >= 0 and wholes >= 1")
+    out = np.zeros(counts.size, dtype=np.int64)
+    pool = rng.integers(0, 2**64 - 1, int(counts.sum()) // 16 + 2 * counts.size + 8, dtype=np.uint64,
+                        endpoint=True)  # about twice the bits expected
+    count = 2
+    while True:
+        pwords = np.array([exp_neg_int_words(int(w), count) for w in wholes.tolist()], dtype=np.uint64).reshape(-1, count)
+        used = binomial_by_bits(counts, pwords, pool, out)
+        if used == -1:  # more uniform words (the first ones are read again: the same counts so far)
+            pool = np.concatenate([pool, rng.integers(0, 2**64 - 1, pool.size, dtype=np.uint64, endpoint=True)])
+        elif used == -2:  # more of exp(-w)'s bits (a tie past 64 count bits: probability below 2**-100)
+            count *= 2
+        else:
+            return out

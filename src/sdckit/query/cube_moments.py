@@ -94,7 +94,7 @@ class Moments(Result):
             hist = HistCube.build(con, cube, column, max_hist_bytes, max_bin_rows, dense_share)
             if hist is not None:
                 bins[column] = hist
-                max_hist_bytes -= hist.nbytes
+                max_hist_bytes -= hist.memory
         return cls(cube, squares, bins, persons_are_rows, DistinctSets.build(con, cube))
 
     # ------------------------------------------------------------------ answering
@@ -145,6 +145,13 @@ class Moments(Result):
         keep, cell = self.cube.rows(query)
         size = quantile_bins(n_cells)
         return {column: self.bins[column].histograms(keep, cell, n_cells, size) for column in quantile_columns(query)}
+
+    def belows(self, query: Query, n_cells: int) -> dict[str, list[Histogram]]:
+        """:meth:`histograms` as lazy cumulative histograms (:meth:`~sdckit.query.histcube.HistCube.belows`),
+        read where permute-and-flip needs them: what the quantiles take."""
+        keep, cell = self.cube.rows(query)
+        size = quantile_bins(n_cells)
+        return {column: self.bins[column].belows(keep, cell, n_cells, size) for column in quantile_columns(query)}
 
     def covers_keys(self, query: Query) -> bool:
         """Whether a GROUP BY with keys from the data can take its key counts from the cube."""

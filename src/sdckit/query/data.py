@@ -232,10 +232,10 @@ class Database:
 
     def fast_histograms(self, query: Any, n_cells: int) -> dict[str, list[Histogram]]:
         """Records per cell and quantile bin of each quantile column, from the cube's histograms
-        (:mod:`sdckit.query.histcube`, cumulative or sparse per cell): only for a query
-        :meth:`fast_cells` answered."""
+        (:mod:`sdckit.query.histcube`, lazy cumulative histograms per cell,
+        :meth:`~sdckit.query.cube_moments.Moments.belows`): only for a query :meth:`fast_cells` answered."""
         moments = self.moments.get(query.table)
-        return moments.histograms(query, n_cells) if moments is not None and quantile_columns(query) else {}
+        return moments.belows(query, n_cells) if moments is not None and quantile_columns(query) else {}
 
     def fast_keys(self, query: Any, rows: int) -> dict[str, np.ndarray] | None:
         """``aggregate_sql(query, t, "dp", persons=True, rows=rows)``'s result for a GROUP BY with

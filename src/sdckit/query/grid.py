@@ -11,11 +11,14 @@ Tumult Analytics' ~0.5 (its exponential mechanism runs over the intervals betwee
 values). So the grid has :data:`QUANTILE_GRID` (2**18) bins over all the cells of a query, at
 least :data:`QUANTILE_BINS` (1024) per cell; the bin counts are powers of two, so a histogram on
 the finest grid coarsens exactly to any other (:func:`coarsen`; the cube's cumulative form takes
-every ``m``-th point).
+every ``m``-th point). A cell's cumulative histogram may also be *lazy* (:class:`Below`): read
+at the few points permute-and-flip needs, without the ``2**18 + 1`` of them
+(:class:`BlockBelow`, the cube's, :meth:`sdckit.query.histcube.HistCube.belows`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TypeAlias
 
 import numpy as np
@@ -27,8 +30,9 @@ QUANTILE_GRID = 2**18
 
 #: One cell's histogram on a grid of ``B`` bins: sparse, ``(bins, records)`` (the sorted indices
 #: of the non-empty bins and their records), or cumulative, ``below`` (int64, ``B + 1`` entries:
-#: ``below[j]`` the records in bins ``< j``); :func:`cumulative` reads either.
-Histogram: TypeAlias = "tuple[np.ndarray, np.ndarray] | np.ndarray"
+#: ``below[j]`` the records in bins ``< j``) or lazy (:class:`Below`); :func:`cumulative` reads
+#: the first two, :func:`as_below` any.
+Histogram: TypeAlias = "tuple[np.ndarray, np.ndarray] | np.ndarray | Below"
 
 
 def quantile_bins(cells: int) -> int:
@@ -79,3 +83,79 @@ def cumulative(hist: Histogram, size: int) -> np.ndarray:
     below = np.zeros(size + 1, dtype=np.int64)
     np.cumsum(np.bincount(bins, weights=counts, minlength=size).astype(np.int64), out=below[1:])  # exact below 2**53
     return below
+
+
+class Below:
+    """One cell's cumulative histogram on a grid of ``points - 1`` bins, read where asked, in
+    blocks of ``step`` consecutive points: :attr:`coarse` holds ``below`` at the points ``0, step,
+    2 step, ..., points - 1`` (``below[j]``, the records in bins ``< j``; :attr:`total` the last,
+    the cell's records), :meth:`block` gives it at every point of the blocks asked, :meth:`at` at
+    any points and :meth:`search` where the non-decreasing ``below`` first reaches a value. This
+    one holds the ``points`` values (:func:`cumulative`); :class:`BlockBelow` reads them lazily."""
+
+    def __init__(self, below: np.ndarray) -> None:
+        self.values = np.asarray(below, dtype=np.int64)
+        self.points = int(self.values.size)
+        self.step = 64 if (self.points - 1) % 64 == 0 else 1
+        self.coarse = self.values[:: self.step]
+        self.total = int(self.values[-1])
+        self._kept: dict[int, np.ndarray] = {}
+
+    def block(self, ts: np.ndarray) -> np.ndarray:
+        """``below`` at the points ``t step + i``, ``i < step``, per block ``t`` of ``ts`` (sorted,
+        distinct, each below ``(points - 1) / step``): shape ``(ts.size, step)``."""
+        return self.values[ts[:, None] * self.step + np.arange(self.step)]
+
+    def blocks(self, ts: np.ndarray) -> np.ndarray:
+        """:meth:`block`, each block read once (kept: a query reads a few, some more than once)."""
+        kept = self._kept
+        missing = np.array([t for t in ts.tolist() if t not in kept], dtype=np.int64)
+        if missing.size:
+            kept.update(zip(missing.tolist(), self.block(missing)))
+        return np.stack([kept[t] for t in ts.tolist()]) if ts.size else np.zeros((0, self.step), np.int64)
+
+    def at(self, js: np.ndarray) -> np.ndarray:
+        """``below[js]`` (int64), reading the blocks of the points off the coarse ones."""
+        js = np.asarray(js, dtype=np.int64)
+        t, i = np.divmod(js, self.step)
+        out = self.coarse[np.minimum(t, self.coarse.size - 1)].copy()
+        inner = np.flatnonzero(i)
+        if inner.size:
+            blocks, row = np.unique(t[inner], return_inverse=True)
+            out[inner] = self.blocks(blocks)[row.reshape(-1), i[inner]]
+        return out
+
+    def search(self, values: np.ndarray, side: str = "left") -> np.ndarray:
+        """Per value ``v``, the first ``j`` with ``below[j] >= v`` (``side="left"``) or ``> v``
+        (``"right"``), ``points`` if none: :func:`numpy.searchsorted` on the whole sequence, from
+        ``coarse`` and the one block each value ends in."""
+        values = np.asarray(values, dtype=np.int64)
+        idx = np.searchsorted(self.coarse, values, side=side)
+        out = np.where(idx == self.coarse.size, self.points, idx * self.step)
+        inner = np.flatnonzero((idx > 0) & (idx < self.coarse.size))
+        if self.step > 1 and inner.size:
+            # below at the block's first point misses the value and at the next block's reaches it;
+            # the blocks' values one after the other are non-decreasing, so one search finds it
+            blocks, row = np.unique(idx[inner] - 1, return_inverse=True)
+            found = np.searchsorted(self.blocks(blocks).reshape(-1), values[inner], side=side)
+            at_row, i = np.divmod(found, self.step)
+            mine = at_row == row.reshape(-1)
+            out[inner[mine]] = blocks[at_row[mine]] * self.step + i[mine]
+        return out
+
+
+class BlockBelow(Below):
+    """A lazy :class:`Below`: ``coarse`` given, ``block`` a function (the cube's,
+    :meth:`sdckit.query.histcube.HistCube.belows`)."""
+
+    def __init__(self, points: int, step: int, coarse: np.ndarray,
+                 block: Callable[[np.ndarray], np.ndarray]) -> None:
+        self.points, self.step, self.coarse = int(points), int(step), np.asarray(coarse, np.int64)
+        self.block = block  # type: ignore[method-assign]
+        self.total = int(self.coarse[-1])
+        self._kept = {}
+
+
+def as_below(hist: Histogram, size: int) -> Below:
+    """A cell's :data:`Histogram` on ``size`` bins as a :class:`Below` (a lazy one as it is)."""
+    return hist if isinstance(hist, Below) else Below(cumulative(hist, size))

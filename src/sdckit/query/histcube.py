@@ -20,13 +20,24 @@ consecutive rows of one answer cell. One of two forms per column:
 * *sparse*: the (row, bin) pairs that hold records, with their records, sorted by storage
   position and bin, and each row's offset: a run is one slice; a query adds up the selected
   pairs per cell and bin (``np.bincount``) and accumulates them. Kept when there are at most
-  :data:`MAX_BIN_ROWS` pairs and they fit :data:`MAX_HIST_BYTES`.
+  :data:`MAX_BIN_ROWS` pairs and they fit :data:`MAX_HIST_BYTES`. Beside it, for more than
+  :data:`SORT_PAIRS` pairs and when it fits (:data:`MAX_BLOCK_BYTES`), a *block table*: the
+  pairs (and records) in the rows before ``r`` and the bins before ``t B``, for blocks of ``B``
+  bins (up to :data:`MAX_BLOCKS`), and the pairs once each sorted by (block, row, bin): a run's
+  records below a block's start are two reads, its pairs inside a block one slice.
 
 Else that column's quantiles scan. Built at start-up from DuckDB's ``GROUP BY`` of the keys and
 the bin, joined with the cube's key combinations to read each pair's cube row, in bin ranges of
 about :data:`CHUNK_PAIRS` pairs each (DuckDB's memory stays bounded on large tables); a column
 whose records per cube row do not come out as the cube's counts is left to the scan. Counts are
 integers: the same numbers reach the same mechanism.
+
+Permute-and-flip reads a cell's ``below`` at a few hundred points (:meth:`HistCube.belows`, a lazy
+:class:`~sdckit.query.grid.BlockBelow`): from the cumulative form two reads per run and point
+(the blocks' first points from its every 64th column, kept contiguous: 1/64 more, counted),
+from the block table two reads per run and block start and the runs' pairs in the blocks it
+enters; from at most :data:`SORT_PAIRS` selected pairs (a small column, a narrow selection), those
+pairs sorted by bin. Else the sparse form's histograms are built whole.
 """
 
 from __future__ import annotations
@@ -39,7 +50,8 @@ import numpy as np
 from sdckit.core.duckdb_session import quote_identifier
 from sdckit.query.cube import Cube
 from sdckit.query.generate import BIN_ALIAS, COUNT_ALIAS, cube_sql, group_alias
-from sdckit.query.grid import QUANTILE_GRID, Histogram, sparse_histograms
+from sdckit.query.grid import QUANTILE_GRID, Below, BlockBelow, Histogram, sparse_histograms
+from sdckit.query.grid import cumulative as cumulative_of  # (HistCube has a field of that name)
 
 #: Most (cube row, bin) pairs kept sparse for one column.
 MAX_BIN_ROWS = 2**25
@@ -52,6 +64,13 @@ MAX_HIST_BYTES = 2**30
 DENSE_SHARE = 1 / 64
 #: Most (cube row, bin) pairs one start-up statement is expected to give (more: bin ranges).
 CHUNK_PAIRS = 2**24
+#: Most bytes of one sparse column's block table (module description; 13 MiB for 400 cube rows).
+MAX_BLOCK_BYTES = 2**26
+#: Most blocks of a block table (of 64 bins each), and the points of a cumulative form's block.
+MAX_BLOCKS = 4096
+#: A sparse column of at most this many pairs has no block table: a query sorts a cell's
+#: selected pairs (as any query selecting at most this many).
+SORT_PAIRS = 2**12
 
 _q = quote_identifier
 
@@ -66,12 +85,28 @@ class HistCube:
     offsets: np.ndarray | None = None
     bins: np.ndarray | None = None
     records: np.ndarray | None = None
+    #: the sparse form's block table: pairs in the rows before r and the bins' blocks before t, at [r, t]
+    blocks: np.ndarray | None = None
+    #: the same for the records, when a pair may hold several (else ``blocks``)
+    block_records: np.ndarray | None = None
+    #: the cumulative form's every 64th column, contiguous: a run's blocks' starts, two short rows
+    every64: np.ndarray | None = None
+    #: the pairs' bins and records sorted by block, storage position and bin: a run's pairs in a
+    #: block are one slice (and the block table counts them, once each)
+    block_bins: np.ndarray | None = None
+    block_weights: np.ndarray | None = None
 
     @property
     def nbytes(self) -> int:
-        """Bytes held."""
-        return sum(a.nbytes for a in (self.order, self.cumulative, self.offsets, self.bins, self.records)
+        """Bytes of the histograms (either form, the sparse form's block table with it)."""
+        return sum(a.nbytes for a in (self.order, self.cumulative, self.offsets, self.bins, self.records,
+                                      self.blocks, self.block_records, self.block_bins, self.block_weights)
                    if a is not None)
+
+    @property
+    def memory(self) -> int:
+        """Bytes held: :attr:`nbytes` and the cumulative form's :attr:`every64` (1/64 of it)."""
+        return self.nbytes + (0 if self.every64 is None else self.every64.nbytes)
 
     @property
     def form(self) -> str:
@@ -90,7 +125,7 @@ class HistCube:
         total = int(np.asarray(cube.counts, dtype=np.int64).sum())
         dtype = np.dtype(np.int32 if total < 2**31 else np.int64)
         shape = (cube.size + 1, QUANTILE_GRID + 1)
-        dense_fits = shape[0] * shape[1] * dtype.itemsize + order.nbytes <= max_bytes
+        dense_fits = shape[0] * (shape[1] + -(-shape[1] // 64)) * dtype.itemsize + order.nbytes <= max_bytes  # and every64
         dense_from = dense_share * cube.size * QUANTILE_GRID  # pairs past which the cumulative form is kept
 
         def sparse_fits(pairs: int) -> bool:
@@ -118,7 +153,7 @@ class HistCube:
             cumulative = _scatter(np.zeros(shape, dtype), parts)
         if cumulative is not None:
             _accumulate(cumulative)
-            hist = cls(order, cumulative=cumulative)
+            hist = cls(order, cumulative=cumulative, every64=np.ascontiguousarray(cumulative[:, ::64]))
         else:
             pos, bins, records = (np.concatenate(a) for a in zip(*parts)) if parts else (
                 np.zeros(0, np.int32), np.zeros(0, np.int32), np.zeros(0, dtype))
@@ -127,7 +162,39 @@ class HistCube:
             if int(records.sum()) <= 2 * pairs:  # mostly one record per pair: each record's bin, unweighted
                 pos, bins, records = np.repeat(pos, records), np.repeat(bins, records), None
             hist = cls(order, offsets=np.searchsorted(pos, np.arange(cube.size + 1)), bins=bins, records=records)
+            hist = hist.with_blocks(min(MAX_BLOCK_BYTES, max_bytes - hist.nbytes))
         return hist if np.array_equal(hist.row_records(), np.asarray(cube.counts, dtype=np.int64)[order]) else None
+
+    def with_blocks(self, max_bytes: int) -> HistCube:
+        """This sparse form with its block table and its pairs by block (module description), of
+        as many blocks (a power of two, at most :data:`MAX_BLOCKS`, at least 64, and for at least
+        about 64 pairs each) as fit ``max_bytes``; as it is if none fits or it has at most
+        :data:`SORT_PAIRS` pairs."""
+        rows = self.order.size
+        row = np.repeat(np.arange(rows), np.diff(self.offsets))
+        # the pairs once each (an unweighted form repeats a pair per record)
+        new = np.flatnonzero(np.diff(row, prepend=-1) | np.diff(self.bins, prepend=-1))
+        records = np.diff(np.append(new, row.size)) if self.records is None else self.records[new]
+        total = int(records.sum())
+        dtype = np.dtype(np.int32 if total < 2**31 else np.int64)
+        tables = 1 if total == new.size else 2
+        count = min(MAX_BLOCKS, 2 ** max(6, (new.size // 64).bit_length()))  # about 64 pairs a block, or fewer
+        while count >= 64 and (count + 1) * (rows + 1) * dtype.itemsize * tables + new.size * 8 > max_bytes:
+            count //= 2
+        if count < 64 or new.size <= SORT_PAIRS:
+            return self
+        block = (self.bins[new] // (QUANTILE_GRID // count)).astype(np.int64)
+        at = block * rows + row[new]
+        out = []
+        for weights in [None] if tables == 1 else [None, records]:
+            table = np.zeros((rows + 1, count + 1), dtype)  # a run's blocks' starts: two rows read
+            per = np.bincount(at, weights=weights, minlength=count * rows).reshape(count, rows)
+            table[1:, 1:] = np.cumsum(np.cumsum(per, axis=0), axis=1).T  # exact below 2**53
+            out.append(table)
+        by_block = np.argsort(block, kind="stable")  # (block, row, bin): the pairs sorted by (row, bin)
+        return HistCube(self.order, offsets=self.offsets, bins=self.bins, records=self.records, blocks=out[0],
+                        block_records=out[1] if tables == 2 else None, block_bins=self.bins[new][by_block],
+                        block_weights=records[by_block].astype(dtype))
 
     def row_records(self) -> np.ndarray:
         """Records per storage position (the cube's counts, in storage order)."""
@@ -166,6 +233,85 @@ class HistCube:
         below = np.zeros((n_cells, size + 1), dtype=np.int64)
         np.cumsum(counts.reshape(n_cells, size), axis=1, out=below[:, 1:])
         return list(below)
+
+    def belows(self, keep: np.ndarray, cell: np.ndarray, n_cells: int, size: int) -> list[Below]:
+        """Per answer cell, the lazy ``below`` on ``size`` bins of the cube rows with ``keep``
+        (:class:`~sdckit.query.grid.BlockBelow`, module description): the values of
+        :meth:`histograms`' cumulative histograms wherever read. A sparse form without a block
+        table gives :meth:`histograms`' whole."""
+        starts, ends, cells = self._runs(keep, cell)
+        few = self.cumulative is None and int((self.offsets[ends] - self.offsets[starts]).sum()) <= SORT_PAIRS
+        if self.cumulative is None and self.blocks is None and not few:
+            return [Below(cumulative_of(h, size)) for h in self.histograms(keep, cell, n_cells, size)]
+        stride = QUANTILE_GRID // size  # finest bins per bin
+        zero = Below(np.zeros(size + 1, dtype=np.int64))
+        out: list[Below] = [zero] * n_cells
+        read = self._dense_below if self.cumulative is not None else self._sorted_below if few else self._block_below
+        for c in np.unique(cells).tolist():
+            mine = cells == c
+            out[c] = read(starts[mine], ends[mine], size, stride)
+        return out
+
+    def _sorted_below(self, starts: np.ndarray, ends: np.ndarray, size: int, stride: int) -> Below:
+        """A cell's lazy ``below`` from its few sparse pairs (at most :data:`SORT_PAIRS`), sorted
+        by bin: at a point, the records of the pairs before it (a search)."""
+        lo, hi = self.offsets[starts], self.offsets[ends]
+        bins = self._take(self.bins, lo, hi)
+        order = np.argsort(bins, kind="stable")
+        bins = bins[order]
+        records = np.ones(bins.size, np.int64) if self.records is None else self._take(self.records, lo, hi)[order]
+        running = np.concatenate([[0], np.cumsum(records, dtype=np.int64)])
+        step = min(64, size)
+
+        def read(points: np.ndarray) -> np.ndarray:
+            return running[np.searchsorted(bins, points * stride, side="left")]
+
+        return BlockBelow(size + 1, step, read(np.arange(0, size + 1, step)),
+                          lambda ts: read(ts[:, None] * step + np.arange(step)))
+
+    def _dense_below(self, starts: np.ndarray, ends: np.ndarray, size: int, stride: int) -> Below:
+        """A cell's lazy ``below`` from the cumulative form: each point two reads per run (the
+        blocks' first points from :attr:`every64`, contiguous)."""
+        cum, step = self.cumulative, min(64, size)
+
+        def read(points: np.ndarray) -> np.ndarray:
+            cols = points * stride
+            return (cum[ends.reshape((-1,) + (1,) * cols.ndim), cols].astype(np.int64).sum(axis=0)
+                    - cum[starts.reshape((-1,) + (1,) * cols.ndim), cols].astype(np.int64).sum(axis=0))
+
+        if self.every64 is not None and step * stride % 64 == 0:
+            every = slice(None, None, step * stride // 64)
+            coarse = (self.every64[ends][:, every].astype(np.int64).sum(axis=0)
+                      - self.every64[starts][:, every].astype(np.int64).sum(axis=0))
+        else:
+            coarse = read(np.arange(0, size + 1, step))
+        return BlockBelow(size + 1, step, coarse, lambda ts: read(ts[:, None] * step + np.arange(step)))
+
+    def _block_below(self, starts: np.ndarray, ends: np.ndarray, size: int, stride: int) -> Below:
+        """A cell's lazy ``below`` from the sparse form's block table: at a block's start two
+        reads per run; inside the blocks read, the runs' pairs there (one slice per run and block)."""
+        blocks, records = self.blocks, self.block_records if self.block_records is not None else self.blocks
+        width = QUANTILE_GRID // (blocks.shape[1] - 1)  # finest bins per block
+        step = max(1, width // stride)  # points per block
+        at = slice(None) if step > 1 else np.arange(size + 1) * stride // width  # the points' blocks
+        coarse = records[ends][:, at].astype(np.int64).sum(axis=0) - records[starts][:, at].astype(np.int64).sum(axis=0)
+        if step == 1:
+            return BlockBelow(size + 1, 1, coarse, lambda ts: coarse[ts][:, None])
+        last = blocks.shape[0] - 1
+
+        def block(ts: np.ndarray) -> np.ndarray:
+            # the pairs of block t are from blocks[last, t] on, those of rows a..b-1 from
+            # blocks[a, t + 1] - blocks[a, t] on, to blocks[b, t + 1] - blocks[b, t]
+            edges = [blocks[last, ts] + blocks[r][:, ts + 1] - blocks[r][:, ts] for r in (starts, ends)]
+            lo, lengths = edges[0].T.reshape(-1).astype(np.int64), (edges[1] - edges[0]).T.reshape(-1).astype(np.int64)
+            index = np.repeat(lo - (np.cumsum(lengths) - lengths), lengths) + np.arange(int(lengths.sum()))
+            of = np.repeat(np.repeat(np.arange(ts.size), starts.size), lengths)
+            point = of * step + (self.block_bins[index] - ts[of] * width) // stride
+            counts = np.bincount(point, weights=self.block_weights[index],
+                                 minlength=ts.size * step).astype(np.int64).reshape(ts.size, step)  # exact below 2**53
+            return coarse[ts][:, None] + np.cumsum(counts, axis=1) - counts
+
+        return BlockBelow(size + 1, step, coarse, block)
 
     @staticmethod
     def _take(values: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:

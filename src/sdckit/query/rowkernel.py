@@ -10,14 +10,15 @@ of those ``2**(n + n (n - 1) / 2)`` patterns (1024 at ``n = 4``; :func:`patterns
 data-dependent branch (a branch per row mispredicts as often as the WHERE is unpredictable: 3-5
 ns per row). When the groups the WHERE leaves are fewer than 8 (renumbered 1, 2, ..), the table
 is indexed by her rows' group codes side by side instead (:func:`radix_patterns`: one lookup, no
-comparisons; about 0.5 ns per row, 1 ns with the comparisons). The persons of one row, and of ``n <= min(g, r, k')`` rows,
-have all their rows meeting the WHERE kept: they are counted per cube row at start-up (folded).
+comparisons; about 0.5 ns per row, 1 ns with the comparisons). The persons of one row, and of
+``n <= min(g, r, k')`` rows, have all their rows meeting the WHERE kept: they are counted per cube
+row at start-up (folded).
 The persons of more than 4 rows are kept in file order with their ranks and go through the rules
 row by row (:func:`_rest`).
 
-Compiled by numba (``nogil``: the service's other threads run while it does; no on-disk cache,
-so a fresh clone or a read-only install compiles it in memory, once per process, when the service
-starts: :meth:`sdckit.query.rowstore.RowStore.compile`). Imported only where a row store is built:
+Compiled by numba (``nogil``: the service's other threads run while it does; cached on disk as
+sdckit's other kernels, so only a fresh install compiles them, about 3 s) when the service starts:
+:meth:`sdckit.query.rowstore.RowStore.compile`. Imported only where a row store is built:
 a service without a table of several rows per person never loads numba.
 """
 
@@ -30,13 +31,13 @@ import numba
 import numpy as np
 
 
-@numba.njit(nogil=True, cache=False)
+@numba.njit(nogil=True, cache=True)
 def _bit(pattern: int, n: int, i: int, j: int) -> int:
     """Whether rows ``i < j`` of a person of ``n`` rows are in the same group, in ``pattern``."""
     return (pattern >> (n + j * (j - 1) // 2 + i)) & 1
 
 
-@numba.njit(nogil=True, cache=False)
+@numba.njit(nogil=True, cache=True)
 def patterns(n: int, per_unit: int, groups: int, rows: int) -> np.ndarray:
     """The rows the rules keep (a bit per row) of a person of ``n`` rows, per pattern: bit ``j``
     (``j < n``) set when her row ``j`` meets the WHERE, bit ``n + j (j - 1) / 2 + i`` when her rows
@@ -80,7 +81,7 @@ def _block_kernel(n: int, radix: bool) -> Any:
     to ``kept_sums``. Her pattern: with ``radix``, her rows' codes (group id + 1, 0 where the WHERE
     is not true; each below ``2**RADIX_BITS``) side by side, else the bits of :func:`patterns`."""
 
-    @numba.njit(nogil=True, cache=False)
+    @numba.njit(nogil=True, cache=True)
     def run(parent: np.ndarray, lo: int, hi: int, code: np.ndarray, table: np.ndarray, values: np.ndarray,
             wanted: np.ndarray, kept: np.ndarray, kept_sums: np.ndarray) -> None:
         for b in range(lo, hi, n):
@@ -109,7 +110,7 @@ RADIX_BITS = 3
 BLOCK_KERNELS = {(n, radix): _block_kernel(n, radix) for n in (2, 3, 4) for radix in (True, False)}
 
 
-@numba.njit(nogil=True, cache=False)
+@numba.njit(nogil=True, cache=True)
 def radix_patterns(n: int, table: np.ndarray) -> np.ndarray:
     """:func:`patterns`' ``table`` indexed by the codes of a person's ``n`` rows side by side
     (:data:`RADIX_BITS` each, a code below ``2**RADIX_BITS``; 0: the WHERE not true): one lookup
@@ -138,7 +139,7 @@ def masks(n: int, per_unit: int, groups: int, rows: int, radix: bool) -> np.ndar
     return table
 
 
-@numba.njit(nogil=True, cache=False)
+@numba.njit(nogil=True, cache=True)
 def _rest(parent: np.ndarray, rank: np.ndarray, start: int, code: np.ndarray, per_unit: int, groups: int, rows: int,
           values: np.ndarray, wanted: np.ndarray, kept: np.ndarray, kept_sums: np.ndarray) -> None:
     """The same for the persons of more rows (from row ``start`` on; ``rank``: from there), by
@@ -233,7 +234,7 @@ def kept_cells(parent: np.ndarray, starts: np.ndarray, rank: np.ndarray, fold_co
     return _cells(kept, kept_sums, fold, fold_counts, fold_sums, code, cell, wanted, cube_values, cube_wanted, n_cells)
 
 
-@numba.njit(nogil=True, cache=False)
+@numba.njit(nogil=True, cache=True)
 def _cells(kept: np.ndarray, kept_sums: np.ndarray, fold: np.ndarray, fold_counts: np.ndarray, fold_sums: np.ndarray,
            code: np.ndarray, cell: np.ndarray, wanted: np.ndarray, cube_values: np.ndarray, cube_wanted: np.ndarray,
            n_cells: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -184,8 +184,11 @@ class RowStore(Result):
                    tuple(c for c, same in zip(cube.sums, constant, strict=True) if same))
 
     def compile(self) -> None:
-        """Compile the kernels now, for this store's array types (numba, about 3 s of one core,
-        holding Python's lock): at start-up, not in the first per-group query's answer."""
+        """Load the kernels now, for this store's array types (numba: compiled on a fresh install,
+        about 3 s, else read from its cache): at start-up, not in the first per-group query's
+        answer. (The quantiles' kernel, :mod:`sdckit.dp.binomial_kernel`, is loaded by the first
+        quantile answer instead, about 0.4 s once: a service of one-row-per-person tables starts
+        without numba.)"""
         from sdckit.query.rowkernel import RADIX_BITS, kept_cells
 
         none = np.zeros(0, dtype=np.int64)
