@@ -4,7 +4,8 @@ predicates, GROUP BY columns, bins and bounds ``g, r, k'`` (hypothesis; the SQL 
 against a brute-force oracle of the rules in test_query_truncation_oracle.py); hand-worked groups
 of missing values and of values outside the domains; persons of every row count (the blocks of
 2 to 4 rows, the folded persons, the rest) against the SQL, and the kernel against the rules
-written out; what it declines (scanned as before) and its memory bound; the service's answers bit-identical with and without it under a fixed seed.
+written out; what it declines (scanned as before) and its memory bound; the service's answers
+bit-identical with and without it under a fixed seed.
 """
 
 from __future__ import annotations
