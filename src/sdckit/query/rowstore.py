@@ -159,7 +159,7 @@ class RowStore(Result):
         fetched = "".join(f", d.{_q(clamp_column(c))} AS s{i}" for i, c in enumerate(row_summed))
         rows = con.execute(f"SELECT c.__sdc_combo AS p, d.{_q(RANK)} AS k{fetched} FROM {relation} d "
                            f"JOIN {numbered} c ON {on} ORDER BY d.{_q(table.privacy_unit)}, d.{_q(ROW)}").fetchnumpy()
-        parent = to_cube[rows.pop("p")].astype(kind)  # (each column dropped once copied: a transient of one column)
+        parent = to_cube.astype(kind)[rows.pop("p")]  # (each column dropped once copied: a transient of one column)
         rank = np.asarray(rows.pop("k"), dtype=np.int16)
         lengths = np.diff(np.append(np.flatnonzero(rank == 1), n))  # per person, her rows
         count = np.repeat(np.minimum(lengths, BLOCK + 1).astype(np.int8), lengths)  # per row (BLOCK + 1: more)
