@@ -2,12 +2,15 @@
 rows in memory, without a scan. The same true answers as the truncating SQL on random data,
 predicates, GROUP BY columns, bins and bounds ``g, r, k'`` (hypothesis; the SQL itself is checked
 against a brute-force oracle of the rules in test_query_truncation_oracle.py); hand-worked groups
-of missing values and of values outside the domains; what it declines (scanned as before) and its
-memory bound; the service's answers bit-identical with and without it under a fixed seed.
+of missing values and of values outside the domains; persons of every row count (the blocks of
+2 to 4 rows, the folded persons, the rest) against the SQL, and the kernel against the rules
+written out; what it declines (scanned as before) and its memory bound; the service's answers
+bit-identical with and without it under a fixed seed.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from fractions import Fraction
 from pathlib import Path
 
@@ -24,7 +27,8 @@ from sdckit.query.data import Database
 from sdckit.query.derived import dp_table
 from sdckit.query.generate import aggregate_sql
 from sdckit.query.groupbounds import GroupBounds
-from sdckit.query.rowstore import RowStore
+from sdckit.query import rowkernel
+from sdckit.query.rowstore import BLOCK, RowStore
 from sdckit.query.service import Service
 from sdckit.query.sql import And, Between, Compare, InList, Not, Or, Output, Query, parse
 from sdckit.query.state import State
@@ -138,6 +142,43 @@ def test_the_row_store_gives_the_sqls_true_answer(db, where, outputs, group_by, 
     _same(*_both(db, query, rows, GroupBounds(g, r, K if rows is None else rows)))
 
 
+def _counted_frame(persons: int = 180, seed: int = 9) -> pd.DataFrame:
+    """Persons of every row count from 1 to K + 2 (beyond k = 6 too: the dp relation keeps 6), in
+    the blocks of 2 to BLOCK rows, the folded one-row persons and the rest; their rows in random
+    file order; the columns of :func:`_frame`."""
+    rng = np.random.default_rng(seed)
+    counts = rng.permutation(np.resize(np.arange(1, K + 3), persons))
+    pids = np.repeat(np.arange(persons), counts)
+    frame = _frame(int(counts.sum()), seed).assign(pid=rng.permutation(pids))
+    frame.loc[frame["pid"] == 7, ["age", "income", "region", "grp"]] = [40, 500, "N", 1]  # one cube row
+    return frame
+
+
+@pytest.fixture(scope="module")
+def counted(tmp_path_factory):
+    database = Database(load_config(_database(tmp_path_factory.mktemp("counted"), _counted_frame())))
+    yield database
+    database.close()
+
+
+_counted_sqls = st.sampled_from([
+    "SELECT region, COUNT(*), SUM(income), SUM(half) FROM t GROUP BY region",  # fewer groups than 8
+    "SELECT grp, region, COUNT(*), AVG(age) FROM t GROUP BY grp, region",  # more
+    "SELECT FLOOR(age / 10) * 10 AS band, COUNT(*), SUM(half) FROM t GROUP BY band"])
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(sql=_counted_sqls, where=st.one_of(st.none(), _predicates), g=st.integers(1, K), r=st.integers(1, K),
+       rows=st.one_of(st.none(), st.integers(1, K)))
+def test_persons_of_every_row_count_get_the_sqls_true_answer(counted, sql, where, g, r, rows):
+    """The blocks by row count (persons of 2 to BLOCK rows), the folded persons (one row, and n <=
+    min(g, r, k')) and the rest: the SQL's cells, with k' below and above the persons' rows."""
+    store = counted.row_stores["t"]
+    assert store.rows > store.parent.size > store.starts[-1] > store.starts[1] > store.starts[0] == 0
+    query = dataclasses.replace(parse(sql, counted.config), where=where)
+    _same(*_both(counted, query, rows, GroupBounds(g, r, K if rows is None else rows)))
+
+
 @pytest.mark.parametrize("sql", [
     "SELECT FLOOR(age / 10) * 10 AS band, COUNT(*), SUM(income) FROM t WHERE region <> 'S' GROUP BY band",
     "SELECT WIDTH_BUCKET(income, 0, 1000, 4) AS b, region, COUNT(*) FROM t WHERE age > 20 OR grp = 2 "
@@ -193,17 +234,88 @@ def test_what_the_row_store_does_not_cover_is_scanned(db, sql):
 
 
 def test_the_memory_bound(db, tmp_path):
-    """6 bytes per row, 8 more per row for each summed column not constant on a cube row (else 8
-    per cube row); beyond ``max_bytes`` no store (the scan). Here income and age are cube columns
-    (one value per cube row), ``half`` is not (stored per row)."""
+    """Per row of a person of 2 or more rows its cube row (2 bytes below 2**16 cube rows) and 8
+    bytes per summed column not constant on a cube row (else 8 per cube row); 2 more (its rank)
+    per row of a person of more than BLOCK rows; per row count up to BLOCK and cube row the folded
+    count and sums (8 bytes each); the persons of one row stored only there. Beyond ``max_bytes``
+    no store (the scan). Here income and age are cube columns (one value per cube row), ``half``
+    is not (stored per row)."""
     store = db.row_stores["t"]
-    n, size = db.execute('SELECT COUNT(*) FROM "sdc_dp_t"').fetchone()[0], db.cubes["t"].size
+    sizes = db.execute('SELECT COUNT(*) FROM "sdc_dp_t" GROUP BY pid').fetchnumpy()["count_star()"]
+    n, size = int(sizes.sum()), db.cubes["t"].size
+    stored, rest = int(sizes[sizes > 1].sum()), int(sizes[sizes > BLOCK].sum())
     assert store.row_summed == ("half",) and store.cube_summed == ("income", "age")
-    assert store.nbytes == n * (6 + 8) + size * 8 * 2
-    assert store.to_dict() == {"table": "t", "rows": n, "row_summed": ["half"], "cube_summed": ["income", "age"],
-                               "bytes": store.nbytes}
+    assert store.nbytes == stored * (2 + 8) + rest * 2 + BLOCK * 8 + BLOCK * size * 8 * 2 + size * 8 * 2
+    assert store.to_dict() == {"table": "t", "rows": n, "stored_rows": stored, "row_summed": ["half"],
+                               "cube_summed": ["income", "age"], "bytes": store.nbytes}
     assert RowStore.build(db._con, db.cubes["t"], max_bytes=store.nbytes - 1) is None
     assert RowStore.build(db._con, db.cubes["t"], max_bytes=store.nbytes).nbytes == store.nbytes
+
+
+# ------------------------------------------------------------------ the kernel's layout against the rules
+def _kept_by_the_rules(rows: list[int], code: np.ndarray, g: int, r: int, k: int) -> list[bool]:
+    """The rules of groupbounds.py on one person's cube rows (file order), written out: rank
+    <= k' and WHERE true (code > 0) first; then her first r rows per group in her first g groups."""
+    out, order, used = [], [], {}
+    for rank, p in enumerate(rows, start=1):
+        group = int(code[p])
+        keep = rank <= k and group > 0
+        if keep and group not in order:
+            keep = len(order) < g
+            if keep:
+                order.append(group)
+        if keep:
+            keep = used.get(group, 0) < r
+            used[group] = used.get(group, 0) + keep
+        out.append(keep)
+    return out
+
+
+@pytest.mark.parametrize("groups", [range(4), range(8), range(21), (0, 9, 15, 30), (9, 15, 30)])
+def test_the_kernel_keeps_what_the_rules_keep_for_persons_of_every_row_count(groups, monkeypatch):
+    """Persons of 1 to 7 rows (the blocks of 2 to BLOCK rows, the folded one-row persons, the rest
+    with ranks), every g, r, k' from 1 to 7 (k' below and above a person's rows; folded blocks
+    where n <= min(g, r, k')): counts and sums per cell equal the written-out rules'. Codes (group + 1,
+    0: WHERE not true) below 8: the radix patterns; more groups: the comparisons; few but large
+    codes: renumbered, the radix patterns."""
+    rng = np.random.default_rng(len(groups))
+    used = set()  # the block kernels run: (row count, radix)
+    for key, kernel in list(rowkernel.BLOCK_KERNELS.items()):
+        monkeypatch.setitem(rowkernel.BLOCK_KERNELS, key, lambda *a, key=key, kernel=kernel: (used.add(key), kernel(*a)))
+    size, n_cells, most = 40, 5, 7
+    persons = [list(rng.integers(0, size, n)) for n in rng.permutation(np.repeat(np.arange(1, most + 1), 12))]
+    persons += [[3, 3], [3, 3, 3, 3], [5, 6, 5, 6]]  # her rows in one cube row, and alternating
+    half = [list(rng.integers(0, 40, len(p)) / 2) for p in persons]  # a summed column held per row
+    code = rng.choice(groups, size).astype(np.int32)
+    cell = rng.integers(-1, n_cells, size).astype(np.int64)
+    cube_values = rng.integers(0, 100, (1, size)).astype(np.float64)
+    blocks = [[i for i, p in enumerate(persons) if len(p) == n] for n in range(2, BLOCK + 1)]
+    blocks.append([i for i, p in enumerate(persons) if len(p) > BLOCK])
+    order = [i for block in blocks for i in block]
+    parent = np.array([c for i in order for c in persons[i]], dtype=np.uint16)
+    values = np.array([[v for i in order for v in half[i]]])
+    starts = np.cumsum([0] + [sum(len(persons[i]) for i in block) for block in blocks[:-1]])
+    rank = np.array([j + 1 for i in blocks[-1] for j in range(len(persons[i]))], dtype=np.int16)
+    fold_counts = np.zeros((BLOCK, size), dtype=np.int64)
+    fold_sums = np.zeros((BLOCK, 1, size))
+    for p, v in zip(persons, half, strict=True):
+        if len(p) <= BLOCK:
+            np.add.at(fold_counts[len(p) - 1], p, 1)
+            np.add.at(fold_sums[len(p) - 1, 0], p, v)
+    for g in range(1, most + 1):
+        for r in range(1, most + 1):
+            for k in range(1, most + 1):
+                counts, sums = np.zeros(n_cells, dtype=np.int64), np.zeros((2, n_cells))
+                for p, v in zip(persons, half, strict=True):
+                    for c, value, keep in zip(p, v, _kept_by_the_rules(p, code, g, r, k), strict=True):
+                        if keep and cell[c] >= 0:
+                            counts[cell[c]] += 1
+                            sums[:, cell[c]] += (value, cube_values[0, c])
+                got = rowkernel.kept_cells(parent, starts, rank, fold_counts, fold_sums, code, cell, k, g, r, values,
+                                           np.array([0]), cube_values, np.array([0]), n_cells)
+                assert got[0].tolist() == counts.tolist(), (g, r, k)
+                assert got[1][0].tolist() == sums[0].tolist() and got[2][0].tolist() == sums[1].tolist(), (g, r, k)
+    assert used == {(n, len(groups) <= 8) for n in range(2, BLOCK + 1)}
 
 
 # ------------------------------------------------------------------ the service

@@ -7,14 +7,21 @@ rows they keep depends on the WHERE, so no pre-aggregation answers them; the gen
 rows of ``visits`` and 100 s on its 2.5e7.
 
 The row store holds, when the service starts, the table's dp relation (``sdc_dp_<t>``) once more
-in memory, its rows sorted by (privacy unit, file row), each as
+in memory, each person's rows in file order, the persons grouped by their row count ``n``: those
+of ``n = 2 .. BLOCK`` rows in a block each (a dense ``persons x n`` matrix), then those of more
+(with their ranks, ``int16``: 1 starts a person); each row as
 
-* its **cube row** (``int32``): the row of the table's cube (:mod:`sdckit.query.cube`) whose key
-  values it has, i.e. every cube column dictionary-coded at once by the combinations present;
-* its **rank** among its person's rows (``int16``, ``__sdc_rank``: 1 starts a person);
+* its **cube row** (``uint16`` below 2**16 cube rows, else ``int32``): the row of the table's cube
+  (:mod:`sdckit.query.cube`) whose key values it has, i.e. every cube column dictionary-coded at
+  once by the combinations present;
 * its **clamped value** of each column the cube sums (``float64``; the cube's exactness rule:
   multiples of 2**-10 of bounded total magnitude, whose sums are exact in any order), unless
   every row of a cube row has the same one (a cube column's, e.g.): then one per cube row.
+
+The persons of one row are not stored one by one: the rules keep each of their rows that meets
+the WHERE, so per cube row their rows' count (and values' sums) answers them; the same per-cube-row
+totals are kept for the persons of every ``n <= BLOCK`` rows, and answer them when ``n <= min(g,
+r, k')`` (every row of theirs meeting the WHERE kept).
 
 A query is answered in two steps. Per cube row (a few thousand, not per record): its WHERE with
 SQL's three-valued logic (:meth:`Cube.selected`), its SQL group (the GROUP BY values the
@@ -22,20 +29,24 @@ generated SQL groups by, :meth:`Cube.group_codes`: a missing one a group too, al
 text domain one group, as the code column) and its answer cell
 (:func:`~sdckit.query.generate.cell_indices`), exactly as the cube answers a query. Then one pass
 over the stored rows (:func:`sdckit.query.rowkernel.kept_cells`, compiled, without the GIL)
-applies the rules to each person's rows in file order and adds up the kept rows per cell (about 3
-ns per row: 0.8 ms for the 2.5e5 rows of ``visits`` at 1e6, 7 ms for its 2.5e6 at 1e7). The
-same rows as the SQL, hence the same counts and, by the exactness rule, the same sums
+applies the rules to each person's rows in file order (in a block, one table lookup per person,
+no data-dependent branch) and adds up the kept rows per cell: about 0.5 ns per row with fewer
+than 8 groups, 1 ns with more (1.3 ms for the 2.5e6 rows of ``visits`` at 1e7, was 7 ms row by
+row). The same rows as the SQL, hence the same counts and, by the exactness rule, the same sums
 (tests compare both with a brute-force oracle of the rules on random data and predicates).
 
 What it answers: a dp COUNT/SUM/AVG GROUP BY under per-group bounds, on one table (no join), that
 its cube covers (:meth:`Cube.covers`: WHERE and GROUP BY columns, bins of them, summed columns of
 the cube). Anything else under per-group bounds is scanned as before.
 
-Memory: 6 bytes per dp row, and 8 more per row for each summed column whose clamped value is not
-the same on all rows of a cube row (``visits``, whose summed ``cost`` is a cube column: 6 bytes,
-1.5 MB at 2.5e5 rows, 150 MB at 2.5e7), at most :data:`MAX_STORE_BYTES` per table; a table
-beyond it is not stored (its per-group queries scanned as before). Built at start-up by two
-DuckDB reads (the cube's key combinations; the rows sorted, with their combination's number).
+Memory: per stored row (the rows of persons of 2 or more rows) 2 bytes (4 beyond 2**16 cube rows)
+and 8 per summed column whose clamped value is not the same on all rows of a cube row, 2 more per
+row of a person of more than ``BLOCK`` rows (its rank), and ``8 BLOCK`` bytes per cube row (as
+many more per such summed column): ``visits`` (1 to 4 rows per person, ``cost`` a cube column) 1.8
+bytes per row, 4.5 MB at 2.5e6 rows (45 MB at 2.5e7; was 6 bytes per row), at most
+:data:`MAX_STORE_BYTES` per table; a table beyond it is not stored (its per-group queries scanned
+as before). Built at start-up by three DuckDB reads (the cube's key combinations; the persons per
+row count; the rows sorted, with their combination's number; 0.4 s at 2.5e6 rows).
 """
 
 from __future__ import annotations
@@ -58,6 +69,9 @@ from sdckit.query.sql import Query
 MAX_STORE_BYTES = 2**30
 #: Most rows per person the ``int16`` ranks hold.
 MAX_RANK = 2**15 - 1
+#: The most rows of a person stored in a block of the persons of her row count (at most 4, the
+#: kernel's; :mod:`sdckit.query.rowkernel`); a person of more rows is stored with her ranks.
+BLOCK = 4
 
 _q = quote_identifier
 
@@ -68,9 +82,19 @@ class RowStore(Result):
     says whether it answers a query, :meth:`cells` gives its true counts and clamped sums."""
 
     cube: Cube
+    #: the dp relation's rows
+    rows: int
+    #: per stored row, its cube row (``uint16`` below 2**16 cube rows, else ``int32``): the
+    #: persons of ``n = 2 .. BLOCK`` rows in rows ``starts[n - 2] .. starts[n - 1]``, then the rest
     parent: np.ndarray = field(metadata={"dict": False})
+    starts: np.ndarray = field(metadata={"dict": False})
+    #: the ranks of the rest (the persons of more than ``BLOCK`` rows) among their person's rows
     rank: np.ndarray = field(metadata={"dict": False})
-    #: per row, the clamped values of the summed columns ``row_summed`` (``len x rows``)
+    #: per row count ``n = 1 .. BLOCK`` and cube row: the rows of persons of ``n`` rows, and their
+    #: values' sums per summed column held per row (``BLOCK x len(row_summed) x cube rows``)
+    fold_counts: np.ndarray = field(metadata={"dict": False})
+    fold_sums: np.ndarray = field(metadata={"dict": False})
+    #: per stored row, the clamped values of the summed columns ``row_summed`` (``len x rows``)
     values: np.ndarray = field(metadata={"dict": False})
     row_summed: tuple[str, ...]
     #: per cube row, those of the summed columns ``cube_summed``, whose clamped value is the same
@@ -86,12 +110,14 @@ class RowStore(Result):
     @property
     def nbytes(self) -> int:
         """Bytes held (the cube's are the cube's)."""
-        return int(self.parent.nbytes + self.rank.nbytes + self.values.nbytes + self.cube_values.nbytes)
+        return int(sum(a.nbytes for a in (self.parent, self.starts, self.rank, self.fold_counts, self.fold_sums,
+                                          self.values, self.cube_values)))
 
     def to_dict(self) -> dict[str, Any]:
-        """The table's name, its rows, summed columns (per row, per cube row) and bytes held."""
-        return plain({"table": self.cube.table.name, "rows": int(self.parent.size), "row_summed": list(self.row_summed),
-                      "cube_summed": list(self.cube_summed), "bytes": self.nbytes})
+        """The table's name, its rows (and those stored one by one), summed columns (per row, per
+        cube row) and bytes held."""
+        return plain({"table": self.cube.table.name, "rows": self.rows, "stored_rows": int(self.parent.size),
+                      "row_summed": list(self.row_summed), "cube_summed": list(self.cube_summed), "bytes": self.nbytes})
 
     @classmethod
     def build(cls, con: Any, cube: Cube, max_bytes: int = MAX_STORE_BYTES) -> RowStore | None:
@@ -113,8 +139,16 @@ class RowStore(Result):
         to_cube = cube.parent_rows(listed).astype(np.int32)
         constant = [np.array_equal(listed[f"lo{i}"], listed[f"hi{i}"]) for i in range(len(clamps))]
         row_summed = tuple(c for c, same in zip(cube.sums, constant, strict=True) if not same)
+        # the persons of at least n rows (those with a row of rank n): the layout's sizes, before reading the rows
+        ranked = dict(con.execute(f"SELECT {_q(RANK)}, COUNT(*) FROM {relation} GROUP BY 1").fetchall())
+        persons = [int(ranked.get(n, 0)) - int(ranked.get(n + 1, 0)) for n in range(BLOCK + 2)]  # of exactly n rows
         n = int(np.sum(listed["n"]))
-        if n * (6 + 8 * len(row_summed)) + 8 * cube.size * (len(clamps) - len(row_summed)) > max_bytes:
+        rest = n - sum(m * persons[m] for m in range(1, BLOCK + 1))
+        stored = n - persons[1]
+        kind = np.dtype(np.uint16 if cube.size <= 2**16 else np.int32)
+        held = (stored * (kind.itemsize + 8 * len(row_summed)) + 2 * rest + 8 * BLOCK
+                + 8 * BLOCK * cube.size * (1 + len(row_summed)) + 8 * cube.size * (len(clamps) - len(row_summed)))
+        if held > max_bytes:
             return None
         cube_values = np.zeros((len(clamps) - len(row_summed), cube.size), dtype=np.float64)
         for j, i in enumerate(i for i, same in enumerate(constant) if same):
@@ -125,26 +159,43 @@ class RowStore(Result):
         fetched = "".join(f", d.{_q(clamp_column(c))} AS s{i}" for i, c in enumerate(row_summed))
         rows = con.execute(f"SELECT c.__sdc_combo AS p, d.{_q(RANK)} AS k{fetched} FROM {relation} d "
                            f"JOIN {numbered} c ON {on} ORDER BY d.{_q(table.privacy_unit)}, d.{_q(ROW)}").fetchnumpy()
-        parent = to_cube[rows.pop("p")]  # (each column dropped once copied: a transient of one column)
+        parent = to_cube.astype(kind)[rows.pop("p")]  # (each column dropped once copied: a transient of one column)
         rank = np.asarray(rows.pop("k"), dtype=np.int16)
+        lengths = np.diff(np.append(np.flatnonzero(rank == 1), n))  # per person, her rows
+        count = np.repeat(np.minimum(lengths, BLOCK + 1).astype(np.int8), lengths)  # per row (BLOCK + 1: more)
         values = np.empty((len(row_summed), n), dtype=np.float64)
         for i in range(len(row_summed)):
             values[i] = rows.pop(f"s{i}")
-        return cls(cube, parent, rank, values, row_summed, cube_values,
+        fold_counts = np.zeros((BLOCK, cube.size), dtype=np.int64)
+        fold_sums = np.zeros((BLOCK, len(row_summed), cube.size), dtype=np.float64)
+        pieces = []  # the rows (cube rows, values, ranks) of the persons of 2, .., BLOCK rows, then of more
+        for m in range(1, BLOCK + 2):
+            these = count == m
+            piece = (parent[these], values[:, these], rank[these])
+            if m <= BLOCK:
+                fold_counts[m - 1] = np.bincount(piece[0], minlength=cube.size)
+                for i in range(len(row_summed)):  # (exact in any order: the cube's rule)
+                    fold_sums[m - 1, i] = np.bincount(piece[0], weights=piece[1][i], minlength=cube.size)
+            if m > 1:
+                pieces.append(piece)
+        starts = np.cumsum([0] + [piece[0].size for piece in pieces[:-1]], dtype=np.int64)
+        return cls(cube, n, np.concatenate([piece[0] for piece in pieces]), starts, pieces[-1][2], fold_counts,
+                   fold_sums, np.concatenate([piece[1] for piece in pieces], axis=1), row_summed, cube_values,
                    tuple(c for c, same in zip(cube.sums, constant, strict=True) if same))
 
     def compile(self) -> None:
-        """Load the kernel now, for this store's array types (numba: compiled on a fresh install,
+        """Load the kernels now, for this store's array types (numba: compiled on a fresh install,
         about 3 s, else read from its cache): at start-up, not in the first per-group query's
         answer. (The quantiles' kernel, :mod:`sdckit.dp.binomial_kernel`, is loaded by the first
         quantile answer instead, about 0.4 s once: a service of one-row-per-person tables starts
         without numba.)"""
-        from sdckit.query.rowkernel import kept_cells
+        from sdckit.query.rowkernel import RADIX_BITS, kept_cells
 
         none = np.zeros(0, dtype=np.int64)
-        kept_cells(self.parent[:0], self.rank[:0], np.full(self.cube.size, -1, dtype=np.int64),
-                   np.zeros(self.cube.size, dtype=np.int64), 1, 1, 1, np.empty((self.values.shape[0], 0)),
-                   none, self.cube_values, none, 1)
+        for code in (0, 1 << RADIX_BITS):  # (both block kernels: fewer groups than 8, and more)
+            kept_cells(self.parent, np.zeros(BLOCK, dtype=np.int64), self.rank[:0], self.fold_counts, self.fold_sums,
+                       np.full(self.cube.size, code, dtype=np.int32), np.full(self.cube.size, -1, dtype=np.int64),
+                       1, 1, 1, self.values, none, self.cube_values, none, 1)
 
     def covers(self, query: Query) -> bool:
         """Whether :meth:`cells` answers ``query`` (under per-group bounds) as the SQL does: one
@@ -160,13 +211,14 @@ class RowStore(Result):
         cube = self.cube
         codes = cube.group_codes(query)
         cell = cell_indices(dp_table(query, cube.table), query.group_by, codes, cube.size)
-        group = np.where(cube.selected(query.where), group_ids(codes, cube.size), -1)
         columns = summed_columns(query)
         by_row = np.array([self.row_summed.index(c) for c in columns if c in self.row_summed], dtype=np.int64)
         by_cube = np.array([self.cube_summed.index(c) for c in columns if c in self.cube_summed], dtype=np.int64)
+        code = np.where(cube.selected(query.where), group_ids(codes, cube.size) + 1, 0).astype(np.int32)
         counts, row_sums, cube_sums = kept_cells(
-            self.parent, self.rank, group, cell.astype(np.int64), int(bounds.per_unit), int(bounds.groups),
-            int(bounds.rows), self.values, by_row, self.cube_values, by_cube, int(n_cells))
+            self.parent, self.starts, self.rank, self.fold_counts, self.fold_sums, code, cell.astype(np.int64),
+            int(bounds.per_unit), int(bounds.groups), int(bounds.rows), self.values, by_row, self.cube_values, by_cube,
+            int(n_cells))
         found = dict(zip([c for c in columns if c in self.row_summed], row_sums, strict=True))
         found.update(zip([c for c in columns if c in self.cube_summed], cube_sums, strict=True))
         return counts, {c: found[c] for c in columns}
