@@ -131,6 +131,11 @@ def histograms(draw):
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(histograms())
 def test_every_segments_bound_is_at_most_every_points_whole_part(case):
+    """Grids of 1 .. 256 bins (segments of 64 points and the last alone, or of one point), records
+    spread, piled low / high / at both ends / on one bin, or none; q 0, 0.5, 1 or any; k 1 .. 4;
+    epsilon 2**-20 .. 50 (clipped exponents); ``below`` whole, from a sparse histogram, or lazy
+    in blocks of 1 .. 128: the segments partition the grid, every point's segment bound ``w``
+    satisfies ``0 <= w den <= x_j``, and the second factor is flipped with exponent ``x_j - w den``."""
     below, below_form, n, q, epsilon, k = case
     x, den = exponents(below, n, q, epsilon, k)
     coins = quantiles.Coins(below_form, n, q, epsilon, k)
