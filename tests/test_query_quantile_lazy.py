@@ -256,3 +256,40 @@ def test_every_form_gives_the_same_answers_under_one_seed(hist_forms, n_cells):
             answers[name, source] = [quantiles.permute_and_flip(belows[c], belows[c].total, q, eps, 2, draws)
                                      for c in cells for q in (0.5, 0.0, 1.0, 0.9) for eps in (0.01, 1.0)]
     assert len({tuple(a) for a in answers.values()}) == 1, answers
+
+
+@pytest.mark.parametrize("n_cells, size", [(1, QUANTILE_GRID), (3, QUANTILE_GRID // 4), (3, 1024)])
+def test_the_coins_bounds_from_each_forms_lazy_below_hold_at_every_point(hist_forms, n_cells, size):
+    """(Review of issue 32.) Each form's lazy ``below`` gives :class:`quantiles.Coins` its blocks'
+    first points (``coarse``) equal to the whole histogram's, and bounds at most every grid
+    point's whole part ``floor(x_j / den)``, the exponents computed here from the whole histogram
+    (``x_j = min(|D below_j - t n| - best, cap) eps_num``, ``den = 2**21 k max(t, D - t)``), for
+    the median, MIN, MAX and the 0.9-quantile at epsilon 0.01, 1 and 30 (k = 2)."""
+    rng = np.random.default_rng(5 + size)
+    first = next(iter(hist_forms.values()))[0]
+    keep, cell = rng.random(first.order.size) < 0.6, rng.integers(0, n_cells, first.order.size)
+    cells = range(n_cells)
+    d, k, tight = 2**quantiles.Q_BITS, 2, []
+    for name, (hist, sort_pairs) in hist_forms.items():
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(histcube, "SORT_PAIRS", sort_pairs)
+            lazy = hist.belows(keep, cell, n_cells, size)
+        whole = hist.histograms(keep, cell, n_cells, size)
+        for c in cells:
+            truth = cumulative(whole[c], size)
+            assert np.array_equal(lazy[c].coarse, truth[:: lazy[c].step]), name
+            n = int(truth[-1])
+            for q in (0.5, 0.0, 1.0, 0.9):
+                t = round(q * d)
+                gap = np.abs(d * truth - t * n)
+                gap -= gap.min()
+                for eps in (0.01, 1.0, 30.0):
+                    eps_num = math.floor(eps * 2**20)
+                    den = 2**21 * k * max(t, d - t)
+                    cap = -(-64 * den // eps_num)
+                    wholes = np.minimum(gap, cap) * eps_num // den
+                    coins = quantiles.Coins(lazy[c], n, q, eps, k)
+                    bound = coins.bound[coins.segment(np.arange(size + 1))]
+                    assert coins.den == den and (bound >= 0).all() and (bound <= wholes).all(), (name, q, eps)
+                    tight.append(float(np.mean(bound == wholes)))
+    assert np.mean(tight) > 0.5  # (most points' bound is their whole part: the check bites)
