@@ -192,3 +192,31 @@ def scans_only(service) -> None:
     db = service.db
     for paths in (db.cubes, db.moments, db.ranges, db.magnitudes, db.ranked, db.private_joins, db.derived, db.row_stores):
         paths.clear()
+
+
+#: The privacy loss each definition's analyst asks in :func:`seeded_answers`.
+LOSSES = {"pure": {"epsilon": "1/2"}, "approx": {"epsilon": "1/2", "delta": "1e-6"}, "zcdp": {"rho": "1/8"}}
+
+
+def seeded_answers(config: Path, requests: list[tuple[str, dict]], fast: bool) -> list:
+    """The answers of a fresh service over ``config`` (its ``[service] seed`` set) to
+    ``requests``, pairs ``(definition, body)`` each sent by an analyst of that definition ("pure",
+    "approx" or "zcdp", budget 1000) with the loss of :data:`LOSSES` unless the body states one: with every
+    scan forbidden (``fast``, :func:`fast_paths_only`) or every fast path off (:func:`scans_only`).
+    Two such lists are equal when the fast paths give the scans' true answers (so the same seeded
+    noise) and the same accounting."""
+    import warnings
+
+    from sdckit.query.service import Service
+
+    service = Service(config)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # huge test budgets
+            keys = {"pure": service.state.add_analyst("p", "dp", "1000"),
+                    "approx": service.state.add_analyst("a", "dp", "1000", "1/2"),
+                    "zcdp": service.state.add_analyst("z", "dp", None, 0, None, "1000")}
+        (fast_paths_only if fast else scans_only)(service)
+        return [service.query(keys[who], {**LOSSES[who], **body}) for who, body in requests]
+    finally:
+        service.close()

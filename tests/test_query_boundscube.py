@@ -8,7 +8,6 @@ seeded answers bit-identical with every scan forbidden and with every fast path 
 from __future__ import annotations
 
 import math
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -18,14 +17,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from query_helpers import SEED, fast_paths_only, scans_only
+from query_helpers import SEED, seeded_answers
 from sdckit.query import bounds
 from sdckit.query.boundscube import MISSING, BoundsCube
 from sdckit.query.config import load_config
 from sdckit.query.cube import Cube
 from sdckit.query.data import Database
 from sdckit.query.generate import BIN_ALIAS, COUNT_ALIAS, magnitude_histogram_sql
-from sdckit.query.service import Service
 from sdckit.query.sql import And, Between, Compare, InList, Not, Or, Output, Query, parse, predicate_columns
 
 REGIONS = ["N", "S", "E", "W"]
@@ -168,27 +166,11 @@ def test_what_still_scans(db, small):
 
 def _answers(folder: Path, fast: bool) -> list:
     """Seeded answers of a fresh service; ``fast``: every scan forbidden, else every fast path off."""
-    service = Service(_write(folder, seed=True))
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # huge test budgets
-            keys = {"pure": service.state.add_analyst("p", "dp", "1000"),
-                    "approx": service.state.add_analyst("a", "dp", "1000", "1/2"),
-                    "zcdp": service.state.add_analyst("z", "dp", None, 0, None, "1000")}
-        if fast:
-            fast_paths_only(service)
-        else:
-            scans_only(service)
-        loss = {"pure": {"epsilon": "1/2"}, "approx": {"epsilon": "1/2", "delta": "1e-6"}, "zcdp": {"rho": "1/8"}}
-        out = []
-        for who in ("pure", "approx", "zcdp"):
-            for sql in ("SELECT BOUNDS(v) FROM t", "SELECT BOUNDS(w) AS x FROM t WHERE region = 'N' OR grp >= 2",
-                        "SELECT BOUNDS(v) FROM t WHERE NOT (region IN ('S', 'X')) AND w BETWEEN -2 AND 9"):
-                out.append(service.query(keys[who], {"sql": sql, **loss[who]}))
-            out.append(service.query(keys[who], {"sql": "SELECT BOUNDS(v) FROM t", "max_rows_per_unit": 2, **loss[who]}))
-        return out
-    finally:
-        service.close()
+    sqls = ("SELECT BOUNDS(v) FROM t", "SELECT BOUNDS(w) AS x FROM t WHERE region = 'N' OR grp >= 2",
+            "SELECT BOUNDS(v) FROM t WHERE NOT (region IN ('S', 'X')) AND w BETWEEN -2 AND 9")
+    requests = [(who, body) for who in ("pure", "approx", "zcdp")
+                for body in [*({"sql": sql} for sql in sqls), {"sql": "SELECT BOUNDS(v) FROM t", "max_rows_per_unit": 2}]]
+    return seeded_answers(_write(folder, seed=True), requests, fast)
 
 
 def test_answers_from_the_cube_equal_the_scans(tmp_path):

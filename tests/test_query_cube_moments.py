@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from query_helpers import SEED, fast_paths_only, scans_only
+from query_helpers import SEED, fast_paths_only, seeded_answers
 from sdckit.query import keys, noisy
 from sdckit.query.config import load_config
 from sdckit.query.cube_moments import Moments
@@ -294,17 +294,7 @@ SQLS = ["SELECT VAR_POP(income), STDDEV_POP(age) FROM t WHERE age > 30 AND regio
 
 
 def _answers(folder: Path, fast: bool) -> list:
-    config = _database(folder, seed=True)
-    key = State(folder / "state.db").add_analyst("ann", "dp", "10")
-    service = Service(config)
-    try:
-        if fast:
-            fast_paths_only(service)
-        else:
-            scans_only(service)
-        return [service.query(key, {"sql": sql, "epsilon": "1/3"}) for sql in SQLS]
-    finally:
-        service.close()
+    return seeded_answers(_database(folder, seed=True), [("pure", {"sql": sql}) for sql in SQLS], fast)
 
 
 def test_answers_are_bit_identical_with_and_without_the_moments_and_need_no_scan(tmp_path):

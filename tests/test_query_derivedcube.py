@@ -21,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from query_helpers import SEED, fast_paths_only, scans_only
+from query_helpers import SEED, seeded_answers
 from sdckit.core.errors import ParameterError
 from sdckit.query import noisy
 from sdckit.query.config import load_config
@@ -29,9 +29,7 @@ from sdckit.query.data import Database
 from sdckit.query.derived import dp_table
 from sdckit.query.derivedcube import DerivedCubes
 from sdckit.query.generate import aggregate_sql, square_cap
-from sdckit.query.service import Service
 from sdckit.query.sql import parse
-from sdckit.query.state import State
 
 CONFIG = """[service]
 state = "state.db"
@@ -304,17 +302,7 @@ SERVICE_SQLS = ["SELECT WIDTH_BUCKET(income, 0, 1000, 10) AS bin, COUNT(*) FROM 
 
 
 def _answers(folder: Path, fast: bool, sqls: list[str]) -> list:
-    config = _config(folder, seed=True)
-    key = State(folder / "state.db").add_analyst("ann", "dp", "10")
-    service = Service(config)
-    try:
-        if fast:
-            fast_paths_only(service)
-        else:
-            scans_only(service)
-        return [service.query(key, {"sql": sql, "epsilon": "1/3"}) for sql in sqls]
-    finally:
-        service.close()
+    return seeded_answers(_config(folder, seed=True), [("pure", {"sql": sql}) for sql in sqls], fast)
 
 
 def test_the_service_answers_without_a_scan_bit_identical_for_integer_values(tmp_path):

@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from query_helpers import SEED, fast_paths_only, scans_only
+from query_helpers import SEED, seeded_answers
 from sdckit.query import noisy
 from sdckit.query.config import load_config
 from sdckit.query.cube import Cube
@@ -25,9 +25,7 @@ from sdckit.query.cube_moments import Moments
 from sdckit.query.data import Database
 from sdckit.query.distinct_sets import DistinctSets, popcount
 from sdckit.query.generate import aggregate_sql
-from sdckit.query.service import Service
 from sdckit.query.sql import And, Between, Compare, InList, Not, Or, Output, Query, parse
-from sdckit.query.state import State
 
 REGIONS = ["N", "S", "E", "W"]
 CONFIG = """[service]
@@ -230,19 +228,7 @@ SQLS = ["SELECT COUNT(DISTINCT x), COUNT(*) FROM t WHERE region = 'N'",
 
 
 def _answers(folder: Path, fast: bool) -> list:
-    config = _write(folder, seed=True)
-    key = State(folder / "state.db").add_analyst("ann", "dp", "10")
-    service = Service(config)
-    try:
-        if fast:
-            assert "x" in service.db.moments["t"].sets.bits
-
-            fast_paths_only(service)
-        else:
-            scans_only(service)
-        return [service.query(key, {"sql": sql, "epsilon": "1/3"}) for sql in SQLS]
-    finally:
-        service.close()
+    return seeded_answers(_write(folder, seed=True), [("pure", {"sql": sql}) for sql in SQLS], fast)
 
 
 def test_answers_are_bit_identical_with_and_without_the_sets_and_need_no_scan(tmp_path):

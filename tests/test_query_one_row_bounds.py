@@ -11,20 +11,18 @@ configured ``max_rows_per_unit = 4``.
 
 from __future__ import annotations
 
-import warnings
 from fractions import Fraction
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from query_helpers import SEED, fast_paths_only, scans_only
+from query_helpers import SEED, seeded_answers
 from sdckit.query import noisy
 from sdckit.query.config import load_config
 from sdckit.query.data import Database
 from sdckit.query.generate import aggregate_sql
 from sdckit.query.groupbounds import GroupBounds
-from sdckit.query.service import Service
 from sdckit.query.sql import parse
 
 K = 4
@@ -107,39 +105,23 @@ def _answers(folder, fast: bool) -> list:
     """Seeded answers of a fresh service; ``fast``: every scan forbidden, else every fast path off."""
     folder.mkdir()
     _write(folder)
-    service = Service(folder / "service.toml")
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # huge test budgets
-            keys = {"pure": service.state.add_analyst("p", "dp", "1000"),
-                    "approx": service.state.add_analyst("a", "dp", "1000", "1/2"),
-                    "zcdp": service.state.add_analyst("z", "dp", None, 0, None, "1000")}
-        if fast:
-            fast_paths_only(service)
-        else:
-            scans_only(service)
-        loss = {"pure": {"epsilon": "1/2"}, "approx": {"epsilon": "1/2", "delta": "1e-6"}, "zcdp": {"rho": "1/8"}}
-        out = []
-        for who in ("pure", "approx", "zcdp"):
-            for rows, groups in BOUNDS:
-                body = {"sql": GROUPED, **loss[who]}
-                if rows is not None:
-                    body["max_rows_per_unit"] = rows
-                if groups is not None:
-                    body.update(max_groups_per_unit=groups.groups, max_rows_per_group=groups.rows)
-                out.append(service.query(keys[who], body))
-        median = {"sql": "SELECT g, MEDIAN(v) FROM t GROUP BY g", "epsilon": 1, "max_groups_per_unit": 2}
-        out.append(service.query(keys["pure"], median))
+    requests = []
+    for who in ("pure", "approx", "zcdp"):
+        for rows, groups in BOUNDS:
+            body = {"sql": GROUPED}
+            if rows is not None:
+                body["max_rows_per_unit"] = rows
+            if groups is not None:
+                body.update(max_groups_per_unit=groups.groups, max_rows_per_group=groups.rows)
+            requests.append((who, body))
+    requests += [
+        ("pure", {"sql": "SELECT g, MEDIAN(v) FROM t GROUP BY g", "epsilon": 1, "max_groups_per_unit": 2}),
         # a Gaussian analyst's quantiles come from the cube's histograms too (they scanned before)
-        out.append(service.query(keys["zcdp"], {"sql": "SELECT g, MEDIAN(v), COUNT(*) FROM t GROUP BY g", "rho": "1/8"}))
-        out.append(service.query(keys["approx"], {"sql": "SELECT MIN(v), MAX(v), QUANTILE_CONT(v, 0.25) FROM t "
-                                                  "WHERE age >= 2", "epsilon": "1/2", "delta": "1e-6"}))
-        data_keys = {"sql": "SELECT age, COUNT(*) FROM keyed WHERE g = 'a' GROUP BY age", "epsilon": 1,
-                     "delta": "1e-6", "max_rows_per_unit": 1}
-        out.append(service.query(keys["approx"], data_keys))
-        return out
-    finally:
-        service.close()
+        ("zcdp", {"sql": "SELECT g, MEDIAN(v), COUNT(*) FROM t GROUP BY g"}),
+        ("approx", {"sql": "SELECT MIN(v), MAX(v), QUANTILE_CONT(v, 0.25) FROM t WHERE age >= 2"}),
+        ("approx", {"sql": "SELECT age, COUNT(*) FROM keyed WHERE g = 'a' GROUP BY age", "epsilon": 1,
+                    "max_rows_per_unit": 1})]
+    return seeded_answers(folder / "service.toml", requests, fast)
 
 
 def test_answers_from_the_cube_equal_the_scans_and_state_the_declared_noise(tmp_path):

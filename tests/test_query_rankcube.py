@@ -11,7 +11,6 @@ a group outside their domains, incomes and costs above their bounds.
 
 from __future__ import annotations
 
-import warnings
 from fractions import Fraction
 from pathlib import Path
 
@@ -21,14 +20,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from query_helpers import SEED, fast_paths_only, scans_only
+from query_helpers import SEED, seeded_answers
 from sdckit.query import data as data_module
 from sdckit.query import noisy
 from sdckit.query.config import load_config
 from sdckit.query.data import Database
 from sdckit.query.generate import aggregate_sql
 from sdckit.query.joins import Join, query_table
-from sdckit.query.service import Service
 from sdckit.query.sql import And, Between, Compare, InList, Not, Or, Output, Query, parse
 
 K = 4
@@ -269,21 +267,12 @@ SQLS = [("SELECT SUM(income) FROM t WHERE region <> 'N'", {"max_rows_per_unit": 
          {})]
 
 
-def _answers(folder: Path, fast: bool, cells: int | None = None) -> list:
+def _answers(folder: Path, fast: bool) -> list:
     """Seeded answers of a fresh service (pure and zCDP analysts); ``fast``: every scan
     forbidden, else every fast path off."""
     folder.mkdir()
-    service = Service(_write(folder))
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # huge test budgets
-            keys = {"pure": service.state.add_analyst("p", "dp", "1000"),
-                    "zcdp": service.state.add_analyst("z", "dp", None, 0, None, "1000")}
-        (fast_paths_only if fast else scans_only)(service)
-        loss = {"pure": {"epsilon": "1/2"}, "zcdp": {"rho": "1/8"}}
-        return [service.query(keys[who], {"sql": sql, **loss[who], **extra}) for who in keys for sql, extra in SQLS]
-    finally:
-        service.close()
+    requests = [(who, {"sql": sql, **extra}) for who in ("pure", "zcdp") for sql, extra in SQLS]
+    return seeded_answers(_write(folder), requests, fast)
 
 
 def test_answers_and_budgets_are_the_same_with_and_without_the_fast_paths(tmp_path):

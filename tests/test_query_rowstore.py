@@ -20,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from query_helpers import SEED, fast_paths_only, scans_only
+from query_helpers import SEED, seeded_answers
 from sdckit.query import noisy
 from sdckit.query.config import load_config
 from sdckit.query.data import Database
@@ -29,9 +29,7 @@ from sdckit.query.generate import aggregate_sql
 from sdckit.query.groupbounds import GroupBounds
 from sdckit.query import rowkernel
 from sdckit.query.rowstore import BLOCK, RowStore
-from sdckit.query.service import Service
 from sdckit.query.sql import And, Between, Compare, InList, Not, Or, Output, Query, parse
-from sdckit.query.state import State
 
 K = 6
 REGIONS = ["N", "S", "E", "W"]
@@ -325,19 +323,10 @@ SQLS = ["SELECT region, COUNT(*), SUM(income), SUM(half) FROM t WHERE age > 30 G
 
 def _answers(folder: Path, fast: bool) -> list:
     folder.mkdir()
-    config = _database(folder, seed=True)
-    state = State(folder / "state.db")
-    keys = {"pure": state.add_analyst("ann", "dp", "10"), "zcdp": state.add_analyst("zed", "dp", rho="10"),
-            "approx": state.add_analyst("eve", "dp", "10", "1/1000")}
-    losses = {"pure": {"epsilon": "1/3"}, "zcdp": {"rho": "1/10"}, "approx": {"epsilon": "1/3", "delta": "1/10000"}}
-    service = Service(config)
-    try:
-        fast_paths_only(service) if fast else scans_only(service)
-        return [service.query(keys[who], {"sql": sql, **losses[who], "max_groups_per_unit": g, "max_rows_per_group": r,
-                                          **({"max_rows_per_unit": 4} if g == 1 else {})})
-                for sql in SQLS for who in losses for g, r in ((1, 1), (2, 3))]
-    finally:
-        service.close()
+    requests = [(who, {"sql": sql, "max_groups_per_unit": g, "max_rows_per_group": r,
+                       **({"max_rows_per_unit": 4} if g == 1 else {})})
+                for sql in SQLS for who in ("pure", "zcdp", "approx") for g, r in ((1, 1), (2, 3))]
+    return seeded_answers(_database(folder, seed=True), requests, fast)
 
 
 def test_answers_are_bit_identical_with_and_without_the_row_store_and_need_no_scan(tmp_path):
