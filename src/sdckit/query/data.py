@@ -176,7 +176,10 @@ class Database:
         them), if it covers the query."""
         if groups is not None and not self.keeps_every_row(query.table, rows, groups):  # per-group bounds
             store = self.row_stores.get(query.table)
-            return store.cells(query, n_cells, groups) if store is not None and store.covers(query) else None
+            if store is None or not store.covers(query):
+                return None
+            self.cpu.give_back()  # one pass over the rows, compiled, without Python's lock (as a scan)
+            return store.cells(query, n_cells, groups)
         if not self.keeps_every_row(query.table, rows, groups):
             ranked = self.ranked.get(query.table) if groups is None and query.join is None else None
             return ranked.cells(with_rank(query, rows), n_cells) if ranked is not None and ranked.covers(query) else None
