@@ -293,3 +293,28 @@ def test_concurrent_requests_through_the_slot_finish_and_free_it(tmp_path):
         assert service.state.analyst("a").epsilon_spent == Fraction(48, 100)
     finally:
         service.close()
+
+
+# ------------------------------------------------------------------ integer groups beyond 2**53
+def test_integer_groups_beyond_2_53_are_cells_of_their_own(tmp_path):
+    """An integer domain of values beyond 2**53 (not a cube column: the cube takes |v| < 2**53, so
+    the scan answers): 2**53 and 2**53 + 1 are two SQL groups and two declared cells. Their result
+    rows were matched to cells as doubles (both 2**53): the two rows fell in one cell, one
+    overwriting the other in the result's order, so one person could switch a cell from one group's
+    count to the other's (far beyond the sensitivity), and the other cell read 0."""
+    big = 2**53
+    frame = pd.DataFrame({"pid": [1, 1, 1, 2, 2, 3, 4], "grp": [big, big + 1, big + 1, big + 1, big, big, big + 1],
+                          "income": [10, 20, 30, 40, 50, 1, 2]})
+    config = CONFIG.replace(f"grp = {GRPS}", f"grp = [{big}, {big + 1}]").replace("age = [0, 90]\n", "")
+    db = Database(load_config(_write(tmp_path, frame, config)))
+    try:
+        query = parse("SELECT grp, COUNT(*), SUM(income) FROM t GROUP BY grp", db.config)
+        table = dp_table(query, db.config.tables["t"])
+        for bounds, want in ((None, ([3, 4], [61.0, 92.0])),  # every row
+                             (GroupBounds(1, 2, K), ([2, 2], [11.0, 42.0]))):  # her first group only
+            plan = noisy.plan(query, table, Fraction(1), None, bounds)
+            assert db.fast_cells(query, len(plan.cells), None, bounds) is None  # scanned
+            counts, sums = noisy.exact_cells(plan, table, db.aggregate(aggregate_sql(query, table, "dp", groups=bounds)))
+            assert (np.asarray(counts).tolist(), np.asarray(sums["income"]).tolist()) == want, bounds
+    finally:
+        db.close()
