@@ -12,6 +12,7 @@
   nesting and repeated give-backs; and the service's request threads (each in ``cpu.run``, as
   server.py runs them) through first-use builds, row-store passes, scans and the state's group
   commit of charges, finishing within a timeout (no deadlock) with the slot free afterwards.
+* Integer GROUP BY values beyond 2**53 (the scan's path): each its own cell, as SQL groups them.
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -149,8 +149,7 @@ def test_a_cube_of_more_than_2_16_rows_int32_cube_rows(tmp_path):
     n = a.size
     frame = pd.DataFrame({"pid": rng.integers(0, n // 3, n), "a": a, "b": b, "grp": rng.integers(1, 11, n),
                           "income": rng.integers(0, 100, n), "age": rng.integers(0, 90, n)})
-    config = CONFIG.replace("[table.domains]", "a = [0, 249]\nb = [0, 279]\n[table.domains]", 1) \
-        .replace("income = [0, 100]", "income = [0, 100]", 1)
+    config = CONFIG.replace("[table.domains]", "a = [0, 249]\nb = [0, 279]\n[table.domains]", 1)
     db = Database(load_config(_write(tmp_path, frame, config)))
     try:
         t = db.config.tables["t"]
