@@ -404,11 +404,13 @@ def cell_indices(table: TableConfig, group_by: tuple[str, ...], result: dict[str
         mask = np.ma.getmaskarray(raw) if isinstance(raw, np.ma.MaskedArray) else np.zeros(size, dtype=bool)
         if is_text_domain(table, column) or is_derived_name(column):  # codes (a bin's: sdckit.query.derived)
             codes = np.asarray(np.ma.filled(raw, -1) if isinstance(raw, np.ma.MaskedArray) else raw, dtype=np.int64)
-        else:
-            values = np.asarray(np.ma.filled(raw.astype(float), np.nan) if isinstance(raw, np.ma.MaskedArray) else raw,
-                                dtype=float)  # (an integer column with a missing value is masked: fill as float)
-            order = np.argsort(np.asarray(domain, dtype=float), kind="stable")
-            sorted_domain = np.asarray(domain, dtype=float)[order]
+        else:  # integers matched as integers (as doubles, 2**53 + 1 would be 2**53's cell too: two groups, one cell)
+            kind = np.int64 if (np.can_cast(np.ma.getdata(raw).dtype, np.int64)
+                                and all(type(v) is int and abs(v) < 2**63 for v in domain)) else float
+            values = np.asarray(np.ma.filled(raw.astype(kind), 0 if kind is np.int64 else np.nan)
+                                if isinstance(raw, np.ma.MaskedArray) else raw, dtype=kind)
+            order = np.argsort(np.asarray(domain, dtype=kind), kind="stable")
+            sorted_domain = np.asarray(domain, dtype=kind)[order]
             pos = np.clip(np.searchsorted(sorted_domain, values), 0, len(domain) - 1)
             hit = sorted_domain[pos] == values
             codes = np.where(hit, order[pos], -1)
