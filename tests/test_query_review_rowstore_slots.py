@@ -22,6 +22,7 @@ from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
+import pytest
 import pandas as pd
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -315,5 +316,23 @@ def test_integer_groups_beyond_2_53_are_cells_of_their_own(tmp_path):
             assert db.fast_cells(query, len(plan.cells), None, bounds) is None  # scanned
             counts, sums = noisy.exact_cells(plan, table, db.aggregate(aggregate_sql(query, table, "dp", groups=bounds)))
             assert (np.asarray(counts).tolist(), np.asarray(sums["income"]).tolist()) == want, bounds
+    finally:
+        db.close()
+
+
+def test_two_result_rows_in_one_cell_fail_loudly(tmp_path):
+    """exact_cells sets each cell from its one result row: were two rows ever to map to one cell
+    (as 2**53 and 2**53 + 1 did), the answer fails (a 500, logged) instead of silently keeping one."""
+    db = Database(load_config(_write(tmp_path, pd.DataFrame({"pid": [1, 2], "grp": [1, 2], "income": [1, 2]}),
+                                     CONFIG.replace("age = [0, 90]\n", ""))))
+    try:
+        query = parse("SELECT grp, COUNT(*) FROM t GROUP BY grp", db.config)
+        table = dp_table(query, db.config.tables["t"])
+        plan = noisy.plan(query, table, Fraction(1))
+        result = {"n": np.array([1, 1]), "g0": np.array([1, 1])}  # two rows, both of the group 1
+        with pytest.raises(RuntimeError, match="one answer cell"):
+            noisy.exact_cells(plan, table, result)
+        result["g0"] = np.array([1, 2])
+        assert noisy.exact_cells(plan, table, result)[0][:2].tolist() == [1, 1]
     finally:
         db.close()

@@ -287,6 +287,8 @@ def exact_cells(plan_: Plan, table: TableConfig, result: dict[str, np.ndarray]) 
     else:
         cells = np.zeros(size, dtype=np.int64)
     keep = cells >= 0
+    if np.unique(cells[keep]).size != int(keep.sum()):  # each cell is set, never added to: a collision is a bug
+        raise RuntimeError("two result rows of one query fell in one answer cell")
     counts[cells[keep]] = np.asarray(result[COUNT_ALIAS], dtype=np.int64)[keep]
     read = ([(column, sum_alias(j)) for j, column in enumerate(summed)]
             + [(square_key(c), square_alias(j)) for j, c in enumerate(squared_columns(plan_.query))])
