@@ -222,10 +222,15 @@ class Database:
 
     def _private_join_cube(self, query: Any) -> Cube | None:
         """The cube of the relation ``query``'s private join makes (built on the first query of
-        each table and join, under a lock: one scan of the join; :mod:`sdckit.query.joincube`)."""
+        each table and join, under a lock: one scan of the join; :mod:`sdckit.query.joincube`).
+        A built cube is found without the lock (stored whole, after its build): a thread holding
+        its CPU slot never waits for another join's build, which would hold up every request."""
         join = query.join
-        if (query.table, join) not in self.private_joins:  # a scan, here or in the thread building it
-            self.cpu.give_back()
+        try:
+            return self.private_joins[query.table, join]
+        except KeyError:
+            pass
+        self.cpu.give_back()  # a scan, here or in the thread building it
         with self._private_lock:
             if (query.table, join) not in self.private_joins:
                 self.private_joins[query.table, join] = private_join_cube(
