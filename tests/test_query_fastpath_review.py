@@ -288,3 +288,33 @@ def test_a_built_join_cube_answers_while_another_join_is_built(db, monkeypatch):
     reader.join(20)
     assert not stalled, "an answer from a built join cube waited for another join's build, holding the CPU slot"
     assert answered and answered[0] is not None
+
+
+def test_a_built_public_join_cube_answers_while_the_units_are_read(db):
+    """The public joins' cubes share their lock with the persons' index of restricted mode
+    (:meth:`Database.units`, a window over the table, read by a request after its scan gave its
+    CPU slot back): a request holding the slot whose public-join cube is built must not wait for it."""
+    built = "SELECT name, COUNT(*) FROM t JOIN regions ON region = code GROUP BY name"
+    assert _cells(db, built) is not None
+    release, entered = threading.Event(), threading.Event()
+
+    def reading_units() -> None:  # what units() does while it reads them: the lock held, no slot
+        with db._units_lock:
+            entered.set()
+            release.wait(20)
+
+    holder = threading.Thread(target=reading_units)
+    holder.start()
+    try:
+        assert entered.wait(20)
+        answered: list = []
+        reader = threading.Thread(target=lambda: answered.append(db.cpu.run(_cells, db, built)))
+        reader.start()
+        reader.join(5)
+        stalled = reader.is_alive()
+    finally:
+        release.set()
+        holder.join(20)
+    reader.join(20)
+    assert not stalled, "an answer from a built public-join cube waited for the units' lock, holding the CPU slot"
+    assert answered and answered[0] is not None
