@@ -9,9 +9,11 @@ person) with a random WHERE over cube keys and over many-valued columns (``wage`
 derived cube), COUNT / SUM / AVG / VAR_POP / STDDEV_POP of columns and of derived values
 (integer ones: exact; ``wage``'s and divisions: within twice the recursive-summation bound, as in
 ``test_query_derivedcube``), every ``k'`` in ``1..k``; joins of two private tables on three keys
-and public joins (inner and LEFT) at every ``k'``. Wherever the fast path answers, its counts are
+and public joins (inner and LEFT; a key missing, duplicated or outside the FROM table's domain) at
+every ``k'``; per-group bounds ``(g, r, k')``. Wherever the fast path answers, its counts are
 the scan's exactly and its sums the scan's (exactly unless stated); the noise plan never reads
-the fast path (it is made from the query and the declared bounds alone)."""
+the fast path (it is made from the query and the declared bounds alone). Locking: a request
+holding the CPU slot whose join cube is built never waits for a lock another build holds."""
 
 from __future__ import annotations
 
@@ -31,6 +33,7 @@ from sdckit.query.config import load_config
 from sdckit.query.data import Database
 from sdckit.query.derived import dp_table
 from sdckit.query.generate import aggregate_sql, square_cap
+from sdckit.query.groupbounds import GroupBounds
 from sdckit.query.joins import query_table
 from sdckit.query.sql import parse
 
@@ -127,15 +130,16 @@ def db(request, tmp_path_factory):
     database.close()
 
 
-def _compare(db: Database, sql: str, rows: int | None) -> bool:
+def _compare(db: Database, sql: str, rows: int | None, groups: GroupBounds | None = None) -> bool:
     """Whether the fast path answered; asserts that its answer is the scan's."""
     query = parse(sql, db.config)
     table = dp_table(query, query_table(query, db.config))
-    plan = noisy.plan(query, table, Fraction(1), rows)
-    fast = db.fast_cells(query, len(plan.cells), rows)
+    plan = noisy.plan(query, table, Fraction(1), rows, groups)
+    fast = db.fast_cells(query, len(plan.cells), rows, groups)
     if fast is None:
         return False
-    counts, sums = noisy.exact_cells(plan, table, db.aggregate(aggregate_sql(query, table, "dp", rows=rows)))
+    counts, sums = noisy.exact_cells(plan, table, db.aggregate(aggregate_sql(query, table, "dp", rows=rows,
+                                                                             groups=groups)))
     assert fast[0].dtype == counts.dtype and fast[0].tolist() == counts.tolist(), (sql, rows)
     assert sorted(fast[1]) == sorted(sums), (sql, rows)
     for name, values in sums.items():
@@ -200,12 +204,20 @@ def _select(groups: list[str], aggregates: list[str], source: str, where: str) -
             + (f" GROUP BY {', '.join(names)}" if names else ""))
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=90, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(table=st.sampled_from(["t", "p"]), groups=st.sampled_from(_GROUPS), where=_where(_OWN),
        aggregates=st.lists(st.sampled_from(_AGGREGATES), min_size=1, max_size=3, unique=True),
        rows=st.sampled_from([None, *range(1, K + 1)]))
 def test_one_table_fast_paths_give_the_scans_answer(db, table, groups, where, aggregates, rows):
     _compare(db, _select(groups, aggregates, table, where), rows)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(table=st.sampled_from(["t", "p"]), groups=st.sampled_from([g for g in _GROUPS if g]), where=_where(_OWN),
+       aggregates=st.lists(st.sampled_from(_AGGREGATES), min_size=1, max_size=3, unique=True),
+       rows=st.sampled_from([None, *range(1, K + 1)]), g=st.integers(1, 3), r=st.integers(1, 3))
+def test_per_group_bounds_fast_paths_give_the_scans_answer(db, table, groups, where, aggregates, rows, g, r):
+    _compare(db, _select(groups, aggregates, table, where), rows, GroupBounds(g, r, rows or K))
 
 
 _JOINS = ["JOIN u ON {t}.pid = u.pid", "JOIN u ON {t}.region = u.region", "JOIN u ON {t}.grp = u.grp",
@@ -215,7 +227,7 @@ _JOIN_GROUPS = [[], ["kind"], ["u.region"], ["{t}.region", "kind"], ["{t}.grp", 
 _JOIN_AGGREGATES = ["COUNT(*)", "SUM(income)", "SUM(cost)", "AVG(age)", "AVG(cost)", "SUM(wage)"]
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(table=st.sampled_from(["t", "p"]), join=st.sampled_from(_JOINS), groups=st.sampled_from(_JOIN_GROUPS),
        where=st.data(), aggregates=st.lists(st.sampled_from(_JOIN_AGGREGATES), min_size=1, max_size=3, unique=True),
        rows=st.sampled_from([None, 1, 2, K]))
