@@ -204,7 +204,7 @@ def _select(groups: list[str], aggregates: list[str], source: str, where: str) -
             + (f" GROUP BY {', '.join(names)}" if names else ""))
 
 
-@settings(max_examples=90, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=70, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(table=st.sampled_from(["t", "p"]), groups=st.sampled_from(_GROUPS), where=_where(_OWN),
        aggregates=st.lists(st.sampled_from(_AGGREGATES), min_size=1, max_size=3, unique=True),
        rows=st.sampled_from([None, *range(1, K + 1)]))
@@ -212,7 +212,7 @@ def test_one_table_fast_paths_give_the_scans_answer(db, table, groups, where, ag
     _compare(db, _select(groups, aggregates, table, where), rows)
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(table=st.sampled_from(["t", "p"]), groups=st.sampled_from([g for g in _GROUPS if g]), where=_where(_OWN),
        aggregates=st.lists(st.sampled_from(_AGGREGATES), min_size=1, max_size=3, unique=True),
        rows=st.sampled_from([None, *range(1, K + 1)]), g=st.integers(1, 3), r=st.integers(1, 3))
@@ -237,7 +237,7 @@ def test_private_join_fast_paths_give_the_scans_answer(db, table, join, groups, 
     _compare(db, _select(groups, aggregates, f"{table} {join.format(t=table)}", where), rows)
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(table=st.sampled_from(["t", "p"]), kind=st.sampled_from(["JOIN", "LEFT JOIN"]), other=st.booleans(),
        groups=st.sampled_from([[], ["{name}"], ["{name}", "grp"], ["region"]]),
        where=st.data(), rows=st.sampled_from([None, 1, K]),
