@@ -204,10 +204,18 @@ class Database:
 
     def _joined_cube(self, query: Any) -> Cube | None:
         """The table's cube joined with the public table of ``query``'s join (built once per table
-        and join; :meth:`sdckit.query.cube.Cube.joined`), ``None`` for a private join or without a cube."""
+        and join; :meth:`sdckit.query.cube.Cube.joined`), ``None`` for a private join or without a
+        cube. A built one is found without the lock, which :meth:`units` holds while it reads a
+        table: a thread holding its CPU slot never waits for that (it would hold up every
+        request); one that builds gives its slot back first."""
         join, cube = query.join, self.cubes.get(query.table)
         if join.private or cube is None:
             return None
+        try:
+            return self._joined[query.table, join]
+        except KeyError:
+            pass
+        self.cpu.give_back()
         with self._units_lock:
             if (query.table, join) not in self._joined:
                 table = query_table(query, self.config)
@@ -222,10 +230,15 @@ class Database:
 
     def _private_join_cube(self, query: Any) -> Cube | None:
         """The cube of the relation ``query``'s private join makes (built on the first query of
-        each table and join, under a lock: one scan of the join; :mod:`sdckit.query.joincube`)."""
+        each table and join, under a lock: one scan of the join; :mod:`sdckit.query.joincube`).
+        A built cube is found without the lock (stored whole, after its build): a thread holding
+        its CPU slot never waits for another join's build, which would hold up every request."""
         join = query.join
-        if (query.table, join) not in self.private_joins:  # a scan, here or in the thread building it
-            self.cpu.give_back()
+        try:
+            return self.private_joins[query.table, join]
+        except KeyError:
+            pass
+        self.cpu.give_back()  # a scan, here or in the thread building it
         with self._private_lock:
             if (query.table, join) not in self.private_joins:
                 self.private_joins[query.table, join] = private_join_cube(
