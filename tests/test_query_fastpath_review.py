@@ -286,20 +286,8 @@ def test_a_built_join_cube_answers_while_another_join_is_built(db, monkeypatch):
     monkeypatch.setattr(data_module, "private_join_cube", slow)
     other = "SELECT COUNT(*) FROM u JOIN t ON u.cost = t.grp"  # (a join no other test asks)
     builder = threading.Thread(target=db.cpu.run, args=(_cells, db, other))
-    builder.start()
-    try:
-        assert entered.wait(20)
-        answered: list = []
-        reader = threading.Thread(target=lambda: answered.append(db.cpu.run(_cells, db, built)))
-        reader.start()
-        reader.join(5)
-        stalled = reader.is_alive()
-    finally:
-        release.set()
-        builder.join(20)
-    reader.join(20)
-    assert not stalled, "an answer from a built join cube waited for another join's build, holding the CPU slot"
-    assert answered and answered[0] is not None
+    assert not _stalled_behind(db, built, builder, entered, release), \
+        "an answer from a built join cube waited for another join's build, holding the CPU slot"
 
 
 def test_a_built_public_join_cube_answers_while_the_units_are_read(db):
@@ -316,17 +304,26 @@ def test_a_built_public_join_cube_answers_while_the_units_are_read(db):
             release.wait(20)
 
     holder = threading.Thread(target=reading_units)
-    holder.start()
+    assert not _stalled_behind(db, built, holder, entered, release), \
+        "an answer from a built public-join cube waited for the units' lock, holding the CPU slot"
+
+
+def _stalled_behind(db, sql: str, blocker: threading.Thread, entered: threading.Event,
+                    release: threading.Event) -> bool:
+    """Whether an answer to ``sql`` from a thread holding the CPU slot was still waiting after
+    5 s while ``blocker`` (started here; it sets ``entered``, then holds what it holds until
+    ``release``) held on. The answer must come once it lets go."""
+    blocker.start()
     try:
         assert entered.wait(20)
         answered: list = []
-        reader = threading.Thread(target=lambda: answered.append(db.cpu.run(_cells, db, built)))
+        reader = threading.Thread(target=lambda: answered.append(db.cpu.run(_cells, db, sql)))
         reader.start()
         reader.join(5)
         stalled = reader.is_alive()
     finally:
         release.set()
-        holder.join(20)
+        blocker.join(20)
     reader.join(20)
-    assert not stalled, "an answer from a built public-join cube waited for the units' lock, holding the CPU slot"
     assert answered and answered[0] is not None
+    return stalled
