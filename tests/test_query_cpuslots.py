@@ -165,8 +165,11 @@ def test_a_query_whose_structure_is_not_built_yet_gives_its_slot_back(tmp_path):
         db.close()
 
 
-def test_a_per_group_pass_gives_the_slot_back(tmp_path):
-    """The row store's compiled pass runs without Python's lock: its thread gives its slot back."""
+def test_a_long_per_group_pass_gives_the_slot_back(tmp_path, monkeypatch):
+    """The row store's compiled pass runs without Python's lock: a long one (from LONG_PASS_ROWS
+    stored rows) gives its thread's slot back; a short one keeps it."""
+    from sdckit.query import data as data_module
+
     import pandas as pd
 
     from sdckit.query.groupbounds import GroupBounds
@@ -181,7 +184,11 @@ def test_a_per_group_pass_gives_the_slot_back(tmp_path):
         query = parse("SELECT c, COUNT(*) FROM t GROUP BY c", db.config)
         with db.cpu.held():
             counts, _ = db.fast_cells(query, 2, None, GroupBounds(1, 1, 2))
-            assert not db.cpu.holding()
+            assert db.cpu.holding()  # a short pass keeps the slot
         assert counts.tolist() == [3, 0]  # each person's first row: a, a, a
+        monkeypatch.setattr(data_module, "LONG_PASS_ROWS", 2)
+        with db.cpu.held():
+            assert db.fast_cells(query, 2, None, GroupBounds(1, 1, 2))[0].tolist() == [3, 0]
+            assert not db.cpu.holding()
     finally:
         db.close()

@@ -10,7 +10,9 @@ answer with a thread each, 2.1-2.2 ms with two slots, 1.6-1.7 ms with one (p50 1
 VAR_POP of a zCDP analyst 2.2-2.9 -> 1.8-1.9 ms (p50 16-21 -> 14-16 ms).
 
 The machine's other cores work where Python lets go of its lock: DuckDB runs a scan on its own
-threads, and the row store's compiled pass runs without the lock (:mod:`sdckit.query.rowkernel`).
+threads, and the row store's compiled pass runs without the lock (:mod:`sdckit.query.rowkernel`;
+a pass over 2e6 stored rows or more, ``data.LONG_PASS_ROWS``: a shorter one keeps the slot, since
+the Python work after the slot is given back runs beside its next holder).
 A thread about to start either gives its slot back for the rest of its request
 (:meth:`CpuSlots.give_back`, called by :class:`~sdckit.query.data.Database`), so a long scan never
 keeps the fast answers waiting and two passes run on two cores. It does not take a slot again
