@@ -626,23 +626,12 @@ def make_table_duckdb(folder: Path, n: int) -> Path:
     1e8 rows take about 1 GB of Parquet): the same columns as :func:`make_table`, values from hashes
     of the row number (fixed, reproducible; region and income from other bits than age, so that the
     400 (age, region) pairs all occur, each value uniform and independent). An existing file is reused."""
-    from sdckit.core.duckdb_session import connect
-
-    path = folder / f"census_{n}_v2.parquet"  # v2: region independent of age (v1 took both from a hash's low bits)
-    if path.exists():
-        return path
-    folder.mkdir(parents=True, exist_ok=True)
-    con = connect(memory_limit=2 << 30, temp_directory=folder / "tmp", threads=2)
-    try:
-        partial = path.with_suffix(".partial")
-        con.execute(f"""COPY (SELECT i AS person_id, CAST(hash(i, 1) % 100 AS INTEGER) AS age,
-                        CAST((hash(i, 2) >> 16) % 250000 AS BIGINT) AS income,
-                        ['N', 'S', 'E', 'W'][CAST((hash(i, 3) >> 32) % 4 AS INTEGER) + 1] AS region
-                        FROM range({int(n)}) t(i)) TO '{partial}' (FORMAT parquet, ROW_GROUP_SIZE 1000000)""")
-        partial.rename(path)
-    finally:
-        con.close()
-    return path
+    # v2: region independent of age (v1 took both from a hash's low bits)
+    return _write_parquet_once(folder / f"census_{n}_v2.parquet", f"""
+        SELECT i AS person_id, CAST(hash(i, 1) % 100 AS INTEGER) AS age,
+               CAST((hash(i, 2) >> 16) % 250000 AS BIGINT) AS income,
+               ['N', 'S', 'E', 'W'][CAST((hash(i, 3) >> 32) % 4 AS INTEGER) + 1] AS region
+        FROM range({int(n)}) t(i)""")
 
 
 def make_visits_duckdb(folder: Path, n: int) -> Path:
@@ -651,20 +640,27 @@ def make_visits_duckdb(folder: Path, n: int) -> Path:
     (2.5 on average, in person order), a clinic of :data:`CLINICS` and a cost in [0, 600)
     (declared bounds [0, 500]) from hashes of the row (fixed, reproducible). An existing file is
     reused."""
+    clinics = ", ".join(f"'{c}'" for c in CLINICS)
+    return _write_parquet_once(folder / f"visits_{n}.parquet", f"""
+        SELECT i AS person_id, [{clinics}][CAST(hash(4 * i + j, 5) % 4 AS INTEGER) + 1] AS clinic,
+               CAST(hash(4 * i + j, 6) % 600 AS BIGINT) AS cost
+        FROM range({max(1, int(n) // 10)}) t(i), range(4) r(j) WHERE j <= hash(i, 4) % 4
+        ORDER BY i, j""")
+
+
+def _write_parquet_once(path: Path, select: str) -> Path:
+    """``path``, written by DuckDB from the statement ``select`` (streamed, bounded memory) unless
+    it exists: into ``<path>.partial``, renamed when complete, so that an interrupted run never
+    leaves a file that a later one would reuse."""
     from sdckit.core.duckdb_session import connect
 
-    path = folder / f"visits_{n}.parquet"
     if path.exists():
         return path
-    folder.mkdir(parents=True, exist_ok=True)
-    con = connect(memory_limit=2 << 30, temp_directory=folder / "tmp", threads=2)
-    clinics = ", ".join(f"'{c}'" for c in CLINICS)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    con = connect(memory_limit=2 << 30, temp_directory=path.parent / "tmp", threads=2)
     try:
         partial = path.with_suffix(".partial")
-        con.execute(f"""COPY (SELECT i AS person_id, [{clinics}][CAST(hash(4 * i + j, 5) % 4 AS INTEGER) + 1] AS clinic,
-                        CAST(hash(4 * i + j, 6) % 600 AS BIGINT) AS cost
-                        FROM range({max(1, int(n) // 10)}) t(i), range(4) r(j) WHERE j <= hash(i, 4) % 4
-                        ORDER BY i, j) TO '{partial}' (FORMAT parquet, ROW_GROUP_SIZE 1000000)""")
+        con.execute(f"COPY ({select}) TO '{partial}' (FORMAT parquet, ROW_GROUP_SIZE 1000000)")
         partial.rename(path)
     finally:
         con.close()
@@ -787,6 +783,8 @@ def per_aggregate(n: int, folder: Path, data: Path, queries: int, clients: int, 
 
 
 def main() -> None:
+    from _harness import CLIENTS
+
     parser = argparse.ArgumentParser()
     parser.add_argument("--vs", choices=["tumult"], help="compare accuracy with Tumult Analytics (issue 32)")
     parser.add_argument("--reps", type=int, default=200, help="repetitions per query (--vs)")
@@ -814,7 +812,7 @@ def main() -> None:
                         help="time each supported aggregate separately (p50/p95, server peak RSS)")
     parser.add_argument("--memory-limit", help='--per-aggregate: [service] memory_limit, e.g. "3GB" (the tables '
                         "then in a DuckDB file with bounded memory)")
-    parser.add_argument("--client", choices=["stdlib", "httpx"], default="stdlib", help="--per-aggregate: the "
+    parser.add_argument("--client", choices=CLIENTS, default="stdlib", help="--per-aggregate: the "
                         "HTTP client the timed clients use (stdlib: http.client, kept alive; httpx costs ~3 ms of CPU a "
                         "request on the server's cores)")
     parser.add_argument("--only", nargs="+", help="--per-aggregate: these aggregates only (labels of AGGREGATES)")
