@@ -35,6 +35,7 @@ import shutil
 import tempfile
 import threading
 from pathlib import Path
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -107,7 +108,7 @@ class Database:
         #: (table, private join) -> the cube of the joined relation, built on the join's first query
         #: (sdckit.query.joincube; at most MAX_CELLS rows)
         self.private_joins: dict[Any, Cube | None] = {}
-        self._private_lock = threading.Lock()
+        self._joins_lock = threading.Lock()  # the joined cubes' builds (_built_once)
         self.n_rows: dict[str, int] = {}
         self.unique_units: dict[str, bool] = {}
         #: each table's clamped columns' grids and magnitudes (sdckit.query.squares.column_grids)
@@ -188,7 +189,7 @@ class Database:
                 self.cpu.give_back()                  # Python's lock: as a scan (a shorter one keeps the slot)
             return store.cells(query, n_cells, groups)
         if not self.keeps_every_row(query.table, rows, groups):
-            ranked = self.ranked.get(query.table) if groups is None and query.join is None else None
+            ranked = self.ranked.get(query.table) if query.join is None else None  # (groups is None here)
             return ranked.cells(with_rank(query, rows), n_cells) if ranked is not None and ranked.covers(query) else None
         if query.join is not None:  # the cube joined in numpy or the joined relation's cube (no per-group bounds)
             cube = None if groups is not None else \
@@ -212,46 +213,43 @@ class Database:
     def _joined_cube(self, query: Any) -> Cube | None:
         """The table's cube joined with the public table of ``query``'s join (built once per table
         and join; :meth:`sdckit.query.cube.Cube.joined`), ``None`` for a private join or without a
-        cube. A built one is found without the lock, which :meth:`units` holds while it reads a
-        table: a thread holding its CPU slot never waits for that (it would hold up every
-        request); one that builds gives its slot back first."""
+        cube (:meth:`_built_once`)."""
         join, cube = query.join, self.cubes.get(query.table)
         if join.private or cube is None:
             return None
-        try:
-            return self._joined[query.table, join]
-        except KeyError:
-            pass
-        self.cpu.give_back()
-        with self._units_lock:
-            if (query.table, join) not in self._joined:
-                table = query_table(query, self.config)
-                public = self.config.public_tables[join.other]
-                rows = self._con.cursor().execute(public_sql(public)).fetchall()
-                names = list(public.columns)
-                columns = {table.renamed[c]: [r[i] for r in rows] for i, c in enumerate(names) if c in table.renamed}
-                self._joined[query.table, join] = cube.joined(
-                    table, join.key, [r[names.index(join.other_key)] for r in rows], columns, join.kind == "left",
-                    self.grids[query.table])
-            return self._joined[query.table, join]
+
+        def build() -> Cube | None:
+            table = query_table(query, self.config)
+            public = self.config.public_tables[join.other]
+            rows = self._con.cursor().execute(public_sql(public)).fetchall()
+            names = list(public.columns)
+            columns = {table.renamed[c]: [r[i] for r in rows] for i, c in enumerate(names) if c in table.renamed}
+            return cube.joined(table, join.key, [r[names.index(join.other_key)] for r in rows], columns,
+                               join.kind == "left", self.grids[query.table])
+        return self._built_once(self._joined, (query.table, join), build)
 
     def _private_join_cube(self, query: Any) -> Cube | None:
         """The cube of the relation ``query``'s private join makes (built on the first query of
-        each table and join, under a lock: one scan of the join; :mod:`sdckit.query.joincube`).
-        A built cube is found without the lock (stored whole, after its build): a thread holding
-        its CPU slot never waits for another join's build, which would hold up every request."""
+        each table and join: one scan of the join; :mod:`sdckit.query.joincube`, :meth:`_built_once`)."""
         join = query.join
+        return self._built_once(self.private_joins, (query.table, join), lambda: private_join_cube(
+            self._con.cursor(), query_table(query, self.config), self.cubes.get(query.table),
+            self.cubes.get(join.other), self.grids[query.table], self.grids[join.other], MAX_CELLS))
+
+    def _built_once(self, built: dict[Any, Any], key: Any, build: Callable[[], Any]) -> Any:
+        """``built[key]``, made by ``build()`` on its first use, once, under the joins' lock. A built
+        one is read without the lock (it is stored whole, after its build): a thread holding its
+        CPU slot never waits for another's build, which would hold up every request; a thread that
+        builds, or waits for a build, gives its slot back first (a scan, here or in the builder)."""
         try:
-            return self.private_joins[query.table, join]
+            return built[key]
         except KeyError:
             pass
-        self.cpu.give_back()  # a scan, here or in the thread building it
-        with self._private_lock:
-            if (query.table, join) not in self.private_joins:
-                self.private_joins[query.table, join] = private_join_cube(
-                    self._con.cursor(), query_table(query, self.config), self.cubes.get(query.table),
-                    self.cubes.get(join.other), self.grids[query.table], self.grids[join.other], MAX_CELLS)
-            return self.private_joins[query.table, join]
+        self.cpu.give_back()
+        with self._joins_lock:
+            if key not in built:
+                built[key] = build()
+            return built[key]
 
     def fast_histograms(self, query: Any, n_cells: int) -> dict[str, list[Histogram]]:
         """Records per cell and quantile bin of each quantile column, from the cube's histograms
