@@ -243,9 +243,6 @@ def _expansion_word(w: int, i: int) -> int:
     return _exp_neg_one_word(i) if w == 1 else exp_neg_int_words(w, i + 1)[i]
 
 
-_FIRST_WORD = _exp_neg_one_word(0)
-
-
 def bernoulli_exp_neg_streak(num: np.ndarray, den: int | np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """Exact Bernoulli(exp(-num/den)) draws for integers ``num >= 0``, ``den >= 1``, the law of
     :func:`bernoulli_exp_neg_rational` with less work when many exponents are large:
